@@ -1,0 +1,308 @@
+package patterns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"weak"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Feature names a server capability that a repository may depend on. Its
+// value is the human-readable name used in [UnsupportedError] and in test
+// skips.
+type Feature string
+
+// The features that [Capabilities] reports.
+const (
+	// Multi-document transactions (replica sets from MongoDB 4.0, sharded
+	// clusters from 4.2; never on a standalone server).
+	FeatureTransactions Feature = "transactions"
+	// The $push modifiers $sort, $slice and $position. FerretDB 1.x accepts
+	// them and silently ignores them, so they must never be assumed.
+	FeaturePushModifiers Feature = "$push modifiers ($sort, $slice, $position)"
+	// arrayFilters and the filtered positional operator $[<id>] in updates.
+	FeatureArrayFilters Feature = "arrayFilters"
+	// TTL indexes (expireAfterSeconds).
+	FeatureTTLIndexes Feature = "TTL indexes"
+	// Partial indexes (partialFilterExpression).
+	FeaturePartialIndexes Feature = "partial indexes"
+	// $jsonSchema collection validators.
+	FeatureJSONSchema Feature = "$jsonSchema validation"
+	// Native time-series collections (MongoDB 5.0+).
+	FeatureTimeSeries Feature = "time-series collections"
+	// Change streams (replica sets and sharded clusters).
+	FeatureChangeStreams Feature = "change streams"
+	// The $lookup aggregation stage.
+	FeatureLookup Feature = "$lookup"
+	// The $group accumulators $min, $max and $avg (FerretDB 1.x has only
+	// $sum and $count).
+	FeatureGroupMinMaxAvg Feature = "$group accumulators $min/$max/$avg"
+	// The $dateTrunc aggregation operator (MongoDB 5.0+).
+	FeatureDateTrunc Feature = "$dateTrunc"
+	// Updates given as an aggregation pipeline (MongoDB 4.2+).
+	FeaturePipelineUpdates Feature = "pipeline-style updates"
+)
+
+// AllFeatures lists every [Feature] that [Capabilities] reports, in a fixed
+// order.
+var AllFeatures = []Feature{
+	FeatureTransactions, FeaturePushModifiers, FeatureArrayFilters,
+	FeatureTTLIndexes, FeaturePartialIndexes, FeatureJSONSchema,
+	FeatureTimeSeries, FeatureChangeStreams, FeatureLookup,
+	FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
+}
+
+// Kind says which server implementation answers on the wire.
+type Kind int
+
+const (
+	// KindOther is a MongoDB-compatible server that is neither MongoDB nor
+	// FerretDB (Amazon DocumentDB, Azure Cosmos DB, ...). Every feature it
+	// cannot confirm is reported absent.
+	KindOther Kind = iota
+	// KindMongoDB is MongoDB itself.
+	KindMongoDB
+	// KindFerretDB is FerretDB (recognised by the ferretdbVersion field of
+	// buildInfo).
+	KindFerretDB
+)
+
+// String returns "MongoDB", "FerretDB" or "other".
+func (k Kind) String() string {
+	switch k {
+	case KindMongoDB:
+		return "MongoDB"
+	case KindFerretDB:
+		return "FerretDB"
+	default:
+		return "other"
+	}
+}
+
+// Topology is the deployment shape seen by the client.
+type Topology int
+
+const (
+	// Standalone is a single server that is not part of a replica set.
+	Standalone Topology = iota
+	// ReplicaSet is a replica set member (hello reports a setName).
+	ReplicaSet
+	// Sharded is a mongos router (hello reports msg "isdbgrid").
+	Sharded
+)
+
+// String returns "standalone", "replica set" or "sharded".
+func (t Topology) String() string {
+	switch t {
+	case ReplicaSet:
+		return "replica set"
+	case Sharded:
+		return "sharded"
+	default:
+		return "standalone"
+	}
+}
+
+// Version is a server version as reported by buildInfo.
+type Version struct {
+	Major, Minor, Patch int
+	Raw                 string // buildInfo's version string, for example "8.0.4"
+}
+
+// AtLeast reports whether v is major.minor or newer.
+func (v Version) AtLeast(major, minor int) bool {
+	return v.Major > major || (v.Major == major && v.Minor >= minor)
+}
+
+// String returns the raw version string.
+func (v Version) String() string { return v.Raw }
+
+// Server describes what a server is and what it can do. Obtain it with
+// [Capabilities]; the zero value is a server with no features.
+type Server struct {
+	Kind     Kind
+	Version  Version
+	Topology Topology
+	// FerretDBVersion is buildInfo's ferretdbVersion for FerretDB ("unknown"
+	// when FerretDB is embedded), empty otherwise.
+	FerretDBVersion string
+
+	features map[Feature]bool
+}
+
+// Has reports whether the server is known to support f.
+func (s *Server) Has(f Feature) bool { return s.features[f] }
+
+// Require returns nil when the server supports f and an [*UnsupportedError]
+// naming f and the server otherwise.
+func (s *Server) Require(f Feature) error {
+	if s.Has(f) {
+		return nil
+	}
+	return &UnsupportedError{Feature: f, Server: s.String()}
+}
+
+// Features returns the supported features in the order of [AllFeatures].
+func (s *Server) Features() []Feature {
+	var out []Feature
+	for _, f := range AllFeatures {
+		if s.Has(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// String describes the server, for example "MongoDB 8.0.4 (replica set)".
+func (s *Server) String() string {
+	return fmt.Sprintf("%s %s (%s)", s.Kind, s.Version, s.Topology)
+}
+
+// NewServer builds a Server from what the server said about itself: the
+// replies to hello and buildInfo. [Capabilities] calls it; it is exported so
+// that the detection rules can be checked without a server.
+//
+// The rules are conservative: MongoDB's features follow from its version
+// and topology; FerretDB and unrecognised servers get only features that
+// are confirmed for them, and none are confirmed today (FerretDB 1.x lacks
+// or silently ignores every feature in [AllFeatures]).
+func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
+	var h struct {
+		SetName                      string `bson:"setName"`
+		Msg                          string `bson:"msg"`
+		LogicalSessionTimeoutMinutes *int64 `bson:"logicalSessionTimeoutMinutes"`
+	}
+	if err := bson.Unmarshal(hello, &h); err != nil {
+		return nil, fmt.Errorf("decode hello reply: %w", err)
+	}
+	var b struct {
+		Version         string   `bson:"version"`
+		GitVersion      string   `bson:"gitVersion"`
+		StorageEngines  []string `bson:"storageEngines"`
+		FerretDBVersion *string  `bson:"ferretdbVersion"`
+	}
+	if err := bson.Unmarshal(buildInfo, &b); err != nil {
+		return nil, fmt.Errorf("decode buildInfo reply: %w", err)
+	}
+
+	s := &Server{Version: parseVersion(b.Version), features: map[Feature]bool{}}
+	switch {
+	case h.Msg == "isdbgrid":
+		s.Topology = Sharded
+	case h.SetName != "":
+		s.Topology = ReplicaSet
+	}
+	switch {
+	case b.FerretDBVersion != nil:
+		s.Kind = KindFerretDB
+		s.FerretDBVersion = *b.FerretDBVersion
+	case gitVersionRE.MatchString(b.GitVersion) && len(b.StorageEngines) > 0:
+		s.Kind = KindMongoDB
+	default:
+		s.Kind = KindOther
+	}
+	if s.Kind != KindMongoDB {
+		return s, nil
+	}
+
+	v := s.Version
+	sessions := h.LogicalSessionTimeoutMinutes != nil
+	set := func(f Feature, ok bool) { s.features[f] = ok }
+	set(FeatureTransactions, sessions &&
+		(s.Topology == ReplicaSet && v.AtLeast(4, 0) || s.Topology == Sharded && v.AtLeast(4, 2)))
+	set(FeaturePushModifiers, v.AtLeast(2, 6))
+	set(FeatureArrayFilters, v.AtLeast(3, 6))
+	set(FeatureTTLIndexes, true)
+	set(FeaturePartialIndexes, v.AtLeast(3, 2))
+	set(FeatureJSONSchema, v.AtLeast(3, 6))
+	set(FeatureTimeSeries, v.AtLeast(5, 0))
+	set(FeatureChangeStreams, s.Topology != Standalone && v.AtLeast(4, 0))
+	set(FeatureLookup, v.AtLeast(3, 2))
+	set(FeatureGroupMinMaxAvg, true)
+	set(FeatureDateTrunc, v.AtLeast(5, 0))
+	set(FeaturePipelineUpdates, v.AtLeast(4, 2))
+	return s, nil
+}
+
+// codeCommandNotFound is the server's error code for an unknown command.
+const codeCommandNotFound = 59
+
+// gitVersionRE matches the commit hash that MongoDB's buildInfo reports.
+var gitVersionRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
+func parseVersion(raw string) Version {
+	v := Version{Raw: raw}
+	core, _, _ := strings.Cut(raw, "-")
+	parts := strings.SplitN(core, ".", 3)
+	nums := []*int{&v.Major, &v.Minor, &v.Patch}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			break
+		}
+		*nums[i] = n
+	}
+	return v
+}
+
+// capsEntry caches one client's Server. The mutex makes concurrent first
+// callers wait for one detection instead of each sending their own.
+type capsEntry struct {
+	mu  sync.Mutex
+	srv *Server
+}
+
+// capsCache maps a weak pointer to a client to its entry; a cleanup removes
+// the entry when the client is garbage collected.
+var capsCache sync.Map // weak.Pointer[mongo.Client] -> *capsEntry
+
+// Capabilities reports what the server behind client is and what it can do.
+//
+// The first call for a client sends two commands to the admin database
+// (hello and buildInfo) and caches the answer for the life of the client;
+// later calls send nothing. Concurrent first callers share one detection.
+// A failed detection is not cached. It reads only; it never writes to any
+// database.
+func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
+	if client == nil {
+		return nil, Invalidf("patterns.Capabilities: nil client")
+	}
+	key := weak.Make(client)
+	v, loaded := capsCache.LoadOrStore(key, &capsEntry{})
+	if !loaded {
+		runtime.AddCleanup(client, func(k weak.Pointer[mongo.Client]) { capsCache.Delete(k) }, key)
+	}
+	e := v.(*capsEntry)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.srv != nil {
+		return e.srv, nil
+	}
+	admin := client.Database("admin")
+	hello, err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
+	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeCommandNotFound {
+		// Servers older than MongoDB 4.4.2 know hello as isMaster.
+		hello, err = admin.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Raw()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("patterns.Capabilities: hello: %w", err)
+	}
+	bi, err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	if err != nil {
+		return nil, fmt.Errorf("patterns.Capabilities: buildInfo: %w", err)
+	}
+	srv, err := NewServer(hello, bi)
+	if err != nil {
+		return nil, fmt.Errorf("patterns.Capabilities: %w", err)
+	}
+	e.srv = srv
+	return srv, nil
+}
