@@ -24,7 +24,9 @@ type Index struct {
 // EnsureIndexes creates the given indexes, idempotently: an index that
 // already exists with the same key and options is left as it is. It sends
 // one createIndexes command per distinct collection, in the order the
-// collections first appear. An existing index with the same name or key
+// collections first appear. On FerretDB it sends one per index instead:
+// FerretDB 1.24 drops the connection when a createIndexes that names
+// several indexes finds them all existing. An existing index with the same name or key
 // but other options is an error from the server (IndexOptionsConflict or
 // IndexKeySpecsConflict); it names the collection and is returned as is,
 // and indexes for later collections are not created.
@@ -54,9 +56,25 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 		}
 		groups[at].models = append(groups[at].models, ix.Model)
 	}
+	if len(groups) == 0 {
+		return nil
+	}
+	srv, err := Capabilities(ctx, groups[0].coll.Database().Client())
+	if err != nil {
+		return fmt.Errorf("EnsureIndexes: %w", err)
+	}
 	for _, g := range groups {
-		if _, err := g.coll.Indexes().CreateMany(ctx, g.models); err != nil {
-			return fmt.Errorf("EnsureIndexes: %s.%s: %w", g.coll.Database().Name(), g.coll.Name(), err)
+		batches := [][]mongo.IndexModel{g.models}
+		if srv.Kind == KindFerretDB {
+			batches = batches[:0]
+			for _, m := range g.models {
+				batches = append(batches, []mongo.IndexModel{m})
+			}
+		}
+		for _, b := range batches {
+			if _, err := g.coll.Indexes().CreateMany(ctx, b); err != nil {
+				return fmt.Errorf("EnsureIndexes: %s.%s: %w", g.coll.Database().Name(), g.coll.Name(), err)
+			}
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -27,8 +28,10 @@ var (
 	uri    string
 )
 
-// Main starts (or finds) the server, connects the shared client, runs the
-// tests and exits with their status. Call it from TestMain. When no server
+// Main starts (or finds) the server, connects the shared client, sets
+// MONGODB_URI to the server's URI for the process (so that runnable
+// examples connect as a program would), runs the tests and exits with
+// their status. Call it from TestMain. When no server
 // can be started it prints why and exits with status 1, so that the tests
 // fail rather than skip.
 func Main(m *testing.M) {
@@ -53,41 +56,26 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = client.Disconnect(context.Background()) }()
+	// Runnable examples (func ExampleX) connect the way a program does,
+	// from MONGODB_URI: point it at the server in use.
+	if err := os.Setenv("MONGODB_URI", s.uri); err != nil {
+		fmt.Fprintln(os.Stderr, "mongotest:", err)
+		return 1
+	}
 	fmt.Fprintf(os.Stderr, "mongotest: server %s, from %s, at %s\n", server, s.how, redact(s.uri))
 	return m.Run()
 }
 
-// connect connects the shared client and detects the server. On FerretDB
-// it reconnects with a pool of one connection: FerretDB (1.x, with either
-// backend) loses concurrent updates to one document when they arrive on
-// several connections (8 goroutines x 300 $inc applied 378 of 2400, with no
-// error), while one connection serialises them and the counts are exact.
-// That models MongoDB's single-document atomicity faithfully; it cannot
-// show interleavings inside one multi-document command.
+// connect connects the shared client and detects the server; on FerretDB
+// the client has a single connection (see [dial.Connect] for why).
 func connect(u string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	opts := func() *options.ClientOptions {
-		return options.Client().ApplyURI(u).SetMonitor(monitor).SetTimeout(2 * time.Minute)
-	}
-	c, err := mongo.Connect(opts())
+	c, srv, err := dial.Connect(ctx, u, func() *options.ClientOptions {
+		return options.Client().SetMonitor(monitor).SetTimeout(2 * time.Minute)
+	})
 	if err != nil {
 		return err
-	}
-	srv, err := patterns.Capabilities(ctx, c)
-	if err != nil {
-		_ = c.Disconnect(ctx)
-		return err
-	}
-	if srv.Kind == patterns.KindFerretDB {
-		_ = c.Disconnect(ctx)
-		if c, err = mongo.Connect(opts().SetMaxPoolSize(1)); err != nil {
-			return err
-		}
-		if srv, err = patterns.Capabilities(ctx, c); err != nil {
-			_ = c.Disconnect(ctx)
-			return err
-		}
 	}
 	client, server, uri = c, srv, u
 	return nil

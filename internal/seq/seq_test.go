@@ -1,0 +1,73 @@
+package seq_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+type doc struct {
+	ID int `bson:"_id"`
+}
+
+func TestCursor(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	coll := db.Collection("c")
+	var docs []any
+	for i := 1; i <= 7; i++ {
+		docs = append(docs, doc{ID: i})
+	}
+	_, err := coll.InsertMany(ctx, docs)
+	require.NoError(t, err)
+	counter := mongotest.NewCounter(t, db)
+	open := func(ctx context.Context) (*mongo.Cursor, error) {
+		return coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(3))
+	}
+	it := seq.Cursor[doc](ctx, open)
+	require.Empty(t, counter.Commands(), "building the iterator sends nothing")
+
+	var got []int
+	for d, err := range it {
+		require.NoError(t, err)
+		got = append(got, d.ID)
+	}
+	require.Equal(t, []int{1, 2, 3, 4, 5, 6, 7}, got)
+	require.Equal(t, []string{"find", "getMore", "getMore"}, counter.Commands())
+
+	counter.Reset()
+	got = got[:0]
+	for d, err := range it {
+		require.NoError(t, err)
+		got = append(got, d.ID)
+		if len(got) == 2 {
+			break
+		}
+	}
+	require.Equal(t, []int{1, 2}, got, "the iterator can be ranged again and stopped early")
+	require.Equal(t, []string{"find", "killCursors"}, counter.Commands(), "stopping early closes the cursor")
+
+	boom := errors.New("boom")
+	n := 0
+	for _, err := range seq.Cursor[doc](ctx, func(context.Context) (*mongo.Cursor, error) { return nil, boom }) {
+		require.ErrorIs(t, err, boom)
+		n++
+	}
+	require.Equal(t, 1, n)
+	n = 0
+	for _, err := range seq.Err[doc](boom) {
+		require.ErrorIs(t, err, boom)
+		n++
+	}
+	require.Equal(t, 1, n)
+}

@@ -1,0 +1,124 @@
+package patterns_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+func raw(t *testing.T, d bson.D) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	require.NoError(t, err)
+	return b
+}
+
+const sha = "0123456789abcdef0123456789abcdef01234567"
+
+func TestNewServer(t *testing.T) {
+	sessions := bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}
+	mongoBuild := func(v string) bson.D {
+		return bson.D{{Key: "version", Value: v}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}
+	}
+	all := patterns.AllFeatures
+	without := func(drop ...patterns.Feature) []patterns.Feature {
+		var out []patterns.Feature
+		for _, f := range all {
+			keep := true
+			for _, d := range drop {
+				keep = keep && f != d
+			}
+			if keep {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	tests := []struct {
+		name     string
+		hello    bson.D
+		build    bson.D
+		kind     patterns.Kind
+		topology patterns.Topology
+		major    int
+		features []patterns.Feature
+	}{
+		{
+			name:  "MongoDB 8 replica set has everything",
+			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("8.0.4"),
+			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 8, features: all,
+		},
+		{
+			name:  "MongoDB 6 standalone has no transactions or change streams",
+			hello: bson.D{sessions}, build: mongoBuild("6.0.19"),
+			kind: patterns.KindMongoDB, topology: patterns.Standalone, major: 6,
+			features: without(patterns.FeatureTransactions, patterns.FeatureChangeStreams),
+		},
+		{
+			name:  "MongoDB 7 behind mongos",
+			hello: bson.D{{Key: "msg", Value: "isdbgrid"}, sessions}, build: mongoBuild("7.0.2-rc1"),
+			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: all,
+		},
+		{
+			name:  "MongoDB 4.4 replica set lacks 5.0 features",
+			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("4.4.29"),
+			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 4,
+			features: without(patterns.FeatureTimeSeries, patterns.FeatureDateTrunc),
+		},
+		{
+			name:  "replica set without sessions has no transactions",
+			hello: bson.D{{Key: "setName", Value: "rs0"}}, build: mongoBuild("8.0.0"),
+			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 8,
+			features: without(patterns.FeatureTransactions),
+		},
+		{
+			name:  "FerretDB is recognised by ferretdbVersion and gets nothing",
+			hello: bson.D{sessions},
+			build: bson.D{{Key: "version", Value: "7.0.42"}, {Key: "gitVersion", Value: sha}, {Key: "ferretdbVersion", Value: "unknown"}, {Key: "storageEngines", Value: bson.A{"sqlite"}}},
+			kind:  patterns.KindFerretDB, topology: patterns.Standalone, major: 7,
+		},
+		{
+			name:  "an unrecognised server gets nothing",
+			hello: bson.D{{Key: "setName", Value: "globaldb"}, sessions},
+			build: bson.D{{Key: "version", Value: "4.2.0"}, {Key: "gitVersion", Value: "unknown"}},
+			kind:  patterns.KindOther, topology: patterns.ReplicaSet, major: 4,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := patterns.NewServer(raw(t, tc.hello), raw(t, tc.build))
+			require.NoError(t, err)
+			require.Equal(t, tc.kind, s.Kind)
+			require.Equal(t, tc.topology, s.Topology)
+			require.Equal(t, tc.major, s.Version.Major)
+			require.Equal(t, tc.features, s.Features())
+			for _, f := range all {
+				err := s.Require(f)
+				if s.Has(f) {
+					require.NoError(t, err)
+					continue
+				}
+				require.ErrorIs(t, err, patterns.ErrUnsupported)
+				var ue *patterns.UnsupportedError
+				require.ErrorAs(t, err, &ue)
+				require.Equal(t, f, ue.Feature)
+				require.Contains(t, err.Error(), string(f), "the error names the feature")
+				require.Contains(t, err.Error(), s.Kind.String(), "the error names the server")
+			}
+		})
+	}
+}
+
+func TestVersionAtLeast(t *testing.T) {
+	s, err := patterns.NewServer(raw(t, bson.D{}), raw(t, bson.D{{Key: "version", Value: "6.0.19-ent"}}))
+	require.NoError(t, err)
+	v := s.Version
+	require.Equal(t, patterns.Version{Major: 6, Minor: 0, Patch: 19, Raw: "6.0.19-ent"}, v)
+	require.True(t, v.AtLeast(6, 0))
+	require.True(t, v.AtLeast(5, 9))
+	require.False(t, v.AtLeast(6, 1))
+	require.False(t, v.AtLeast(7, 0))
+}

@@ -1,0 +1,306 @@
+package patterns_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// probes try each feature on the server and report whether it really did
+// what MongoDB does: no error is not enough (FerretDB accepts $slice and
+// ignores it), so each probe checks the result.
+var probes = map[patterns.Feature]func(ctx context.Context, t *testing.T, db *mongo.Database) bool{
+	patterns.FeatureTransactions: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("tx")
+		require.NoError(t, db.CreateCollection(ctx, "tx"))
+		sess, err := db.Client().StartSession()
+		require.NoError(t, err)
+		defer sess.EndSession(ctx)
+		_, err = sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+			return coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+		})
+		if err != nil {
+			t.Logf("transaction: %v", err)
+			return false
+		}
+		n, err := coll.CountDocuments(ctx, bson.D{})
+		require.NoError(t, err)
+		return n == 1
+	},
+	patterns.FeaturePushModifiers: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("push")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{}}})
+		require.NoError(t, err)
+		_, err = coll.UpdateByID(ctx, 1, bson.D{{Key: "$push", Value: bson.D{{Key: "a", Value: bson.D{
+			{Key: "$each", Value: bson.A{3, 1, 2}}, {Key: "$sort", Value: 1}, {Key: "$slice", Value: 2},
+		}}}}})
+		if err != nil {
+			t.Logf("$push modifiers: %v", err)
+			return false
+		}
+		var doc struct{ A []int }
+		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&doc))
+		t.Logf("$push $each [3 1 2] $sort 1 $slice 2 gave %v", doc.A)
+		return len(doc.A) == 2 && doc.A[0] == 1 && doc.A[1] == 2
+	},
+	patterns.FeatureArrayFilters: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("af")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{
+			bson.D{{Key: "k", Value: 1}, {Key: "v", Value: 0}}, bson.D{{Key: "k", Value: 2}, {Key: "v", Value: 0}},
+		}}})
+		require.NoError(t, err)
+		_, err = coll.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "a.$[e].v", Value: 5}}}},
+			options.UpdateOne().SetArrayFilters([]any{bson.D{{Key: "e.k", Value: 2}}}))
+		if err != nil {
+			t.Logf("arrayFilters: %v", err)
+			return false
+		}
+		var doc struct{ A []struct{ K, V int } }
+		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&doc))
+		return len(doc.A) == 2 && doc.A[0].V == 0 && doc.A[1].V == 5
+	},
+	patterns.FeatureTTLIndexes: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		return indexOptionSticks(ctx, t, db.Collection("ttl"), options.Index().SetExpireAfterSeconds(3600), "expireAfterSeconds")
+	},
+	patterns.FeaturePartialIndexes: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		return indexOptionSticks(ctx, t, db.Collection("partial"),
+			options.Index().SetPartialFilterExpression(bson.D{{Key: "a", Value: bson.D{{Key: "$exists", Value: true}}}}),
+			"partialFilterExpression")
+	},
+	patterns.FeatureJSONSchema: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		err := db.CreateCollection(ctx, "schema", options.CreateCollection().SetValidator(bson.D{{Key: "$jsonSchema", Value: bson.D{
+			{Key: "required", Value: bson.A{"a"}},
+		}}}))
+		if err != nil {
+			t.Logf("$jsonSchema validator: %v", err)
+			return false
+		}
+		_, err = db.Collection("schema").InsertOne(ctx, bson.D{{Key: "b", Value: 1}})
+		t.Logf("insert violating the schema: %v", err)
+		return err != nil
+	},
+	patterns.FeatureTimeSeries: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		err := db.CreateCollection(ctx, "ts", options.CreateCollection().SetTimeSeriesOptions(options.TimeSeries().SetTimeField("t")))
+		if err != nil {
+			t.Logf("time-series collection: %v", err)
+			return false
+		}
+		specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "ts"}})
+		require.NoError(t, err)
+		return len(specs) == 1 && specs[0].Type == "timeseries"
+	},
+	patterns.FeatureChangeStreams: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("cs")
+		require.NoError(t, db.CreateCollection(ctx, "cs"))
+		stream, err := coll.Watch(ctx, mongo.Pipeline{})
+		if err != nil {
+			t.Logf("change stream: %v", err)
+			return false
+		}
+		defer stream.Close(ctx)
+		_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		return stream.Next(ctx) && stream.Current.Lookup("operationType").StringValue() == "insert"
+	},
+	patterns.FeatureLookup: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		_, err := db.Collection("l").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "r", Value: 7}})
+		require.NoError(t, err)
+		_, err = db.Collection("r").InsertOne(ctx, bson.D{{Key: "_id", Value: 7}, {Key: "name", Value: "seven"}})
+		require.NoError(t, err)
+		var out []struct{ J []bson.M }
+		if !aggregate(ctx, t, db.Collection("l"), mongo.Pipeline{{{Key: "$lookup", Value: bson.D{
+			{Key: "from", Value: "r"}, {Key: "localField", Value: "r"}, {Key: "foreignField", Value: "_id"}, {Key: "as", Value: "j"},
+		}}}}, &out) {
+			return false
+		}
+		return len(out) == 1 && len(out[0].J) == 1 && out[0].J[0]["name"] == "seven"
+	},
+	patterns.FeatureGroupMinMaxAvg: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("g")
+		_, err := coll.InsertMany(ctx, []any{bson.D{{Key: "v", Value: 1}}, bson.D{{Key: "v", Value: 2}}, bson.D{{Key: "v", Value: 6}}})
+		require.NoError(t, err)
+		var out []struct{ Mn, Mx, Av float64 }
+		if !aggregate(ctx, t, coll, mongo.Pipeline{{{Key: "$group", Value: bson.D{
+			{Key: "_id", Value: nil},
+			{Key: "mn", Value: bson.D{{Key: "$min", Value: "$v"}}},
+			{Key: "mx", Value: bson.D{{Key: "$max", Value: "$v"}}},
+			{Key: "av", Value: bson.D{{Key: "$avg", Value: "$v"}}},
+		}}}}, &out) {
+			return false
+		}
+		return len(out) == 1 && out[0].Mn == 1 && out[0].Mx == 6 && out[0].Av == 3
+	},
+	patterns.FeatureDateTrunc: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("d")
+		at := time.Date(2026, 11, 29, 18, 42, 7, 0, time.UTC)
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "t", Value: at}})
+		require.NoError(t, err)
+		var out []struct{ H time.Time }
+		if !aggregate(ctx, t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{
+			{Key: "h", Value: bson.D{{Key: "$dateTrunc", Value: bson.D{{Key: "date", Value: "$t"}, {Key: "unit", Value: "hour"}}}}},
+		}}}}, &out) {
+			return false
+		}
+		return len(out) == 1 && out[0].H.Equal(at.Truncate(time.Hour))
+	},
+	patterns.FeaturePipelineUpdates: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("pu")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}})
+		require.NoError(t, err)
+		_, err = coll.UpdateByID(ctx, 1, mongo.Pipeline{{{Key: "$set", Value: bson.D{
+			{Key: "b", Value: bson.D{{Key: "$add", Value: bson.A{"$a", 1}}}},
+		}}}})
+		if err != nil {
+			t.Logf("pipeline update: %v", err)
+			return false
+		}
+		var doc struct{ B int }
+		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&doc))
+		return doc.B == 2
+	},
+}
+
+func aggregate(ctx context.Context, t *testing.T, coll *mongo.Collection, p mongo.Pipeline, out any) bool {
+	cur, err := coll.Aggregate(ctx, p)
+	if err == nil {
+		err = cur.All(ctx, out)
+	}
+	if err != nil {
+		t.Logf("aggregate %v: %v", p, err)
+		return false
+	}
+	return true
+}
+
+// indexOptionSticks creates an index with opts and reports whether the
+// server kept the option (listIndexes shows it).
+func indexOptionSticks(ctx context.Context, t *testing.T, coll *mongo.Collection, opts *options.IndexOptionsBuilder, option string) bool {
+	_, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "a", Value: 1}}, Options: opts})
+	if err != nil {
+		t.Logf("index with %s: %v", option, err)
+		return false
+	}
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	require.NoError(t, err)
+	for _, s := range specs {
+		if s.Name == "a_1" {
+			switch option {
+			case "expireAfterSeconds":
+				return s.ExpireAfterSeconds != nil
+			default:
+				var raw bson.M
+				require.NoError(t, coll.Database().RunCommand(ctx, bson.D{{Key: "listIndexes", Value: coll.Name()}}).Decode(&raw))
+				return bson.Raw(mustMarshalM(t, raw)).Lookup("cursor", "firstBatch", "1", option).Type != 0
+			}
+		}
+	}
+	return false
+}
+
+func mustMarshalM(t *testing.T, m bson.M) []byte {
+	b, err := bson.Marshal(m)
+	require.NoError(t, err)
+	return b
+}
+
+// TestCapabilitiesMatchTheServer runs every probe and checks that the flag
+// Capabilities reports is what the server really does.
+func TestCapabilitiesMatchTheServer(t *testing.T) {
+	srv := mongotest.Server()
+	t.Logf("server: %s", srv)
+	for _, f := range patterns.AllFeatures {
+		probe, ok := probes[f]
+		require.True(t, ok, "no probe for %s", f)
+		t.Run(string(f), func(t *testing.T) {
+			ctx := context.Background()
+			works := probe(ctx, t, mongotest.DB(t))
+			require.Equal(t, works, srv.Has(f), "%s: Capabilities says %v, the server really does %v", f, srv.Has(f), works)
+		})
+	}
+}
+
+// TestCapabilitiesSendsTwoReadsOncePerClient checks the cache: 8
+// concurrent first callers on a new client share one detection of two
+// commands (hello, buildInfo) to the admin database, and later calls send
+// nothing.
+func TestCapabilitiesSendsTwoReadsOncePerClient(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var sent []string
+	monitor := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		mu.Lock()
+		sent = append(sent, e.DatabaseName+"."+e.CommandName)
+		mu.Unlock()
+	}}
+	c, err := mongo.Connect(options.Client().ApplyURI(mongotest.URI()).SetMonitor(monitor))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(ctx) })
+
+	var wg sync.WaitGroup
+	got := make([]*patterns.Server, 8)
+	for i := range got {
+		wg.Go(func() {
+			s, err := patterns.Capabilities(ctx, c)
+			require.NoError(t, err)
+			got[i] = s
+		})
+	}
+	wg.Wait()
+	again, err := patterns.Capabilities(ctx, c)
+	require.NoError(t, err)
+	for _, s := range got {
+		require.Same(t, again, s)
+	}
+	require.Equal(t, []string{"admin.hello", "admin.buildInfo"}, sent)
+	require.Equal(t, mongotest.Server().Kind, again.Kind)
+	require.Equal(t, mongotest.Server().Features(), again.Features())
+}
+
+func TestEnsureIndexesIsIdempotent(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	key, err := patterns.ESRKey(patterns.Range("at"), patterns.Equality("sensor"))
+	require.NoError(t, err)
+	indexes := []patterns.Index{
+		{Collection: db.Collection("a"), Model: mongo.IndexModel{Keys: key}},
+		{Collection: db.Collection("b"), Model: mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}, Options: options.Index().SetUnique(true)}},
+		{Collection: db.Collection("a"), Model: mongo.IndexModel{Keys: bson.D{{Key: "other", Value: -1}}}},
+	}
+	counter := mongotest.NewCounter(t, db)
+	want := []string{"createIndexes", "createIndexes"} // one per collection
+	if mongotest.Server().Kind == patterns.KindFerretDB {
+		want = append(want, "createIndexes") // one per index
+	}
+	for range 2 {
+		sent := counter.Count(func() { require.NoError(t, patterns.EnsureIndexes(ctx, indexes...)) })
+		require.Equal(t, want, sent)
+	}
+	names := func(coll string) []string {
+		specs, err := db.Collection(coll).Indexes().ListSpecifications(ctx)
+		require.NoError(t, err)
+		var out []string
+		for _, s := range specs {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	require.ElementsMatch(t, []string{"_id_", "sensor_1_at_1", "other_-1"}, names("a"))
+	require.ElementsMatch(t, []string{"_id_", "k_1"}, names("b"))
+
+	err = patterns.EnsureIndexes(ctx, patterns.Index{Model: mongo.IndexModel{Keys: key}})
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
