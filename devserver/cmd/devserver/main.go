@@ -8,7 +8,8 @@
 //
 //	-addr        listen address (default 127.0.0.1:0, a free port)
 //	-dir         data directory (default: a temporary directory removed on exit)
-//	-log-level   FerretDB log level to stderr: debug, info, warn, error or off (default warn)
+//	-log-level   FerretDB log level to stderr: debug, info, warn, error or off (default error;
+//	             FerretDB warns on every command it does not know, such as endSessions)
 //	-watch-stdin also stop when standard input reaches end of file, so that
 //	             a parent that dies without signalling takes the server with it
 package main
@@ -29,7 +30,7 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	dir := flag.String("dir", "", "data directory (default: a temporary directory removed on exit)")
-	level := flag.String("log-level", "warn", "log level to stderr: debug, info, warn, error or off")
+	level := flag.String("log-level", "error", "log level to stderr: debug, info, warn, error or off")
 	watchStdin := flag.Bool("watch-stdin", false, "stop when standard input reaches end of file")
 	flag.Parse()
 	if err := run(*addr, *dir, *level, *watchStdin); err != nil {
