@@ -27,7 +27,9 @@ const maxAttempts = 10
 // updateOne on the parent that pushes the items with $each, $sort (the
 // configured order) and $slice (Cap), and increments the revision. The
 // update is guarded by {Field.IDField: {$nin: ids}}, so that it never
-// pushes an item the subset already holds.
+// pushes an item the subset already holds. A subset field that $push
+// cannot extend (null, say: a nil slice stored without omitempty) is
+// replaced by a recomputation, three commands more.
 //
 // Portable path (servers whose $push ignores $sort and $slice, such as
 // FerretDB): four commands. A read of the parent's revision, the
@@ -100,6 +102,12 @@ func (r *Repo[P, I]) addNative(ctx context.Context, parent parentRef, entries []
 	for attempt := 1; ; attempt++ {
 		filter, update := r.pushUpdate(parent.id, pending)
 		res, err := r.parents.UpdateOne(ctx, filter, update)
+		if se, ok := errors.AsType[mongo.ServerError](err); ok && se.HasErrorCode(codeBadValue) {
+			// The subset field holds something $push cannot extend, most
+			// often null (a nil slice stored without omitempty): a
+			// recomputation sets it.
+			return r.rebuild(ctx, parent.id)
+		}
 		if err != nil {
 			return fmt.Errorf("push into the subset: %w", err)
 		}
@@ -236,9 +244,12 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	return out, nil
 }
 
-// codeDuplicateKey is the server's error code for a unique index
-// violation.
-const codeDuplicateKey = 11000
+// Server error codes: a unique index violation, and a $push onto a field
+// that is not an array.
+const (
+	codeDuplicateKey = 11000
+	codeBadValue     = 2
+)
 
 // storedItems reads the parent's items with the given ids: one find.
 func (r *Repo[P, I]) storedItems(ctx context.Context, parentID any, itemIDs []bson.RawValue) ([]entry, error) {

@@ -66,11 +66,11 @@ func (c Config) normalize() (Config, error) {
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
 		if err := validateCollection(coll.value); err != nil {
-			return c, fmt.Errorf("subset: Config.%s: %w", coll.name, err)
+			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
 		}
 	}
 	if c.Parents == c.Items {
-		return c, patterns.Invalidf("subset: Config: Parents and Items are both %q; the items need their own collection", c.Items)
+		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Parents and Items are both %q; the items need their own collection", c.Items))
 	}
 	fields := []struct {
 		name, value string
@@ -84,14 +84,14 @@ func (c Config) normalize() (Config, error) {
 	}
 	for _, f := range fields {
 		if err := f.check(f.value); err != nil {
-			return c, fmt.Errorf("subset: Config.%s: %w", f.name, err)
+			return c, fmt.Errorf("Config.%s: %w", f.name, err)
 		}
 	}
 	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
-		return c, patterns.Invalidf("subset: Config: Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField)
+		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
 	}
 	if c.ParentField == "_id" {
-		return c, patterns.Invalidf("subset: Config.ParentField: an item's _id cannot hold its parent's id")
+		return c, fmt.Errorf("Config.ParentField: %w", patterns.Invalidf("an item's _id cannot hold its parent's id"))
 	}
 	// The three item fields play different parts; a sort path inside one
 	// of the others ("productId.x") would tie them together too.
@@ -99,12 +99,12 @@ func (c Config) normalize() (Config, error) {
 	for i, a := range item {
 		for _, b := range item[i+1:] {
 			if a == b || strings.HasPrefix(b, a+".") || strings.HasPrefix(a, b+".") {
-				return c, patterns.Invalidf("subset: Config: ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField)
+				return c, fmt.Errorf("Config: %w", patterns.Invalidf("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
 			}
 		}
 	}
 	if c.Cap < 1 || c.Cap > maxN {
-		return c, patterns.Invalidf("subset: Config.Cap: %d; the subset holds from 1 to %d items", c.Cap, maxN)
+		return c, fmt.Errorf("Config.Cap: %w", patterns.Invalidf("%d; the subset holds from 1 to %d items", c.Cap, maxN))
 	}
 	return c, nil
 }

@@ -14,6 +14,11 @@
 // subset is, whenever no write is in flight, exactly the first N items
 // that [Repo.All] yields.
 //
+// The application creates its parents as it likes (with the subset field
+// absent or an empty array); the repository writes only two fields of a
+// parent, the subset and its revision, and [Repo.Delete] deletes a parent
+// with its items.
+//
 // # Writes
 //
 // Every write changes the items collection first and the parent second;
@@ -52,6 +57,9 @@
 // the portable path the retries are bounded without giving up: once the
 // revision has moved two past the first one read after a writer's change,
 // a recomputation that saw the change has succeeded, and the writer stops.
+// (That holds because on the portable path every write to a subset is a
+// recomputation; every repository over the same collections takes the
+// same path, since the path follows the server.)
 // On the native path pushes move the revision too, and a recomputation
 // gives up with [patterns.ErrConflict] after 10 lost races (the items
 // collection is right; the caller retries or calls [Repo.Rebuild]).
@@ -60,7 +68,10 @@
 //
 // In round trips: [Repo.Get] 1; [Repo.Add] 2 native, 4 portable;
 // [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page] 1;
-// [Repo.All] 1 per batch. A lost race adds 3 to a recomputation.
+// [Repo.All] 1 per batch. A lost race adds 3 to a recomputation. Only
+// Add depends on an optional server feature (the $push modifiers); the
+// rest takes the same path everywhere. On FerretDB, which sorts in memory,
+// a recomputation reads all of a parent's items to find the first N.
 //
 // # Input
 //

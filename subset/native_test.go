@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -20,23 +21,23 @@ import (
 // property test cover sorting and slicing on MongoDB.)
 func TestNativeGuardWhereSortingHasNothingToDo(t *testing.T) {
 	ctx := context.Background()
-	setup := func(t *testing.T) (*subset.Repo[parent, item], *mongotest.Counter) {
+	setup := func(t *testing.T) (*subset.Repo[parent, item], *mongotest.Counter, *mongo.Database) {
 		db := mongotest.DB(t)
 		r, err := subset.NewNative[parent, item](db, config(10))
 		require.NoError(t, err)
 		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
 		insertParents(t, db, "a")
-		return r, mongotest.NewCounter(t, db)
+		return r, mongotest.NewCounter(t, db), db
 	}
 	a, b, c := item{ID: 1, Score: 30}, item{ID: 2, Score: 20}, item{ID: 3, Score: 10}
 
 	t.Run("two commands", func(t *testing.T) {
-		r, n := setup(t)
+		r, n, _ := setup(t)
 		require.Equal(t, []string{"insert", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b)) }))
 		requireState(t, r, "a", []item{a, b}, 10)
 	})
 	t.Run("a retry after both steps stores nothing twice", func(t *testing.T) {
-		r, n := setup(t)
+		r, n, _ := setup(t)
 		require.NoError(t, r.Add(ctx, "a", a, b))
 		// The duplicates are read back, the guard stops the push, the
 		// subset's ids show that nothing is missing.
@@ -44,13 +45,20 @@ func TestNativeGuardWhereSortingHasNothingToDo(t *testing.T) {
 		requireState(t, r, "a", []item{a, b}, 10)
 	})
 	t.Run("only the items absent from the subset are pushed", func(t *testing.T) {
-		r, n := setup(t)
+		r, n, _ := setup(t)
 		require.NoError(t, r.Add(ctx, "a", a))
 		require.Equal(t, []string{"insert", "find", "update", "find", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b, c)) }))
 		requireState(t, r, "a", []item{a, b, c}, 10)
 	})
+	t.Run("a null subset field is recomputed", func(t *testing.T) {
+		r, n, db := setup(t)
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "n"}, {Key: "top", Value: nil}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"insert", "update", "find", "find", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "n", c, a)) }))
+		requireState(t, r, "n", []item{a, c}, 10)
+	})
 	t.Run("a missing parent leaves no items", func(t *testing.T) {
-		r, n := setup(t)
+		r, n, _ := setup(t)
 		var err error
 		require.Equal(t, []string{"insert", "update", "find", "delete"}, n.Count(func() { err = r.Add(ctx, "b", a, b) }))
 		require.ErrorIs(t, err, patterns.ErrNotFound)

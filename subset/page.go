@@ -49,7 +49,7 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 		return nil, Cursor{}, fmt.Errorf("subset: Page: parent id: %w", err)
 	}
 	if limit < 1 || limit > maxN {
-		return nil, Cursor{}, patterns.Invalidf("subset: Page: limit %d; want 1 to %d", limit, maxN)
+		return nil, Cursor{}, fmt.Errorf("subset: Page: %w", patterns.Invalidf("limit %d; want 1 to %d", limit, maxN))
 	}
 	cur, err := r.items.Find(ctx, r.pageFilter(parentID, after), r.firstN(limit+1))
 	if err != nil {
@@ -71,7 +71,12 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 		return out, Cursor{}, nil
 	}
 	last := docs[len(docs)-1]
-	return out, Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}, nil
+	next := Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}
+	if err := checkScalar(next.sort); err != nil || next.id.IsZero() {
+		// Stored without the repository, and without a sort value or id.
+		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: cannot continue after item %s: no scalar %s and %s", parentID, next.id, r.cfg.SortField, r.cfg.IDField)
+	}
+	return out, next, nil
 }
 
 // pageFilter matches the parent's items that come after c in the
@@ -143,15 +148,15 @@ func ParseCursor(s string) (Cursor, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return Cursor{}, patterns.Invalidf("subset: cursor %q: not base64url: %v", s, err)
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not base64url: %v", err))
 	}
 	doc := bson.Raw(raw)
 	if err := doc.Validate(); err != nil {
-		return Cursor{}, patterns.Invalidf("subset: cursor %q: %v", s, err)
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("%v", err))
 	}
 	elems, err := doc.Elements()
 	if err != nil || len(elems) != 2 || elems[0].Key() != "s" || elems[1].Key() != "i" {
-		return Cursor{}, patterns.Invalidf("subset: cursor %q: not a cursor", s)
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not a cursor"))
 	}
 	c := Cursor{sort: elems[0].Value(), id: elems[1].Value()}
 	if err := checkScalar(c.sort); err != nil {

@@ -33,7 +33,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, extra ...bson
 	proj := options.FindOne().SetProjection(bson.D{{Key: r.cfg.RevisionField, Value: 1}, {Key: r.idPath, Value: 1}})
 	raw, err := r.parents.FindOne(ctx, filter, proj).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return st, fmt.Errorf("parent %v: %w", parentID, patterns.ErrNotFound)
+		return st, fmt.Errorf("no such parent: %w", patterns.ErrNotFound)
 	}
 	if err != nil {
 		return st, fmt.Errorf("read parent %v: %w", parentID, err)

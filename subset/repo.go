@@ -57,11 +57,11 @@ const (
 // [Repo.Indexes] before the first write.
 func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	if db == nil {
-		return nil, patterns.Invalidf("subset: New: nil database")
+		return nil, fmt.Errorf("subset: New: %w", patterns.Invalidf("nil database"))
 	}
 	cfg, err := cfg.normalize()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("subset: New: %w", err)
 	}
 	dir := 1
 	if cfg.Descending {
@@ -148,7 +148,7 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.List
 // Delete deletes the parent, then all its items: two commands. A reader
 // between them sees no parent while its items remain, and then no items.
 // Deleting the parent first is what keeps concurrent writers from leaving
-// orphans: an [Repo.Add] that stored its items before the parent was gone
+// orphans: a [Repo.Add] that stored its items before the parent was gone
 // either had them deleted by the second step or finds the parent missing
 // and deletes them itself. It is safe to retry; it returns
 // [patterns.ErrNotFound] when there was neither a parent nor an item.
