@@ -98,8 +98,8 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 		binary.LittleEndian.PutUint32(out, uint32(len(out)))
 		doc = out
 	}
-	if max := patterns.MaxDocumentSize / r.cfg.Cap; len(doc) > max {
-		return entry{}, fmt.Errorf("%w: item %s is %d bytes; with a cap of %d items, an item may take at most %d", patterns.ErrTooLarge, id, len(doc), r.cfg.Cap, max)
+	if limit := patterns.MaxDocumentSize / r.cfg.Cap; len(doc) > limit {
+		return entry{}, fmt.Errorf("%w: item %s is %d bytes; with a cap of %d items, an item may take at most %d", patterns.ErrTooLarge, id, len(doc), r.cfg.Cap, limit)
 	}
 	return entry{doc: doc, id: id}, nil
 }
