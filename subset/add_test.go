@@ -1,0 +1,172 @@
+package subset_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+func TestAddKeepsTheMostRelevantWhateverTheOrder(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), path)
+		insertParents(t, db, "a")
+		var all []item
+		for _, batch := range [][]item{
+			{{ID: 1, Score: 5}, {ID: 2, Score: 7}},
+			{{ID: 3, Score: 5}, {ID: 4, Score: 1}, {ID: 5, Score: 9}},
+			{{ID: 6, Score: 1}},
+			{{ID: 7, Score: 7}},
+		} {
+			require.NoError(t, r.Add(ctx, "a", batch...))
+			all = append(all, batch...)
+			requireState(t, r, "a", all, 3)
+		}
+	})
+}
+
+func TestAddIsRetrySafe(t *testing.T) {
+	items := []item{{ID: 1, Score: 4}, {ID: 2, Score: 8}, {ID: 3, Score: 6}}
+	// Each case stores what a failed Add may have left behind, then
+	// retries the Add.
+	cases := []struct {
+		name   string
+		before func(t *testing.T, r *subset.Repo[parent, item], coll func(string) *mongoColl)
+	}{
+		{"nothing stored", func(*testing.T, *subset.Repo[parent, item], func(string) *mongoColl) {}},
+		{"all items stored, subset untouched", func(t *testing.T, _ *subset.Repo[parent, item], coll func(string) *mongoColl) {
+			coll("items").insert(t, withParent("a", items...)...)
+		}},
+		{"one item stored, subset untouched", func(t *testing.T, _ *subset.Repo[parent, item], coll func(string) *mongoColl) {
+			coll("items").insert(t, withParent("a", items[1])...)
+		}},
+		{"both steps done, acknowledgement lost", func(t *testing.T, r *subset.Repo[parent, item], _ func(string) *mongoColl) {
+			require.NoError(t, r.Add(context.Background(), "a", items...))
+		}},
+		{"a recomputation already put one item in the subset", func(t *testing.T, r *subset.Repo[parent, item], coll func(string) *mongoColl) {
+			coll("items").insert(t, withParent("a", items[0])...)
+			require.NoError(t, r.Rebuild(context.Background(), "a"))
+		}},
+	}
+	paths(t, func(t *testing.T, path string) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				db := mongotest.DB(t)
+				r := newRepo[parent, item](t, db, config(2), path)
+				insertParents(t, db, "a")
+				tc.before(t, r, func(name string) *mongoColl { return &mongoColl{db.Collection(name)} })
+				require.NoError(t, r.Add(context.Background(), "a", items...))
+				requireState(t, r, "a", items, 2)
+			})
+		}
+	})
+}
+
+func TestAddToAMissingParentLeavesNothing(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), path)
+		err := r.Add(context.Background(), "nope", item{ID: 1, Score: 1}, item{ID: 2, Score: 2})
+		require.ErrorIs(t, err, patterns.ErrNotFound)
+		require.Zero(t, count(t, db.Collection("items"), bson.D{}), "no orphan items")
+	})
+}
+
+func TestAddOfAnIDTakenByAnotherParent(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), path)
+		insertParents(t, db, "a", "b")
+		require.NoError(t, r.Add(ctx, "a", item{ID: 1, Score: 1}))
+		err := r.Add(ctx, "b", item{ID: 2, Score: 2}, item{ID: 1, Score: 3})
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		require.Zero(t, count(t, db.Collection("items"), bson.D{{Key: "parent", Value: "b"}}), "the items of the call are taken back")
+		requireState(t, r, "a", []item{{ID: 1, Score: 1}}, 3)
+		requireState(t, r, "b", nil, 3)
+	})
+}
+
+func TestAddRejectsBadInputAndWritesNothing(t *testing.T) {
+	db := mongotest.DB(t)
+	r := newRepo[bson.M, bson.M](t, db, config(3), "portable")
+	insertParents(t, db, "a")
+	huge := strings.Repeat("x", patterns.MaxDocumentSize/3)
+	cases := []struct {
+		name     string
+		parentID any
+		items    []bson.M
+		want     error
+	}{
+		{"nil parent id", nil, []bson.M{{"_id": 1, "score": 1}}, patterns.ErrInvalid},
+		{"zero parent id", "", []bson.M{{"_id": 1, "score": 1}}, patterns.ErrInvalid},
+		{"operator as parent id", bson.M{"$ne": nil}, []bson.M{{"_id": 1, "score": 1}}, patterns.ErrInvalid},
+		{"item without id", "a", []bson.M{{"score": 1}}, patterns.ErrInvalid},
+		{"item with zero id", "a", []bson.M{{"_id": 0, "score": 1}}, patterns.ErrInvalid},
+		{"operator as item id", "a", []bson.M{{"_id": bson.M{"$gt": 0}, "score": 1}}, patterns.ErrInvalid},
+		{"item without sort value", "a", []bson.M{{"_id": 1}}, patterns.ErrInvalid},
+		{"null sort value", "a", []bson.M{{"_id": 1, "score": nil}}, patterns.ErrInvalid},
+		{"array sort value", "a", []bson.M{{"_id": 1, "score": bson.A{1, 2}}}, patterns.ErrInvalid},
+		{"document sort value", "a", []bson.M{{"_id": 1, "score": bson.M{"$gt": 1}}}, patterns.ErrInvalid},
+		{"item of another parent", "a", []bson.M{{"_id": 1, "score": 1, "parent": "b"}}, patterns.ErrInvalid},
+		{"one id twice", "a", []bson.M{{"_id": 1, "score": 1}, {"_id": 1, "score": 2}}, patterns.ErrInvalid},
+		{"bad item after a good one", "a", []bson.M{{"_id": 1, "score": 1}, {"_id": 2}}, patterns.ErrInvalid},
+		{"item larger than a third of a document", "a", []bson.M{{"_id": 1, "score": 1, "body": huge}}, patterns.ErrTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := r.Add(context.Background(), tc.parentID, tc.items...)
+			require.ErrorIs(t, err, tc.want)
+			require.Zero(t, count(t, db.Collection("items"), bson.D{}))
+			p, err := r.Get(context.Background(), "a")
+			require.NoError(t, err)
+			require.Equal(t, bson.M{"_id": "a"}, p, "the parent is untouched")
+		})
+	}
+}
+
+func TestAddAcceptsTheParentIDInTheItem(t *testing.T) {
+	db := mongotest.DB(t)
+	r := newRepo[bson.M, bson.M](t, db, config(3), "portable")
+	_, err := db.Collection("parents").InsertOne(context.Background(), bson.D{{Key: "_id", Value: int64(7)}})
+	require.NoError(t, err)
+	// An int parent id encodes as int32; the item's is an int64.
+	require.NoError(t, r.Add(context.Background(), 7, bson.M{"_id": 1, "score": 1, "parent": int64(7)}))
+	require.EqualValues(t, 1, count(t, db.Collection("items"), bson.D{{Key: "parent", Value: 7}}))
+}
+
+func TestAddNothingSendsNothing(t *testing.T) {
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(3), "portable")
+	c := mongotest.NewCounter(t, db)
+	require.Empty(t, c.Count(func() { require.NoError(t, r.Add(context.Background(), "a")) }))
+	require.ErrorIs(t, r.Add(context.Background(), ""), patterns.ErrInvalid, "the parent id is checked all the same")
+}
+
+// mongoColl stores documents for a test's setup.
+type mongoColl struct{ *mongo.Collection }
+
+func (c *mongoColl) insert(t *testing.T, docs ...any) {
+	t.Helper()
+	_, err := c.InsertMany(context.Background(), docs)
+	require.NoError(t, err)
+}
+
+// withParent returns the items as the items collection stores them.
+func withParent(parentID string, items ...item) []any {
+	out := make([]any, len(items))
+	for i, it := range items {
+		it.Parent = parentID
+		out[i] = it
+	}
+	return out
+}

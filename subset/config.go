@@ -1,0 +1,129 @@
+package subset
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Config says where the parents and the items live and what "most
+// relevant" means. [New] validates it; the zero values noted below are
+// defaults, every other field is required.
+type Config struct {
+	// Parents is the collection of the parent documents (products).
+	Parents string
+	// Field is the parent's field that holds the subset, an array of at
+	// most Cap item documents (reviews). A single field name, not a path.
+	Field string
+
+	// Items is the collection that holds every item (reviews), the source
+	// of truth. It must differ from Parents.
+	Items string
+	// ParentField is the item field that holds the parent's _id
+	// (productId). An item that lacks it gets it when stored; an item that
+	// has it must carry the parent's id.
+	ParentField string
+	// IDField is the item field that identifies an item. The zero value
+	// means "_id", unique across the items collection. Any other field
+	// identifies an item within its parent: the items collection then
+	// needs the unique index that [Repo.Indexes] declares, and every item
+	// gets a generated ObjectID _id when it is stored, in both places.
+	IDField string
+
+	// SortField is the path of the item field that orders items by
+	// relevance (createdAt). Every item must have it, with a scalar value
+	// (not null, a document or an array); all items should use one BSON
+	// type for it (dates, or numbers, or strings), because MongoDB's range
+	// operators, which keyset pagination uses, compare within one type.
+	SortField string
+	// Descending puts the largest SortField values first (newest first);
+	// the zero value puts the smallest first. Ties are broken by IDField
+	// in the same direction, so the order is total and the same everywhere:
+	// in the subset, in [Repo.All], in [Repo.Page] and in the index.
+	Descending bool
+
+	// Cap is N, the most items the subset holds: 1 to 1<<20. An item whose
+	// document is larger than [patterns.MaxDocumentSize]/Cap is rejected
+	// with [patterns.ErrTooLarge]: Cap of them would not fit in a parent.
+	Cap int
+
+	// RevisionField is the parent's field of the revision counter that
+	// every write to the subset increments and recomputations compare and
+	// set (see the package documentation). The zero value means Field
+	// followed by "Rev" ("reviewsRev").
+	RevisionField string
+}
+
+// normalize fills in the defaults and validates c; every error wraps
+// patterns.ErrInvalid and names the field.
+func (c Config) normalize() (Config, error) {
+	if c.IDField == "" {
+		c.IDField = "_id"
+	}
+	if c.RevisionField == "" && c.Field != "" {
+		c.RevisionField = c.Field + "Rev"
+	}
+	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
+		if err := validateCollection(coll.value); err != nil {
+			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
+		}
+	}
+	if c.Parents == c.Items {
+		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Parents and Items are both %q; the items need their own collection", c.Items))
+	}
+	fields := []struct {
+		name, value string
+		check       func(string) error
+	}{
+		{"Field", c.Field, patterns.ValidateField},
+		{"RevisionField", c.RevisionField, patterns.ValidateField},
+		{"ParentField", c.ParentField, patterns.ValidateField},
+		{"IDField", c.IDField, patterns.ValidateField},
+		{"SortField", c.SortField, patterns.ValidatePath},
+	}
+	for _, f := range fields {
+		if err := f.check(f.value); err != nil {
+			return c, fmt.Errorf("Config.%s: %w", f.name, err)
+		}
+	}
+	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
+		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
+	}
+	if c.ParentField == "_id" {
+		return c, fmt.Errorf("Config.ParentField: %w", patterns.Invalidf("an item's _id cannot hold its parent's id"))
+	}
+	// The three item fields play different parts; a sort path inside one
+	// of the others ("productId.x") would tie them together too.
+	item := []string{c.ParentField, c.IDField, c.SortField}
+	for i, a := range item {
+		for _, b := range item[i+1:] {
+			if a == b || strings.HasPrefix(b, a+".") || strings.HasPrefix(a, b+".") {
+				return c, fmt.Errorf("Config: %w", patterns.Invalidf("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
+			}
+		}
+	}
+	if c.Cap < 1 || c.Cap > maxN {
+		return c, fmt.Errorf("Config.Cap: %w", patterns.Invalidf("%d; the subset holds from 1 to %d items", c.Cap, maxN))
+	}
+	return c, nil
+}
+
+// maxN is the largest Cap and page limit, 1<<20: an item document with
+// an id, a sort value and a parent id takes at least 16 bytes, so no
+// document could hold more.
+const maxN = patterns.MaxDocumentSize / 16
+
+// validateCollection checks a collection name: not empty, no '$' or NUL,
+// and not in the system namespace.
+func validateCollection(name string) error {
+	switch {
+	case name == "":
+		return patterns.Invalidf("collection name is empty")
+	case strings.ContainsAny(name, "$\x00"):
+		return patterns.Invalidf("collection name %q contains '$' or NUL", name)
+	case strings.HasPrefix(name, "system."):
+		return patterns.Invalidf("collection name %q is in the system namespace", name)
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package subset_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+// TestRoundTrips counts the commands each operation sends, as the godoc
+// states them.
+func TestRoundTrips(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), path)
+		insertParents(t, db, "a")
+		c := mongotest.NewCounter(t, db)
+
+		add := []string{"insert", "update"}
+		if path == "portable" {
+			add = []string{"find", "insert", "find", "update"}
+		}
+		require.Equal(t, add, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[:4]...)) }), "Add")
+		require.Equal(t, add, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[4])) }), "Add to a full subset")
+		require.Equal(t, []string{"find"}, c.Count(func() {
+			p, err := r.Get(ctx, "a")
+			require.NoError(t, err)
+			require.Len(t, p.Top, 3)
+		}), "Get")
+		require.Equal(t, []string{"delete", "find", "find", "update"}, c.Count(func() { require.NoError(t, r.Remove(ctx, "a", int64(5))) }), "Remove")
+		require.Equal(t, []string{"update", "find", "find", "update"}, c.Count(func() { require.NoError(t, r.Update(ctx, "a", item{ID: 1, Score: 99})) }), "Update")
+		require.Equal(t, []string{"find", "find", "update"}, c.Count(func() { require.NoError(t, r.Rebuild(ctx, "a")) }), "Rebuild")
+		require.Equal(t, []string{"find", "find"}, c.Count(func() {
+			page, next, err := r.Page(ctx, "a", subset.Cursor{}, 3)
+			require.NoError(t, err)
+			require.Len(t, page, 3)
+			page, next, err = r.Page(ctx, "a", next, 3)
+			require.NoError(t, err)
+			require.Len(t, page, 1)
+			require.True(t, next.IsZero())
+		}), "two Pages")
+		require.Equal(t, []string{"find"}, c.Count(func() { require.Len(t, stored(t, r, "a"), 4) }), "All over one batch")
+	})
+}

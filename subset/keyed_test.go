@@ -1,0 +1,109 @@
+package subset_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+// vote is an item identified within its parent by its author: one vote
+// per author and poll.
+type vote struct {
+	Author string `bson:"author"`
+	Poll   string `bson:"poll,omitempty"`
+	Weight int    `bson:"weight"`
+}
+
+type poll struct {
+	ID    string   `bson:"_id"`
+	Votes []bson.M `bson:"votes"`
+}
+
+func TestItemsIdentifiedWithinTheirParent(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[poll, vote](t, db, subset.Config{
+			Parents: "polls", Field: "votes", Items: "votes", ParentField: "poll",
+			IDField: "author", SortField: "weight", Descending: true, Cap: 2,
+		}, path)
+		_, err := db.Collection("polls").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "p"}}, bson.D{{Key: "_id", Value: "q"}}})
+		require.NoError(t, err)
+
+		votes := []vote{{Author: "ann", Weight: 1}, {Author: "bob", Weight: 3}, {Author: "cy", Weight: 2}}
+		require.NoError(t, r.Add(ctx, "p", votes...))
+		require.NoError(t, r.Add(ctx, "p", votes...), "a retry: the unique index of Indexes finds the duplicates")
+		require.NoError(t, r.Add(ctx, "q", vote{Author: "ann", Weight: 5}), "the same id under another parent")
+		require.EqualValues(t, 3, count(t, db.Collection("votes"), bson.D{{Key: "poll", Value: "p"}}))
+
+		// The subset holds the stored documents, generated _id included.
+		storedVotes := func() []bson.M {
+			cur, err := db.Collection("votes").Find(ctx, bson.D{{Key: "poll", Value: "p"}},
+				options.Find().SetSort(bson.D{{Key: "weight", Value: -1}, {Key: "author", Value: -1}}))
+			require.NoError(t, err)
+			var out []bson.M
+			require.NoError(t, cur.All(ctx, &out))
+			return out
+		}
+		before := storedVotes()
+		p, err := r.Get(ctx, "p")
+		require.NoError(t, err)
+		require.Equal(t, before[:2], p.Votes)
+
+		require.NoError(t, r.Update(ctx, "p", vote{Author: "ann", Weight: 9}))
+		require.NoError(t, r.Remove(ctx, "p", "bob"))
+		after := storedVotes()
+		require.Equal(t, before[2]["_id"], after[0]["_id"], "an update keeps the stored _id")
+		p, err = r.Get(ctx, "p")
+		require.NoError(t, err)
+		require.Equal(t, after, p.Votes)
+		require.Equal(t, "ann", p.Votes[0]["author"])
+	})
+}
+
+// TestConcurrentDeleteLeavesNoOrphans adds items to a parent one at a time
+// while the parent is deleted: afterwards no item of it remains, whichever
+// step of an Add the delete fell between.
+func TestConcurrentDeleteLeavesNoOrphans(t *testing.T) {
+	paths(t, func(t *testing.T, path string) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), path)
+		for round := range 4 {
+			insertParents(t, db, "a")
+			started := make(chan struct{})
+			var wg sync.WaitGroup
+			var notFound int
+			var unexpected error
+			wg.Go(func() {
+				for i := range 20 {
+					if i == round*2 {
+						close(started)
+					}
+					err := r.Add(ctx, "a", item{ID: int64(round*100 + i + 1), Score: int64(i)})
+					switch {
+					case errors.Is(err, patterns.ErrNotFound):
+						notFound++
+					case err != nil:
+						unexpected = err
+					}
+				}
+			})
+			<-started
+			require.NoError(t, r.Delete(ctx, "a"))
+			wg.Wait()
+			require.NoError(t, unexpected)
+			require.Positive(t, notFound, "round %d: the adds after the delete fail", round)
+			require.Zero(t, count(t, db.Collection("items"), bson.D{}), "round %d: no orphan items", round)
+		}
+	})
+}

@@ -1,0 +1,86 @@
+package subset_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+// TestNativeGuardWhereSortingHasNothingToDo runs the native path's guarded
+// push and its fallback on every server, FerretDB included, whose $push
+// ignores $sort and $slice: the items arrive in the configured order and
+// never exceed the cap, so there is nothing to sort or slice and the
+// result does not depend on the modifiers. (TestRoundTrips and the
+// property test cover sorting and slicing on MongoDB.)
+func TestNativeGuardWhereSortingHasNothingToDo(t *testing.T) {
+	ctx := context.Background()
+	setup := func(t *testing.T) (*subset.Repo[parent, item], *mongotest.Counter, *mongo.Database) {
+		db := mongotest.DB(t)
+		r, err := subset.NewNative[parent, item](db, config(10))
+		require.NoError(t, err)
+		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+		insertParents(t, db, "a")
+		return r, mongotest.NewCounter(t, db), db
+	}
+	a, b, c := item{ID: 1, Score: 30}, item{ID: 2, Score: 20}, item{ID: 3, Score: 10}
+
+	t.Run("two commands", func(t *testing.T) {
+		r, n, _ := setup(t)
+		require.Equal(t, []string{"insert", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b)) }))
+		requireState(t, r, "a", []item{a, b}, 10)
+	})
+	t.Run("a retry after both steps stores nothing twice", func(t *testing.T) {
+		r, n, _ := setup(t)
+		require.NoError(t, r.Add(ctx, "a", a, b))
+		// The duplicates are read back, the guard stops the push, the
+		// subset's ids show that nothing is missing.
+		require.Equal(t, []string{"insert", "find", "update", "find"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b)) }))
+		requireState(t, r, "a", []item{a, b}, 10)
+	})
+	t.Run("only the items absent from the subset are pushed", func(t *testing.T) {
+		r, n, _ := setup(t)
+		require.NoError(t, r.Add(ctx, "a", a))
+		require.Equal(t, []string{"insert", "find", "update", "find", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b, c)) }))
+		requireState(t, r, "a", []item{a, b, c}, 10)
+	})
+	t.Run("a null subset field is recomputed", func(t *testing.T) {
+		r, n, db := setup(t)
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "n"}, {Key: "top", Value: nil}})
+		require.NoError(t, err)
+		require.Equal(t, []string{"insert", "update", "find", "find", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "n", c, a)) }))
+		requireState(t, r, "n", []item{a, c}, 10)
+	})
+	t.Run("a missing parent leaves no items", func(t *testing.T) {
+		r, n, _ := setup(t)
+		var err error
+		require.Equal(t, []string{"insert", "update", "find", "delete"}, n.Count(func() { err = r.Add(ctx, "b", a, b) }))
+		require.ErrorIs(t, err, patterns.ErrNotFound)
+		for it, err := range r.All(ctx, "b") {
+			require.NoError(t, err)
+			t.Fatalf("orphan item %v", it)
+		}
+	})
+}
+
+// TestNativeSortsAndSlices runs on MongoDB only: it reads back what the
+// native path's $push stored, sorted and sliced by the server.
+func TestNativeSortsAndSlices(t *testing.T) {
+	mongotest.Require(t, patterns.FeaturePushModifiers)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(2), "native")
+	insertParents(t, db, "a")
+	items := []item{{ID: 1, Score: 1}, {ID: 2, Score: 3}, {ID: 3, Score: 2}, {ID: 4, Score: 3}}
+	require.NoError(t, r.Add(ctx, "a", items...))
+	var p bson.M
+	require.NoError(t, db.Collection("parents").FindOne(ctx, bson.D{}).Decode(&p))
+	require.EqualValues(t, 1, p["topRev"], "one push, one revision")
+	requireState(t, r, "a", items, 2)
+}

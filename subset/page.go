@@ -1,0 +1,169 @@
+package subset
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"iter"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// All returns every item of the parent from the items collection, in the
+// configured order (the subset's order, so its first Cap items are the
+// subset when no write is in flight), served by the index of
+// [Repo.Indexes]. Building the iterator sends nothing; iterating sends a
+// find and a getMore per batch, and holds one batch in memory. opts pass
+// through to the driver (a batch size, a comment); the filter and the sort
+// are the repository's. An invalid parent id is yielded as an error
+// wrapping [patterns.ErrInvalid]; a missing parent yields nothing.
+//
+// The iteration is not a snapshot: items added or removed while it runs
+// may or may not appear.
+func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
+	if err := patterns.ValidateID(parentID); err != nil {
+		return seq.Err[I](fmt.Errorf("subset: All: parent id: %w", err))
+	}
+	opts = append(slices.Clip(opts), options.Find().SetSort(r.order))
+	return seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+		return r.items.Find(ctx, bson.D{{Key: r.cfg.ParentField, Value: parentID}}, opts...)
+	})
+}
+
+// Page returns up to limit items of the parent that come after the cursor
+// in the configured order (from the first when after is the zero
+// Cursor), and the cursor to pass for the next page, which is the zero
+// Cursor when there is none. It sends one find, which reads limit+1
+// items from the index of [Repo.Indexes] in one batch: keyset pagination,
+// so a deep page costs what the first one costs, and a page does not skip
+// or repeat items when items before it are added or removed. A limit
+// outside 1 to 1<<20 gives [patterns.ErrInvalid].
+func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	if err := patterns.ValidateID(parentID); err != nil {
+		return nil, Cursor{}, fmt.Errorf("subset: Page: parent id: %w", err)
+	}
+	if limit < 1 || limit > maxN {
+		return nil, Cursor{}, fmt.Errorf("subset: Page: %w", patterns.Invalidf("limit %d; want 1 to %d", limit, maxN))
+	}
+	cur, err := r.items.Find(ctx, r.pageFilter(parentID, after), r.firstN(limit+1))
+	if err != nil {
+		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: %w", parentID, err)
+	}
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: %w", parentID, err)
+	}
+	more := len(docs) > limit
+	docs = docs[:min(len(docs), limit)]
+	out := make([]I, len(docs))
+	for i, d := range docs {
+		if err := bson.Unmarshal(d, &out[i]); err != nil {
+			return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: decode item: %w", parentID, err)
+		}
+	}
+	if !more {
+		return out, Cursor{}, nil
+	}
+	last := docs[len(docs)-1]
+	next := Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}
+	if err := checkScalar(next.sort); err != nil || next.id.IsZero() {
+		// Stored without the repository, and without a sort value or id.
+		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: cannot continue after item %s: no scalar %s and %s", parentID, next.id, r.cfg.SortField, r.cfg.IDField)
+	}
+	return out, next, nil
+}
+
+// pageFilter matches the parent's items that come after c in the
+// configured order: {ParentField: id, $or: [{SortField: {$gt: s}},
+// {SortField: s, IDField: {$gt: i}}]}, with $lt when Descending.
+func (r *Repo[P, I]) pageFilter(parentID any, c Cursor) bson.D {
+	filter := bson.D{{Key: r.cfg.ParentField, Value: parentID}}
+	if c.IsZero() {
+		return filter
+	}
+	op := "$gt"
+	if r.cfg.Descending {
+		op = "$lt"
+	}
+	return append(filter, bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: r.cfg.SortField, Value: bson.D{{Key: op, Value: c.sort}}}},
+		bson.D{{Key: r.cfg.SortField, Value: c.sort}, {Key: r.cfg.IDField, Value: bson.D{{Key: op, Value: c.id}}}},
+	}})
+}
+
+// Cursor is a position in a parent's items: the sort value and the id of
+// the last item of a page, which [Repo.Page] returns. The zero Cursor is
+// the start. To hand it to a client, encode it with [Cursor.String] (or
+// as JSON text, through MarshalText) and read it back with [ParseCursor];
+// the text is URL-safe and opaque to clients.
+type Cursor struct {
+	sort, id bson.RawValue
+}
+
+// IsZero reports whether c is the zero Cursor, the start.
+func (c Cursor) IsZero() bool { return c.id.Type == 0 }
+
+// String returns the cursor's text, "" for the zero Cursor.
+func (c Cursor) String() string {
+	b, _ := c.MarshalText()
+	return string(b)
+}
+
+// MarshalText encodes the cursor as unpadded base64url of a small BSON
+// document; it never fails.
+func (c Cursor) MarshalText() ([]byte, error) {
+	if c.IsZero() {
+		return []byte{}, nil
+	}
+	raw, err := bson.Marshal(bson.D{{Key: "s", Value: c.sort}, {Key: "i", Value: c.id}})
+	if err != nil { // the values came from a stored document or were validated
+		return nil, fmt.Errorf("subset: encode cursor: %w", err)
+	}
+	return base64.RawURLEncoding.AppendEncode(nil, raw), nil
+}
+
+// UnmarshalText reads a cursor written by MarshalText; see [ParseCursor].
+func (c *Cursor) UnmarshalText(text []byte) error {
+	p, err := ParseCursor(string(text))
+	if err != nil {
+		return err
+	}
+	*c = p
+	return nil
+}
+
+// ParseCursor reads the text of [Cursor.String]; "" is the zero Cursor.
+// Text that is not such a cursor gives [patterns.ErrInvalid]. It checks
+// that both values are scalars, so that a cursor forged by a client cannot
+// carry query operators into the page's filter.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not base64url: %v", err))
+	}
+	doc := bson.Raw(raw)
+	if err := doc.Validate(); err != nil {
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("%v", err))
+	}
+	elems, err := doc.Elements()
+	if err != nil || len(elems) != 2 || elems[0].Key() != "s" || elems[1].Key() != "i" {
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not a cursor"))
+	}
+	c := Cursor{sort: elems[0].Value(), id: elems[1].Value()}
+	if err := checkScalar(c.sort); err != nil {
+		return Cursor{}, fmt.Errorf("subset: cursor %q: sort value: %w", s, err)
+	}
+	if err := validateRawID(c.id); err != nil {
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, err)
+	}
+	return c, nil
+}
