@@ -24,7 +24,9 @@ import (
 
 // programs are the example programs the tour runs, in order: a directory
 // of this module and what it shows.
-var programs = []struct{ dir, about string }{}
+var programs = []struct{ dir, about string }{
+	{"products", "subset: each product embeds its 3 newest reviews; out-of-order and retried adds, refill on remove, keyset pages of all reviews"},
+}
 
 func main() {
 	if err := run(context.Background()); err != nil {
