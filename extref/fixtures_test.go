@@ -150,7 +150,7 @@ func seedCarts(t testing.TB, db *mongo.Database, r *extref.Ref[ProductRef], nPro
 	carts := make([]Cart, nCarts)
 	for i := range carts {
 		carts[i].ID = i + 1
-		for _, p := range rng.Perm(nProducts)[:1+rng.IntN(5)] {
+		for _, p := range rng.Perm(nProducts)[:min(nProducts, 1+rng.IntN(5))] {
 			carts[i].Items = append(carts[i].Items, Item{Product: refs[p], Qty: 1 + rng.IntN(3)})
 		}
 	}
@@ -193,4 +193,16 @@ func serverPaths(t *testing.T, fn func(t *testing.T, portable bool)) {
 	if mongotest.Server().Has(patterns.FeatureArrayFilters) {
 		t.Run("portable", func(t *testing.T) { fn(t, true) })
 	}
+}
+
+// verifyStale runs Verify and returns the stale copies per target.
+func verifyStale[S any](t testing.TB, r *extref.Ref[S]) []int64 {
+	t.Helper()
+	reports, err := r.Verify(ctx)
+	require.NoError(t, err)
+	out := make([]int64, len(reports))
+	for i, rep := range reports {
+		out[i] = rep.Stale
+	}
+	return out
 }

@@ -135,9 +135,9 @@ func TestRewrite(t *testing.T) {
 	filter, update, ok := p.rewrite(docID, arr(
 		item(oid, "Old", "ann@example.com"), // stale name
 		"not a document",
-		item(other, "Old", "x@example.com"),   // another source
-		item(oid, "Ann", "ann@example.com"),   // fresh
-		item(oid, "Ann", "old@example.com"),   // stale email
+		item(other, "Old", "x@example.com"),  // another source
+		item(oid, "Ann", "ann@example.com"),  // fresh
+		item(oid, "Ann", "old@example.com"),  // stale email
 		bson.D{{Key: "product", Value: "x"}}, // no copy
 	), ct, c)
 	require.True(t, ok)

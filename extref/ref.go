@@ -79,6 +79,10 @@ type mode struct {
 	arrayFilters bool
 	// transactions: Update runs in a transaction.
 	transactions bool
+	// projectUpdate: Update's findAndModify returns only the copied fields.
+	// FerretDB 1.x does not implement findAndModify's projection (it
+	// answers NotImplemented), so elsewhere it returns the whole document.
+	projectUpdate bool
 }
 
 // New declares an extended reference whose copies have type S, a struct
@@ -191,9 +195,10 @@ func (r *Ref[S]) detect(ctx context.Context) (*mode, error) {
 		return nil, err
 	}
 	m := &mode{
-		srv:          srv,
-		arrayFilters: srv.Has(patterns.FeatureArrayFilters),
-		transactions: srv.Has(patterns.FeatureTransactions),
+		srv:           srv,
+		arrayFilters:  srv.Has(patterns.FeatureArrayFilters),
+		transactions:  srv.Has(patterns.FeatureTransactions),
+		projectUpdate: srv.Kind == patterns.KindMongoDB,
 	}
 	r.mode.CompareAndSwap(nil, m)
 	return r.mode.Load(), nil

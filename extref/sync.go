@@ -229,8 +229,9 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 // [patterns.FeaturePipelineUpdates]) to the source document with _id
 // sourceID, then syncs its copies as [Ref.Sync] does, and returns the
 // per-target counts. opts pass through to the source's findAndModify
-// (arrayFilters, hint, upsert...); Update sets its projection and asks for
-// the document after the update.
+// (arrayFilters, hint, upsert...); Update asks for the document after the
+// update, projected on the copied fields on MongoDB (FerretDB 1.x does not
+// implement that projection: there the whole document comes back).
 //
 // Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
 // or sharded cluster), the source's update and the copies' updates run in
@@ -260,7 +261,11 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	if err != nil {
 		return nil, fmt.Errorf("extref.Update: %w", err)
 	}
-	opts = append(opts, options.FindOneAndUpdate().SetReturnDocument(options.After).SetProjection(r.proj))
+	own := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if m.projectUpdate {
+		own.SetProjection(r.proj)
+	}
+	opts = append(opts, own)
 	updateSource := func(ctx context.Context) (copyValue, error) {
 		raw, err := r.source.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: sourceID}}, update, opts...).Raw()
 		if errors.Is(err, mongo.ErrNoDocuments) {

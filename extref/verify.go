@@ -164,8 +164,10 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	for _, id := range ids {
 		in = append(in, id)
 	}
+	// One more than can match, so that the server sees the cursor is
+	// exhausted and no getMore follows.
 	cur, err := r.source.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
-		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in))))
+		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", r.source.Name(), err)
 	}
