@@ -159,15 +159,6 @@ func overlaps(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
 }
 
-// Targets returns the targets as configured.
-func (r *Ref[S]) Targets() []Target {
-	out := make([]Target, len(r.targets))
-	for i, t := range r.targets {
-		out[i] = t.Target
-	}
-	return out
-}
-
 // Indexes returns the indexes the repository's queries need: on every
 // target, an index on the copy's id ({customer.id: 1}; for an array target
 // {items.product.id: 1}, which MongoDB makes multikey). Without them Sync,
