@@ -118,17 +118,24 @@ func seedOrders(t testing.TB, db *mongo.Database, r *extref.Ref[CustomerRef], nC
 		customers[i] = Customer{ID: i + 1, Name: fmt.Sprintf("Customer %d", i+1), Email: fmt.Sprintf("c%d@example.com", i+1), Notes: "vip"}
 	}
 	insertAll(t, db.Collection("customers"), customers)
-	refs := make([]CustomerRef, nCustomers)
-	for i := range refs {
-		var err error
-		refs[i], err = r.Of(ctx, i+1)
-		require.NoError(t, err)
-	}
+	refs := ofAll(t, r, nCustomers)
 	orders := make([]Order, nOrders)
 	for i := range orders {
 		orders[i] = Order{ID: i + 1, Customer: refs[i%nCustomers], Total: 10 * i}
 	}
 	insertAll(t, db.Collection("orders"), orders)
+}
+
+// ofAll returns the copies of sources 1..n.
+func ofAll[S any](t testing.TB, r *extref.Ref[S], n int) []S {
+	t.Helper()
+	refs := make([]S, n)
+	for i := range refs {
+		var err error
+		refs[i], err = r.Of(ctx, i+1)
+		require.NoError(t, err)
+	}
+	return refs
 }
 
 // seedCarts stores products 1..nProducts, nCarts carts of 1 to 5 distinct
@@ -140,12 +147,7 @@ func seedCarts(t testing.TB, db *mongo.Database, r *extref.Ref[ProductRef], nPro
 		products[i] = Product{ID: i + 1, Name: fmt.Sprintf("Product %d", i+1), Price: float64(i) + 0.5, Stock: 100}
 	}
 	insertAll(t, db.Collection("products"), products)
-	refs := make([]ProductRef, nProducts)
-	for i := range refs {
-		var err error
-		refs[i], err = r.Of(ctx, i+1)
-		require.NoError(t, err)
-	}
+	refs := ofAll(t, r, nProducts)
 	rng := rand.New(rand.NewPCG(1, 2))
 	carts := make([]Cart, nCarts)
 	for i := range carts {

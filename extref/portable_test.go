@@ -2,6 +2,7 @@ package extref_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -106,4 +107,27 @@ func TestPortableGivesUpWithConflict(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, counts[0].Modified)
 	require.Equal(t, map[int]string{1: "New", 2: "Old"}, names(t, db, 1))
+}
+
+// TestSyncGivesUpOnASourceThatKeepsChanging: when the source changes during
+// every round of writing its copies, Sync stops after 8 rounds with
+// ErrConflict instead of chasing it forever; a later Sync completes.
+func TestSyncGivesUpOnASourceThatKeepsChanging(t *testing.T) {
+	r, db := portableCarts(t, []int{1})
+	rename(t, db.Collection("products"), 1, "New")
+	changes := 0
+	extref.SetAfterScan(r, func(context.Context) {
+		changes++
+		rename(t, db.Collection("products"), 1, fmt.Sprintf("Change %d", changes))
+	})
+
+	_, err := r.Sync(ctx, 1)
+	require.ErrorIs(t, err, patterns.ErrConflict)
+	require.Contains(t, err.Error(), "changed during each of 8 rounds")
+	require.Equal(t, 8, changes)
+
+	extref.SetAfterScan(r, nil)
+	_, err = r.Sync(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, map[int]string{1: "Change 8"}, names(t, db, 1))
 }

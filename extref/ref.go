@@ -204,8 +204,10 @@ func (r *Ref[S]) detect(ctx context.Context) (*mode, error) {
 // after the change fixes only the documents written before it ran; the
 // next Sync, Repair or Watch event fixes the others.
 //
-// Errors: [patterns.ErrInvalid] for a bad id (see [patterns.ValidateID]);
-// [patterns.ErrNotFound] when no source has that id.
+// Errors: [patterns.ErrInvalid] for a bad id (see [patterns.ValidateID]),
+// or when S's id field cannot hold the source's _id exactly (the copies
+// could not be found by it); [patterns.ErrNotFound] when no source has that
+// id.
 func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 	var s S
 	if err := patterns.ValidateID(sourceID); err != nil {
@@ -236,7 +238,9 @@ func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
 // copied fields): the source's _id goes to the id field, each copied field
 // to itself; it decodes that into S and encodes S again, so that the bytes
 // are the ones a referencing document holds after embedding the S that Of
-// returned.
+// returned. An id field whose Go type changes the _id's value or BSON type
+// (numbers of another width excepted) is an error wrapping
+// [patterns.ErrInvalid].
 func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 	var s S
 	d := bson.D{{Key: r.ct.id, Value: src.Lookup("_id")}}
@@ -256,5 +260,10 @@ func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 	if err != nil {
 		return s, copyValue{}, fmt.Errorf("copy %s %v into %s: %w", r.source.Name(), src.Lookup("_id"), r.ct.name, err)
 	}
-	return s, copyValue{raw: raw, id: raw.Lookup(r.ct.id)}, nil
+	c := copyValue{raw: raw, id: raw.Lookup(r.ct.id)}
+	if id := src.Lookup("_id"); !same(c.id, id) {
+		return s, copyValue{}, patterns.Invalidf("copy type %s stores %s _id %v as %v (BSON %s): the copies could not be found by their source's id; give field %q the _id's type",
+			r.ct.name, r.source.Name(), id, c.id, c.id.Type, r.ct.id)
+	}
+	return s, c, nil
 }

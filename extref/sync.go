@@ -22,6 +22,11 @@ type Count struct {
 	Modified int64 // documents rewritten
 }
 
+// errSourceChanging marks the [patterns.ErrConflict] of a Sync whose
+// source changed during every round: each of those changes is followed by
+// its own sync (or change event), unlike a conflict on the copies.
+var errSourceChanging = errors.New("the source kept changing")
+
 const (
 	// syncRounds bounds how often Sync writes the copies again because the
 	// source changed while it wrote them.
@@ -114,7 +119,7 @@ func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]
 		case bytes.Equal(next.raw, c.raw):
 			return total, nil
 		case round == syncRounds:
-			return total, fmt.Errorf("%w: %s %v changed during each of %d rounds of writing its copies; they may hold an older value: run Sync again", patterns.ErrConflict, r.source.Name(), id, syncRounds)
+			return total, fmt.Errorf("%w: %w: %s %v changed during each of %d rounds of writing its copies; they may hold an older value: run Sync again", patterns.ErrConflict, errSourceChanging, r.source.Name(), id, syncRounds)
 		}
 		c = next
 	}

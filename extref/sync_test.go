@@ -177,3 +177,38 @@ func TestOf(t *testing.T) {
 	_, err = r.Of(ctx, 2)
 	require.ErrorIs(t, err, patterns.ErrNotFound)
 }
+
+// TestOfRejectsAnIDTypeThatLosesTheSource: a copy type whose id field
+// cannot hold the source's _id exactly would make copies that no query by
+// the source's id finds: Of refuses with ErrInvalid. (Types the driver
+// cannot decode at all, such as an ObjectID into a string, fail in the
+// driver.) Numbers of another width are fine: they compare equal.
+func TestOfRejectsAnIDTypeThatLosesTheSource(t *testing.T) {
+	db := mongotest.DB(t)
+	type lossy struct {
+		ID   float64 `bson:"id"`
+		Name string  `bson:"name"`
+	}
+	type wide struct {
+		ID   int64  `bson:"id"`
+		Name string `bson:"name"`
+	}
+	cfg := extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}}
+	_, err := db.Collection("customers").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: int64(1<<53 + 1)}, {Key: "name", Value: "Ann"}},
+		bson.D{{Key: "_id", Value: int32(5)}, {Key: "name", Value: "Bo"}},
+	})
+	require.NoError(t, err)
+
+	l, err := extref.New[lossy](db, cfg)
+	require.NoError(t, err)
+	_, err = l.Of(ctx, int64(1<<53+1))
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Contains(t, err.Error(), `give field "id" the _id's type`)
+
+	w, err := extref.New[wide](db, cfg)
+	require.NoError(t, err)
+	got, err := w.Of(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, wide{ID: 5, Name: "Bo"}, got)
+}

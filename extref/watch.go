@@ -95,8 +95,10 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 // Cost per synced event: the round trips of one Sync and one token save;
 // events that touch no copied field cost nothing but their delivery. Events
 // for deleted sources are skipped (their copies are left as they are, as
-// Sync leaves them). A sync that fails stops Watch with its error, before
-// the token is saved, so that the event is retried on restart.
+// Sync leaves them), and so is a source that kept changing during every
+// round of its sync: the events of those changes follow in the stream. Any
+// other failed sync stops Watch with its error, before the token is saved,
+// so that the event is retried on restart.
 //
 // On a server without change streams (a standalone server, FerretDB 1.x),
 // Watch returns an [*patterns.UnsupportedError] naming
@@ -135,7 +137,7 @@ func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.L
 		synced := false
 		if ev.touches(r.ct.fields) {
 			_, err := r.sync(ctx, ev.DocumentKey.ID)
-			if err != nil && !errors.Is(err, patterns.ErrNotFound) {
+			if err != nil && !errors.Is(err, patterns.ErrNotFound) && !errors.Is(err, errSourceChanging) {
 				return fmt.Errorf("extref.Watch: %w", err)
 			}
 			synced = err == nil

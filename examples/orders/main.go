@@ -141,21 +141,13 @@ func seed(ctx context.Context, db *mongo.Database, customers *extref.Ref[Custome
 	}
 
 	// One Of per referenced document, embedded in all that reference it.
-	var cust []CustomerRef
-	for id := 1; id <= 3; id++ {
-		c, err := customers.Of(ctx, id)
-		if err != nil {
-			return err
-		}
-		cust = append(cust, c)
+	cust, err := copies(ctx, customers, 3)
+	if err != nil {
+		return err
 	}
-	var prod []ProductRef
-	for id := 1; id <= 4; id++ {
-		p, err := products.Of(ctx, id)
-		if err != nil {
-			return err
-		}
-		prod = append(prod, p)
+	prod, err := copies(ctx, products, 4)
+	if err != nil {
+		return err
 	}
 	docs = nil
 	for i := range 12 {
@@ -174,8 +166,20 @@ func seed(ctx context.Context, db *mongo.Database, customers *extref.Ref[Custome
 		}
 		docs = append(docs, bson.D{{Key: "_id", Value: i + 1}, {Key: "items", Value: items}})
 	}
-	_, err := db.Collection("carts").InsertMany(ctx, docs)
+	_, err = db.Collection("carts").InsertMany(ctx, docs)
 	return err
+}
+
+// copies returns the copies of the sources with ids 1..n, one Of each.
+func copies[S any](ctx context.Context, r extref.Store[S], n int) ([]S, error) {
+	out := make([]S, n)
+	for i := range out {
+		var err error
+		if out[i], err = r.Of(ctx, i+1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // describe says what a sync rewrote, per target.
