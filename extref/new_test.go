@@ -37,6 +37,7 @@ func TestNewRejects(t *testing.T) {
 		{"id field the copy lacks", db, extref.Config{Source: "customers", IDField: "customerId", Targets: orders}, `no field "customerId"`},
 		{"bad id field", db, extref.Config{Source: "customers", IDField: "a.b", Targets: orders}, "IDField"},
 		{"negative batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: -1}, "negative"},
+		{"huge batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: 1 << 40}, "maximum"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

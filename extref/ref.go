@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -93,7 +94,7 @@ type mode struct {
 // [patterns.ErrInvalid] for: a nil db; a missing source; no targets; an
 // invalid or overlapping target path; S that is not a struct, has no id
 // field, has no copied field, has an inline map, or encodes itself; a
-// negative batch size. It sends nothing to the server: the server's
+// negative batch size or one over 2³¹-1. It sends nothing to the server: the server's
 // capabilities are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
@@ -111,8 +112,8 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	switch {
 	case cfg.BatchSize == 0:
 		cfg.BatchSize = DefaultBatchSize
-	case cfg.BatchSize < 0:
-		return nil, patterns.Invalidf("extref.New: BatchSize %d is negative", cfg.BatchSize)
+	case cfg.BatchSize < 0 || cfg.BatchSize > math.MaxInt32:
+		return nil, patterns.Invalidf("extref.New: BatchSize %d is negative or over the server's maximum", cfg.BatchSize)
 	}
 	ct, err := describe[S](cfg.IDField)
 	if err != nil {
