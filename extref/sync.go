@@ -1,0 +1,349 @@
+package extref
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Count is what one sync did to one target, in documents (a document with
+// two stale copies of the source in its array counts once).
+type Count struct {
+	Target   Target
+	Matched  int64 // documents holding stale copies when the write ran
+	Modified int64 // documents rewritten
+}
+
+// errSourceChanging marks the [patterns.ErrConflict] of a Sync whose
+// source changed during every round: each of those changes is followed by
+// its own sync (or change event), unlike a conflict on the copies.
+var errSourceChanging = errors.New("the source kept changing")
+
+const (
+	// syncRounds bounds how often Sync writes the copies again because the
+	// source changed while it wrote them.
+	syncRounds = 8
+	// guardRounds bounds how often the portable array path reads again the
+	// documents whose array changed between its read and its write.
+	guardRounds = 5
+)
+
+// Sync writes the source's current fields into every stale copy of the
+// source document with _id sourceID, target by target, and returns the
+// documents matched and modified per target, in the order of
+// [Config.Targets]. Copies that already equal the source are not
+// rewritten: each update filters on the copies that differ, field by
+// field.
+//
+// Round trips, on MongoDB (native path): one find of the source, one
+// updateMany per target (with arrayFilters for array targets), and one find
+// that reads the source again. If that last read shows the source changed
+// while Sync wrote (a concurrent Update or Sync may have written a newer
+// value before this one wrote an older one), Sync writes the new value and
+// reads again, up to 8 rounds; it then returns an error wrapping
+// [patterns.ErrConflict]. So when concurrent Syncs of one source have all
+// returned nil, its copies equal the source.
+//
+// On a server without arrayFilters (FerretDB 1.x), array targets take the
+// portable path: one find of every document holding a copy of the source
+// (stale or not: FerretDB cannot select array elements by their fields),
+// then in Go the stale copies are rewritten by their array index, guarded
+// by their id, in one bulk update per [Config.BatchSize] documents. A
+// document whose array changed between the read and the write (an element
+// moved or removed) is not written; it is read and written again, up to 5
+// rounds, after which Sync returns an error wrapping [patterns.ErrConflict].
+// Each document is written whole or not at all; nothing is written silently
+// wrong. Single-document targets use updateMany on every server.
+//
+// Concurrent readers see the copies change one document at a time, and
+// each target after the previous one: a document read between two steps
+// may hold the new copy while another holds the old.
+//
+// Sync is safe to run again after any error (updateMany is not retried by
+// the server): it writes only the copies that still differ.
+//
+// Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
+// the source does not exist, in which case the copies are left as they are
+// (removing or rewriting the documents that reference a deleted source is
+// the application's decision). If the source is deleted after Sync wrote
+// the copies, Sync returns nil and the copies keep its last value. With an
+// error, the counts say what was written before it.
+func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
+	if err := patterns.ValidateID(sourceID); err != nil {
+		return nil, fmt.Errorf("extref.Sync: %w", err)
+	}
+	counts, err := r.sync(ctx, sourceID)
+	if err != nil {
+		return counts, fmt.Errorf("extref.Sync: %w", err)
+	}
+	return counts, nil
+}
+
+// sync is Sync after the id check (Repair calls it with ids read from the
+// database).
+func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
+	m, err := r.detect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, c, err := r.load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return r.converge(ctx, m, id, c)
+}
+
+// converge writes c to every target, then reads the source again and
+// repeats with the new value until the source stayed as written.
+func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]Count, error) {
+	total := r.counts()
+	for round := 1; ; round++ {
+		err := r.apply(ctx, m, c, total)
+		if err != nil {
+			return total, err
+		}
+		_, next, err := r.load(ctx, id)
+		switch {
+		case errors.Is(err, patterns.ErrNotFound):
+			return total, nil
+		case err != nil:
+			return total, err
+		case bytes.Equal(next.raw, c.raw):
+			return total, nil
+		case round == syncRounds:
+			return total, fmt.Errorf("%w: %w: %s %v changed during each of %d rounds of writing its copies; they may hold an older value: run Sync again", patterns.ErrConflict, errSourceChanging, r.source.Name(), id, syncRounds)
+		}
+		c = next
+	}
+}
+
+// counts returns zero counts, one per target.
+func (r *Ref[S]) counts() []Count {
+	out := make([]Count, len(r.targets))
+	for i, t := range r.targets {
+		out[i].Target = t.Target
+	}
+	return out
+}
+
+// apply writes c to the stale copies of every target and adds what it did
+// to counts.
+func (r *Ref[S]) apply(ctx context.Context, m *mode, c copyValue, counts []Count) error {
+	for i, t := range r.targets {
+		var err error
+		if t.path.array == "" || m.arrayFilters {
+			err = r.applyNative(ctx, t, c, &counts[i])
+		} else {
+			err = r.applyPortable(ctx, t, c, &counts[i])
+		}
+		if err != nil {
+			return fmt.Errorf("sync %s: %w", t.Target, err)
+		}
+	}
+	return nil
+}
+
+// applyNative sends the target's one updateMany.
+func (r *Ref[S]) applyNative(ctx context.Context, t target, c copyValue, n *Count) error {
+	plan := t.path.native(r.ct, c)
+	opts := options.UpdateMany()
+	if plan.arrayFilters != nil {
+		opts.SetArrayFilters(plan.arrayFilters)
+	}
+	res, err := t.coll.UpdateMany(ctx, plan.filter, plan.update, opts)
+	if err != nil {
+		return err
+	}
+	n.Matched += res.MatchedCount
+	n.Modified += res.ModifiedCount
+	return nil
+}
+
+// applyPortable syncs an array target without arrayFilters: read the
+// documents holding copies, rewrite their stale copies by index with a
+// guard on each copy's id, and read again the documents whose guard failed.
+func (r *Ref[S]) applyPortable(ctx context.Context, t target, c copyValue, n *Count) error {
+	var lost int64
+	for range guardRounds {
+		var err error
+		if lost, err = r.portableRound(ctx, t, c, n); err != nil || lost == 0 {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %d documents had their %s array changed between read and write in each of %d rounds: run Sync again", patterns.ErrConflict, lost, t.path.array, guardRounds)
+}
+
+// portableRound reads every document holding a copy of c and rewrites the
+// stale ones; it returns how many documents' guards failed.
+func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Count) (lost int64, err error) {
+	cur, err := t.coll.Find(ctx, t.path.holders(r.ct, c), options.Find().
+		SetProjection(bson.D{{Key: t.path.array, Value: 1}}).
+		SetBatchSize(int32(r.batch)))
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var models []mongo.WriteModel
+	flush := func() error {
+		if len(models) == 0 {
+			return nil
+		}
+		if r.afterScan != nil {
+			r.afterScan(ctx)
+		}
+		res, err := t.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err != nil {
+			return err
+		}
+		n.Matched += res.MatchedCount
+		n.Modified += res.ModifiedCount
+		lost += int64(len(models)) - res.MatchedCount
+		models = models[:0]
+		return nil
+	}
+	for cur.Next(ctx) {
+		arr, ok := lookup(cur.Current, t.path.array).ArrayOK()
+		if !ok {
+			continue
+		}
+		if filter, update, ok := t.path.rewrite(cur.Current.Lookup("_id"), arr, r.ct, c); ok {
+			models = append(models, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update))
+		}
+		if len(models) == r.batch {
+			if err := flush(); err != nil {
+				return lost, err
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return lost, err
+	}
+	return lost, flush()
+}
+
+// Update applies update (an update document such as
+// {$set: {name: "Ann"}}, or a pipeline where the server has
+// [patterns.FeaturePipelineUpdates]) to the source document with _id
+// sourceID, then syncs its copies as [Ref.Sync] does, and returns the
+// per-target counts. opts pass through to the source's findAndModify
+// (arrayFilters, hint, upsert...); Update asks for the document after the
+// update, projected on the copied fields on MongoDB (FerretDB 1.x does not
+// implement that projection: there the whole document comes back).
+//
+// Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
+// or sharded cluster), the source's update and the copies' updates run in
+// one transaction: a findAndModify, one updateMany per target and a
+// commitTransaction; readers see the source and its copies change
+// together, and on error nothing is written. The driver retries the
+// transaction on transient errors.
+//
+// Elsewhere (a standalone server, FerretDB) Update sends the findAndModify
+// and then syncs as Sync does (no first read of the source). Between the
+// two steps readers see the new source with the old copies; if the sync
+// fails, or the process dies in that gap, the source keeps its change and
+// the copies stay stale until a Sync, Repair or Watch event: the error says
+// so, and Sync(sourceID) is the retry.
+//
+// Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
+// update document (a replacement would drop the source's other fields);
+// [patterns.ErrNotFound] when no source has that id (nothing written).
+func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
+	if err := patterns.ValidateID(sourceID); err != nil {
+		return nil, fmt.Errorf("extref.Update: %w", err)
+	}
+	if err := validUpdate(update); err != nil {
+		return nil, fmt.Errorf("extref.Update: %w", err)
+	}
+	m, err := r.detect(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("extref.Update: %w", err)
+	}
+	own := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if m.projectUpdate {
+		own.SetProjection(r.proj)
+	}
+	opts = append(opts, own)
+	updateSource := func(ctx context.Context) (copyValue, error) {
+		raw, err := r.source.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: sourceID}}, update, opts...).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return copyValue{}, fmt.Errorf("%w: %s has no document with _id %v", patterns.ErrNotFound, r.source.Name(), sourceID)
+		}
+		if err != nil {
+			return copyValue{}, fmt.Errorf("update %s %v: %w", r.source.Name(), sourceID, err)
+		}
+		_, c, err := r.copyOf(raw)
+		return c, err
+	}
+
+	if m.transactions {
+		sess, err := r.db.Client().StartSession()
+		if err != nil {
+			return nil, fmt.Errorf("extref.Update: %w", err)
+		}
+		defer sess.EndSession(context.WithoutCancel(ctx))
+		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+			c, err := updateSource(ctx)
+			if err != nil {
+				return nil, err
+			}
+			counts := r.counts()
+			return counts, r.apply(ctx, m, c, counts)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("extref.Update: transaction (nothing written): %w", err)
+		}
+		return res.([]Count), nil
+	}
+
+	c, err := updateSource(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("extref.Update: %w", err)
+	}
+	counts, err := r.converge(ctx, m, sourceID, c)
+	if err != nil {
+		return counts, fmt.Errorf("extref.Update: %s %v is updated but its copies may be stale (run Sync): %w", r.source.Name(), sourceID, err)
+	}
+	return counts, nil
+}
+
+// validUpdate accepts an update document whose top-level fields are all
+// update operators, or a non-empty pipeline.
+func validUpdate(u any) error {
+	if u == nil {
+		return patterns.Invalidf("update is nil")
+	}
+	t, data, err := bson.MarshalValue(u)
+	if err != nil {
+		return patterns.Invalidf("update of type %T cannot be encoded: %v", u, err)
+	}
+	switch t {
+	case bson.TypeEmbeddedDocument:
+		elems, err := bson.Raw(data).Elements()
+		if err != nil {
+			return patterns.Invalidf("update: %v", err)
+		}
+		if len(elems) == 0 {
+			return patterns.Invalidf("update is empty")
+		}
+		for _, e := range elems {
+			if !strings.HasPrefix(e.Key(), "$") {
+				return patterns.Invalidf("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
+			}
+		}
+	case bson.TypeArray:
+		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
+			return patterns.Invalidf("update pipeline is empty or malformed")
+		}
+	default:
+		return patterns.Invalidf("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
+	}
+	return nil
+}

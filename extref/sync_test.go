@@ -1,0 +1,214 @@
+package extref_test
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/extref"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// TestSyncRenamesExactlyOneCustomer: 2,000 orders referencing 50
+// customers. Renaming one customer rewrites exactly that customer's stale
+// copies (some were already up to date), and nothing else.
+func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 50, 2000)
+	orders := db.Collection("orders")
+
+	const who = 7
+	rename(t, db.Collection("customers"), who, "Renamed")
+	// 10 of the customer's 40 orders already carry the new name.
+	res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: who}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: 500}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Renamed"}}}})
+	require.NoError(t, err)
+	require.EqualValues(t, 10, res.ModifiedCount)
+	before := snapshot(t, orders)
+
+	counts, err := r.Sync(ctx, who)
+	require.NoError(t, err)
+	require.Equal(t, []extref.Count{{Target: extref.Target{Collection: "orders", Path: "customer"}, Matched: 30, Modified: 30}}, counts)
+
+	after := snapshot(t, orders)
+	require.Len(t, after, 2000)
+	for id, doc := range after {
+		var o Order
+		require.NoError(t, bson.Unmarshal(doc, &o))
+		if o.Customer.ID != who {
+			require.Equal(t, before[id], doc, "order %d of another customer is untouched", id)
+			continue
+		}
+		var was Order
+		require.NoError(t, bson.Unmarshal(before[id], &was))
+		was.Customer.Name = "Renamed"
+		require.Equal(t, was, o, "order %d: only the copied name changed", id)
+	}
+
+	counts, err = r.Sync(ctx, who)
+	require.NoError(t, err)
+	require.Zero(t, counts[0].Modified, "a second Sync finds nothing stale")
+}
+
+// TestSyncRenamesExactlyOneProduct: 500 carts of 1 to 5 items referencing
+// 100 products. Renaming one product rewrites exactly the stale copies in
+// the carts that hold it, and the element of that product only.
+func TestSyncRenamesExactlyOneProduct(t *testing.T) {
+	serverPaths(t, func(t *testing.T, portable bool) {
+		db := mongotest.DB(t)
+		r := productRefs(t, db, portable)
+		seedCarts(t, db, r, 100, 500)
+		carts := db.Collection("carts")
+
+		const which = 42
+		holding, err := carts.CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: which}})
+		require.NoError(t, err)
+		require.Greater(t, holding, int64(5))
+		rename(t, db.Collection("products"), which, "Renamed")
+		// One cart already carries the new name.
+		var fresh Cart
+		require.NoError(t, carts.FindOne(ctx, bson.D{{Key: "items.product.id", Value: which}}).Decode(&fresh))
+		at := slices.IndexFunc(fresh.Items, func(it Item) bool { return it.Product.ID == which })
+		_, err = carts.UpdateByID(ctx, fresh.ID, bson.D{{Key: "$set", Value: bson.D{{Key: "items." + strconv.Itoa(at) + ".product.name", Value: "Renamed"}}}})
+		require.NoError(t, err)
+		before := snapshot(t, carts)
+
+		counts, err := r.Sync(ctx, which)
+		require.NoError(t, err)
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: holding - 1, Modified: holding - 1}, counts[0])
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "featured", Path: "product"}, Matched: 1, Modified: 1}, counts[1])
+
+		after := snapshot(t, carts)
+		require.Len(t, after, 500)
+		for id, doc := range after {
+			var c, was Cart
+			require.NoError(t, bson.Unmarshal(doc, &c))
+			require.NoError(t, bson.Unmarshal(before[id], &was))
+			if !slices.ContainsFunc(c.Items, func(it Item) bool { return it.Product.ID == which }) {
+				require.Equal(t, before[id], doc, "cart %d without the product is untouched", id)
+				continue
+			}
+			for i := range was.Items {
+				if was.Items[i].Product.ID == which {
+					was.Items[i].Product.Name = "Renamed"
+				}
+			}
+			require.Equal(t, was, c, "cart %d: only the product's copied name changed", id)
+		}
+
+		counts, err = r.Sync(ctx, which)
+		require.NoError(t, err)
+		require.Zero(t, counts[0].Modified+counts[1].Modified, "a second Sync finds nothing stale")
+	})
+}
+
+// TestSyncCommands counts the round trips of one Sync: a find of the
+// source, then per target one updateMany on the native path (or, for the
+// array target on the portable path, a find of the carts holding the
+// product and one bulk update), then the find that confirms the source
+// did not change meanwhile.
+func TestSyncCommands(t *testing.T) {
+	serverPaths(t, func(t *testing.T, portable bool) {
+		db := mongotest.DB(t)
+		r := productRefs(t, db, portable)
+		seedCarts(t, db, r, 10, 30)
+		rename(t, db.Collection("products"), 3, "Renamed")
+		counter := mongotest.NewCounter(t, db)
+
+		sent := counter.Count(func() {
+			_, err := r.Sync(ctx, 3)
+			require.NoError(t, err)
+		})
+		want := []string{"find", "update", "update", "find"}
+		if portable || !mongotest.Server().Has(patterns.FeatureArrayFilters) {
+			want = []string{"find", "find", "update", "update", "find"}
+		}
+		require.Equal(t, want, sent)
+	})
+}
+
+// TestSyncMissingSource: Sync of a source that does not exist fails with
+// ErrNotFound and leaves the copies as they are.
+func TestSyncMissingSource(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 3, 9)
+	_, err := db.Collection("customers").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}})
+	require.NoError(t, err)
+	before := snapshot(t, db.Collection("orders"))
+
+	counts, err := r.Sync(ctx, 2)
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.Nil(t, counts)
+	require.Equal(t, before, snapshot(t, db.Collection("orders")))
+}
+
+func TestSyncRejectsBadIDs(t *testing.T) {
+	r := customerRefs(t, mongotest.DB(t))
+	for _, id := range []any{nil, 0, "", bson.D{{Key: "$ne", Value: nil}}, bson.M{"$gt": 0}, []int{1}} {
+		_, err := r.Sync(ctx, id)
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%#v", id)
+		_, err = r.Of(ctx, id)
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%#v", id)
+		_, err = r.Update(ctx, id, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "x"}}}})
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%#v", id)
+	}
+}
+
+func TestOf(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	_, err := db.Collection("customers").InsertOne(ctx, Customer{ID: 1, Name: "Ann", Email: "ann@example.com", Notes: "not copied"})
+	require.NoError(t, err)
+	counter := mongotest.NewCounter(t, db)
+	var got CustomerRef
+	sent := counter.Count(func() {
+		got, err = r.Of(ctx, 1)
+		require.NoError(t, err)
+	})
+	require.Equal(t, CustomerRef{ID: 1, Name: "Ann", Email: "ann@example.com"}, got)
+	require.Equal(t, []string{"find"}, sent)
+
+	_, err = r.Of(ctx, 2)
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+}
+
+// TestOfRejectsAnIDTypeThatLosesTheSource: a copy type whose id field
+// cannot hold the source's _id exactly would make copies that no query by
+// the source's id finds: Of refuses with ErrInvalid. (Types the driver
+// cannot decode at all, such as an ObjectID into a string, fail in the
+// driver.) Numbers of another width are fine: they compare equal.
+func TestOfRejectsAnIDTypeThatLosesTheSource(t *testing.T) {
+	db := mongotest.DB(t)
+	type lossy struct {
+		ID   float64 `bson:"id"`
+		Name string  `bson:"name"`
+	}
+	type wide struct {
+		ID   int64  `bson:"id"`
+		Name string `bson:"name"`
+	}
+	cfg := extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}}
+	_, err := db.Collection("customers").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: int64(1<<53 + 1)}, {Key: "name", Value: "Ann"}},
+		bson.D{{Key: "_id", Value: int32(5)}, {Key: "name", Value: "Bo"}},
+	})
+	require.NoError(t, err)
+
+	l, err := extref.New[lossy](db, cfg)
+	require.NoError(t, err)
+	_, err = l.Of(ctx, int64(1<<53+1))
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Contains(t, err.Error(), `give field "id" the _id's type`)
+
+	w, err := extref.New[wide](db, cfg)
+	require.NoError(t, err)
+	got, err := w.Of(ctx, 5)
+	require.NoError(t, err)
+	require.Equal(t, wide{ID: 5, Name: "Bo"}, got)
+}

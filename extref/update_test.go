@@ -1,0 +1,205 @@
+package extref_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/extref"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+func setName(name string) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: name}}}}
+}
+
+// TestUpdate renames a customer through the repository: the source and
+// its copies change, the counts say how many copies.
+func TestUpdate(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 5, 50)
+
+	counts, err := r.Update(ctx, 3, setName("Renamed"))
+	require.NoError(t, err)
+	require.EqualValues(t, 10, counts[0].Modified)
+
+	var c Customer
+	require.NoError(t, db.Collection("customers").FindOne(ctx, bson.D{{Key: "_id", Value: 3}}).Decode(&c))
+	require.Equal(t, "Renamed", c.Name)
+	require.Equal(t, "vip", c.Notes)
+	n, err := db.Collection("orders").CountDocuments(ctx, bson.D{{Key: "customer.name", Value: "Renamed"}})
+	require.NoError(t, err)
+	require.EqualValues(t, 10, n)
+
+	// A change to a field that is not copied rewrites no copy.
+	counts, err = r.Update(ctx, 3, bson.D{{Key: "$set", Value: bson.D{{Key: "notes", Value: "moved"}}}})
+	require.NoError(t, err)
+	require.Zero(t, counts[0].Modified)
+
+	// Options pass through to the source's update.
+	_, err = r.Update(ctx, 3, setName("Hinted"), options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}))
+	require.NoError(t, err)
+}
+
+func TestUpdateCommands(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 2, 4)
+	counter := mongotest.NewCounter(t, db)
+	sent := counter.Count(func() {
+		_, err := r.Update(ctx, 1, setName("Renamed"))
+		require.NoError(t, err)
+	})
+	want := []string{"findAndModify", "update", "find"} // update, sync, confirm
+	if mongotest.Server().Has(patterns.FeatureTransactions) {
+		// In a transaction no confirming read is needed; the
+		// commitTransaction that follows goes to the admin database, which
+		// the counter does not watch.
+		want = []string{"findAndModify", "update"}
+	}
+	require.Equal(t, want, sent)
+}
+
+func TestUpdateRejects(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 2, 4)
+	before := snapshot(t, db.Collection("orders"))
+	sources := snapshot(t, db.Collection("customers"))
+
+	for name, u := range map[string]any{
+		"nil":         nil,
+		"replacement": bson.D{{Key: "name", Value: "x"}},
+		"mixed":       bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "x"}}}, {Key: "name", Value: "y"}},
+		"empty":       bson.D{},
+		"scalar":      "name",
+		"no pipeline": mongo.Pipeline{},
+	} {
+		_, err := r.Update(ctx, 1, u)
+		require.ErrorIs(t, err, patterns.ErrInvalid, name)
+	}
+	_, err := r.Update(ctx, 99, setName("Ghost"))
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+
+	require.Equal(t, before, snapshot(t, db.Collection("orders")))
+	require.Equal(t, sources, snapshot(t, db.Collection("customers")))
+}
+
+// TestUpdatePortable runs Update without a transaction, on MongoDB too.
+func TestUpdatePortable(t *testing.T) {
+	db := mongotest.DB(t)
+	r := productRefs(t, db, true)
+	seedCarts(t, db, r, 10, 40)
+	holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
+	require.NoError(t, err)
+	counts, err := r.Update(ctx, 4, setName("Renamed"))
+	require.NoError(t, err)
+	require.Equal(t, holding, counts[0].Modified)
+	require.EqualValues(t, 1, counts[1].Modified)
+	require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+}
+
+// TestUpdateTransactionRollsBack: where Update runs in a transaction, a
+// failing copy update leaves the source unchanged too. The failure is a
+// unique index on the copies' email that the new email would violate.
+func TestUpdateTransactionRollsBack(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureTransactions)
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 2, 2) // one order per customer
+	_, err := db.Collection("orders").Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys: bson.D{{Key: "customer.email", Value: 1}}, Options: options.Index().SetUnique(true),
+	})
+	require.NoError(t, err)
+	before := snapshot(t, db.Collection("customers"))
+
+	_, err = r.Update(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "email", Value: "c2@example.com"}}}})
+	require.Error(t, err)
+	require.True(t, mongo.IsDuplicateKeyError(err), "%v", err)
+	require.Equal(t, before, snapshot(t, db.Collection("customers")), "the source's update rolled back")
+}
+
+// TestConcurrentUpdatesConverge: 8 goroutines increment a copied field of
+// one product 5 times each through Update. Every increment is applied
+// once, and when all have returned, every copy holds the final value,
+// although the goroutines' syncs interleave (an older value may be written
+// after a newer one: Sync's confirming read catches it).
+func TestConcurrentUpdatesConverge(t *testing.T) {
+	serverPaths(t, func(t *testing.T, portable bool) {
+		db := mongotest.DB(t)
+		r := productRefs(t, db, portable)
+		seedCarts(t, db, r, 5, 12)
+		const workers, each = 8, 5
+		var wg sync.WaitGroup
+		errs := make(chan error, workers*each)
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					_, err := r.Update(ctx, 1, bson.D{{Key: "$inc", Value: bson.D{{Key: "price", Value: 1}}}})
+					errs <- err
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		conflicts := 0
+		for err := range errs {
+			if errors.Is(err, patterns.ErrConflict) {
+				conflicts++ // the source changed in every round: retryable, not wrong
+				continue
+			}
+			require.NoError(t, err)
+		}
+		t.Logf("%d of %d updates gave up syncing after %d rounds", conflicts, workers*each, 8)
+		if conflicts > 0 {
+			_, err := r.Sync(ctx, 1)
+			require.NoError(t, err)
+		}
+
+		var p Product
+		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
+		require.Equal(t, 0.5+workers*each, p.Price, "every increment applied once")
+		require.Equal(t, []int64{0, 0}, verifyStale(t, r), "every copy holds the final price")
+		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 1}})
+		require.NoError(t, err)
+		require.Positive(t, holding)
+		synced, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.price", Value: p.Price}})
+		require.NoError(t, err)
+		require.Equal(t, holding, synced)
+	})
+}
+
+// TestSyncRewritesAnOlderValueThatLandedLast makes the race that Sync's
+// confirming read exists for happen deterministically: Update A reads its
+// value and, before it writes the copies, Update B changes the source and
+// syncs its copies completely. A's write then puts the older value over
+// B's; A's confirming read sees the source moved on and writes again.
+func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
+	db := mongotest.DB(t)
+	r := productRefs(t, db, true)
+	seedCarts(t, db, r, 3, 10)
+	var fired atomic.Bool
+	extref.SetAfterScan(r, func(context.Context) {
+		if fired.CompareAndSwap(false, true) {
+			_, err := r.Update(ctx, 1, setName("Newer"))
+			require.NoError(t, err)
+		}
+	})
+
+	_, err := r.Update(ctx, 1, setName("Older"))
+	require.NoError(t, err)
+
+	var p Product
+	require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
+	require.Equal(t, "Newer", p.Name)
+	require.Equal(t, []int64{0, 0}, verifyStale(t, r), "the older value did not stay")
+}

@@ -1,0 +1,195 @@
+package extref
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Report is what [Ref.Verify] or [Ref.Repair] found in one target.
+type Report struct {
+	Target    Target
+	Documents int64 // documents holding at least one copy
+	Copies    int64 // copies compared with their source
+	Stale     int64 // copies that differed from their source when read
+	Orphans   int64 // copies with no id or whose source does not exist
+	Repaired  int64 // documents of this target rewritten by Repair's syncs
+}
+
+// Verify reads every copy in every target and compares it with its source,
+// field by field and with MongoDB's equality (numbers by value, a missing
+// field equal to null), the comparison Sync's filters make. It writes
+// nothing and returns one report per target, in the order of
+// [Config.Targets].
+//
+// It works in batches of [Config.BatchSize] target documents, with bounded
+// memory: per batch one round trip for the documents (a find, then
+// getMores) and one find of their sources by _id. It uses the index on each
+// target's copy id (see [Ref.Indexes]). It reads no snapshot: a copy
+// written or synced while Verify runs may be counted before or after the
+// change. A copy whose source is missing (deleted) is an orphan, not stale.
+func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
+	reports, err := r.scan(ctx, false)
+	if err != nil {
+		return reports, fmt.Errorf("extref.Verify: %w", err)
+	}
+	return reports, nil
+}
+
+// Repair does what [Ref.Verify] does and, after each batch, syncs every
+// source that has stale copies in it (as [Ref.Sync] does: its copies in
+// every target, so a later target's report may find fewer stale copies
+// than existed when Repair started). Report.Repaired counts the documents
+// those syncs rewrote in each target; with no concurrent writers, a second
+// Verify finds no stale copies. Round trips: those of Verify plus those of
+// one Sync per source with stale copies. Orphans are counted and left as
+// they are. Repair is safe to run again after any error.
+func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
+	reports, err := r.scan(ctx, true)
+	if err != nil {
+		return reports, fmt.Errorf("extref.Repair: %w", err)
+	}
+	return reports, nil
+}
+
+// scan verifies (and with repair, repairs) every target in turn.
+func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
+	reports := make([]Report, len(r.targets))
+	for i, t := range r.targets {
+		reports[i].Target = t.Target
+	}
+	for i, t := range r.targets {
+		if err := r.scanTarget(ctx, t, i, reports, repair); err != nil {
+			return reports, fmt.Errorf("%s: %w", t.Target, err)
+		}
+	}
+	return reports, nil
+}
+
+func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
+	where := t.path.inDocument()
+	cur, err := t.coll.Find(ctx,
+		bson.D{{Key: join(where, r.ct.id), Value: bson.D{{Key: "$exists", Value: true}}}},
+		options.Find().SetProjection(bson.D{{Key: where, Value: 1}}).SetBatchSize(int32(r.batch)))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	batch := make([]bson.Raw, 0, r.batch)
+	for cur.Next(ctx) {
+		batch = append(batch, slices.Clone(cur.Current))
+		if cur.RemainingBatchLength() > 0 && len(batch) < r.batch {
+			continue
+		}
+		if err := r.check(ctx, t, i, batch, reports, repair); err != nil {
+			return err
+		}
+		batch = batch[:0]
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	return r.check(ctx, t, i, batch, reports, repair)
+}
+
+// check compares one batch of documents of target i with their sources.
+func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, reports []Report, repair bool) error {
+	ids := map[string]bson.RawValue{}
+	for _, doc := range batch {
+		for cp := range t.path.copies(doc) {
+			if id := lookup(cp, r.ct.id); id.Type != 0 {
+				ids[idKey(id)] = id
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sources, err := r.sources(ctx, ids)
+	if err != nil {
+		return err
+	}
+	rep := &reports[i]
+	staleIDs := map[string]bson.RawValue{}
+	for _, doc := range batch {
+		held := false
+		for cp := range t.path.copies(doc) {
+			held = true
+			rep.Copies++
+			key := idKey(lookup(cp, r.ct.id))
+			src, ok := sources[key]
+			switch {
+			case !ok:
+				rep.Orphans++
+			case r.staleCopy(cp, src.copy):
+				rep.Stale++
+				staleIDs[key] = src.id
+			}
+		}
+		if held {
+			rep.Documents++
+		}
+	}
+	if !repair {
+		return nil
+	}
+	for _, id := range staleIDs {
+		counts, err := r.sync(ctx, id)
+		for j, n := range counts {
+			reports[j].Repaired += n.Modified
+		}
+		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
+			return fmt.Errorf("repair %s %v: %w", r.source.Name(), id, err)
+		}
+	}
+	return nil
+}
+
+// source is a source document as Verify compares it: its _id and its copy.
+type source struct {
+	id   bson.RawValue
+	copy copyValue
+}
+
+// sources reads the sources with the given ids in one find, keyed by
+// [idKey] of their _id.
+func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map[string]source, error) {
+	in := make(bson.A, 0, len(ids))
+	for _, id := range ids {
+		in = append(in, id)
+	}
+	// One more than can match, so that the server sees the cursor is
+	// exhausted and no getMore follows.
+	cur, err := r.source.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
+		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", r.source.Name(), err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	out := make(map[string]source, len(in))
+	for cur.Next(ctx) {
+		_, c, err := r.copyOf(cur.Current)
+		if err != nil {
+			return nil, err
+		}
+		id := cur.Current.Lookup("_id")
+		out[idKey(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
+	}
+	return out, cur.Err()
+}
+
+// staleCopy reports whether a copy differs from c in a copied field.
+func (r *Ref[S]) staleCopy(cp bson.Raw, c copyValue) bool {
+	for _, f := range r.ct.fields {
+		if stale(lookup(cp, f), c.want(f)) {
+			return true
+		}
+	}
+	return false
+}

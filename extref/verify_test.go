@@ -1,0 +1,121 @@
+package extref_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/extref"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+func set(path string, v any) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: path, Value: v}}}}
+}
+
+func corrupt(t *testing.T, coll *mongo.Collection, id int, update bson.D) {
+	t.Helper()
+	res, err := coll.UpdateByID(ctx, id, update)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.ModifiedCount, "corrupt %s %d", coll.Name(), id)
+}
+
+// TestVerifyRepair corrupts copies on purpose in every kind of target;
+// Verify finds each of them (and not the harmless changes), Repair fixes
+// them, and a second Verify finds none.
+func TestVerifyRepair(t *testing.T) {
+	serverPaths(t, func(t *testing.T, portable bool) {
+		db := mongotest.DB(t)
+		customers := customerRefs(t, db)
+		seedOrders(t, db, customers, 10, 100) // order k belongs to customer (k-1)%10+1
+		products := productRefs(t, db, portable)
+		seedCarts(t, db, products, 10, 50)
+		orders, carts, featured := db.Collection("orders"), db.Collection("carts"), db.Collection("featured")
+
+		// orders: 5 wrong names (customers 1..5), one missing email
+		// (customer 7): 6 stale; one order pointing at a customer that does
+		// not exist: an orphan.
+		for id := 1; id <= 5; id++ {
+			corrupt(t, orders, id, set("customer.name", "Mallory"))
+		}
+		corrupt(t, orders, 7, bson.D{{Key: "$unset", Value: bson.D{{Key: "customer.email", Value: ""}}}})
+		corrupt(t, orders, 9, set("customer.id", 999))
+		// Harmless: a field that is not copied, an extra field in the copy,
+		// the id stored as another numeric type.
+		corrupt(t, orders, 10, set("total", -1))
+		corrupt(t, orders, 11, set("customer.note", "extra"))
+		corrupt(t, orders, 12, set("customer.id", int64(2)))
+
+		// carts: the first item's price in carts 1..3; featured: two names,
+		// of products that are not in those first items (so that Repair's
+		// syncs for the carts do not fix them before their scan).
+		inFirst := map[int]bool{}
+		for id := 1; id <= 3; id++ {
+			var c Cart
+			require.NoError(t, carts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c))
+			inFirst[c.Items[0].Product.ID] = true
+			corrupt(t, carts, id, set("items.0.product.price", -1.0))
+		}
+		var featuredCorrupt []int
+		for p := 1; len(featuredCorrupt) < 2; p++ {
+			if !inFirst[p] {
+				corrupt(t, featured, p, set("product.name", "Mallory"))
+				featuredCorrupt = append(featuredCorrupt, p)
+			}
+		}
+
+		vo, err := customers.Verify(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []extref.Report{{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 100, Copies: 100, Stale: 6, Orphans: 1}}, vo)
+		vp, err := products.Verify(ctx)
+		require.NoError(t, err)
+		require.Len(t, vp, 2)
+		require.Equal(t, int64(3), vp[0].Stale)
+		require.Zero(t, vp[0].Orphans)
+		require.Equal(t, int64(50), vp[0].Documents)
+		require.Equal(t, extref.Report{Target: extref.Target{Collection: "featured", Path: "product"}, Documents: 10, Copies: 10, Stale: 2}, vp[1])
+
+		ro, err := customers.Repair(ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(6), ro[0].Stale)
+		require.Equal(t, int64(6), ro[0].Repaired)
+		rp, err := products.Repair(ctx)
+		require.NoError(t, err)
+		require.Equal(t, [2]int64{3, 2}, [2]int64{rp[0].Stale, rp[1].Stale})
+		require.Equal(t, [2]int64{3, 2}, [2]int64{rp[0].Repaired, rp[1].Repaired})
+
+		vo, err = customers.Verify(ctx)
+		require.NoError(t, err)
+		require.Zero(t, vo[0].Stale)
+		require.Equal(t, int64(1), vo[0].Orphans, "orphans are reported, not repaired")
+		vp, err = products.Verify(ctx)
+		require.NoError(t, err)
+		require.Zero(t, vp[0].Stale+vp[1].Stale)
+
+		var o Order
+		require.NoError(t, orders.FindOne(ctx, bson.D{{Key: "_id", Value: 7}}).Decode(&o))
+		require.Equal(t, "c7@example.com", o.Customer.Email)
+	})
+}
+
+// TestVerifyBatches: Verify reads a target in batches of BatchSize
+// documents, with one find of their sources per batch.
+func TestVerifyBatches(t *testing.T) {
+	db := mongotest.DB(t)
+	seedOrders(t, db, customerRefs(t, db), 10, 100)
+	r, err := extref.New[CustomerRef](db, extref.Config{
+		Source:    "customers",
+		Targets:   []extref.Target{{Collection: "orders", Path: "customer"}},
+		BatchSize: 40,
+	})
+	require.NoError(t, err)
+	counter := mongotest.NewCounter(t, db)
+	sent := counter.Count(func() {
+		reports, err := r.Verify(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 100, reports[0].Copies)
+	})
+	require.Equal(t, []string{"find", "find", "getMore", "find", "getMore", "find"}, sent)
+}
