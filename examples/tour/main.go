@@ -26,6 +26,7 @@ import (
 // of this module and what it shows.
 var programs = []struct{ dir, about string }{
 	{"products", "subset: each product embeds its 3 newest reviews; out-of-order and retried adds, refill on remove, keyset pages of all reviews"},
+	{"orders", "extended references: customer and product copies in orders and carts kept in sync on rename and reprice; drift found by Verify and fixed by Repair"},
 }
 
 func main() {
