@@ -57,8 +57,9 @@ const maxMisses = 100
 // Cost in commands, on MongoDB: an open parent, 1 (the guarded push). An
 // overflowed parent, 4: the failed push, a read of the parent's flag, tail
 // hint and item ids, a find of the newest overflow documents and of any
-// holding the items (indexed), and the guarded push; plus 1 update of the
-// parent and 1 upsert for each new overflow document. On other servers
+// holding the items (indexed), and the guarded push; an item that opens a
+// new overflow document adds 1, the update of the parent's flag and tail
+// hint before the upsert that creates the document. On other servers
 // (FerretDB), the parent is read whole first, to size the push, so an open
 // parent costs 2 and an overflowed one 3. Each command that loses a race
 // costs a read and a retry; after 100 misses in a row Append gives up with

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
 // TestConcurrentAppend is the acceptance test of the issue: 8 goroutines
@@ -22,9 +24,8 @@ func TestConcurrentAppend(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/batch%d", path.name, batch), func(t *testing.T) {
 				ctx := context.Background()
 				cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
-				r, _ := newRepo(t, cfg, path.mode)
-				_, err := r.Insert(ctx, post{ID: 1})
-				require.NoError(t, err)
+				r, db := newPost(t, cfg, path.mode)
+				counter := mongotest.NewCounter(t, db)
 
 				var wg sync.WaitGroup
 				errs := make(chan error, writers*each)
@@ -43,6 +44,7 @@ func TestConcurrentAppend(t *testing.T) {
 				for err := range errs {
 					require.NoError(t, err)
 				}
+				t.Logf("%d commands for %d items", counter.N(), writers*each)
 
 				_, items, err := r.Get(ctx, 1)
 				require.NoError(t, err)

@@ -36,12 +36,13 @@
 // command, letting the server refuse a parent over 16 MiB, and Remove
 // uses $pull by id. FerretDB 1.x lacks both guarantees silently: it stores
 // an updated document over 16 MiB, and reads a $pull condition as an exact
-// element, removing nothing. On FerretDB (and on servers it does not
-// recognise) the repository therefore takes its portable path, chosen
-// once from [patterns.Capabilities]: Append reads the parent first and
+// element, removing nothing. On FerretDB (and on servers that
+// [patterns.Capabilities] does not recognise) the repository therefore
+// takes its portable path, chosen once: Append reads the parent first and
 // sizes the push itself, and Remove reads the element and pulls it whole.
-// Both paths keep every guarantee above; the portable one costs a read
-// more per Append to an open parent and per Remove.
+// Both paths keep the guarantees above. The portable one costs a command
+// more per Append to an open parent (2 instead of 1) and per Remove, and
+// one less per Append to an overflowed parent (3 instead of 4).
 //
 // # Indexes
 //

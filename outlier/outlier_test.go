@@ -47,6 +47,15 @@ func newRepo(t testing.TB, cfg Config, mode int32) (*Repo[post, comment], *mongo
 	return r, db
 }
 
+// newPost is newRepo with a first parent, post 1, inserted.
+func newPost(t testing.TB, cfg Config, mode int32) (*Repo[post, comment], *mongo.Database) {
+	t.Helper()
+	r, db := newRepo(t, cfg, mode)
+	_, err := r.Insert(context.Background(), post{ID: 1})
+	require.NoError(t, err)
+	return r, db
+}
+
 // small is the configuration of most tests: N=3, M=2.
 func small() Config {
 	return Config{Parent: "posts", Field: "comments", Threshold: 3, PerOverflow: 2}
@@ -148,9 +157,7 @@ func TestOverflowInOrder(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			ctx := context.Background()
-			r, db := newRepo(t, small(), path.mode)
-			_, err := r.Insert(ctx, post{ID: 1})
-			require.NoError(t, err)
+			r, db := newPost(t, small(), path.mode)
 			want := comments("c", 0, 13)
 			// One at a time, then a batch crossing documents.
 			for _, c := range want[:4] {
@@ -185,6 +192,7 @@ func TestOverflowInOrder(t *testing.T) {
 			require.Equal(t, 2, docs[4].Count)
 
 			var items []comment
+			var err error
 			cmds := counter.Count(func() { _, items, err = r.Get(ctx, 1) })
 			require.NoError(t, err)
 			require.Equal(t, []string{"find", "find"}, cmds, "an outlier is two commands")
@@ -211,9 +219,7 @@ func TestRetrySafe(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
 			ctx := context.Background()
-			r, _ := newRepo(t, small(), path.mode)
-			_, err := r.Insert(ctx, post{ID: 1})
-			require.NoError(t, err)
+			r, _ := newPost(t, small(), path.mode)
 			all := comments("c", 0, 9)
 
 			// A first attempt stored c00..c01 (in the parent) then failed.
@@ -233,9 +239,7 @@ func TestRetrySafe(t *testing.T) {
 
 func TestInvalidInput(t *testing.T) {
 	ctx := context.Background()
-	r, _ := newRepo(t, small(), modePortable)
-	_, err := r.Insert(ctx, post{ID: 1})
-	require.NoError(t, err)
+	r, _ := newPost(t, small(), modePortable)
 	require.NoError(t, r.Append(ctx, 1, comment{ID: "keep"}))
 
 	for _, id := range []any{nil, 0, "", bson.M{"$ne": nil}, bson.D{{Key: "$gt", Value: 0}}, bson.Regex{Pattern: "."}} {
@@ -255,7 +259,7 @@ func TestInvalidInput(t *testing.T) {
 	require.ErrorIs(t, r.Append(ctx, 1, comment{ID: "a"}, comment{ID: "a"}), patterns.ErrInvalid, "one id twice")
 
 	huge := comment{ID: "huge", Text: strings.Repeat("x", patterns.MaxDocumentSize)}
-	err = r.Append(ctx, 1, comment{ID: "small"}, huge)
+	err := r.Append(ctx, 1, comment{ID: "small"}, huge)
 	require.ErrorIs(t, err, patterns.ErrTooLarge)
 	require.ErrorContains(t, err, "item 1 (_id \"huge\")")
 
@@ -317,11 +321,9 @@ func TestIndexRequired(t *testing.T) {
 // the tail hint announced.
 func TestFlagBeforeOverflow(t *testing.T) {
 	ctx := context.Background()
-	r, db := newRepo(t, small(), modePortable)
-	_, err := r.Insert(ctx, post{ID: 1})
-	require.NoError(t, err)
+	r, db := newPost(t, small(), modePortable)
 	require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
-	_, err = r.parents.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, r.openUpdate(0))
+	_, err := r.parents.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, r.openUpdate(0))
 	require.NoError(t, err)
 
 	counter := mongotest.NewCounter(t, db)

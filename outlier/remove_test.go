@@ -23,9 +23,7 @@ func TestRemove(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			needsMongoDB(t, path.mode, "$pull by condition")
 			ctx := context.Background()
-			r, db := newRepo(t, small(), path.mode)
-			_, err := r.Insert(ctx, post{ID: 1})
-			require.NoError(t, err)
+			r, db := newPost(t, small(), path.mode)
 			// parent: c00 c01 c02; seq 0: c03 c04; seq 1: c05 c06; seq 2: c07 c08
 			require.NoError(t, r.Append(ctx, 1, comments("c", 0, 9)...))
 			counter := mongotest.NewCounter(t, db)

@@ -150,7 +150,8 @@ func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
 
 // checkIndexed returns an error wrapping [patterns.ErrInvalid] unless the
 // overflow collection has the unique {parent: 1, seq: 1} index. It sends
-// one listIndexes the first time it succeeds and nothing afterwards.
+// one listIndexes until a check succeeds (concurrent first callers each
+// send theirs) and nothing afterwards.
 func (r *Repo[P, I]) checkIndexed(ctx context.Context) error {
 	if r.indexed.Load() {
 		return nil
