@@ -1,0 +1,397 @@
+package outlier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// maxMisses is how many guarded writes in a row an Append lets concurrent
+// writers win before it gives up with [patterns.ErrConflict]. Every miss
+// means another writer made progress on the same parent.
+const maxMisses = 100
+
+// Append appends items to the parent, in order, after the items already
+// there.
+//
+// While the parent is open, items are pushed into its array under an
+// atomic guard: the parent's flag is not true, its array has no element at
+// index Threshold-k (so the k items fit) and holds none of the items. Once
+// the parent cannot take the next item (it holds Threshold items, or the
+// item would make it exceed 16 MiB), it is closed: the flag is set, and
+// every later item goes to overflow documents, even if Remove makes room
+// in the parent again (that keeps the append order). Overflow documents
+// are filled in seq order: items go to the newest document while it has
+// room for them (Config.PerOverflow items and 16 MiB, both guarded in the
+// filter of the write), then to a new one with the next seq, created by an
+// upsert that the unique {parent, seq} index makes safe when two appenders
+// race to create it (the loser retries). A writer never moves to a lower
+// seq, so each caller's items come out in the order it appended them, and
+// items appended after an Append returned come after its items.
+//
+// Retry-safe by item id: items whose id is already in the parent or its
+// overflow documents are skipped, so calling Append again after a failure
+// (a timeout, a lost connection) stores each item once. The ids must be
+// distinct within a call. Two concurrent Appends of the same id are not
+// deduplicated across documents.
+//
+// Before anything is written it returns an error wrapping
+// [patterns.ErrInvalid] for a bad parent id or item (an item that does not
+// encode as a document, has no valid ItemID field, or repeats an id), and
+// [patterns.ErrTooLarge] for an item that no document can hold: one whose
+// encoded size, with its array element overhead, exceeds what an empty
+// overflow document leaves of 16 MiB after its fixed fields. (A parent too
+// full in bytes for an item is closed instead, so the item goes to
+// overflow; the parent's size is the server's check on MongoDB and, on the
+// portable path, the size of the parent as read plus each element's exact
+// encoded size: exact, except that a concurrent write growing the parent's
+// other fields between the read and the push is not seen.) A missing
+// parent is [patterns.ErrNotFound].
+//
+// Cost in commands, on MongoDB: an open parent, 1 (the guarded push). An
+// overflowed parent, 4: the failed push, a read of the parent's flag, tail
+// hint and item ids, a find of the newest overflow documents and of any
+// holding the items (indexed), and the guarded push; an item that opens a
+// new overflow document adds 1, the update of the parent's flag and tail
+// hint before the upsert that creates the document. On other servers
+// (FerretDB), the parent is read whole first, to size the push, so an open
+// parent costs 2 and an overflowed one 3. Each command that loses a race
+// costs a read and a retry; after 100 misses in a row Append gives up with
+// [patterns.ErrConflict].
+//
+// What others see between the steps: each write is atomic, so a reader
+// sees all or none of the items one command wrote, but may see some of a
+// multi-item Append's writes and not the others. The flag (and the tail
+// hint) are written before the overflow document they announce, so a
+// reader may see the flag true while the overflow is still empty or lacks
+// the items being written; it never sees an overflow item while the flag
+// is false, and a merged read never misses an item whose Append returned
+// before the read began. If Append fails between the two writes, the flag
+// stays true with no overflow document until an Append succeeds: readers
+// then send one find that returns nothing. A concurrent [Repo.Delete] may
+// leave an overflow document behind; Delete again removes it.
+//
+// The first Append that overflows checks, once, that the unique index of
+// [Repo.Indexes] exists (1 listIndexes) and fails with an error wrapping
+// [patterns.ErrInvalid] if it does not.
+func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
+	if err := pid("Append", parentID); err != nil {
+		return err
+	}
+	return r.wrap("Append", parentID, r.append(ctx, parentID, items))
+}
+
+func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error {
+	budget, err := overflowBudget(parentID)
+	if err != nil {
+		return err
+	}
+	pending, err := r.encodeItems(items, budget)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	native, err := r.native(ctx)
+	if err != nil {
+		return err
+	}
+	n := r.cfg.Threshold
+	// one: the server refused a push as too large, so push one item at a
+	// time to find how many the parent still takes.
+	one := false
+	if native && len(pending) <= n {
+		pushed, err := r.pushParent(ctx, parentID, n-len(pending), pending)
+		switch {
+		case isTooLarge(err):
+			one = true
+		case err != nil:
+			return err
+		case pushed:
+			return nil
+		}
+	}
+	for misses := 0; misses < maxMisses; {
+		st, err := r.readParent(ctx, parentID, native)
+		if err != nil {
+			return err
+		}
+		if pending = without(pending, st.ids); len(pending) == 0 {
+			return nil
+		}
+		if !st.open {
+			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+		}
+		k := r.fitParent(st, pending)
+		if one {
+			k = min(k, 1)
+		}
+		if k == 0 {
+			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
+		}
+		pushed, err := r.pushParent(ctx, parentID, st.n, pending[:k])
+		switch {
+		case isTooLarge(err) && k == 1:
+			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+		case isTooLarge(err):
+			one = true
+		case err != nil:
+			return err
+		case pushed && k == len(pending):
+			return nil
+		case pushed && !one:
+			// The parent took all it could: it is full for the next item.
+			return r.appendOverflow(ctx, parentID, st.tail, pending[k:], budget)
+		case pushed:
+			pending, misses = pending[k:], 0
+		default:
+			misses++
+		}
+	}
+	return lost("the parent")
+}
+
+// lost is the error of an Append that lost too many races.
+func lost(where string) error {
+	return fmt.Errorf("%w: %d writes to %s in a row lost to concurrent writers", patterns.ErrConflict, maxMisses, where)
+}
+
+// parentState is what Append knows of a parent from a read.
+type parentState struct {
+	open bool  // the flag is not true: items may still go into the parent
+	tail int64 // the tail hint, 0 when absent
+	n    int   // items in the array
+	size int   // the parent's encoded size; -1 when not read (the server checks it)
+	ids  map[idKey]bool
+}
+
+// readParent reads the state of the parent: on the native path its flag,
+// tail and item ids; on the portable path the whole parent, to know its
+// size.
+func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) (parentState, error) {
+	var projection bson.D
+	if native {
+		projection = r.parentStateProjection()
+	}
+	raw, err := r.findParent(ctx, parentID, projection)
+	if err != nil {
+		return parentState{}, err
+	}
+	st := parentState{open: !r.flagged(raw), size: -1, ids: map[idKey]bool{}}
+	if !native {
+		st.size = len(raw)
+	}
+	if t, ok := raw.Lookup(r.cfg.Tail).AsInt64OK(); ok {
+		st.tail = t
+	}
+	arr, err := r.array(raw)
+	if err != nil {
+		return parentState{}, err
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return parentState{}, err
+	}
+	st.n = len(vals)
+	for _, v := range vals {
+		if doc, ok := v.DocumentOK(); ok {
+			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil {
+				st.ids[keyOf(id)] = true
+			}
+		}
+	}
+	return st, nil
+}
+
+// flagged reports whether the parent's flag is true.
+func (r *Repo[P, I]) flagged(parent bson.Raw) bool {
+	b, ok := parent.Lookup(r.cfg.Flag).BooleanOK()
+	return ok && b
+}
+
+// array returns the parent's array of embedded items (empty when absent)
+// or an error wrapping [patterns.ErrInvalid] when the field holds
+// something else.
+func (r *Repo[P, I]) array(parent bson.Raw) (bson.RawArray, error) {
+	v, err := parent.LookupErr(r.cfg.Field)
+	if err != nil || v.Type == bson.TypeNull {
+		return bson.RawArray{5, 0, 0, 0, 0}, nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil, patterns.Invalidf("field %q of the parent holds a BSON %s, not an array", r.cfg.Field, v.Type)
+	}
+	return arr, nil
+}
+
+// fitParent returns how many of the leading items fit in the parent: by
+// count, and by size when the size is known (elementSize is exact, so the
+// estimate is exact for the parent as read).
+func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
+	size := st.size
+	k := 0
+	for ; k < len(items) && st.n+k < r.cfg.Threshold; k++ {
+		if size >= 0 {
+			size += elementSize(st.n+k, len(items[k].raw))
+			if size > patterns.MaxDocumentSize {
+				break
+			}
+		}
+	}
+	return k
+}
+
+// pushParent pushes items into the parent if it is open, holds at most at
+// items and none of these. It reports whether it did.
+func (r *Repo[P, I]) pushParent(ctx context.Context, parentID any, at int, items []item) (bool, error) {
+	res, err := r.parents.UpdateOne(ctx, r.pushParentFilter(parentID, at, items), r.pushParentUpdate(items))
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// isTooLarge reports whether the server refused a write because the
+// document would exceed 16 MiB (MongoDB: 17419 on update, 10334
+// BSONObjectTooLarge).
+func isTooLarge(err error) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && (se.HasErrorCode(17419) || se.HasErrorCode(10334))
+}
+
+// tailDoc is what Append knows of the newest overflow document. Its
+// numbers are lower bounds once others may have written: the guards of the
+// writes check the real ones.
+type tailDoc struct {
+	Seq   int64      `bson:"seq"`
+	Count int        `bson:"count"`
+	Bytes int        `bson:"bytes"`
+	Items []bson.Raw `bson:"items"` // projected to their ids
+}
+
+// appendOverflow appends items to the parent's overflow documents, from
+// seq `from` (the parent's tail hint) onwards; see Append.
+func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int64, items []item, budget int) error {
+	if err := r.checkIndexed(ctx); err != nil {
+		return err
+	}
+	var tail *tailDoc // the newest document; nil: none from `from` on
+	query := true     // tail is unknown: find it
+	for misses := 0; misses < maxMisses; {
+		if query {
+			var err error
+			if tail, items, err = r.findTail(ctx, parentID, from, items); err != nil || len(items) == 0 {
+				return err
+			}
+			query = false
+		}
+		if tail != nil {
+			from = tail.Seq
+			if k, size := r.fitOverflow(tail, items, budget); k > 0 {
+				ok, err := r.pushOverflow(ctx, parentID, tail.Seq, items[:k], size, budget, false)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					misses, query = misses+1, true
+					continue
+				}
+				tail.Count += k
+				tail.Bytes += size
+				if items, misses = items[k:], 0; len(items) == 0 {
+					return nil
+				}
+				continue
+			}
+			from = tail.Seq + 1
+		}
+		// Open the document seq `from`: announce it on the parent first.
+		res, err := r.parents.UpdateOne(ctx, d("_id", parentID), r.openUpdate(from))
+		if err != nil {
+			return err
+		}
+		if res.MatchedCount == 0 {
+			return fmt.Errorf("%w: parent %v was deleted", patterns.ErrNotFound, parentID)
+		}
+		k, size := r.fitOverflow(&tailDoc{}, items, budget) // >= 1: encodeItems checked it
+		ok, err := r.pushOverflow(ctx, parentID, from, items[:k], size, budget, true)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			misses, query = misses+1, true
+			continue
+		}
+		tail = &tailDoc{Seq: from, Count: k, Bytes: size}
+		if items, misses = items[k:], 0; len(items) == 0 {
+			return nil
+		}
+	}
+	return lost("the overflow documents")
+}
+
+// findTail finds the newest overflow document of the parent from seq
+// `from` on (nil if there is none) and drops the items already stored in
+// any overflow document.
+func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, items []item) (*tailDoc, []item, error) {
+	cur, err := r.overflow.Find(ctx, r.overflowQuery(parentID, from, items),
+		options.Find().SetProjection(r.overflowQueryProjection()))
+	if err != nil {
+		return nil, nil, err
+	}
+	var docs []tailDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, err
+	}
+	var tail *tailDoc
+	present := map[idKey]bool{}
+	for i := range docs {
+		doc := &docs[i]
+		for _, it := range doc.Items {
+			if id, err := it.LookupErr(r.cfg.ItemID); err == nil {
+				present[keyOf(id)] = true
+			}
+		}
+		if doc.Seq >= from && (tail == nil || doc.Seq > tail.Seq) {
+			tail = doc
+		}
+	}
+	return tail, without(items, present), nil
+}
+
+// fitOverflow returns how many of the leading items fit in the document
+// after the tail's items, and their size with element overhead (counted
+// for the largest index, PerOverflow-1, so that it is an upper bound).
+func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, size int) {
+	for ; k < len(items) && tail.Count+k < r.cfg.PerOverflow; k++ {
+		s := elementSize(r.cfg.PerOverflow-1, len(items[k].raw))
+		if tail.Bytes+size+s > budget {
+			break
+		}
+		size += s
+	}
+	return k, size
+}
+
+// pushOverflow pushes items (size bytes) into the overflow document seq if
+// it has room, creating it when upsert is set. It reports whether it did:
+// false when the document lacked room (or, with upsert, when another
+// writer created it first and it lacks room: the unique index refuses the
+// second document).
+func (r *Repo[P, I]) pushOverflow(ctx context.Context, parentID any, seq int64, items []item, size, budget int, upsert bool) (bool, error) {
+	res, err := r.overflow.UpdateOne(ctx,
+		r.pushOverflowFilter(parentID, seq, len(items), size, budget),
+		pushOverflowUpdate(items, size),
+		options.UpdateOne().SetUpsert(upsert))
+	switch {
+	case upsert && mongo.IsDuplicateKeyError(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return res.MatchedCount+res.UpsertedCount == 1, nil
+}

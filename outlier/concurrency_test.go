@@ -1,0 +1,92 @@
+package outlier
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+// TestConcurrentAppend is the acceptance test of the issue: 8 goroutines
+// append 40 items each to one parent with N=50 and M=20. Every item comes
+// out once, each goroutine's in its own order; the parent holds 50, no
+// overflow document more than 20, and the flag is true. It runs with one
+// item per call and with batches of 5 (a batch may straddle the parent and
+// several overflow documents).
+func TestConcurrentAppend(t *testing.T) {
+	const writers, each = 8, 40
+	for _, path := range paths {
+		for _, batch := range []int{1, 5} {
+			t.Run(fmt.Sprintf("%s/batch%d", path.name, batch), func(t *testing.T) {
+				ctx := context.Background()
+				cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
+				r, db := newPost(t, cfg, path.mode)
+				counter := mongotest.NewCounter(t, db)
+
+				var wg sync.WaitGroup
+				errs := make(chan error, writers*each)
+				for w := range writers {
+					wg.Go(func() {
+						mine := comments(fmt.Sprintf("w%d-", w), 0, each)
+						for i := 0; i < each; i += batch {
+							if err := r.Append(ctx, 1, mine[i:i+batch]...); err != nil {
+								errs <- err
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					require.NoError(t, err)
+				}
+				t.Logf("%d commands for %d items", counter.N(), writers*each)
+
+				_, items, err := r.Get(ctx, 1)
+				require.NoError(t, err)
+				require.Len(t, items, writers*each)
+				seen := map[string]bool{}
+				next := make([]int, writers) // the index each writer's next item must have
+				for _, c := range items {
+					require.False(t, seen[c.ID], "%s twice", c.ID)
+					seen[c.ID] = true
+					var w, i int
+					_, err := fmt.Sscanf(c.ID, "w%d-%d", &w, &i)
+					require.NoError(t, err)
+					require.Equal(t, next[w], i, "writer %d's items out of order", w)
+					next[w]++
+				}
+
+				parent, docs := stored(t, r, 1)
+				require.Len(t, embedded(t, parent), 50, "the parent holds N")
+				require.True(t, parent.Lookup("has_extra").Boolean(), "the flag is true")
+				total := 0
+				for i, d := range docs {
+					require.Equal(t, int64(i), d.Seq, "seqs are contiguous")
+					require.Equal(t, len(d.Items), d.Count)
+					require.LessOrEqual(t, d.Count, 20, "no overflow document holds more than M")
+					if i < len(docs)-1 {
+						require.Equal(t, 20, d.Count, "documents fill in seq order")
+					}
+					total += d.Count
+				}
+				require.Equal(t, writers*each-50, total)
+				require.Equal(t, int64(len(docs)-1), parent.Lookup("extra_tail").Int64())
+
+				n, err := r.Count(ctx, 1)
+				require.NoError(t, err)
+				require.Equal(t, writers*each, n)
+				var streamed []comment
+				for c, err := range r.Items(ctx, 1) {
+					require.NoError(t, err)
+					streamed = append(streamed, c)
+				}
+				require.Equal(t, items, streamed)
+			})
+		}
+	}
+}

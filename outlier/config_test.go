@@ -1,0 +1,105 @@
+package outlier
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// offline is a database handle for tests that send nothing.
+var offline = func() *mongo.Database {
+	c, err := mongo.Connect()
+	if err != nil {
+		panic(err)
+	}
+	return c.Database("offline")
+}()
+
+func valid() Config {
+	return Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
+}
+
+func TestNewDefaults(t *testing.T) {
+	r, err := New[bson.Raw, bson.Raw](offline, valid())
+	require.NoError(t, err)
+	require.Equal(t, Config{
+		Parent: "posts", Field: "comments", Threshold: 50, Overflow: "posts_overflow", PerOverflow: 20,
+		Flag: "has_extra", Tail: "extra_tail", ItemID: "_id", BatchSize: 50,
+	}, r.Config())
+
+	big := valid()
+	big.PerOverflow = 5000
+	r, err = New[bson.Raw, bson.Raw](offline, big)
+	require.NoError(t, err)
+	require.Equal(t, int32(1), r.Config().BatchSize, "a batch is at least one document")
+}
+
+func TestNewInvalid(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no parent collection", func(c *Config) { c.Parent = "" }, "Config.Parent"},
+		{"parent collection with $", func(c *Config) { c.Parent = "a$b" }, "Config.Parent"},
+		{"system collection", func(c *Config) { c.Parent = "system.users" }, "Config.Parent"},
+		{"overflow with NUL", func(c *Config) { c.Overflow = "a\x00" }, "Config.Overflow"},
+		{"overflow is the parent", func(c *Config) { c.Overflow = "posts" }, "also the parent"},
+		{"no field", func(c *Config) { c.Field = "" }, "Config.Field"},
+		{"field is a path", func(c *Config) { c.Field = "a.b" }, "Config.Field"},
+		{"field is an operator", func(c *Config) { c.Field = "$set" }, "Config.Field"},
+		{"field is _id", func(c *Config) { c.Field = "_id" }, "parent's id"},
+		{"flag is a path", func(c *Config) { c.Flag = "x.y" }, "Config.Flag"},
+		{"flag is the field", func(c *Config) { c.Flag = "comments" }, "both"},
+		{"tail is the flag", func(c *Config) { c.Tail = "has_extra" }, "both"},
+		{"item id is an operator", func(c *Config) { c.ItemID = "$id" }, "Config.ItemID"},
+		{"threshold 0", func(c *Config) { c.Threshold = 0 }, "Config.Threshold"},
+		{"threshold negative", func(c *Config) { c.Threshold = -1 }, "Config.Threshold"},
+		{"per overflow 0", func(c *Config) { c.PerOverflow = 0 }, "Config.PerOverflow"},
+		{"per overflow negative", func(c *Config) { c.PerOverflow = -5 }, "Config.PerOverflow"},
+		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "Config.BatchSize"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := valid()
+			tc.edit(&cfg)
+			_, err := New[bson.Raw, bson.Raw](offline, cfg)
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	_, err := New[bson.Raw, bson.Raw](nil, valid())
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	_, err = New[bson.Raw, string](offline, valid())
+	require.ErrorIs(t, err, patterns.ErrInvalid, "an item must encode as a document")
+}
+
+// FuzzConfigNames: New accepts exactly the names the shared validator
+// accepts, distinct from each other and from _id, and never panics.
+func FuzzConfigNames(f *testing.F) {
+	for _, s := range []string{"comments", "a.b", "$x", "", "_id", "has_extra", "x\x00", "\xff"} {
+		f.Add(s, "has_extra", "posts")
+	}
+	f.Fuzz(func(t *testing.T, field, flag, parent string) {
+		cfg := valid()
+		cfg.Field, cfg.Flag, cfg.Parent = field, flag, parent
+		r, err := New[bson.Raw, bson.Raw](offline, cfg)
+		if err != nil {
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			return
+		}
+		c := r.Config()
+		for _, name := range []string{c.Field, c.Flag, c.Tail, c.ItemID} {
+			require.NoError(t, patterns.ValidateField(name))
+		}
+		require.NotEqual(t, c.Field, c.Flag)
+		require.NotEqual(t, c.Field, "_id")
+		require.NotContains(t, c.Parent, "$")
+		require.False(t, strings.HasPrefix(c.Parent, "system."))
+	})
+}

@@ -1,0 +1,53 @@
+// Package outlier implements the outlier pattern: a parent embeds its
+// items in an array up to a threshold, and the rare parent that grows past
+// it (the viral post among thousands of ordinary ones) keeps its first
+// items embedded and overflows the rest into documents of another
+// collection. Ordinary parents stay one document and one read; only the
+// outliers pay for the second read.
+//
+// A parent, a blog post with Config{Field: "comments", Threshold: 50}:
+//
+//	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false}
+//
+// An outlier, with its overflow documents of Config.PerOverflow items:
+//
+//	{_id: 7, title: "...", comments: [...50...], has_extra: true, extra_tail: 3}
+//	{parent: 7, seq: 0, count: 20, bytes: 4821, items: [...20...]}
+//	...
+//	{parent: 7, seq: 3, count: 9, bytes: 2170, items: [...9...]}
+//
+// [Repo.Append] pushes into the parent under an atomic guard on its size
+// ({"comments.49": {$exists: false}} for one item) and, once the parent is
+// full, into the newest overflow document under a guard on its count and
+// bytes, opening the next one by an upsert that the unique {parent, seq}
+// index arbitrates. The flag (has_extra, configured in Config.Flag and
+// nowhere else) turns true, before the first overflow document is
+// written, exactly when the parent overflows. Items keep their append
+// order, each appender's among the others'; Append is retry-safe by item
+// id. [Repo.Get] merges the parent and its overflow in one command when the
+// flag is false and two when it is true; [Repo.Items] streams a huge
+// outlier with bounded memory; [Repo.Count], [Repo.Remove], [Repo.Insert]
+// and [Repo.Delete] complete the repository, and [Store] is the interface
+// a service depends on.
+//
+// # Servers
+//
+// On MongoDB (6.0 and later) Append pushes into an open parent in one
+// command, letting the server refuse a parent over 16 MiB, and Remove
+// uses $pull by id. FerretDB 1.x lacks both guarantees silently: it stores
+// an updated document over 16 MiB, and reads a $pull condition as an exact
+// element, removing nothing. On FerretDB (and on servers that
+// [patterns.Capabilities] does not recognise) the repository therefore
+// takes its portable path, chosen once: Append reads the parent first and
+// sizes the push itself, and Remove reads the element and pulls it whole.
+// Both paths keep the guarantees above. The portable one costs a command
+// more per Append to an open parent (2 instead of 1) and per Remove, and
+// one less per Append to an overflowed parent (3 instead of 4).
+//
+// # Indexes
+//
+// Create [Repo.Indexes] with [patterns.EnsureIndexes] before the first
+// write. The unique {parent: 1, seq: 1} index is what makes concurrent
+// appenders agree on each overflow document; Append checks once that it
+// exists before it overflows a parent.
+package outlier

@@ -1,0 +1,110 @@
+package outlier
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Insert inserts a new parent and returns its _id (generated when P has
+// none). The stored document is P as encoded, with the array field (empty
+// if P has none) and the flag set to false: a parent starts open. One
+// command (insert).
+//
+// Before anything is written it returns an error wrapping
+// [patterns.ErrInvalid] when P does not encode as a document, its flag is
+// true or its tail hint is set (both belong to the repository), its array
+// field is not an array of at most Threshold items with distinct, valid
+// ids; and [patterns.ErrTooLarge] when the document exceeds 16 MiB. A
+// parent with the same _id is the server's duplicate key error
+// ([mongo.IsDuplicateKeyError]).
+//
+// Parents inserted by other means work too: a missing array is an empty
+// one, a missing flag is false.
+func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
+	doc, err := r.newParent(parent)
+	if err != nil {
+		return nil, fmt.Errorf("outlier.Insert: %w", err)
+	}
+	res, err := r.parents.InsertOne(ctx, doc)
+	if err != nil {
+		return nil, fmt.Errorf("outlier.Insert: %w", err)
+	}
+	return res.InsertedID, nil
+}
+
+// newParent builds the document Insert stores and checks it.
+func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
+	raw, err := bson.Marshal(parent)
+	if err != nil {
+		return nil, patterns.Invalidf("cannot encode %T as a document: %v", parent, err)
+	}
+	elems, err := bson.Raw(raw).Elements()
+	if err != nil {
+		return nil, err
+	}
+	doc := make(bson.D, 0, len(elems)+2)
+	hasArray := false
+	for _, e := range elems {
+		switch e.Key() {
+		case r.cfg.Flag:
+			if b, ok := e.Value().BooleanOK(); !ok || b {
+				return nil, patterns.Invalidf("a new parent must have %s false or absent, not %s", r.cfg.Flag, e.Value())
+			}
+			continue // written below
+		case r.cfg.Tail:
+			return nil, patterns.Invalidf("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.Tail)
+		case r.cfg.Field:
+			if err := r.checkEmbedded(e.Value()); err != nil {
+				return nil, err
+			}
+			hasArray = true
+		}
+		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	if !hasArray {
+		doc = append(doc, bson.E{Key: r.cfg.Field, Value: bson.A{}})
+	}
+	doc = append(doc, bson.E{Key: r.cfg.Flag, Value: false})
+	if b, err := bson.Marshal(doc); err != nil || len(b) > patterns.MaxDocumentSize {
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: the parent encodes to %d bytes, over %d", patterns.ErrTooLarge, len(b), patterns.MaxDocumentSize)
+	}
+	return doc, nil
+}
+
+// checkEmbedded checks the items a new parent embeds.
+func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return patterns.Invalidf("field %q holds a BSON %s, not an array", r.cfg.Field, v.Type)
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return err
+	}
+	if len(vals) > r.cfg.Threshold {
+		return patterns.Invalidf("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Threshold)
+	}
+	seen := make(map[idKey]bool, len(vals))
+	for i, v := range vals {
+		doc, ok := v.DocumentOK()
+		if !ok {
+			return patterns.Invalidf("%s.%d is a BSON %s, not a document", r.cfg.Field, i, v.Type)
+		}
+		it, err := r.itemOf(doc)
+		if err != nil {
+			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
+		}
+		if seen[it.key] {
+			return patterns.Invalidf("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.ItemID, it.id)
+		}
+		seen[it.key] = true
+	}
+	return nil
+}

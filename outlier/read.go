@@ -1,0 +1,174 @@
+package outlier
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+)
+
+// overflowItems is an overflow document decoded for reading.
+type overflowItems[I any] struct {
+	Items []I `bson:"items"`
+}
+
+// Get returns the parent and all its items in append order: the embedded
+// ones, then those of the overflow documents by seq. P is decoded from the
+// parent as stored (if P has a field for the array, it holds only the
+// embedded items); the returned slice is the merged list.
+//
+// Cost: 1 command (findOne) when the flag is false, 2 when it is true
+// (findOne, then one find of the overflow documents sorted by seq, asking
+// for as many as the parent's tail hint says there are in its first reply,
+// which the server caps at 16 MiB; a larger overflow adds a getMore per
+// 16 MiB). It loads every item: for a
+// huge outlier, stream with [Repo.Items].
+//
+// Between its two commands, appends and removals may run: the result holds
+// every item appended before Get began and not removed, the parent as of
+// the first command and the overflow as of the second (which may include
+// items appended in between). The flag is written before the overflow, so
+// no overflow item is missed; a missing parent is [patterns.ErrNotFound].
+func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
+	var p P
+	if err := pid("Get", parentID); err != nil {
+		return p, nil, err
+	}
+	parent, items, err := r.readEmbedded(ctx, parentID, nil)
+	if err == nil {
+		err = bson.Unmarshal(parent, &p)
+	}
+	if err != nil || !r.flagged(parent) {
+		return p, items, r.wrap("Get", parentID, err)
+	}
+	// The tail hint says how many documents there are (seqs 0..tail, and
+	// maybe tail+1 being opened): ask for them all in the first reply.
+	tail, _ := parent.Lookup(r.cfg.Tail).AsInt64OK()
+	cur, err := r.overflow.Find(ctx, d(fParent, parentID), options.Find().
+		SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(min(tail+2, math.MaxInt32))))
+	if err != nil {
+		return p, nil, r.wrap("Get", parentID, err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	for cur.Next(ctx) {
+		var doc overflowItems[I]
+		if err := cur.Decode(&doc); err != nil {
+			return p, nil, r.wrap("Get", parentID, err)
+		}
+		items = append(items, doc.Items...)
+	}
+	return p, items, r.wrap("Get", parentID, cur.Err())
+}
+
+// Items streams the parent's items in append order without loading them
+// all: the embedded ones (one findOne reading the array and the flag),
+// then, when the flag is true, the overflow documents by seq through a
+// cursor of Config.BatchSize documents per round trip, decoded one
+// document at a time. Memory is bounded by the parent and one batch, not
+// by the number of items.
+//
+// Building the iterator sends nothing; each range runs the reads again.
+// An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
+// with the zero I, and ends the iteration. Stopping early closes the
+// cursor. What a concurrent writer's steps look like is as for [Repo.Get],
+// except that the overflow is read batch by batch: an item removed or
+// appended while the cursor runs may or may not be seen.
+func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
+	if err := pid("Items", parentID); err != nil {
+		return seq.Err[I](err)
+	}
+	return func(yield func(I, error) bool) {
+		var zero I
+		parent, items, err := r.readEmbedded(ctx, parentID, d(r.cfg.Field, 1, r.cfg.Flag, 1))
+		if err != nil {
+			yield(zero, r.wrap("Items", parentID, err))
+			return
+		}
+		for _, it := range items {
+			if !yield(it, nil) {
+				return
+			}
+		}
+		if !r.flagged(parent) {
+			return
+		}
+		docs := seq.Cursor[overflowItems[I]](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+			return r.overflow.Find(ctx, d(fParent, parentID), options.Find().
+				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(r.cfg.BatchSize))
+		})
+		for doc, err := range docs {
+			if err != nil {
+				yield(zero, r.wrap("Items", parentID, err))
+				return
+			}
+			for _, it := range doc.Items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readEmbedded reads the parent (with the projection, if any) and decodes
+// its embedded items.
+func (r *Repo[P, I]) readEmbedded(ctx context.Context, parentID any, projection bson.D) (bson.Raw, []I, error) {
+	parent, err := r.findParent(ctx, parentID, projection)
+	if err != nil {
+		return nil, nil, err
+	}
+	arr, err := r.array(parent)
+	if err != nil {
+		return nil, nil, err
+	}
+	var items []I
+	if err := (bson.RawValue{Type: bson.TypeArray, Value: arr}).Unmarshal(&items); err != nil {
+		return nil, nil, fmt.Errorf("decode the items of field %q: %w", r.cfg.Field, err)
+	}
+	return parent, items, nil
+}
+
+// Count returns the number of the parent's items: 1 command (a findOne
+// reading the flag and the ids of the embedded items, not the items) when
+// the flag is false, 2 when it is true (plus an aggregate summing the
+// counts of the overflow documents, $match and $group with $sum, served by
+// the {parent, seq} index). Between the two, the result is as for
+// [Repo.Get]. A missing parent is [patterns.ErrNotFound].
+func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
+	if err := pid("Count", parentID); err != nil {
+		return 0, err
+	}
+	parent, err := r.findParent(ctx, parentID, d(r.idPath, 1, r.cfg.Flag, 1))
+	if err != nil {
+		return 0, r.wrap("Count", parentID, err)
+	}
+	arr, err := r.array(parent)
+	if err != nil {
+		return 0, r.wrap("Count", parentID, err)
+	}
+	vals, err := arr.Values()
+	if err != nil || !r.flagged(parent) {
+		return len(vals), r.wrap("Count", parentID, err)
+	}
+	cur, err := r.overflow.Aggregate(ctx, countPipeline(parentID))
+	if err != nil {
+		return 0, r.wrap("Count", parentID, err)
+	}
+	var sums []struct {
+		N int `bson:"n"`
+	}
+	if err := cur.All(ctx, &sums); err != nil {
+		return 0, r.wrap("Count", parentID, err)
+	}
+	n := len(vals)
+	for _, s := range sums {
+		n += s.N
+	}
+	return n, nil
+}

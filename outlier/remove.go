@@ -1,0 +1,152 @@
+package outlier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Remove removes the item with the given id from wherever it lives: the
+// parent's array or an overflow document (whose count it lowers). Overflow
+// documents are not compacted: items never move, so removing one leaves a
+// hole, a document emptied by removals stays (with count 0) and the parent
+// stays overflowed (flag true) even if every overflow item is removed.
+// Appends keep going to the newest overflow document, never back to the
+// parent or into an older document, which is what keeps the append order.
+// A parent that Remove left with fewer than Threshold items takes no new
+// items once overflowed.
+//
+// Cost on MongoDB: 1 command when the item is in the parent (an update
+// with $pull by id), 2 when it is in overflow (the parent's update matches
+// nothing, then the overflow document's). On other servers (FerretDB 1.x
+// reads a $pull condition as an exact element and silently removes
+// nothing), Remove reads the elements first and pulls them whole: 2
+// commands for an item in the parent, 3 for one in overflow (a read of the
+// parent's array, a read of the overflow document holding the item,
+// indexed, and its update). Each write is atomic: a reader sees the item or
+// not. If the item is in neither place (or the parent does not exist) it
+// returns [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
+func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
+	if err := pid("Remove", parentID); err != nil {
+		return err
+	}
+	if err := patterns.ValidateID(itemID); err != nil {
+		return fmt.Errorf("outlier.Remove: item id: %w", err)
+	}
+	native, err := r.native(ctx)
+	if err != nil {
+		return r.wrap("Remove", parentID, err)
+	}
+	remove := r.removePortable
+	if native {
+		remove = r.removeNative
+	}
+	removed, err := remove(ctx, parentID, itemID)
+	if err == nil && !removed {
+		err = fmt.Errorf("%w: no item with %s %v", patterns.ErrNotFound, r.cfg.ItemID, itemID)
+	}
+	return r.wrap("Remove", parentID, err)
+}
+
+func (r *Repo[P, I]) removeNative(ctx context.Context, parentID, itemID any) (bool, error) {
+	filter, update := r.removeParentNative(parentID, itemID)
+	res, err := r.parents.UpdateOne(ctx, filter, update)
+	if err != nil || res.MatchedCount == 1 {
+		return err == nil, err
+	}
+	filter, update = r.removeOverflowNative(parentID, itemID)
+	res, err = r.overflow.UpdateOne(ctx, filter, update)
+	return err == nil && res.MatchedCount == 1, err
+}
+
+func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (bool, error) {
+	t, data, err := bson.MarshalValue(itemID)
+	if err != nil {
+		return false, err
+	}
+	key := keyOf(bson.RawValue{Type: t, Value: data})
+	parent, err := r.findParent(ctx, parentID, d(r.cfg.Field, 1))
+	if err != nil {
+		return false, err
+	}
+	arr, err := r.array(parent)
+	if err != nil {
+		return false, err
+	}
+	if elems, err := r.matching(arr, key); err != nil || len(elems) > 0 {
+		if err != nil {
+			return false, err
+		}
+		filter, update := r.removeParentPortable(parentID, itemID, elems)
+		res, err := r.parents.UpdateOne(ctx, filter, update)
+		return err == nil && res.MatchedCount == 1, err
+	}
+	doc, err := r.overflow.FindOne(ctx, d(fParent, parentID, r.itemsIDPath, itemID),
+		options.FindOne().SetProjection(d(fItems, 1))).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	items, ok := doc.Lookup(fItems).ArrayOK()
+	if !ok {
+		return false, fmt.Errorf("overflow document %v has no items array", doc.Lookup("_id"))
+	}
+	elems, err := r.matching(items, key)
+	if err != nil || len(elems) == 0 {
+		return false, err
+	}
+	filter, update := r.removeOverflowPortable(doc.Lookup("_id"), itemID, elems)
+	res, err := r.overflow.UpdateOne(ctx, filter, update)
+	return err == nil && res.MatchedCount == 1, err
+}
+
+// matching returns the elements of arr whose item id has the key, as
+// stored, for a $pullAll.
+func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, err
+	}
+	var out bson.A
+	for _, v := range vals {
+		if doc, ok := v.DocumentOK(); ok {
+			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil && keyOf(id) == key {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Delete deletes the parent and its overflow documents: 2 commands, a
+// deleteOne of the parent, then a deleteMany of the overflow documents by
+// the {parent, seq} index. A reader between the two sees no parent
+// ([patterns.ErrNotFound]); the overflow documents left are never read.
+// If Delete fails between the two, or an Append opening a new overflow
+// document runs concurrently, overflow documents may be left behind:
+// Delete again removes them (it always sends the deleteMany) and returns
+// [patterns.ErrNotFound], as it does for a parent that does not exist.
+func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
+	if err := pid("Delete", parentID); err != nil {
+		return err
+	}
+	res, err := r.parents.DeleteOne(ctx, d("_id", parentID))
+	if err != nil {
+		return r.wrap("Delete", parentID, err)
+	}
+	if _, err := r.overflow.DeleteMany(ctx, d(fParent, parentID)); err != nil {
+		return r.wrap("Delete", parentID, err)
+	}
+	if res.DeletedCount == 0 {
+		return r.wrap("Delete", parentID, fmt.Errorf("%w: no parent with _id %v in %s", patterns.ErrNotFound, parentID, r.parents.Name()))
+	}
+	return nil
+}
