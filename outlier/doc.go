@@ -36,8 +36,9 @@
 // command, letting the server refuse a parent over 16 MiB, and Remove
 // uses $pull by id. FerretDB 1.x lacks both guarantees silently: it stores
 // an updated document over 16 MiB, and reads a $pull condition as an exact
-// element, removing nothing. On FerretDB (and on servers that
-// [patterns.Capabilities] does not recognise) the repository therefore
+// element, removing nothing. Where [patterns.Capabilities] cannot confirm
+// [patterns.FeaturePullConditions] and [patterns.FeatureUpdateSizeLimit]
+// (FerretDB, and servers it does not recognise) the repository therefore
 // takes its portable path, chosen once: Append reads the parent first and
 // sizes the push itself, and Remove reads the element and pulls it whole.
 // Both paths keep the guarantees above. The portable one costs a command

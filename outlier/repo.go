@@ -139,7 +139,7 @@ func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
 			return false, err
 		}
 		m = modePortable
-		if srv.Kind == patterns.KindMongoDB {
+		if srv.Has(patterns.FeaturePullConditions) && srv.Has(patterns.FeatureUpdateSizeLimit) {
 			m = modeNative
 		}
 		r.mode.CompareAndSwap(modeUnknown, m)

@@ -49,6 +49,13 @@ const (
 	FeatureDateTrunc Feature = "$dateTrunc"
 	// Updates given as an aggregation pipeline (MongoDB 4.2+).
 	FeaturePipelineUpdates Feature = "pipeline-style updates"
+	// $pull with a query condition on the elements ({$pull: {a: {k: 1}}}
+	// removes every element whose k is 1). FerretDB 1.x compares the
+	// condition with whole elements and silently removes nothing.
+	FeaturePullConditions Feature = "$pull conditions"
+	// The server refuses an update that would make a document larger than
+	// 16 MiB. FerretDB 1.x silently stores it.
+	FeatureUpdateSizeLimit Feature = "16 MiB limit on updates"
 )
 
 // AllFeatures lists every [Feature] that [Capabilities] reports, in a fixed
@@ -58,6 +65,7 @@ var AllFeatures = []Feature{
 	FeatureTTLIndexes, FeaturePartialIndexes, FeatureJSONSchema,
 	FeatureTimeSeries, FeatureChangeStreams, FeatureLookup,
 	FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
+	FeaturePullConditions, FeatureUpdateSizeLimit,
 }
 
 // Kind says which server implementation answers on the wire.
@@ -229,6 +237,8 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureGroupMinMaxAvg, true)
 	set(FeatureDateTrunc, v.AtLeast(5, 0))
 	set(FeaturePipelineUpdates, v.AtLeast(4, 2))
+	set(FeaturePullConditions, true)
+	set(FeatureUpdateSizeLimit, true)
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,6 +172,31 @@ var probes = map[patterns.Feature]func(ctx context.Context, t *testing.T, db *mo
 		var doc struct{ B int }
 		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&doc))
 		return doc.B == 2
+	},
+	patterns.FeaturePullConditions: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("pull")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: bson.A{
+			bson.D{{Key: "k", Value: 1}, {Key: "v", Value: "x"}}, bson.D{{Key: "k", Value: 2}, {Key: "v", Value: "y"}},
+		}}})
+		require.NoError(t, err)
+		_, err = coll.UpdateByID(ctx, 1, bson.D{{Key: "$pull", Value: bson.D{{Key: "a", Value: bson.D{{Key: "k", Value: 1}}}}}})
+		if err != nil {
+			t.Logf("$pull condition: %v", err)
+			return false
+		}
+		var doc struct{ A []struct{ K int } }
+		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&doc))
+		t.Logf("$pull {k: 1} from [{k 1} {k 2}] left %v", doc.A)
+		return len(doc.A) == 1 && doc.A[0].K == 2
+	},
+	patterns.FeatureUpdateSizeLimit: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("big")
+		half := strings.Repeat("x", 9<<20)
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: half}})
+		require.NoError(t, err)
+		_, err = coll.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: half}}}})
+		t.Logf("update to 18 MiB: %v", err)
+		return err != nil
 	},
 }
 
