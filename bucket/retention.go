@@ -1,0 +1,54 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// DeleteBefore deletes, for every series, the buckets whose measurements
+// are all before t (last < t), with one deleteMany. A bucket that straddles
+// t is kept whole, so up to one window of measurements before t may remain
+// per series (as with the TTL of Config.TTL, and as a native time-series
+// collection expires whole buckets too); [Buckets.Range] and
+// [Buckets.Summaries] from t on never show them. Removing them one by one
+// would rewrite the bucket and its summary, for little gain.
+//
+// The filter {start: {$lt: t}, last: {$lt: t}} can use the index
+// {<meta>, start} (all metas, start below t); a TTL index on last serves
+// it directly. The server deletes bucket by bucket: a concurrent reader
+// sees each bucket whole or not at all, and may see some of the old
+// buckets gone and others not yet. A concurrent Add of a measurement
+// before t may land in a bucket about to be deleted. Running it again is
+// harmless. A zero t returns [patterns.ErrInvalid].
+func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
+	return b.deleteBefore(ctx, "DeleteBefore", nil, t)
+}
+
+// DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only;
+// the equality on meta and the range on start are bounds of the index
+// {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
+func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
+	m, err := metaValue(meta)
+	if err != nil {
+		return fmt.Errorf("bucket: DeleteSeriesBefore: %w", err)
+	}
+	return b.deleteBefore(ctx, "DeleteSeriesBefore", bson.D{{Key: b.s.metaField, Value: m}}, t)
+}
+
+func (b *Buckets[M, V]) deleteBefore(ctx context.Context, op string, filter bson.D, t time.Time) error {
+	if err := checkTime("t", t); err != nil {
+		return fmt.Errorf("bucket: %s: %w", op, err)
+	}
+	if _, err := b.ready(ctx); err != nil {
+		return fmt.Errorf("bucket: %s: %w", op, err)
+	}
+	before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
+	filter = append(filter, bson.E{Key: fieldStart, Value: before}, bson.E{Key: fieldLast, Value: before})
+	if _, err := b.s.coll.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("bucket: %s: %w", op, err)
+	}
+	return nil
+}
