@@ -67,9 +67,10 @@ func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
 // upsert per measurement, each exactly the one [Buckets.Add] sends, so the
 // guarantees are the same (cap, bucket bound, summaries). The driver sends
 // them in one update command (it splits beyond 100,000 measurements or 48
-// MB); on FerretDB, whose update command holds a database connection per
-// statement until it ends and stalls beyond about a hundred, AddMany sends
-// commands of at most 50 upserts. The bulk is unordered: each upsert adds or raises to commutative
+// MB). On FerretDB it sends one upsert per command: FerretDB runs the
+// statements of an update command in order, stops at the first error and
+// reports it at index 0, which would leave the outcome of the others
+// unknown. The bulk is unordered: each upsert adds or raises to commutative
 // totals ($inc, $min, $max) and pushes into an array that readers sort by
 // time, so the buckets end the same whatever the order, and an error in
 // one measurement does not stop the others.

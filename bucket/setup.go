@@ -17,19 +17,21 @@ type plan struct {
 	// accumulators $min and $max (or a test forces it).
 	clientSummaries bool
 	// maxBatch is the most statements AddMany sends in one command; 0:
-	// as many as the driver sends. FerretDB 1.x holds a SQLite connection
-	// (of 100) per statement of an update command until the command ends,
-	// and stalls beyond about a hundred statements.
+	// as many as the driver sends.
 	maxBatch int
 }
 
-// ferretBatch is plan.maxBatch on FerretDB.
-const ferretBatch = 50
-
-// maxBatchFor returns plan.maxBatch for srv.
+// maxBatchFor returns plan.maxBatch for srv. FerretDB 1.x runs the
+// statements of an update command in order whatever "ordered" says,
+// stops at the first error and reports it at index 0, so after an error
+// nobody can tell which upserts of the command were applied; it also
+// holds a database connection per statement until the command ends, and
+// stalls beyond about a hundred. One upsert per command keeps every
+// outcome known there (its cost is in the server's work, not the round
+// trip).
 func maxBatchFor(srv *patterns.Server) int {
 	if srv.Kind == patterns.KindFerretDB {
-		return ferretBatch
+		return 1
 	}
 	return 0
 }

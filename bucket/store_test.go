@@ -36,7 +36,7 @@ var (
 	timeSeriesBackend = backend{"time-series", func(t *testing.T, cfg bucket.Config) (bucket.Store[string, reading], *mongo.Database) {
 		mongotest.Require(t, patterns.FeatureTimeSeries)
 		db := mongotest.DB(t)
-		s, err := bucket.NewTimeSeries[string, reading](db, cfg)
+		s, err := bucket.NewTimeSeries[string, reading](db, timeSeriesConfig(cfg))
 		require.NoError(t, err)
 		return s, db
 	}}
