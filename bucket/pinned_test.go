@@ -86,12 +86,12 @@ func TestOverlapFilterPinned(t *testing.T) {
 		{Key: "start", Value: bson.D{{Key: "$gt", Value: date("2026-03-01T09:30:00Z")}, {Key: "$lt", Value: to}}},
 		{Key: "first", Value: bson.D{{Key: "$lt", Value: to}}},
 		{Key: "last", Value: bson.D{{Key: "$gte", Value: from}}},
-	}, s.overlapFilter(m, from, to))
+	}, s.overlapFilter(read{meta: m, from: from, to: to}))
 }
 
 func TestGrid(t *testing.T) {
 	from, to := time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC), time.Date(2026, 3, 1, 5, 0, 0, 0, time.UTC)
-	g := newGrid(from, to, 2*time.Hour)
+	g := newGrid(read{from: bson.NewDateTimeFromTime(from), to: bson.NewDateTimeFromTime(to)}, 2*time.Hour)
 	require.Equal(t, date("2026-03-01T00:30:00Z"), g.stepOf(date("2026-03-01T00:30:00Z")))
 	require.Equal(t, date("2026-03-01T00:30:00Z"), g.stepOf(date("2026-03-01T02:29:59Z")))
 	require.Equal(t, date("2026-03-01T02:30:00Z"), g.stepOf(date("2026-03-01T02:30:00Z")))
@@ -112,9 +112,8 @@ func TestGrid(t *testing.T) {
 
 func TestSummaryPipelinePinned(t *testing.T) {
 	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp"}, Window: time.Hour, Cap: 100})
-	from, to := time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC), time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC)
-	g := newGrid(from, to, 2*time.Hour)
 	f, tt := date("2026-03-01T00:30:00Z"), date("2026-03-02T00:00:00Z")
+	g := newGrid(read{from: f, to: tt}, 2*time.Hour)
 	step := func(x string) bson.D {
 		return bson.D{{Key: "$subtract", Value: bson.A{x, bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{x, f}}}, int64(7200000)}}}}}}
 	}
@@ -187,7 +186,7 @@ func TestTimeSeriesPinned(t *testing.T) {
 	m, err := metaValue("s-1")
 	require.NoError(t, err)
 	from, to := date("2026-03-01T00:00:00Z"), date("2026-03-02T00:00:00Z")
-	filter := s.intervalFilter(m, from, to)
+	filter := s.intervalFilter(read{meta: m, from: from, to: to})
 	require.Equal(t, bson.D{
 		{Key: "sensor", Value: m},
 		{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},

@@ -2,11 +2,13 @@ package bucket
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -96,17 +98,44 @@ func checkTime(name string, t time.Time) error {
 	return nil
 }
 
-// checkInterval validates [from, to) and reports whether it is empty.
-func checkInterval(from, to time.Time) (empty bool, err error) {
+// read is the validated arguments of Range or Summaries: the series and
+// the interval [from, to) as BSON dates.
+type read struct {
+	meta     bson.RawValue
+	from, to bson.DateTime
+}
+
+// readSeq validates the arguments of Range or Summaries (op; check is the
+// step's verdict, nil for Range) and returns the iterator body builds. Bad
+// input yields one error wrapping [patterns.ErrInvalid], and an empty
+// interval nothing; neither sends anything.
+func readSeq[T any](op string, meta any, from, to time.Time, check error, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
+	r, empty, err := newRead(meta, from, to)
+	if err == nil {
+		err = check
+	}
+	switch {
+	case err != nil:
+		return seq.Err[T](fmt.Errorf("bucket: %s: %w", op, err))
+	case empty:
+		return func(func(T, error) bool) {}
+	}
+	return body(r)
+}
+
+func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
+	if r.meta, err = metaValue(meta); err != nil {
+		return read{}, false, err
+	}
 	if err := checkTime("from", from); err != nil {
-		return false, err
+		return read{}, false, err
 	}
 	if err := checkTime("to", to); err != nil {
-		return false, err
+		return read{}, false, err
 	}
-	f, t := bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)
-	if t < f {
-		return false, patterns.Invalidf("to (%v) is before from (%v)", to, from)
+	r.from, r.to = bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)
+	if r.to < r.from {
+		return read{}, false, patterns.Invalidf("to (%v) is before from (%v)", to, from)
 	}
-	return t == f, nil
+	return r, r.to == r.from, nil
 }

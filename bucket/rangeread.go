@@ -38,40 +38,34 @@ import (
 // [patterns.ErrInvalid] error; from == to yields nothing and sends
 // nothing.
 func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
-	filter, empty, err := b.overlapping(meta, from, to)
-	switch {
-	case err != nil:
-		return seq.Err[V](fmt.Errorf("bucket: Range: %w", err))
-	case empty:
-		return func(func(V, error) bool) {}
-	}
-	lo, hi := bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)
-	open := func(ctx context.Context) (*mongo.Cursor, error) {
-		if _, err := b.ready(ctx); err != nil {
-			return nil, err
-		}
-		return b.s.coll.Find(ctx, filter, options.Find().
-			SetSort(bson.D{{Key: fieldStart, Value: 1}}).
-			SetProjection(bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}))
-	}
-	return func(yield func(V, error) bool) {
-		var window []rangeBucket // the buckets of one window
-		for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
-			if err != nil {
-				var zero V
-				yield(zero, fmt.Errorf("bucket: Range: %w", err))
-				return
+	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+		open := func(ctx context.Context) (*mongo.Cursor, error) {
+			if _, err := b.ready(ctx); err != nil {
+				return nil, err
 			}
-			if len(window) > 0 && bk.Start != window[0].Start {
-				if !yieldWindow(b.s.timeField, window, lo, hi, yield) {
+			return b.s.coll.Find(ctx, b.s.overlapFilter(r), options.Find().
+				SetSort(bson.D{{Key: fieldStart, Value: 1}}).
+				SetProjection(bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}))
+		}
+		return func(yield func(V, error) bool) {
+			var window []rangeBucket // the buckets of one window
+			for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
+				if err != nil {
+					var zero V
+					yield(zero, fmt.Errorf("bucket: Range: %w", err))
 					return
 				}
-				window = window[:0]
+				if len(window) > 0 && bk.Start != window[0].Start {
+					if !yieldWindow(b.s.timeField, window, r, yield) {
+						return
+					}
+					window = window[:0]
+				}
+				window = append(window, bk)
 			}
-			window = append(window, bk)
+			yieldWindow(b.s.timeField, window, r, yield)
 		}
-		yieldWindow(b.s.timeField, window, lo, hi, yield)
-	}
+	})
 }
 
 // rangeBucket is what Range reads of a bucket.
@@ -81,9 +75,9 @@ type rangeBucket struct {
 	Points []bson.Raw    `bson:"measurements"`
 }
 
-// yieldWindow yields, in time order, the measurements in [lo, hi) of the
-// buckets of one window, and reports whether to go on.
-func yieldWindow[V any](timeField string, window []rangeBucket, lo, hi bson.DateTime, yield func(V, error) bool) bool {
+// yieldWindow yields, in time order, the measurements in [r.from, r.to)
+// of the buckets of one window, and reports whether to go on.
+func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield func(V, error) bool) bool {
 	type timed struct {
 		at  bson.DateTime
 		raw bson.Raw
@@ -98,7 +92,7 @@ func yieldWindow[V any](timeField string, window []rangeBucket, lo, hi bson.Date
 				yield(zero, fmt.Errorf("bucket: Range: bucket %s: %w", bk.ID.Hex(), err))
 				return false
 			}
-			if lo <= at && at < hi {
+			if r.from <= at && at < r.to {
 				pts = append(pts, timed{at, raw})
 			}
 		}
@@ -117,28 +111,16 @@ func yieldWindow[V any](timeField string, window []rangeBucket, lo, hi bson.Date
 	return true
 }
 
-// overlapping validates the arguments of a read and builds the filter of
-// the buckets of the series that may hold measurements in [from, to): a
-// bucket of window start s holds times in [s, s+Window), so s lies in
-// (from-Window, to); its first and last times narrow it further. The
-// equality on the meta and the range on start are the bounds of the index
-// {<meta>: 1, start: 1}.
-func (b *Buckets[M, V]) overlapping(meta M, from, to time.Time) (filter bson.D, empty bool, err error) {
-	m, err := metaValue(meta)
-	if err != nil {
-		return nil, false, err
-	}
-	if empty, err = checkInterval(from, to); err != nil || empty {
-		return nil, empty, err
-	}
-	return b.s.overlapFilter(m, bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)), false, nil
-}
-
-func (s *settings) overlapFilter(m bson.RawValue, from, to bson.DateTime) bson.D {
+// overlapFilter selects the buckets of the series that may hold
+// measurements in [from, to): a bucket of window start s holds times in
+// [s, s+Window), so s lies in (from-Window, to); its first and last times
+// narrow it further. The equality on the meta and the range on start are
+// the bounds of the index {<meta>: 1, start: 1}.
+func (s *settings) overlapFilter(r read) bson.D {
 	return bson.D{
-		{Key: s.metaField, Value: m},
-		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: from - bson.DateTime(s.window)}, {Key: "$lt", Value: to}}},
-		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: to}}},
-		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: from}}},
+		{Key: s.metaField, Value: r.meta},
+		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: r.from - bson.DateTime(s.window)}, {Key: "$lt", Value: r.to}}},
+		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: r.to}}},
+		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: r.from}}},
 	}
 }

@@ -24,30 +24,43 @@ import (
 // before t may land in a bucket about to be deleted. Running it again is
 // harmless. A zero t returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return b.deleteBefore(ctx, "DeleteBefore", nil, t)
+	return b.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, b.canDelete, fieldStart, fieldLast)
 }
 
 // DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only;
 // the equality on meta and the range on start are bounds of the index
 // {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	m, err := metaValue(meta)
-	if err != nil {
-		return fmt.Errorf("bucket: DeleteSeriesBefore: %w", err)
-	}
-	return b.deleteBefore(ctx, "DeleteSeriesBefore", bson.D{{Key: b.s.metaField, Value: m}}, t)
+	return b.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, b.canDelete, fieldStart, fieldLast)
 }
 
-func (b *Buckets[M, V]) deleteBefore(ctx context.Context, op string, filter bson.D, t time.Time) error {
-	if err := checkTime("t", t); err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
+func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
+	_, err := b.ready(ctx)
+	return err
+}
+
+// deleteBefore deletes, with one deleteMany, the documents of the series
+// meta (of every series when all) whose time fields are all before t,
+// once canDelete says the store may.
+func (s *settings) deleteBefore(ctx context.Context, op string, meta any, all bool, t time.Time, canDelete func(context.Context) error, fields ...string) error {
+	var filter bson.D
+	err := checkTime("t", t)
+	if err == nil && !all {
+		var m bson.RawValue
+		m, err = metaValue(meta)
+		filter = bson.D{{Key: s.metaField, Value: m}}
 	}
-	if _, err := b.ready(ctx); err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
+	if err == nil {
+		err = canDelete(ctx)
 	}
-	before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
-	filter = append(filter, bson.E{Key: fieldStart, Value: before}, bson.E{Key: fieldLast, Value: before})
-	if _, err := b.s.coll.DeleteMany(ctx, filter); err != nil {
+	if err == nil {
+		before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
+		for _, f := range fields {
+			filter = append(filter, bson.E{Key: f, Value: before})
+		}
+		_, err = s.coll.DeleteMany(ctx, filter)
+	}
+	if err != nil {
 		return fmt.Errorf("bucket: %s: %w", op, err)
 	}
 	return nil

@@ -46,30 +46,21 @@ import (
 // positive whole number of milliseconds yield one [patterns.ErrInvalid]
 // error; from == to yields nothing and sends nothing.
 func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
-	filter, empty, err := b.overlapping(meta, from, to)
-	if err == nil {
-		err = checkStep(step)
-	}
-	switch {
-	case err != nil:
-		return seq.Err[Summary](fmt.Errorf("bucket: Summaries: %w", err))
-	case empty:
-		return func(func(Summary, error) bool) {}
-	}
-	g := newGrid(from, to, step)
-	return func(yield func(Summary, error) bool) {
-		p, err := b.ready(ctx)
-		if err != nil {
-			yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
-			return
+	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
+		g, filter := newGrid(r, step), b.s.overlapFilter(r)
+		return func(yield func(Summary, error) bool) {
+			p, err := b.ready(ctx)
+			switch {
+			case err != nil:
+				yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
+			case p.clientSummaries:
+				b.clientSummaries(ctx, filter, g, yield)
+			default:
+				pipeline := append(mongo.Pipeline{{{Key: "$match", Value: filter}}}, b.s.summaryStages(g)...)
+				g.yieldRows(ctx, b.s.coll, pipeline, b.s.valueFields, yield)
+			}
 		}
-		if p.clientSummaries {
-			b.clientSummaries(ctx, filter, g, yield)
-			return
-		}
-		pipeline := append(mongo.Pipeline{{{Key: "$match", Value: filter}}}, b.s.summaryStages(g)...)
-		g.yieldRows(ctx, b.s.coll, pipeline, b.s.valueFields, yield)
-	}
+	})
 }
 
 // clientSummaries computes Summaries without $min and $max accumulators.
@@ -162,8 +153,8 @@ type grid struct {
 	step     int64
 }
 
-func newGrid(from, to time.Time, step time.Duration) grid {
-	return grid{from: bson.NewDateTimeFromTime(from), to: bson.NewDateTimeFromTime(to), step: step.Milliseconds()}
+func newGrid(r read, step time.Duration) grid {
+	return grid{from: r.from, to: r.to, step: step.Milliseconds()}
 }
 
 // stepOf returns the start of the step that holds t (t >= from).

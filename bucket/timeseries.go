@@ -244,43 +244,26 @@ func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) e
 }
 
 // intervalFilter is the filter of the series' measurements in [from, to).
-func (s *settings) intervalFilter(m bson.RawValue, from, to bson.DateTime) bson.D {
+func (s *settings) intervalFilter(r read) bson.D {
 	return bson.D{
-		{Key: s.metaField, Value: m},
-		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},
+		{Key: s.metaField, Value: r.meta},
+		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}},
 	}
-}
-
-// interval validates the arguments of a read and builds its filter.
-func (ts *TimeSeries[M, V]) interval(meta M, from, to time.Time) (filter bson.D, empty bool, err error) {
-	m, err := metaValue(meta)
-	if err != nil {
-		return nil, false, err
-	}
-	if empty, err = checkInterval(from, to); err != nil || empty {
-		return nil, empty, err
-	}
-	return ts.s.intervalFilter(m, bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)), false, nil
 }
 
 // Range yields the measurements of the series meta with from <= time < to,
 // in time order (measurements with equal times in no fixed order): one
 // find sorted on the time field, plus a getMore per batch, served by the
-// index of [TimeSeries.Indexes]. Argument errors are those of
+// index {<meta>: 1, <time>: 1}. Argument errors are those of
 // [Buckets.Range].
 func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
-	filter, empty, err := ts.interval(meta, from, to)
-	switch {
-	case err != nil:
-		return seq.Err[V](fmt.Errorf("bucket: Range: %w", err))
-	case empty:
-		return func(func(V, error) bool) {}
-	}
-	return seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-		if _, err := ts.ready(ctx); err != nil {
-			return nil, fmt.Errorf("bucket: Range: %w", err)
-		}
-		return ts.s.coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: ts.s.timeField, Value: 1}}))
+	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+		return seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+			if _, err := ts.ready(ctx); err != nil {
+				return nil, fmt.Errorf("bucket: Range: %w", err)
+			}
+			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(bson.D{{Key: ts.s.timeField, Value: 1}}))
+		})
 	})
 }
 
@@ -289,24 +272,16 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 // $min and $max, $sort) plus a getMore per 101 steps; the server reads
 // its buckets' control summaries where it can.
 func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
-	filter, empty, err := ts.interval(meta, from, to)
-	if err == nil {
-		err = checkStep(step)
-	}
-	switch {
-	case err != nil:
-		return seq.Err[Summary](fmt.Errorf("bucket: Summaries: %w", err))
-	case empty:
-		return func(func(Summary, error) bool) {}
-	}
-	g := newGrid(from, to, step)
-	return func(yield func(Summary, error) bool) {
-		if _, err := ts.ready(ctx); err != nil {
-			yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
-			return
+	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
+		g := newGrid(r, step)
+		return func(yield func(Summary, error) bool) {
+			if _, err := ts.ready(ctx); err != nil {
+				yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
+				return
+			}
+			g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), ts.s.valueFields, yield)
 		}
-		g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(filter, g), ts.s.valueFields, yield)
-	}
+	})
 }
 
 // timeSeriesPipeline is the aggregation of TimeSeries.Summaries.
@@ -321,32 +296,19 @@ func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
 // time-series collections by meta only, and get an
 // [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return ts.deleteBefore(ctx, "DeleteBefore", nil, t)
+	return ts.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, ts.canDelete, ts.s.timeField)
 }
 
 // DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
 func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	m, err := metaValue(meta)
-	if err != nil {
-		return fmt.Errorf("bucket: DeleteSeriesBefore: %w", err)
-	}
-	return ts.deleteBefore(ctx, "DeleteSeriesBefore", bson.D{{Key: ts.s.metaField, Value: m}}, t)
+	return ts.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, ts.canDelete, ts.s.timeField)
 }
 
-func (ts *TimeSeries[M, V]) deleteBefore(ctx context.Context, op string, filter bson.D, t time.Time) error {
-	if err := checkTime("t", t); err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
-	}
+// canDelete refuses deletes by time where the server cannot do them.
+func (ts *TimeSeries[M, V]) canDelete(ctx context.Context) error {
 	p, err := ts.ready(ctx)
-	if err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
+	if err == nil && !p.srv.Version.AtLeast(7, 0) {
+		err = &patterns.UnsupportedError{Feature: FeatureTimeSeriesDeletes, Server: p.srv.String()}
 	}
-	if !p.srv.Version.AtLeast(7, 0) {
-		return fmt.Errorf("bucket: %s: %w", op, &patterns.UnsupportedError{Feature: FeatureTimeSeriesDeletes, Server: p.srv.String()})
-	}
-	filter = append(filter, bson.E{Key: ts.s.timeField, Value: bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}})
-	if _, err := ts.s.coll.DeleteMany(ctx, filter); err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
-	}
-	return nil
+	return err
 }
