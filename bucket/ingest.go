@@ -80,8 +80,9 @@ func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
 // Upserts that fail with a duplicate-key error are retried, up to three
 // times in all. If the server refuses some measurements, AddMany returns a
 // [*PartialError] listing them; every other measurement is stored once.
-// Between the upserts, readers see the batch partly applied, each bucket
-// consistent.
+// Any other error (a network error the driver could not retry, a timeout,
+// a write concern error) leaves it unknown which were stored. Between the
+// upserts, readers see the batch partly applied, each bucket consistent.
 func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
 	p, err := b.ready(ctx)
 	if err != nil {

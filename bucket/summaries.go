@@ -34,7 +34,7 @@ import (
 // Summaries yield an error rather than a wrong mean.
 //
 // Where the server has the $group accumulators $min and $max (MongoDB), it
-// sends one aggregate (plus a getMore per 101 steps) that does all of this
+// sends one aggregate (plus getMores beyond 101 steps) that does all of this
 // on the server. Elsewhere (FerretDB) it computes in the client: one find
 // of the bucket summaries without their measurements (plus getMores), and
 // one find per 256 buckets for the measurements of the buckets that do not

@@ -269,7 +269,7 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 
 // Summaries is [Buckets.Summaries] on the time-series collection: one
 // aggregate ($match on the series and interval, $group by step with $sum,
-// $min and $max, $sort) plus a getMore per 101 steps; the server reads
+// $min and $max, $sort), plus getMores beyond 101 steps; the server reads
 // its buckets' control summaries where it can.
 func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
 	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
