@@ -114,6 +114,9 @@ type settings struct {
 	cap         int
 	granularity Granularity
 	ttl         int64 // seconds; 0: none
+	// summaryPaths are the paths of each value field's summary in a
+	// bucket: summary.<field>.sum, .min and .max.
+	summaryPaths []struct{ sum, min, max string }
 }
 
 // validate checks what both backends need and returns the settings; the
@@ -157,6 +160,8 @@ func (c Config) validate(db *mongo.Database) (*settings, error) {
 		case slices.Contains(s.valueFields[:i], f):
 			return nil, patterns.Invalidf("bucket: ValueFields[%d] %q appears twice", i, f)
 		}
+		path := fieldSummary + "." + f + "."
+		s.summaryPaths = append(s.summaryPaths, struct{ sum, min, max string }{path + "sum", path + "min", path + "max"})
 	}
 	if c.Window < 0 || c.Window%time.Millisecond != 0 {
 		return nil, patterns.Invalidf("bucket: Window %v is negative or not a whole number of milliseconds", c.Window)

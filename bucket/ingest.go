@@ -184,11 +184,10 @@ func (s *settings) upsertDoc(m bson.RawValue, p point) (filter, update bson.D) {
 	inc := bson.D{{Key: fieldCount, Value: int32(1)}}
 	lower := bson.D{{Key: fieldFirst, Value: p.at}}
 	raise := bson.D{{Key: fieldLast, Value: p.at}}
-	for i, f := range s.valueFields {
-		path := fieldSummary + "." + f + "."
-		inc = append(inc, bson.E{Key: path + "sum", Value: p.values[i]})
-		lower = append(lower, bson.E{Key: path + "min", Value: p.values[i]})
-		raise = append(raise, bson.E{Key: path + "max", Value: p.values[i]})
+	for i, path := range s.summaryPaths {
+		inc = append(inc, bson.E{Key: path.sum, Value: p.values[i]})
+		lower = append(lower, bson.E{Key: path.min, Value: p.values[i]})
+		raise = append(raise, bson.E{Key: path.max, Value: p.values[i]})
 	}
 	update = bson.D{
 		{Key: "$push", Value: bson.D{{Key: fieldPoints, Value: p.raw}}},

@@ -231,3 +231,18 @@ func TestBucketSize(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(doc), s.bucketSize(len(m.Value), len(p.raw)))
 }
+
+// BenchmarkUpsert is the client-side cost of one Add before the driver
+// sends it: the meta's canonical form, the measurement's encoding and
+// checks, the size bound and the update document.
+func BenchmarkUpsert(b *testing.B) {
+	s, err := New[string, pinnedReading](mongotest.Client().Database("bench"), pinnedConfig)
+	require.NoError(b, err)
+	r := pinnedReading{At: time.Date(2026, 3, 1, 10, 42, 7, 0, time.UTC), Temp: 21.5, Hum: 40}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := s.upsert("s-1", r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
