@@ -15,8 +15,11 @@ import (
 // {site, sensor}); V is the measurement type.
 //
 // Two backends implement it: [Buckets] (bucket documents, every server)
-// and [TimeSeries] (a native time-series collection, MongoDB 5.0+). A
-// service depends on Store and substitutes it in its own unit tests.
+// and [TimeSeries] (a native time-series collection, MongoDB 5.0+); their
+// methods say what each call costs in round trips, what concurrent
+// readers and writers see, and what happens on a server that lacks a
+// feature. A service depends on Store and substitutes it in its own unit
+// tests.
 type Store[M, V any] interface {
 	// Add stores one measurement of the series meta.
 	Add(ctx context.Context, meta M, v V) error
