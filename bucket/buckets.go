@@ -1,0 +1,143 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Buckets is the bucket pattern: the measurements of one series in one
+// time window (Config.Window) share a bucket document, up to Config.Cap of
+// them, with a summary kept up to date by every write:
+//
+//	{_id, <meta>: M, start: date, first: date, last: date, count: int32,
+//	 measurements: [V, ...], summary: {<value field>: {min, max, sum}}}
+//
+// It works on every server [patterns.Capabilities] knows, MongoDB and
+// FerretDB alike; it is safe for concurrent use by several goroutines,
+// processes and machines.
+type Buckets[M, V any] struct {
+	s    *settings
+	key  bson.D // {<meta>: 1, start: 1}
+	plan lazyPlan
+	// forceClient makes Summaries compute in the client where the server
+	// could aggregate, so that tests exercise both paths on MongoDB.
+	forceClient bool
+}
+
+var _ Store[string, struct{}] = (*Buckets[string, struct{}])(nil)
+
+// reservedFields are the bucket fields the meta field must not shadow.
+var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary}
+
+// New returns a bucket store on the collection cfg.Collection of db. It
+// validates cfg, wrapping [patterns.ErrInvalid]: a collection name, time
+// field, meta field and value fields that are valid and distinct (the meta
+// field not one of the bucket's own fields); a Window that is positive and
+// a whole number of milliseconds; a Cap that is positive and whose full
+// bucket, estimated from the BSON size of a zero M and a zero V, stays
+// within 16 MiB; a V that encodes as a document whose time and value
+// fields, where its zero value has them, are a date and numbers.
+//
+// New sends nothing. The first method call with a context detects the
+// server once (two commands to the admin database, cached per client; see
+// [patterns.Capabilities]) and decides how Summaries computes and how
+// many upserts AddMany sends per command; nothing else depends on the
+// server. Create the indexes of [Buckets.Indexes]
+// before the first write ([patterns.EnsureIndexes]).
+func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
+	s, err := cfg.validate(db)
+	if err != nil {
+		return nil, err
+	}
+	if s.window <= 0 {
+		return nil, patterns.Invalidf("bucket: Window %v is not positive", cfg.Window)
+	}
+	if s.cap <= 0 {
+		return nil, patterns.Invalidf("bucket: Cap %d is not positive", s.cap)
+	}
+	if slices.Contains(reservedFields, s.metaField) {
+		return nil, patterns.Invalidf("bucket: MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
+	}
+	zero, err := zeroDocument[V](s)
+	if err != nil {
+		return nil, err
+	}
+	var m M
+	if size := s.bucketSize(sizeOf(m), len(zero)); size > patterns.MaxDocumentSize {
+		return nil, patterns.Invalidf("bucket: Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
+	}
+	key, err := patterns.ESRKey(patterns.Equality(s.metaField), patterns.SortOn(fieldStart, 1))
+	if err != nil {
+		return nil, fmt.Errorf("bucket: %w", err)
+	}
+	return &Buckets[M, V]{s: s, key: key}, nil
+}
+
+// zeroDocument encodes the zero V (the zero of the pointed-to type when V
+// is a pointer) and checks what it says about V's shape.
+func zeroDocument[V any](s *settings) (bson.Raw, error) {
+	var zero any = *new(V)
+	if t := reflect.TypeFor[V](); t.Kind() == reflect.Pointer {
+		zero = reflect.New(t.Elem()).Interface()
+	}
+	data, err := bson.Marshal(zero)
+	if err != nil {
+		return nil, patterns.Invalidf("bucket: measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
+	}
+	raw := bson.Raw(data)
+	if rv, err := raw.LookupErr(s.timeField); err == nil && rv.Type != bson.TypeDateTime {
+		return nil, patterns.Invalidf("bucket: measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
+	}
+	for _, f := range s.valueFields {
+		if rv, err := raw.LookupErr(f); err == nil {
+			if _, ok := number(rv); !ok {
+				return nil, patterns.Invalidf("bucket: measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
+			}
+		}
+	}
+	return raw, nil
+}
+
+// Indexes returns the index every query of the store uses, {<meta>: 1,
+// start: 1}, and, when Config.TTL is set, a TTL index on the buckets'
+// last time. It is not unique, and must not be: once a bucket is full, the
+// next measurement of its window opens another bucket with the same meta
+// and start. Create them with [patterns.EnsureIndexes]; on a server
+// without TTL indexes, creating the TTL index fails, as every method of
+// the store does.
+func (b *Buckets[M, V]) Indexes() []patterns.Index {
+	ixs := []patterns.Index{{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}}}
+	if b.s.ttl > 0 {
+		ixs = append(ixs, patterns.Index{Collection: b.s.coll, Model: mongo.IndexModel{
+			Keys:    bson.D{{Key: fieldLast, Value: 1}},
+			Options: options.Index().SetExpireAfterSeconds(int32(b.s.ttl)),
+		}})
+	}
+	return ixs
+}
+
+// decide is the store's plan: how Summaries computes.
+func (b *Buckets[M, V]) decide(ctx context.Context) (*plan, error) {
+	srv, err := b.s.capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &plan{
+		srv:             srv,
+		clientSummaries: b.forceClient || !srv.Has(patterns.FeatureGroupMinMaxAvg),
+		maxBatch:        maxBatchFor(srv),
+	}, nil
+}
+
+// ready returns the plan, deciding it on first use.
+func (b *Buckets[M, V]) ready(ctx context.Context) (*plan, error) {
+	return b.plan.get(ctx, b.decide)
+}

@@ -1,0 +1,169 @@
+package bucket_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// TestConcurrentWriters: 4 goroutines write 250 readings each to each of 4
+// sensors (4,000 readings), two with Add and two with AddMany. Then Range
+// returns every reading exactly once, in time order; no bucket holds more
+// than the cap; each bucket's count equals its number of measurements and
+// its summary what they give; each window has at most ceil(N/cap) +
+// (writers - 1) buckets; and Summaries, on every path the server allows,
+// matches a computation over the raw readings.
+//
+// Each sensor has its own store and collection: FerretDB filters only _id
+// in its storage, so every upsert decodes the whole collection, and 4,000
+// readings in one collection take minutes there (1,000 in four take
+// seconds; about two minutes in all there, and -short writes a fifth).
+// Sensors sharing a collection are covered by TestRange,
+// TestSummaries and TestDeleteBeforeKeepsWholeBuckets.
+func TestConcurrentWriters(t *testing.T) {
+	const (
+		writers  = 4
+		capacity = 25
+		batch    = 5 // readings per sensor in one AddMany; perSensor is a multiple
+	)
+	perSensor := 250 // per writer
+	if testing.Short() {
+		perSensor = 50
+	}
+	sensors := []string{"s1", "s2", "s3", "s4"}
+	ctx := context.Background()
+	stores := map[string]*bucket.Buckets[string, reading]{}
+	dbs := map[string]*mongo.Database{}
+	for _, sensor := range sensors {
+		stores[sensor], dbs[sensor] = newBuckets(t, config(capacity))
+	}
+
+	// Writer w writes the readings at minutes i*writers+w: the writers
+	// interleave in every window (60 readings an hour per sensor).
+	readingOf := func(w, i int) reading {
+		n := i*writers + w
+		return readingAt(at(time.Duration(n)*time.Minute), n)
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			batches := map[string][]bucket.Point[string, reading]{}
+			for i := range perSensor {
+				for _, sensor := range sensors {
+					if w%2 == 0 {
+						if err := stores[sensor].Add(ctx, sensor, readingOf(w, i)); err != nil {
+							errs <- err
+							return
+						}
+						continue
+					}
+					batches[sensor] = append(batches[sensor], bucket.Point[string, reading]{Meta: sensor, Value: readingOf(w, i)})
+				}
+				if (i+1)%batch != 0 {
+					continue
+				}
+				for sensor, pts := range batches {
+					if err := stores[sensor].AddMany(ctx, pts); err != nil {
+						errs <- err
+						return
+					}
+					batches[sensor] = pts[:0]
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	t.Logf("%d readings by %d writers in %v on %s", writers*perSensor*len(sensors), writers, time.Since(start), mongotest.Server())
+
+	var want []reading
+	for n := range writers * perSensor {
+		want = append(want, readingAt(at(time.Duration(n)*time.Minute), n))
+	}
+	from, to := at(-time.Hour), at(24*time.Hour)
+	for _, sensor := range sensors {
+		s, db := stores[sensor], dbs[sensor]
+		require.Equal(t, want, utc(collect(t, s.Range(ctx, sensor, from, to))), "sensor %s: every reading once, in time order", sensor)
+
+		bks := storedBuckets(t, db)
+		checkBuckets(t, bks, capacity, time.Hour)
+		perWindow := map[time.Time]int{}
+		for _, b := range bks {
+			perWindow[b.Start.UTC()]++
+		}
+		for start, n := range perWindow {
+			// A window holds at most 60 readings of a sensor.
+			require.LessOrEqual(t, n, (60+capacity-1)/capacity+writers-1, "sensor %s, window %v", sensor, start)
+		}
+		t.Logf("sensor %s: %d buckets for %d hours", sensor, len(bks), len(perWindow))
+
+		paths := map[string]*bucket.Buckets[string, reading]{"client": s}
+		if mongotest.Server().Has(patterns.FeatureGroupMinMaxAvg) {
+			server, err := bucket.New[string, reading](db, config(capacity))
+			require.NoError(t, err)
+			paths["server"] = server
+		}
+		bucket.ForceClientSummaries(s)
+		for name, st := range paths {
+			for _, q := range []struct {
+				from, to time.Time
+				step     time.Duration
+			}{
+				{from, to, time.Hour},
+				{at(30 * time.Minute), at(15 * time.Hour), 90 * time.Minute},
+			} {
+				require.Equal(t, summarise(want, q.from, q.to, q.step), collect(t, st.Summaries(ctx, sensor, q.from, q.to, q.step)),
+					"%s path, sensor %s, step %v", name, sensor, q.step)
+			}
+		}
+	}
+}
+
+// TestBucketBound: N readings of one series in one window make at most
+// ceil(N/cap) + (writers - 1) buckets, and exactly ceil(N/cap) for one
+// writer.
+func TestBucketBound(t *testing.T) {
+	const n, capacity = 100, 7
+	for _, writers := range []int{1, 4} {
+		t.Run(fmt.Sprintf("%d writers", writers), func(t *testing.T) {
+			ctx := context.Background()
+			s, db := newBuckets(t, config(capacity))
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for w := range writers {
+				wg.Go(func() {
+					for i := w; i < n; i += writers {
+						errs <- s.Add(ctx, "s1", readingAt(at(time.Duration(i)*time.Second), i))
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			bks := storedBuckets(t, db)
+			checkBuckets(t, bks, capacity, time.Hour)
+			limit := (n+capacity-1)/capacity + writers - 1
+			require.LessOrEqual(t, len(bks), limit)
+			if writers == 1 {
+				require.Len(t, bks, (n+capacity-1)/capacity)
+			}
+			require.Len(t, collect(t, s.Range(ctx, "s1", at(0), at(time.Hour))), n)
+		})
+	}
+}

@@ -1,0 +1,59 @@
+// Package bucket stores time series with the bucket pattern: instead of one
+// document per measurement (a million per sensor per year), the
+// measurements of one series in one time window share a bucket document
+// (one an hour: 8,760 per sensor per year) that also keeps their count,
+// first and last times, and per value field min, max and sum.
+//
+// [Store] is the interface an application depends on. [New] returns the
+// bucket backend, [Buckets], which works on every server;
+// [NewTimeSeries] returns [TimeSeries], a native time-series collection
+// (MongoDB 5.0+), with the same [Config], so that the two can be chosen
+// between and compared.
+//
+// # Writing
+//
+// [Buckets.Add] is one upsert, one round trip:
+//
+//	filter: {<meta>: M, start: <window start>, count: {$lt: Cap}}
+//	update: {$push: {measurements: V}, $inc: {count: 1, summary.<f>.sum: v},
+//	         $min: {first: t, summary.<f>.min: v}, $max: {last: t, summary.<f>.max: v}}
+//	upsert: true
+//
+// The $lt guard keeps every bucket within Cap; concurrent upserts may open
+// a second partial bucket for one window, which readers merge. There is no
+// unique index on {meta, start}, and there must not be one: once a bucket
+// is full, every later upsert of its window would fail with a duplicate
+// key. [Buckets.AddMany] sends the same upserts in one bulk write.
+//
+// # The series key
+//
+// The meta M is matched by equality, so it must not carry query operators:
+// a meta that encodes to a document with a '$' key ({"$ne": null}, from a
+// request), an array, null, a regular expression or JavaScript is
+// rejected with [patterns.ErrInvalid]. Equality on an embedded document
+// compares field order too, so the store writes and queries every meta
+// with the keys of its documents sorted, at every depth: a struct, a map
+// and a bson.D with the same fields name the same series. A program
+// querying the collection itself must sort them the same way.
+//
+// # Reading
+//
+// [Buckets.Range] streams the measurements of an interval in time order,
+// merging the partial buckets of a window. [Buckets.Summaries] gives
+// count, sum, min, max and mean per step, from the bucket summaries where
+// a bucket lies in one step and from its measurements where it does not:
+// on MongoDB in one aggregation, on FerretDB (no $min/$max accumulators)
+// in the client, never a wrong number.
+//
+// # Retention
+//
+// [Buckets.DeleteBefore] and [Buckets.DeleteSeriesBefore] delete the
+// buckets whose measurements are all older than a time; Config.TTL has the
+// server do it continuously, where it has TTL indexes.
+//
+// # Errors
+//
+// Bad configuration and bad input wrap [patterns.ErrInvalid], and nothing
+// is written; a server lacking a feature a configuration needs gives an
+// [*patterns.UnsupportedError] naming it; see each method.
+package bucket

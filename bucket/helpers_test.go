@@ -1,0 +1,188 @@
+package bucket_test
+
+import (
+	"context"
+	"iter"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// reading is the measurement of the tests: a temperature (double) and a
+// humidity (int64), so both numeric kinds are summarised.
+type reading struct {
+	At   time.Time `bson:"at"`
+	Temp float64   `bson:"temp"`
+	Hum  int64     `bson:"hum"`
+}
+
+// base is the start of the tests' series, on an hour.
+var base = time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+
+// at returns base plus d.
+func at(d time.Duration) time.Time { return base.Add(d) }
+
+// reading i of a series: temperatures are multiples of 0.25 and humidities
+// integers, so every sum is exact in any order and the two paths of
+// Summaries can be compared with Equal.
+func readingAt(t time.Time, i int) reading {
+	return reading{At: t, Temp: float64(i%97)/4 - 5, Hum: int64(i % 41)}
+}
+
+func config(cap int) bucket.Config {
+	return bucket.Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, Window: time.Hour, Cap: cap}
+}
+
+// newBuckets returns a bucket store on a fresh database, with its indexes.
+func newBuckets(t *testing.T, cfg bucket.Config) (*bucket.Buckets[string, reading], *mongo.Database) {
+	t.Helper()
+	db := mongotest.DB(t)
+	s, err := bucket.New[string, reading](db, cfg)
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(context.Background(), s.Indexes()...))
+	return s, db
+}
+
+// collect drains an iterator, failing on the first error.
+func collect[V any](t *testing.T, seq iter.Seq2[V, error]) []V {
+	t.Helper()
+	var out []V
+	for v, err := range seq {
+		require.NoError(t, err)
+		out = append(out, v)
+	}
+	return out
+}
+
+// firstErr returns the first error an iterator yields.
+func firstErr[V any](seq iter.Seq2[V, error]) error {
+	for _, err := range seq {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// utc normalises the times of readings read back (the driver decodes
+// dates in the local zone).
+func utc(rs []reading) []reading {
+	for i := range rs {
+		rs[i].At = rs[i].At.UTC()
+	}
+	return rs
+}
+
+// inRange returns the readings with from <= At < to, in time order.
+func inRange(rs []reading, from, to time.Time) []reading {
+	var out []reading
+	for _, r := range rs {
+		if !r.At.Before(from) && r.At.Before(to) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b reading) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// summarise is Summaries computed the obvious way over the raw readings.
+func summarise(rs []reading, from, to time.Time, step time.Duration) []bucket.Summary {
+	byStep := map[time.Time]*bucket.Summary{}
+	for _, r := range inRange(rs, from, to) {
+		start := from.Add(r.At.Sub(from) / step * step)
+		s := byStep[start]
+		if s == nil {
+			s = &bucket.Summary{Start: start, End: minTime(start.Add(step), to), Values: map[string]bucket.Stats{
+				"temp": {Min: math.Inf(1), Max: math.Inf(-1)}, "hum": {Min: math.Inf(1), Max: math.Inf(-1)},
+			}}
+			byStep[start] = s
+		}
+		s.Count++
+		for f, v := range map[string]float64{"temp": r.Temp, "hum": float64(r.Hum)} {
+			st := s.Values[f]
+			st.Min, st.Max, st.Sum = min(st.Min, v), max(st.Max, v), st.Sum+v
+			s.Values[f] = st
+		}
+	}
+	var out []bucket.Summary
+	for _, s := range byStep {
+		for f, st := range s.Values {
+			st.Mean = st.Sum / float64(s.Count)
+			s.Values[f] = st
+		}
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b bucket.Summary) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// storedBucket is a bucket document as stored.
+type storedBucket struct {
+	ID      bson.ObjectID `bson:"_id"`
+	Meta    string        `bson:"meta"`
+	Start   time.Time     `bson:"start"`
+	First   time.Time     `bson:"first"`
+	Last    time.Time     `bson:"last"`
+	Count   int           `bson:"count"`
+	Points  []reading     `bson:"measurements"`
+	Summary map[string]struct {
+		Min, Max, Sum float64
+	} `bson:"summary"`
+}
+
+func storedBuckets(t *testing.T, db *mongo.Database) []storedBucket {
+	t.Helper()
+	cur, err := db.Collection("readings").Find(context.Background(), bson.D{})
+	require.NoError(t, err)
+	var out []storedBucket
+	require.NoError(t, cur.All(context.Background(), &out))
+	return out
+}
+
+// checkBuckets checks the invariants of every bucket: within the cap, the
+// count equal to its number of measurements, first and last their extreme
+// times, every measurement in the bucket's window, and a summary equal to
+// what its measurements give.
+func checkBuckets(t *testing.T, bks []storedBucket, cap int, window time.Duration) {
+	t.Helper()
+	for _, b := range bks {
+		require.LessOrEqual(t, b.Count, cap, "bucket %s holds more than the cap", b.ID.Hex())
+		require.Len(t, b.Points, b.Count, "bucket %s: count and measurements disagree", b.ID.Hex())
+		first, last := b.Points[0].At, b.Points[0].At
+		temp := struct{ Min, Max, Sum float64 }{math.Inf(1), math.Inf(-1), 0}
+		hum := temp
+		for _, p := range b.Points {
+			require.False(t, p.At.Before(b.Start) || !p.At.Before(b.Start.Add(window)), "bucket %s: %v outside its window %v", b.ID.Hex(), p.At, b.Start)
+			first, last = minTime(first, p.At), maxTime(last, p.At)
+			temp.Min, temp.Max, temp.Sum = min(temp.Min, p.Temp), max(temp.Max, p.Temp), temp.Sum+p.Temp
+			h := float64(p.Hum)
+			hum.Min, hum.Max, hum.Sum = min(hum.Min, h), max(hum.Max, h), hum.Sum+h
+		}
+		require.True(t, first.Equal(b.First) && last.Equal(b.Last), "bucket %s: first/last", b.ID.Hex())
+		require.Equal(t, temp, b.Summary["temp"], "bucket %s: temp summary", b.ID.Hex())
+		require.Equal(t, hum, b.Summary["hum"], "bucket %s: hum summary", b.ID.Hex())
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,248 @@
+package bucket
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+// The update documents and pipelines of the native paths, pinned here so
+// that they are checked even where the server cannot run them.
+
+type pinnedReading struct {
+	At   time.Time `bson:"at"`
+	Temp float64   `bson:"temp"`
+	Hum  int64     `bson:"hum"`
+}
+
+func pinnedSettings(t *testing.T, cfg Config) *settings {
+	t.Helper()
+	s, err := cfg.validate(mongotest.Client().Database("pinned"))
+	require.NoError(t, err)
+	return s
+}
+
+func date(s string) bson.DateTime {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return bson.NewDateTimeFromTime(t)
+}
+
+var pinnedConfig = Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, MetaField: "sensor", Window: time.Hour, Cap: 200}
+
+func TestUpsertDocPinned(t *testing.T) {
+	s := pinnedSettings(t, pinnedConfig)
+	at := time.Date(2026, 3, 1, 10, 42, 7, 0, time.UTC)
+	p, err := s.parse(pinnedReading{At: at, Temp: 21.5, Hum: 40})
+	require.NoError(t, err)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	filter, update := s.upsertDoc(m, p)
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: m},
+		{Key: "start", Value: date("2026-03-01T10:00:00Z")},
+		{Key: "count", Value: bson.D{{Key: "$lt", Value: int32(200)}}},
+	}, filter)
+	require.Equal(t, bson.D{
+		{Key: "$push", Value: bson.D{{Key: "measurements", Value: p.raw}}},
+		{Key: "$inc", Value: bson.D{{Key: "count", Value: int32(1)}, {Key: "summary.temp.sum", Value: 21.5}, {Key: "summary.hum.sum", Value: 40.0}}},
+		{Key: "$min", Value: bson.D{{Key: "first", Value: date("2026-03-01T10:42:07Z")}, {Key: "summary.temp.min", Value: 21.5}, {Key: "summary.hum.min", Value: 40.0}}},
+		{Key: "$max", Value: bson.D{{Key: "last", Value: date("2026-03-01T10:42:07Z")}, {Key: "summary.temp.max", Value: 21.5}, {Key: "summary.hum.max", Value: 40.0}}},
+	}, update)
+}
+
+func TestWindowStart(t *testing.T) {
+	hour := time.Hour.Milliseconds()
+	tests := []struct {
+		at, want bson.DateTime
+		window   int64
+	}{
+		{date("2026-03-01T10:42:07Z"), date("2026-03-01T10:00:00Z"), hour},
+		{date("2026-03-01T10:00:00Z"), date("2026-03-01T10:00:00Z"), hour},
+		{date("2026-03-01T10:42:07Z"), date("2026-03-01T00:00:00Z"), 24 * hour},
+		{date("2026-03-01T10:42:07Z"), date("2026-03-01T10:40:00Z"), 5 * 60 * 1000},
+		{date("1969-12-31T23:30:00Z"), date("1969-12-31T23:00:00Z"), hour}, // before the epoch: floor, not truncation
+		{date("0001-01-01T00:00:01Z"), date("0001-01-01T00:00:00Z"), hour},
+	}
+	for _, tc := range tests {
+		require.Equal(t, tc.want, windowStart(tc.at, tc.window), "%v", tc.at.Time())
+	}
+}
+
+func TestOverlapFilterPinned(t *testing.T) {
+	s := pinnedSettings(t, pinnedConfig)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	from, to := date("2026-03-01T10:30:00Z"), date("2026-03-01T12:00:00Z")
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: m},
+		{Key: "start", Value: bson.D{{Key: "$gt", Value: date("2026-03-01T09:30:00Z")}, {Key: "$lt", Value: to}}},
+		{Key: "first", Value: bson.D{{Key: "$lt", Value: to}}},
+		{Key: "last", Value: bson.D{{Key: "$gte", Value: from}}},
+	}, s.overlapFilter(read{meta: m, from: from, to: to}))
+}
+
+func TestGrid(t *testing.T) {
+	from, to := time.Date(2026, 3, 1, 0, 30, 0, 0, time.UTC), time.Date(2026, 3, 1, 5, 0, 0, 0, time.UTC)
+	g := newGrid(read{from: bson.NewDateTimeFromTime(from), to: bson.NewDateTimeFromTime(to)}, 2*time.Hour)
+	require.Equal(t, date("2026-03-01T00:30:00Z"), g.stepOf(date("2026-03-01T00:30:00Z")))
+	require.Equal(t, date("2026-03-01T00:30:00Z"), g.stepOf(date("2026-03-01T02:29:59Z")))
+	require.Equal(t, date("2026-03-01T02:30:00Z"), g.stepOf(date("2026-03-01T02:30:00Z")))
+	require.Equal(t, date("2026-03-01T04:30:00Z"), g.stepOf(date("2026-03-01T04:59:59Z")))
+
+	require.True(t, g.within(date("2026-03-01T01:00:00Z"), date("2026-03-01T01:59:00Z")))
+	require.False(t, g.within(date("2026-03-01T00:00:00Z"), date("2026-03-01T00:59:00Z")), "starts before from")
+	require.False(t, g.within(date("2026-03-01T02:00:00Z"), date("2026-03-01T02:59:00Z")), "crosses a step boundary")
+	require.False(t, g.within(date("2026-03-01T04:40:00Z"), date("2026-03-01T05:00:00Z")), "reaches to")
+
+	var tl tally
+	tl.count, tl.stats = 4, []Stats{{Min: 1, Max: 4, Sum: 10}}
+	require.Equal(t, Summary{
+		Start: time.Date(2026, 3, 1, 4, 30, 0, 0, time.UTC), End: to, Count: 4,
+		Values: map[string]Stats{"temp": {Min: 1, Max: 4, Sum: 10, Mean: 2.5}},
+	}, g.summary(date("2026-03-01T04:30:00Z"), []string{"temp"}, &tl), "the last step ends at to")
+}
+
+func TestSummaryPipelinePinned(t *testing.T) {
+	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp"}, Window: time.Hour, Cap: 100})
+	f, tt := date("2026-03-01T00:30:00Z"), date("2026-03-02T00:00:00Z")
+	g := newGrid(read{from: f, to: tt}, 2*time.Hour)
+	step := func(x string) bson.D {
+		return bson.D{{Key: "$subtract", Value: bson.A{x, bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{x, f}}}, int64(7200000)}}}}}}
+	}
+	require.Equal(t, mongo.Pipeline{
+		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
+			{Key: "if", Value: bson.D{{Key: "$and", Value: bson.A{
+				bson.D{{Key: "$gte", Value: bson.A{"$first", f}}},
+				bson.D{{Key: "$lt", Value: bson.A{"$last", tt}}},
+				bson.D{{Key: "$eq", Value: bson.A{step("$first"), step("$last")}}},
+			}}}},
+			{Key: "then", Value: bson.A{bson.D{
+				{Key: "t", Value: "$first"}, {Key: "n", Value: "$count"},
+				{Key: "sum0", Value: "$summary.temp.sum"}, {Key: "min0", Value: "$summary.temp.min"}, {Key: "max0", Value: "$summary.temp.max"},
+			}}},
+			{Key: "else", Value: bson.D{{Key: "$map", Value: bson.D{
+				{Key: "input", Value: bson.D{{Key: "$filter", Value: bson.D{
+					{Key: "input", Value: "$measurements"}, {Key: "as", Value: "p"},
+					{Key: "cond", Value: bson.D{{Key: "$and", Value: bson.A{
+						bson.D{{Key: "$gte", Value: bson.A{"$$p.at", f}}},
+						bson.D{{Key: "$lt", Value: bson.A{"$$p.at", tt}}},
+					}}}},
+				}}}},
+				{Key: "as", Value: "p"},
+				{Key: "in", Value: bson.D{
+					{Key: "t", Value: "$$p.at"}, {Key: "n", Value: bson.D{{Key: "$literal", Value: 1}}},
+					{Key: "sum0", Value: "$$p.temp"}, {Key: "min0", Value: "$$p.temp"}, {Key: "max0", Value: "$$p.temp"},
+				}},
+			}}}},
+		}}}}}}},
+		{{Key: "$unwind", Value: "$r"}},
+		{{Key: "$group", Value: bson.D{
+			{Key: "_id", Value: step("$r.t")},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$r.n"}}},
+			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$r.sum0"}}},
+			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$r.min0"}}},
+			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$r.max0"}}},
+			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$r.sum0"}}, "$r.n", 0}}}}}},
+		}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}, s.summaryStages(g))
+}
+
+func TestTimeSeriesPinned(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want bson.D
+	}{
+		{"granularity", Config{Collection: "ts", TimeField: "at", Granularity: Minutes, Window: time.Hour}, bson.D{
+			{Key: "create", Value: "ts"},
+			{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "at"}, {Key: "metaField", Value: "meta"}, {Key: "granularity", Value: "minutes"}}},
+		}},
+		{"window as bucket span, with TTL", Config{Collection: "ts", TimeField: "at", MetaField: "sensor", Window: time.Hour, TTL: 30 * 24 * time.Hour}, bson.D{
+			{Key: "create", Value: "ts"},
+			{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "at"}, {Key: "metaField", Value: "sensor"}, {Key: "bucketMaxSpanSeconds", Value: int32(3600)}, {Key: "bucketRoundingSeconds", Value: int32(3600)}}},
+			{Key: "expireAfterSeconds", Value: int64(2592000)},
+		}},
+		{"server defaults", Config{Collection: "ts", TimeField: "at"}, bson.D{
+			{Key: "create", Value: "ts"},
+			{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "at"}, {Key: "metaField", Value: "meta"}}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, pinnedSettings(t, tc.cfg).createCommand())
+		})
+	}
+
+	s := pinnedSettings(t, pinnedConfig)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	from, to := date("2026-03-01T00:00:00Z"), date("2026-03-02T00:00:00Z")
+	filter := s.intervalFilter(read{meta: m, from: from, to: to})
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: m},
+		{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}},
+	}, filter)
+	g := grid{from: from, to: to, step: time.Hour.Milliseconds()}
+	step := bson.D{{Key: "$subtract", Value: bson.A{"$at", bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{"$at", from}}}, int64(3600000)}}}}}}
+	isNum := func(f string) bson.D {
+		return bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: f}}, 1, 0}}}}}
+	}
+	require.Equal(t, mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$group", Value: bson.D{
+			{Key: "_id", Value: step},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
+			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
+			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
+			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
+			{Key: "n0", Value: isNum("$temp")},
+			{Key: "sum1", Value: bson.D{{Key: "$sum", Value: "$hum"}}},
+			{Key: "min1", Value: bson.D{{Key: "$min", Value: "$hum"}}},
+			{Key: "max1", Value: bson.D{{Key: "$max", Value: "$hum"}}},
+			{Key: "n1", Value: isNum("$hum")},
+		}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}, s.timeSeriesPipeline(filter, g))
+}
+
+func TestBucketSize(t *testing.T) {
+	s := pinnedSettings(t, Config{Collection: "c", TimeField: "at", ValueFields: []string{"v"}, Window: time.Hour, Cap: 2})
+	// The largest bucket of two measurements, built for real: the
+	// estimate is exact for fixed-size measurements.
+	m, err := metaValue("sensor-1")
+	require.NoError(t, err)
+	p, err := s.parse(bson.D{{Key: "at", Value: date("2026-03-01T10:00:00Z")}, {Key: "v", Value: 1.5}})
+	require.NoError(t, err)
+	doc, err := bson.Marshal(bson.D{
+		{Key: "_id", Value: bson.NewObjectID()}, {Key: "meta", Value: m},
+		{Key: "start", Value: p.at}, {Key: "first", Value: p.at}, {Key: "last", Value: p.at}, {Key: "count", Value: int32(2)},
+		{Key: "measurements", Value: bson.A{p.raw, p.raw}},
+		{Key: "summary", Value: bson.D{{Key: "v", Value: bson.D{{Key: "min", Value: 1.5}, {Key: "max", Value: 1.5}, {Key: "sum", Value: 3.0}}}}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, len(doc), s.bucketSize(len(m.Value), len(p.raw)))
+}
+
+// BenchmarkUpsert is the client-side cost of one Add before the driver
+// sends it: the meta's canonical form, the measurement's encoding and
+// checks, the size bound and the update document.
+func BenchmarkUpsert(b *testing.B) {
+	s, err := New[string, pinnedReading](mongotest.Client().Database("bench"), pinnedConfig)
+	require.NoError(b, err)
+	r := pinnedReading{At: time.Date(2026, 3, 1, 10, 42, 7, 0, time.UTC), Temp: 21.5, Hum: 40}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := s.upsert("s-1", r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

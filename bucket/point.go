@@ -1,0 +1,141 @@
+package bucket
+
+import (
+	"fmt"
+	"iter"
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// zeroTime is the BSON date a zero time.Time encodes to.
+var zeroTime = bson.NewDateTimeFromTime(time.Time{})
+
+// point is a measurement as the store writes it: its BSON document, its
+// time and its values in the order of the settings' value fields.
+type point struct {
+	raw    bson.Raw
+	at     bson.DateTime
+	values []float64
+}
+
+// parse encodes a measurement and reads its time and values, rejecting
+// with [patterns.ErrInvalid] a measurement that is not a document, has no
+// time or a zero one, or lacks a value or holds one that is not a finite
+// number (NaN and infinities would poison $min, $max and sums).
+func (s *settings) parse(v any) (point, error) {
+	data, err := bson.Marshal(v)
+	if err != nil {
+		return point{}, patterns.Invalidf("measurement of type %T does not encode as a BSON document: %v", v, err)
+	}
+	p := point{raw: data, values: make([]float64, len(s.valueFields))}
+	if p.at, err = timeOf(p.raw, s.timeField); err != nil {
+		return point{}, err
+	}
+	for i, f := range s.valueFields {
+		if p.values[i], err = valueOf(p.raw, f); err != nil {
+			return point{}, err
+		}
+	}
+	return p, nil
+}
+
+// timeOf reads the time field of a measurement's document.
+func timeOf(raw bson.Raw, field string) (bson.DateTime, error) {
+	rv, err := raw.LookupErr(field)
+	if err != nil {
+		return 0, patterns.Invalidf("measurement has no time field %q", field)
+	}
+	dt, ok := rv.DateTimeOK()
+	switch {
+	case !ok:
+		return 0, patterns.Invalidf("measurement's time field %q holds a BSON %s, not a date", field, rv.Type)
+	case bson.DateTime(dt) == zeroTime:
+		return 0, patterns.Invalidf("measurement's time field %q holds the zero time", field)
+	}
+	return bson.DateTime(dt), nil
+}
+
+// valueOf reads a value field of a measurement's document as a finite
+// float64.
+func valueOf(raw bson.Raw, field string) (float64, error) {
+	rv, err := raw.LookupErr(field)
+	if err != nil {
+		return 0, patterns.Invalidf("measurement has no value field %q", field)
+	}
+	f, ok := number(rv)
+	switch {
+	case !ok:
+		return 0, patterns.Invalidf("measurement's value field %q holds a BSON %s, not a double, int32 or int64", field, rv.Type)
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return 0, fmt.Errorf("%w: measurement's value field %q is %v; NaN and infinities would poison min, max and sum", patterns.ErrInvalid, field, f)
+	}
+	return f, nil
+}
+
+// number converts a double, int32 or int64 to float64.
+func number(rv bson.RawValue) (float64, bool) {
+	switch rv.Type {
+	case bson.TypeDouble:
+		return rv.Double(), true
+	case bson.TypeInt32:
+		return float64(rv.Int32()), true
+	case bson.TypeInt64:
+		return float64(rv.Int64()), true
+	}
+	return 0, false
+}
+
+// checkTime rejects a zero time given at the API.
+func checkTime(name string, t time.Time) error {
+	if t.IsZero() {
+		return patterns.Invalidf("%s is the zero time", name)
+	}
+	return nil
+}
+
+// read is the validated arguments of Range or Summaries: the series and
+// the interval [from, to) as BSON dates.
+type read struct {
+	meta     bson.RawValue
+	from, to bson.DateTime
+}
+
+// readSeq validates the arguments of Range or Summaries (op; check is the
+// step's verdict, nil for Range) and returns the iterator body builds. Bad
+// input yields one error wrapping [patterns.ErrInvalid], and an empty
+// interval nothing; neither sends anything.
+func readSeq[T any](op string, meta any, from, to time.Time, check error, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
+	r, empty, err := newRead(meta, from, to)
+	if err == nil {
+		err = check
+	}
+	switch {
+	case err != nil:
+		return seq.Err[T](fmt.Errorf("bucket: %s: %w", op, err))
+	case empty:
+		return func(func(T, error) bool) {}
+	}
+	return body(r)
+}
+
+func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
+	if r.meta, err = metaValue(meta); err != nil {
+		return read{}, false, err
+	}
+	if err := checkTime("from", from); err != nil {
+		return read{}, false, err
+	}
+	if err := checkTime("to", to); err != nil {
+		return read{}, false, err
+	}
+	r.from, r.to = bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)
+	if r.to < r.from {
+		return read{}, false, patterns.Invalidf("to (%v) is before from (%v)", to, from)
+	}
+	return r, r.to == r.from, nil
+}

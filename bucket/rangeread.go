@@ -1,0 +1,126 @@
+package bucket
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+)
+
+// Range yields the measurements of the series meta whose time t satisfies
+// from <= t < to (compared at the millisecond precision of BSON dates), in
+// time order across buckets; measurements with equal times come in a
+// fixed order (by bucket, then by arrival).
+//
+// It sends one find on the index {<meta>, start} (see [Buckets.Indexes]),
+// plus a getMore per batch of buckets, and nothing until iteration starts.
+// The buckets of one window may be several partial ones whose
+// measurements interleave in time: Range holds the buckets of one window
+// at a time, merges their measurements and sorts them, so memory is
+// bounded by one window, not by the interval. Buckets of different
+// windows do not overlap in time, so no more is needed.
+//
+// Concurrent writes may or may not be seen: each bucket is read as one
+// consistent document, but a measurement added during the iteration to a
+// window not yet read appears, and one added to a window already yielded
+// does not.
+//
+// A bad meta, a zero from or to, or to before from yield one
+// [patterns.ErrInvalid] error; from == to yields nothing and sends
+// nothing.
+func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
+	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+		open := func(ctx context.Context) (*mongo.Cursor, error) {
+			if _, err := b.ready(ctx); err != nil {
+				return nil, err
+			}
+			return b.s.coll.Find(ctx, b.s.overlapFilter(r), options.Find().
+				SetSort(bson.D{{Key: fieldStart, Value: 1}}).
+				SetProjection(bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}))
+		}
+		return func(yield func(V, error) bool) {
+			var window []rangeBucket // the buckets of one window
+			for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
+				if err != nil {
+					var zero V
+					yield(zero, fmt.Errorf("bucket: Range: %w", err))
+					return
+				}
+				if len(window) > 0 && bk.Start != window[0].Start {
+					if !yieldWindow(b.s.timeField, window, r, yield) {
+						return
+					}
+					window = window[:0]
+				}
+				window = append(window, bk)
+			}
+			yieldWindow(b.s.timeField, window, r, yield)
+		}
+	})
+}
+
+// rangeBucket is what Range reads of a bucket.
+type rangeBucket struct {
+	ID     bson.ObjectID `bson:"_id"`
+	Start  bson.DateTime `bson:"start"`
+	Points []bson.Raw    `bson:"measurements"`
+}
+
+// yieldWindow yields, in time order, the measurements in [r.from, r.to)
+// of the buckets of one window, and reports whether to go on.
+func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield func(V, error) bool) bool {
+	type timed struct {
+		at  bson.DateTime
+		raw bson.Raw
+	}
+	slices.SortFunc(window, func(a, b rangeBucket) int { return bytes.Compare(a.ID[:], b.ID[:]) })
+	var pts []timed
+	for _, bk := range window {
+		for _, raw := range bk.Points {
+			at, err := timeOf(raw, timeField)
+			if err != nil {
+				var zero V
+				yield(zero, fmt.Errorf("bucket: Range: bucket %s: %w", bk.ID.Hex(), err))
+				return false
+			}
+			if r.from <= at && at < r.to {
+				pts = append(pts, timed{at, raw})
+			}
+		}
+	}
+	slices.SortStableFunc(pts, func(a, b timed) int { return cmp.Compare(a.at, b.at) })
+	for _, p := range pts {
+		var v V
+		if err := bson.Unmarshal(p.raw, &v); err != nil {
+			yield(v, fmt.Errorf("bucket: Range: decode a measurement: %w", err))
+			return false
+		}
+		if !yield(v, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// overlapFilter selects the buckets of the series that may hold
+// measurements in [from, to): a bucket of window start s holds times in
+// [s, s+Window), so s lies in (from-Window, to); its first and last times
+// narrow it further. The equality on the meta and the range on start are
+// the bounds of the index {<meta>: 1, start: 1}.
+func (s *settings) overlapFilter(r read) bson.D {
+	return bson.D{
+		{Key: s.metaField, Value: r.meta},
+		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: r.from - bson.DateTime(s.window)}, {Key: "$lt", Value: r.to}}},
+		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: r.to}}},
+		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: r.from}}},
+	}
+}

@@ -1,0 +1,67 @@
+package bucket
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// DeleteBefore deletes, for every series, the buckets whose measurements
+// are all before t (last < t), with one deleteMany. A bucket that straddles
+// t is kept whole, so up to one window of measurements before t may remain
+// per series (as with the TTL of Config.TTL, and as a native time-series
+// collection expires whole buckets too); [Buckets.Range] and
+// [Buckets.Summaries] from t on never show them. Removing them one by one
+// would rewrite the bucket and its summary, for little gain.
+//
+// The filter {start: {$lt: t}, last: {$lt: t}} can use the index
+// {<meta>, start} (all metas, start below t); a TTL index on last serves
+// it directly. The server deletes bucket by bucket: a concurrent reader
+// sees each bucket whole or not at all, and may see some of the old
+// buckets gone and others not yet. A concurrent Add of a measurement
+// before t may land in a bucket about to be deleted. Running it again is
+// harmless. A zero t returns [patterns.ErrInvalid].
+func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
+	return b.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, b.canDelete, fieldStart, fieldLast)
+}
+
+// DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only;
+// the equality on meta and the range on start are bounds of the index
+// {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
+func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
+	return b.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, b.canDelete, fieldStart, fieldLast)
+}
+
+func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
+	_, err := b.ready(ctx)
+	return err
+}
+
+// deleteBefore deletes, with one deleteMany, the documents of the series
+// meta (of every series when all) whose time fields are all before t,
+// once canDelete says the store may.
+func (s *settings) deleteBefore(ctx context.Context, op string, meta any, all bool, t time.Time, canDelete func(context.Context) error, fields ...string) error {
+	var filter bson.D
+	err := checkTime("t", t)
+	if err == nil && !all {
+		var m bson.RawValue
+		m, err = metaValue(meta)
+		filter = bson.D{{Key: s.metaField, Value: m}}
+	}
+	if err == nil {
+		err = canDelete(ctx)
+	}
+	if err == nil {
+		before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
+		for _, f := range fields {
+			filter = append(filter, bson.E{Key: f, Value: before})
+		}
+		_, err = s.coll.DeleteMany(ctx, filter)
+	}
+	if err != nil {
+		return fmt.Errorf("bucket: %s: %w", op, err)
+	}
+	return nil
+}

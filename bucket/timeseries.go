@@ -1,0 +1,314 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Features a [TimeSeries] store needs beyond [patterns.FeatureTimeSeries],
+// named in the [*patterns.UnsupportedError] it returns where they are
+// missing.
+const (
+	// FeatureCustomBucketing is bucketMaxSpanSeconds and
+	// bucketRoundingSeconds, which Config.Window sets when Granularity is
+	// empty: MongoDB 6.3+.
+	FeatureCustomBucketing patterns.Feature = "time-series custom bucketing (MongoDB 6.3+)"
+	// FeatureTimeSeriesDeletes is deleteMany on a time-series collection
+	// with a filter on the time field: MongoDB 7.0+.
+	FeatureTimeSeriesDeletes patterns.Feature = "time-series deletes by time (MongoDB 7.0+)"
+)
+
+// codeNamespaceExists is the server's error code for creating a
+// collection that exists.
+const codeNamespaceExists = 48
+
+// TimeSeries stores measurements in a native time-series collection
+// (MongoDB 5.0+): one document per measurement, {<meta>: M, ...V}, which
+// the server groups into compressed buckets of its own. It is the other
+// backend of [Store], so that an application can choose between it and
+// [Buckets], or compare them, with the same Config.
+//
+// On a server without time-series collections (FerretDB, MongoDB before
+// 5.0) every method returns an [*patterns.UnsupportedError] naming
+// [patterns.FeatureTimeSeries]. It is safe for concurrent use.
+type TimeSeries[M, V any] struct {
+	s    *settings
+	key  bson.D // {<meta>: 1, <time>: 1}
+	plan lazyPlan
+}
+
+var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
+
+// NewTimeSeries returns a time-series store on the collection
+// cfg.Collection of db. It validates cfg as [New] does, except that Window
+// and Cap are optional: with Granularity empty, a Window must be a whole
+// number of seconds up to one year (it becomes bucketMaxSpanSeconds and
+// bucketRoundingSeconds); Cap is ignored. A V whose zero value holds the
+// meta field is rejected: the meta goes beside the measurement's fields.
+//
+// NewTimeSeries sends nothing. The first method call with a context
+// detects the server (cached per client) and creates the collection with
+// one create command: {timeField, metaField, granularity or the bucket
+// span}, and expireAfterSeconds when Config.TTL is set; before MongoDB
+// 6.3, which creates it with the collection, one createIndexes adds the
+// index {<meta>: 1, <time>: 1} (the collection is empty: the build is
+// instant). If the collection exists, one listCollections checks that it
+// is a time-series collection with the same time and meta fields, and the
+// store uses it as it is (its granularity, expiry and indexes untouched).
+// Writing to a plain collection of that name would silently store plain
+// documents; that is why the store creates or checks it before anything
+// else.
+func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V], error) {
+	s, err := cfg.validate(db)
+	if err != nil {
+		return nil, err
+	}
+	if s.granularity == "" && s.window > 0 {
+		if cfg.Window%time.Second != 0 || cfg.Window > maxBucketSpan {
+			return nil, patterns.Invalidf("bucket: Window %v is not a whole number of seconds up to %v, as a time-series bucket span must be", cfg.Window, maxBucketSpan)
+		}
+	}
+	zero, err := zeroDocument[V](s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zero.LookupErr(s.metaField); err == nil {
+		return nil, patterns.Invalidf("bucket: measurement type %T has a field %q, the meta field", *new(V), s.metaField)
+	}
+	key, err := patterns.ESRKey(patterns.Equality(s.metaField), patterns.SortOn(s.timeField, 1))
+	if err != nil {
+		return nil, fmt.Errorf("bucket: %w", err)
+	}
+	return &TimeSeries[M, V]{s: s, key: key}, nil
+}
+
+// Indexes returns nothing: the store creates its collection, and the
+// index {<meta>: 1, <time>: 1} that Range, Summaries and
+// DeleteSeriesBefore use, on first use (see [NewTimeSeries]). A
+// time-series collection must exist before anything writes to it or
+// indexes it: createIndexes on a missing collection would create a plain
+// one.
+func (ts *TimeSeries[M, V]) Indexes() []patterns.Index { return nil }
+
+// createCommand is the create command of the collection.
+func (s *settings) createCommand() bson.D {
+	opts := bson.D{{Key: "timeField", Value: s.timeField}, {Key: "metaField", Value: s.metaField}}
+	switch {
+	case s.granularity != "":
+		opts = append(opts, bson.E{Key: "granularity", Value: string(s.granularity)})
+	case s.window > 0:
+		span := int32(s.window / 1000)
+		opts = append(opts, bson.E{Key: "bucketMaxSpanSeconds", Value: span}, bson.E{Key: "bucketRoundingSeconds", Value: span})
+	}
+	cmd := bson.D{{Key: "create", Value: s.coll.Name()}, {Key: "timeseries", Value: opts}}
+	if s.ttl > 0 {
+		cmd = append(cmd, bson.E{Key: "expireAfterSeconds", Value: s.ttl})
+	}
+	return cmd
+}
+
+// decide checks the server's features and creates (or checks) the
+// collection.
+func (ts *TimeSeries[M, V]) decide(ctx context.Context) (*plan, error) {
+	srv, err := ts.s.capabilities(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Require(patterns.FeatureTimeSeries); err != nil {
+		return nil, err
+	}
+	if ts.s.granularity == "" && ts.s.window > 0 && !srv.Version.AtLeast(6, 3) {
+		return nil, &patterns.UnsupportedError{Feature: FeatureCustomBucketing, Server: srv.String()}
+	}
+	db := ts.s.coll.Database()
+	err = db.RunCommand(ctx, ts.s.createCommand()).Err()
+	switch ce, ok := errors.AsType[mongo.CommandError](err); {
+	case ok && ce.Code == codeNamespaceExists:
+		err = ts.checkExisting(ctx)
+	case err == nil && !srv.Version.AtLeast(6, 3):
+		// MongoDB 6.3+ creates this index with the collection.
+		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), err)
+	}
+	return &plan{srv: srv}, nil
+}
+
+// checkExisting checks that the existing collection is a time-series
+// collection with the configured time and meta fields.
+func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
+	specs, err := ts.s.coll.Database().ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: ts.s.coll.Name()}})
+	if err != nil {
+		return err
+	}
+	if len(specs) != 1 {
+		return fmt.Errorf("the collection exists but listCollections does not list it")
+	}
+	var o struct {
+		TimeSeries *struct {
+			TimeField string `bson:"timeField"`
+			MetaField string `bson:"metaField"`
+		} `bson:"timeseries"`
+	}
+	if err := bson.Unmarshal(specs[0].Options, &o); err != nil {
+		return err
+	}
+	switch {
+	case o.TimeSeries == nil:
+		return patterns.Invalidf("collection %s exists and is not a time-series collection", ts.s.coll.Name())
+	case o.TimeSeries.TimeField != ts.s.timeField || o.TimeSeries.MetaField != ts.s.metaField:
+		return patterns.Invalidf("collection %s has timeField %q and metaField %q, not %q and %q",
+			ts.s.coll.Name(), o.TimeSeries.TimeField, o.TimeSeries.MetaField, ts.s.timeField, ts.s.metaField)
+	}
+	return nil
+}
+
+func (ts *TimeSeries[M, V]) ready(ctx context.Context) (*plan, error) {
+	return ts.plan.get(ctx, ts.decide)
+}
+
+// document validates a measurement and builds its document: the meta, then
+// the measurement's fields.
+func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
+	m, err := metaValue(meta)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ts.s.parse(v)
+	if err != nil {
+		return nil, err
+	}
+	elems, err := p.raw.Elements()
+	if err != nil {
+		return nil, err
+	}
+	doc := make(bson.D, 0, len(elems)+1)
+	doc = append(doc, bson.E{Key: ts.s.metaField, Value: m})
+	for _, e := range elems {
+		if e.Key() == ts.s.metaField {
+			return nil, patterns.Invalidf("measurement has a field %q, the meta field", ts.s.metaField)
+		}
+		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	return doc, nil
+}
+
+// Add inserts one measurement document: one insert, one round trip (and,
+// on the store's first use, the create of [NewTimeSeries]). Bad input is
+// rejected as by [Buckets.Add], with nothing written. Like any insert
+// with a driver-generated _id, a retry after an unknown outcome may store
+// it twice.
+func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) error {
+	if _, err := ts.ready(ctx); err != nil {
+		return fmt.Errorf("bucket: Add: %w", err)
+	}
+	doc, err := ts.document(meta, v)
+	if err != nil {
+		return fmt.Errorf("bucket: Add: %w", err)
+	}
+	if _, err := ts.s.coll.InsertOne(ctx, doc); err != nil {
+		return fmt.Errorf("bucket: Add: %w", err)
+	}
+	return nil
+}
+
+// AddMany inserts many measurements in one unordered insert command (the
+// driver splits beyond 100,000 documents or 48 MB). All are validated
+// first: a bad one returns [patterns.ErrInvalid] naming its index, and
+// nothing is written. If the server refuses some, AddMany returns a
+// [*PartialError] listing them; the others are stored once.
+func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+	if _, err := ts.ready(ctx); err != nil {
+		return fmt.Errorf("bucket: AddMany: %w", err)
+	}
+	models := make([]mongo.WriteModel, len(points))
+	for i, pt := range points {
+		doc, err := ts.document(pt.Meta, pt.Value)
+		if err != nil {
+			return fmt.Errorf("bucket: AddMany: point %d: %w", i, err)
+		}
+		models[i] = mongo.NewInsertOneModel().SetDocument(doc)
+	}
+	return bulkWrite(ctx, ts.s.coll, models, 0)
+}
+
+// intervalFilter is the filter of the series' measurements in [from, to).
+func (s *settings) intervalFilter(r read) bson.D {
+	return bson.D{
+		{Key: s.metaField, Value: r.meta},
+		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}},
+	}
+}
+
+// Range yields the measurements of the series meta with from <= time < to,
+// in time order (measurements with equal times in no fixed order): one
+// find sorted on the time field, plus a getMore per batch, served by the
+// index {<meta>: 1, <time>: 1}. Argument errors are those of
+// [Buckets.Range].
+func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
+	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+		return seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+			if _, err := ts.ready(ctx); err != nil {
+				return nil, fmt.Errorf("bucket: Range: %w", err)
+			}
+			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(bson.D{{Key: ts.s.timeField, Value: 1}}))
+		})
+	})
+}
+
+// Summaries is [Buckets.Summaries] on the time-series collection: one
+// aggregate ($match on the series and interval, $group by step with $sum,
+// $min and $max, $sort), plus getMores beyond 101 steps; the server reads
+// its buckets' control summaries where it can.
+func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
+	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
+		g := newGrid(r, step)
+		return func(yield func(Summary, error) bool) {
+			if _, err := ts.ready(ctx); err != nil {
+				yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
+				return
+			}
+			g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), ts.s.valueFields, yield)
+		}
+	})
+}
+
+// timeSeriesPipeline is the aggregation of TimeSeries.Summaries.
+func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
+	return append(mongo.Pipeline{{{Key: "$match", Value: filter}}},
+		groupStages(g, "$"+s.timeField, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
+}
+
+// DeleteBefore deletes the measurements of every series before t, exactly
+// (not by bucket), with one deleteMany: {<time>: {$lt: t}}. It needs
+// MongoDB 7.0+ ([FeatureTimeSeriesDeletes]); earlier servers delete from
+// time-series collections by meta only, and get an
+// [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
+func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
+	return ts.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, ts.canDelete, ts.s.timeField)
+}
+
+// DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
+func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
+	return ts.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, ts.canDelete, ts.s.timeField)
+}
+
+// canDelete refuses deletes by time where the server cannot do them.
+func (ts *TimeSeries[M, V]) canDelete(ctx context.Context) error {
+	p, err := ts.ready(ctx)
+	if err == nil && !p.srv.Version.AtLeast(7, 0) {
+		err = &patterns.UnsupportedError{Feature: FeatureTimeSeriesDeletes, Server: p.srv.String()}
+	}
+	return err
+}
