@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -26,7 +27,7 @@ import (
 type Buckets[M, V any] struct {
 	s    *settings
 	key  bson.D // {<meta>: 1, start: 1}
-	plan lazyPlan
+	plan lazy.Value[*plan]
 	// forceClient makes Summaries compute in the client where the server
 	// could aggregate, so that tests exercise both paths on MongoDB.
 	forceClient bool
@@ -139,5 +140,5 @@ func (b *Buckets[M, V]) decide(ctx context.Context) (*plan, error) {
 
 // ready returns the plan, deciding it on first use.
 func (b *Buckets[M, V]) ready(ctx context.Context) (*plan, error) {
-	return b.plan.get(ctx, b.decide)
+	return b.plan.Get(ctx, b.decide)
 }

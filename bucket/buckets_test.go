@@ -86,7 +86,7 @@ func TestAddManyRoundTrips(t *testing.T) {
 	// update command at index 0 whichever statement failed, and skips the
 	// rest: there AddMany sends one upsert per command.
 	updates := func(n int) []string {
-		if mongotest.Server().Kind == patterns.KindFerretDB {
+		if !mongotest.Server().Has(patterns.FeatureBatchedUpdates) {
 			return slices.Repeat([]string{"update"}, n)
 		}
 		return []string{"update"}
@@ -203,7 +203,7 @@ func TestDuplicateKeyIsRetriedThenAConflict(t *testing.T) {
 			{Meta: "s1", Value: readingAt(at(2*time.Hour), 5)},
 		})
 	})
-	if mongotest.Server().Kind == patterns.KindFerretDB {
+	if !mongotest.Server().Has(patterns.FeatureBatchedUpdates) {
 		require.Len(t, sent, 4, "one upsert per command: both, then the failed one twice")
 	} else {
 		require.Len(t, sent, 3, "the batch, then the failed upsert twice")

@@ -2,8 +2,6 @@ package bucket
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -21,45 +19,20 @@ type plan struct {
 	maxBatch int
 }
 
-// maxBatchFor returns plan.maxBatch for srv. FerretDB 1.x runs the
-// statements of an update command in order whatever "ordered" says,
-// stops at the first error and reports it at index 0, so after an error
-// nobody can tell which upserts of the command were applied; it also
+// maxBatchFor returns plan.maxBatch for srv: one upsert per command
+// where the server lacks [patterns.FeatureBatchedUpdates]. FerretDB 1.x
+// runs the statements of an update command in order whatever "ordered"
+// says, stops at the first error and reports it at index 0, so after an
+// error nobody can tell which upserts of the command were applied; it also
 // holds a database connection per statement until the command ends, and
 // stalls beyond about a hundred. One upsert per command keeps every
 // outcome known there (its cost is in the server's work, not the round
 // trip).
 func maxBatchFor(srv *patterns.Server) int {
-	if srv.Kind == patterns.KindFerretDB {
+	if !srv.Has(patterns.FeatureBatchedUpdates) {
 		return 1
 	}
 	return 0
-}
-
-// lazyPlan decides a store's plan once, on the first call that has a
-// context. A failed decision (the server unreachable, a feature missing)
-// is not kept: the next call decides again, and the detection behind it
-// is cached per client by [patterns.Capabilities].
-type lazyPlan struct {
-	mu sync.Mutex
-	p  atomic.Pointer[plan]
-}
-
-func (l *lazyPlan) get(ctx context.Context, decide func(context.Context) (*plan, error)) (*plan, error) {
-	if p := l.p.Load(); p != nil {
-		return p, nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if p := l.p.Load(); p != nil {
-		return p, nil
-	}
-	p, err := decide(ctx)
-	if err != nil {
-		return nil, err
-	}
-	l.p.Store(p)
-	return p, nil
 }
 
 // capabilities detects the server and checks the features every

@@ -11,21 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
-)
-
-// Features a [TimeSeries] store needs beyond [patterns.FeatureTimeSeries],
-// named in the [*patterns.UnsupportedError] it returns where they are
-// missing.
-const (
-	// FeatureCustomBucketing is bucketMaxSpanSeconds and
-	// bucketRoundingSeconds, which Config.Window sets when Granularity is
-	// empty: MongoDB 6.3+.
-	FeatureCustomBucketing patterns.Feature = "time-series custom bucketing (MongoDB 6.3+)"
-	// FeatureTimeSeriesDeletes is deleteMany on a time-series collection
-	// with a filter on the time field: MongoDB 7.0+.
-	FeatureTimeSeriesDeletes patterns.Feature = "time-series deletes by time (MongoDB 7.0+)"
 )
 
 // codeNamespaceExists is the server's error code for creating a
@@ -44,7 +32,7 @@ const codeNamespaceExists = 48
 type TimeSeries[M, V any] struct {
 	s    *settings
 	key  bson.D // {<meta>: 1, <time>: 1}
-	plan lazyPlan
+	plan lazy.Value[*plan]
 }
 
 var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
@@ -127,15 +115,17 @@ func (ts *TimeSeries[M, V]) decide(ctx context.Context) (*plan, error) {
 	if err := srv.Require(patterns.FeatureTimeSeries); err != nil {
 		return nil, err
 	}
-	if ts.s.granularity == "" && ts.s.window > 0 && !srv.Version.AtLeast(6, 3) {
-		return nil, &patterns.UnsupportedError{Feature: FeatureCustomBucketing, Server: srv.String()}
+	if ts.s.granularity == "" && ts.s.window > 0 {
+		if err := srv.Require(patterns.FeatureTimeSeriesCustomBucketing); err != nil {
+			return nil, err
+		}
 	}
 	db := ts.s.coll.Database()
 	err = db.RunCommand(ctx, ts.s.createCommand()).Err()
 	switch ce, ok := errors.AsType[mongo.CommandError](err); {
 	case ok && ce.Code == codeNamespaceExists:
 		err = ts.checkExisting(ctx)
-	case err == nil && !srv.Version.AtLeast(6, 3):
+	case err == nil && !srv.Has(patterns.FeatureTimeSeriesCustomBucketing):
 		// MongoDB 6.3+ creates this index with the collection.
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
 	}
@@ -175,7 +165,7 @@ func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
 }
 
 func (ts *TimeSeries[M, V]) ready(ctx context.Context) (*plan, error) {
-	return ts.plan.get(ctx, ts.decide)
+	return ts.plan.Get(ctx, ts.decide)
 }
 
 // document validates a measurement and builds its document: the meta, then
@@ -292,7 +282,7 @@ func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
 
 // DeleteBefore deletes the measurements of every series before t, exactly
 // (not by bucket), with one deleteMany: {<time>: {$lt: t}}. It needs
-// MongoDB 7.0+ ([FeatureTimeSeriesDeletes]); earlier servers delete from
+// MongoDB 7.0+ ([patterns.FeatureTimeSeriesDeletes]); earlier servers delete from
 // time-series collections by meta only, and get an
 // [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
@@ -307,8 +297,8 @@ func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t ti
 // canDelete refuses deletes by time where the server cannot do them.
 func (ts *TimeSeries[M, V]) canDelete(ctx context.Context) error {
 	p, err := ts.ready(ctx)
-	if err == nil && !p.srv.Version.AtLeast(7, 0) {
-		err = &patterns.UnsupportedError{Feature: FeatureTimeSeriesDeletes, Server: p.srv.String()}
+	if err == nil {
+		err = p.srv.Require(patterns.FeatureTimeSeriesDeletes)
 	}
 	return err
 }

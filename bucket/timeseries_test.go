@@ -46,7 +46,7 @@ func TestTimeSeriesUnsupported(t *testing.T) {
 // timeSeriesConfig is config with a granularity where the server cannot
 // take the window as a bucket span (before MongoDB 6.3).
 func timeSeriesConfig(cfg bucket.Config) bucket.Config {
-	if !mongotest.Server().Version.AtLeast(6, 3) {
+	if !mongotest.Server().Has(patterns.FeatureTimeSeriesCustomBucketing) {
 		cfg.Granularity = bucket.Minutes
 	}
 	return cfg
@@ -65,7 +65,7 @@ func TestTimeSeriesCollection(t *testing.T) {
 		require.NoError(t, err)
 		c := mongotest.NewCounter(t, db)
 		want := []string{"create", "insert"}
-		if !srv.Version.AtLeast(6, 3) {
+		if !srv.Has(patterns.FeatureTimeSeriesCustomBucketing) {
 			want = []string{"create", "createIndexes", "insert"}
 		}
 		require.Equal(t, want, c.Count(func() { require.NoError(t, s.Add(ctx, "s1", readingAt(at(0), 0))) }))
@@ -117,10 +117,10 @@ func TestTimeSeriesCollection(t *testing.T) {
 		s2 := series(t, s, "s2", at(0), 10*time.Minute, 18)
 		cut := at(time.Hour + 35*time.Minute)
 		err := s.DeleteSeriesBefore(ctx, "s1", cut)
-		if !srv.Version.AtLeast(7, 0) {
+		if !srv.Has(patterns.FeatureTimeSeriesDeletes) {
 			ue, ok := errors.AsType[*patterns.UnsupportedError](err)
 			require.True(t, ok, "%v", err)
-			require.Equal(t, bucket.FeatureTimeSeriesDeletes, ue.Feature)
+			require.Equal(t, patterns.FeatureTimeSeriesDeletes, ue.Feature)
 			return
 		}
 		require.NoError(t, err)

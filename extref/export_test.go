@@ -10,7 +10,7 @@ func ForcePortable[S any](ctx context.Context, r *Ref[S]) error {
 	if err != nil {
 		return err
 	}
-	r.mode.Store(&mode{srv: m.srv, projectUpdate: m.projectUpdate})
+	r.mode.Set(&mode{srv: m.srv, projectUpdate: m.projectUpdate})
 	return nil
 }
 

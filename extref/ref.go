@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strings"
-	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -58,7 +58,7 @@ type Ref[S any] struct {
 	batch   int
 	proj    bson.D // projection of a source document on the copied fields
 
-	mode atomic.Pointer[mode] // the server's paths, detected on first use
+	mode lazy.Value[*mode] // the server's paths, detected on first use
 	// afterScan, when set (by tests), runs in the portable array path
 	// between reading a batch of documents and writing it, so that a test
 	// can move array elements in that window.
@@ -80,9 +80,9 @@ type mode struct {
 	arrayFilters bool
 	// transactions: Update runs in a transaction.
 	transactions bool
-	// projectUpdate: Update's findAndModify returns only the copied fields.
-	// FerretDB 1.x does not implement findAndModify's projection (it
-	// answers NotImplemented), so elsewhere it returns the whole document.
+	// projectUpdate: Update's findAndModify returns only the copied fields
+	// ([patterns.FeatureFindAndModifyProjection]; FerretDB 1.x answers
+	// NotImplemented), else the whole document.
 	projectUpdate bool
 }
 
@@ -179,21 +179,18 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 // first use (two commands to the admin database, once per client). A
 // failed detection is not kept, so the next call tries again.
 func (r *Ref[S]) detect(ctx context.Context) (*mode, error) {
-	if m := r.mode.Load(); m != nil {
-		return m, nil
-	}
-	srv, err := patterns.Capabilities(ctx, r.db.Client())
-	if err != nil {
-		return nil, err
-	}
-	m := &mode{
-		srv:           srv,
-		arrayFilters:  srv.Has(patterns.FeatureArrayFilters),
-		transactions:  srv.Has(patterns.FeatureTransactions),
-		projectUpdate: srv.Kind == patterns.KindMongoDB,
-	}
-	r.mode.CompareAndSwap(nil, m)
-	return r.mode.Load(), nil
+	return r.mode.Get(ctx, func(ctx context.Context) (*mode, error) {
+		srv, err := patterns.Capabilities(ctx, r.db.Client())
+		if err != nil {
+			return nil, err
+		}
+		return &mode{
+			srv:           srv,
+			arrayFilters:  srv.Has(patterns.FeatureArrayFilters),
+			transactions:  srv.Has(patterns.FeatureTransactions),
+			projectUpdate: srv.Has(patterns.FeatureFindAndModifyProjection),
+		}, nil
+	})
 }
 
 // Of returns the copy of the source document with _id sourceID, to embed

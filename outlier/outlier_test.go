@@ -43,7 +43,7 @@ func newRepo(t testing.TB, cfg Config, mode int32) (*Repo[post, comment], *mongo
 	r, err := New[post, comment](db, cfg)
 	require.NoError(t, err)
 	require.NoError(t, patterns.EnsureIndexes(context.Background(), r.Indexes()...))
-	r.mode.Store(mode)
+	r.mode.Set(mode)
 	return r, db
 }
 
@@ -285,7 +285,7 @@ func TestNotFound(t *testing.T) {
 			}
 			require.Equal(t, 1, n)
 			require.ErrorIs(t, r.Delete(ctx, 404), patterns.ErrNotFound)
-			if path.mode == modePortable || mongotest.Server().Kind == patterns.KindMongoDB {
+			if path.mode == modePortable || mongotest.Server().Has(patterns.FeaturePullConditions) {
 				require.ErrorIs(t, r.Remove(ctx, 404, "a"), patterns.ErrNotFound)
 			}
 		})

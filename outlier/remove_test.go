@@ -10,18 +10,19 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// needsMongoDB skips the native path's tests of what only MongoDB does.
-func needsMongoDB(t *testing.T, mode int32, what string) {
+// needsFeature skips a test of the native path where the server lacks
+// the feature that path relies on.
+func needsFeature(t *testing.T, mode int32, f patterns.Feature) {
 	t.Helper()
-	if srv := mongotest.Server(); mode == modeNative && srv.Kind != patterns.KindMongoDB {
-		t.Skipf("skipped: the native path's %s needs MongoDB; %s is not", what, srv)
+	if mode == modeNative {
+		mongotest.Require(t, f)
 	}
 }
 
 func TestRemove(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			needsMongoDB(t, path.mode, "$pull by condition")
+			needsFeature(t, path.mode, patterns.FeaturePullConditions)
 			ctx := context.Background()
 			r, db := newPost(t, small(), path.mode)
 			// parent: c00 c01 c02; seq 0: c03 c04; seq 1: c05 c06; seq 2: c07 c08

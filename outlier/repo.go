@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -44,18 +45,17 @@ type Repo[P, I any] struct {
 	idPath      string // Field.ItemID: the item ids in the parent
 	itemsIDPath string // items.ItemID: the item ids in overflow documents
 
-	mode    atomic.Int32 // a path, chosen once
-	indexed atomic.Bool  // the unique {parent, seq} index was seen
+	mode    lazy.Value[int32] // a path, chosen once
+	indexed atomic.Bool       // the unique {parent, seq} index was seen
 }
 
 // The paths a repository can take, chosen once from the server (see
 // [Repo.Append] and [Repo.Remove]).
 const (
-	modeUnknown int32 = iota
 	// modeNative: MongoDB. Parent pushes are optimistic (the server
 	// refuses a document over 16 MiB, atomically) and Remove uses $pull
 	// with a condition.
-	modeNative
+	modeNative int32 = iota + 1
 	// modePortable: FerretDB and unrecognised servers. FerretDB 1.x stores
 	// documents over 16 MiB on update and reads a $pull condition as an
 	// exact element, both silently, so Append reads the parent to size the
@@ -132,20 +132,17 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // server on first use ([patterns.Capabilities] caches the answer per
 // client). A failed detection is not remembered.
 func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
-	m := r.mode.Load()
-	if m == modeUnknown {
+	m, err := r.mode.Get(ctx, func(ctx context.Context) (int32, error) {
 		srv, err := patterns.Capabilities(ctx, r.parents.Database().Client())
 		if err != nil {
-			return false, err
+			return 0, err
 		}
-		m = modePortable
 		if srv.Has(patterns.FeaturePullConditions) && srv.Has(patterns.FeatureUpdateSizeLimit) {
-			m = modeNative
+			return modeNative, nil
 		}
-		r.mode.CompareAndSwap(modeUnknown, m)
-		m = r.mode.Load()
-	}
-	return m == modeNative, nil
+		return modePortable, nil
+	})
+	return m == modeNative, err
 }
 
 // checkIndexed returns an error wrapping [patterns.ErrInvalid] unless the

@@ -20,7 +20,7 @@ import (
 func TestParentClosesWhenFullInBytes(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			needsMongoDB(t, path.mode, "size check (the server's)")
+			needsFeature(t, path.mode, patterns.FeatureUpdateSizeLimit)
 			ctx := context.Background()
 			r, _ := newRepo(t, small(), path.mode)
 			const room = 100 << 10

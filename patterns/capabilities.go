@@ -56,6 +56,22 @@ const (
 	// The server refuses an update that would make a document larger than
 	// 16 MiB. FerretDB 1.x silently stores it.
 	FeatureUpdateSizeLimit Feature = "16 MiB limit on updates"
+	// A projection (fields) on findAndModify. FerretDB 1.x answers
+	// NotImplemented.
+	FeatureFindAndModifyProjection Feature = "findAndModify projection"
+	// Update commands of several statements with MongoDB's semantics: an
+	// unordered command runs every statement and reports each failure at
+	// its own index. FerretDB 1.x stops at the first failure, reports it
+	// at index 0 whatever its place, and stalls on commands of more than
+	// about a hundred statements, so that a caller cannot tell which
+	// statements ran: send one statement per command there.
+	FeatureBatchedUpdates Feature = "update commands of several statements"
+	// Time-series collections with bucketMaxSpanSeconds and
+	// bucketRoundingSeconds (MongoDB 6.3+).
+	FeatureTimeSeriesCustomBucketing Feature = "time-series custom bucketing"
+	// deleteMany on a time-series collection with a filter on the time
+	// field (MongoDB 7.0+; earlier, deletes filter on the meta field only).
+	FeatureTimeSeriesDeletes Feature = "time-series deletes by time"
 )
 
 // AllFeatures lists every [Feature] that [Capabilities] reports, in a fixed
@@ -65,7 +81,8 @@ var AllFeatures = []Feature{
 	FeatureTTLIndexes, FeaturePartialIndexes, FeatureJSONSchema,
 	FeatureTimeSeries, FeatureChangeStreams, FeatureLookup,
 	FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
-	FeaturePullConditions, FeatureUpdateSizeLimit,
+	FeaturePullConditions, FeatureUpdateSizeLimit, FeatureFindAndModifyProjection,
+	FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
 }
 
 // Kind says which server implementation answers on the wire.
@@ -239,6 +256,10 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeaturePipelineUpdates, v.AtLeast(4, 2))
 	set(FeaturePullConditions, true)
 	set(FeatureUpdateSizeLimit, true)
+	set(FeatureFindAndModifyProjection, true)
+	set(FeatureBatchedUpdates, true)
+	set(FeatureTimeSeriesCustomBucketing, v.AtLeast(6, 3))
+	set(FeatureTimeSeriesDeletes, v.AtLeast(7, 0))
 	return s, nil
 }
 

@@ -55,7 +55,8 @@ func TestNewServer(t *testing.T) {
 			name:  "MongoDB 6 standalone has no transactions or change streams",
 			hello: bson.D{sessions}, build: mongoBuild("6.0.19"),
 			kind: patterns.KindMongoDB, topology: patterns.Standalone, major: 6,
-			features: without(patterns.FeatureTransactions, patterns.FeatureChangeStreams),
+			features: without(patterns.FeatureTransactions, patterns.FeatureChangeStreams,
+				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes),
 		},
 		{
 			name:  "MongoDB 7 behind mongos",
@@ -66,7 +67,8 @@ func TestNewServer(t *testing.T) {
 			name:  "MongoDB 4.4 replica set lacks 5.0 features",
 			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("4.4.29"),
 			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 4,
-			features: without(patterns.FeatureTimeSeries, patterns.FeatureDateTrunc),
+			features: without(patterns.FeatureTimeSeries, patterns.FeatureDateTrunc,
+				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes),
 		},
 		{
 			name:  "replica set without sessions has no transactions",

@@ -2,6 +2,7 @@ package patterns_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -197,6 +198,71 @@ var probes = map[patterns.Feature]func(ctx context.Context, t *testing.T, db *mo
 		_, err = coll.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: half}}}})
 		t.Logf("update to 18 MiB: %v", err)
 		return err != nil
+	},
+	patterns.FeatureFindAndModifyProjection: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("fam")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}, {Key: "b", Value: 2}})
+		require.NoError(t, err)
+		raw, err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "a", Value: 1}}}},
+			options.FindOneAndUpdate().SetProjection(bson.D{{Key: "a", Value: 1}}).SetReturnDocument(options.After)).Raw()
+		if err != nil {
+			t.Logf("findAndModify with a projection: %v", err)
+			return false
+		}
+		_, hasB := raw.Lookup("b").Int32OK()
+		return raw.Lookup("a").Int32() == 2 && !hasB
+	},
+	patterns.FeatureBatchedUpdates: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("bulk")
+		_, err := coll.InsertMany(ctx, []any{
+			bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}},
+			bson.D{{Key: "_id", Value: 2}, {Key: "n", Value: "not a number"}},
+			bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 0}},
+		})
+		require.NoError(t, err)
+		inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+		_, err = coll.BulkWrite(ctx, []mongo.WriteModel{
+			mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 1}}).SetUpdate(inc),
+			mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 2}}).SetUpdate(inc),
+			mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: 3}}).SetUpdate(inc),
+		}, options.BulkWrite().SetOrdered(false))
+		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+		require.True(t, ok, "the $inc of a string fails: %v", err)
+		n, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
+		require.NoError(t, err)
+		t.Logf("unordered bulk of 3 with statement 1 failing: errors at %v, %d applied", bwe.WriteErrors, n)
+		return len(bwe.WriteErrors) == 1 && bwe.WriteErrors[0].Index == 1 && n == 2
+	},
+	patterns.FeatureTimeSeriesCustomBucketing: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		err := db.RunCommand(ctx, bson.D{{Key: "create", Value: "tsb"}, {Key: "timeseries", Value: bson.D{
+			{Key: "timeField", Value: "t"}, {Key: "bucketMaxSpanSeconds", Value: 3600}, {Key: "bucketRoundingSeconds", Value: 3600},
+		}}}).Err()
+		if err != nil {
+			t.Logf("custom bucketing: %v", err)
+			return false
+		}
+		specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "tsb"}})
+		require.NoError(t, err)
+		return len(specs) == 1 && specs[0].Options.Lookup("timeseries", "bucketMaxSpanSeconds").AsInt64() == 3600
+	},
+	patterns.FeatureTimeSeriesDeletes: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		err := db.CreateCollection(ctx, "tsd", options.CreateCollection().SetTimeSeriesOptions(
+			options.TimeSeries().SetTimeField("t").SetMetaField("m")))
+		if err != nil {
+			t.Logf("time-series collection: %v", err)
+			return false
+		}
+		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		_, err = db.Collection("tsd").InsertMany(ctx, []any{
+			bson.D{{Key: "t", Value: at}, {Key: "m", Value: 1}}, bson.D{{Key: "t", Value: at.Add(time.Hour)}, {Key: "m", Value: 1}},
+		})
+		require.NoError(t, err)
+		res, err := db.Collection("tsd").DeleteMany(ctx, bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: at.Add(time.Minute)}}}})
+		if err != nil {
+			t.Logf("delete by time: %v", err)
+			return false
+		}
+		return res.DeletedCount == 1
 	},
 }
 

@@ -7,7 +7,7 @@ import "go.mongodb.org/mongo-driver/v2/mongo"
 func NewPortable[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	r, err := New[P, I](db, cfg)
 	if err == nil {
-		r.path.Store(pathPortable)
+		r.path.Set(false)
 	}
 	return r, err
 }
@@ -18,7 +18,7 @@ func NewPortable[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) 
 func NewNative[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	r, err := New[P, I](db, cfg)
 	if err == nil {
-		r.path.Store(pathNative)
+		r.path.Set(true)
 	}
 	return r, err
 }

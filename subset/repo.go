@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"iter"
 	"strings"
-	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -37,18 +37,11 @@ var _ Store[struct{}, struct{}] = (*Repo[struct{}, struct{}])(nil)
 type Repo[P, I any] struct {
 	parents, items *mongo.Collection
 	cfg            Config
-	sortPath       []string // cfg.SortField split at the dots
-	idPath         string   // the ids in the subset: Field.IDField
-	order          bson.D   // {SortField: dir, IDField: dir}, everywhere
-	path           atomic.Int32
+	sortPath       []string         // cfg.SortField split at the dots
+	idPath         string           // the ids in the subset: Field.IDField
+	order          bson.D           // {SortField: dir, IDField: dir}, everywhere
+	path           lazy.Value[bool] // true: the native path (see the package documentation)
 }
-
-// The paths a repository can take; see the package documentation.
-const (
-	pathUndecided int32 = iota
-	pathNative
-	pathPortable
-)
 
 // New returns a repository over the collections cfg names in db. It
 // validates cfg (every error wraps [patterns.ErrInvalid]) and sends
@@ -82,19 +75,13 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 // asks [patterns.Capabilities] (cached per client); later calls read the
 // decision.
 func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
-	if p := r.path.Load(); p != pathUndecided {
-		return p == pathNative, nil
-	}
-	srv, err := patterns.Capabilities(ctx, r.parents.Database().Client())
-	if err != nil {
-		return false, err
-	}
-	p := pathPortable
-	if srv.Has(patterns.FeaturePushModifiers) {
-		p = pathNative
-	}
-	r.path.CompareAndSwap(pathUndecided, p)
-	return r.path.Load() == pathNative, nil
+	return r.path.Get(ctx, func(ctx context.Context) (bool, error) {
+		srv, err := patterns.Capabilities(ctx, r.parents.Database().Client())
+		if err != nil {
+			return false, err
+		}
+		return srv.Has(patterns.FeaturePushModifiers), nil
+	})
 }
 
 // Indexes returns the indexes the repository's queries need, for

@@ -1,0 +1,41 @@
+// Package lazy holds what a repository decides about its server on first
+// use, such as its path (native or portable).
+package lazy
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// Value is a value computed on first use and kept. The zero Value is
+// ready to use and safe for concurrent use.
+type Value[T any] struct {
+	mu sync.Mutex
+	p  atomic.Pointer[T]
+}
+
+// Get returns the value, computing it with compute on the first call
+// that succeeds; later calls return it without calling compute.
+// Concurrent first callers wait for one computation. A failed computation
+// (the server unreachable, say) is not kept: the next call computes again.
+func (v *Value[T]) Get(ctx context.Context, compute func(context.Context) (T, error)) (T, error) {
+	if p := v.p.Load(); p != nil {
+		return *p, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if p := v.p.Load(); p != nil {
+		return *p, nil
+	}
+	x, err := compute(ctx)
+	if err != nil {
+		return x, err
+	}
+	v.p.Store(&x)
+	return x, nil
+}
+
+// Set stores x in place of any computed value; tests use it to force a
+// path.
+func (v *Value[T]) Set(x T) { v.p.Store(&x) }
