@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -125,8 +124,8 @@ func (c Config) validate(db *mongo.Database) (*settings, error) {
 	if db == nil {
 		return nil, patterns.Invalidf("bucket: nil database")
 	}
-	if err := validateCollection(c.Collection); err != nil {
-		return nil, err
+	if err := patterns.ValidateCollection(c.Collection); err != nil {
+		return nil, fmt.Errorf("bucket: Config.Collection: %w", err)
 	}
 	s := &settings{
 		coll:        db.Collection(c.Collection),
@@ -180,19 +179,6 @@ func (c Config) validate(db *mongo.Database) (*settings, error) {
 		return nil, patterns.Invalidf("bucket: Granularity %q is none of %q, %q, %q", c.Granularity, Seconds, Minutes, Hours)
 	}
 	return s, nil
-}
-
-// validateCollection applies MongoDB's rules for collection names.
-func validateCollection(name string) error {
-	switch {
-	case name == "":
-		return patterns.Invalidf("bucket: Collection is empty")
-	case strings.ContainsAny(name, "$\x00"):
-		return patterns.Invalidf("bucket: Collection %q contains '$' or NUL", name)
-	case strings.HasPrefix(name, "system."):
-		return patterns.Invalidf("bucket: Collection %q is in the reserved system namespace", name)
-	}
-	return nil
 }
 
 // bucketSize bounds the size of a full bucket: the fixed fields, the

@@ -100,7 +100,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
 		return nil, patterns.Invalidf("extref.New: nil database")
 	}
-	if err := validCollection(cfg.Source); err != nil {
+	if err := patterns.ValidateCollection(cfg.Source); err != nil {
 		return nil, fmt.Errorf("extref.New: source: %w", err)
 	}
 	if cfg.IDField == "" {
@@ -124,7 +124,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	}
 	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize}
 	for i, t := range cfg.Targets {
-		if err := validCollection(t.Collection); err != nil {
+		if err := patterns.ValidateCollection(t.Collection); err != nil {
 			return nil, fmt.Errorf("extref.New: target %d: %w", i, err)
 		}
 		p, err := parsePath(t.Path)
@@ -142,17 +142,6 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 		r.proj = append(r.proj, bson.E{Key: f, Value: 1})
 	}
 	return r, nil
-}
-
-// validCollection checks a collection name: not empty, no '$', no NUL.
-func validCollection(name string) error {
-	switch {
-	case name == "":
-		return patterns.Invalidf("collection name is empty")
-	case strings.ContainsAny(name, "$\x00"):
-		return patterns.Invalidf("collection name %q contains '$' or a NUL byte", name)
-	}
-	return nil
 }
 
 // overlaps reports whether one dotted path is the other or inside it.

@@ -2,8 +2,6 @@ package outlier
 
 import (
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -83,7 +81,7 @@ func (c Config) withDefaults() (Config, error) {
 
 func (c Config) validate() error {
 	for _, coll := range []struct{ what, name string }{{"Parent", c.Parent}, {"Overflow", c.Overflow}} {
-		if err := validateCollection(coll.name); err != nil {
+		if err := patterns.ValidateCollection(coll.name); err != nil {
 			return fmt.Errorf("Config.%s: %w", coll.what, err)
 		}
 	}
@@ -114,22 +112,6 @@ func (c Config) validate() error {
 		return patterns.Invalidf("Config.PerOverflow: %d; an overflow document must hold at least 1 item", c.PerOverflow)
 	case c.BatchSize < 0:
 		return patterns.Invalidf("Config.BatchSize: %d is negative", c.BatchSize)
-	}
-	return nil
-}
-
-// validateCollection checks a collection name: non-empty valid UTF-8,
-// without NUL or '$', not a system collection.
-func validateCollection(name string) error {
-	switch {
-	case name == "":
-		return patterns.Invalidf("collection name is empty")
-	case !utf8.ValidString(name):
-		return patterns.Invalidf("collection name %q is not valid UTF-8", name)
-	case strings.ContainsAny(name, "\x00$"):
-		return patterns.Invalidf("collection name %q contains NUL or '$'", name)
-	case strings.HasPrefix(name, "system."):
-		return patterns.Invalidf("collection name %q is reserved for the server", name)
 	}
 	return nil
 }

@@ -41,6 +41,23 @@ func ValidatePath(path string) error {
 	return nil
 }
 
+// ValidateCollection checks a collection name: non-empty valid UTF-8
+// without NUL bytes or '$', and not in the server's "system." namespace.
+// The error wraps [ErrInvalid].
+func ValidateCollection(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: collection name is empty", ErrInvalid)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("%w: collection name %q is not valid UTF-8", ErrInvalid, name)
+	case strings.ContainsAny(name, "\x00$"):
+		return fmt.Errorf("%w: collection name %q contains '$' or a NUL byte", ErrInvalid, name)
+	case strings.HasPrefix(name, "system."):
+		return fmt.Errorf("%w: collection name %q is in the server's system namespace", ErrInvalid, name)
+	}
+	return nil
+}
+
 func validateSegment(s string) error {
 	switch {
 	case s == "":

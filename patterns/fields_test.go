@@ -51,6 +51,15 @@ func TestValidateFieldAndPath(t *testing.T) {
 	}
 }
 
+func TestValidateCollection(t *testing.T) {
+	for _, ok := range []string{"orders", "orders.archive", "a-b_c", "größe", "systemic"} {
+		require.NoError(t, patterns.ValidateCollection(ok), ok)
+	}
+	for _, bad := range []string{"", "a$b", "$cmd", "a\x00b", "system.users", "\xff"} {
+		require.ErrorIs(t, patterns.ValidateCollection(bad), patterns.ErrInvalid, "%q", bad)
+	}
+}
+
 func TestValidateID(t *testing.T) {
 	oid := bson.NewObjectID()
 	type userStruct struct{ ID string }

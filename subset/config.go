@@ -65,7 +65,7 @@ func (c Config) normalize() (Config, error) {
 		c.RevisionField = c.Field + "Rev"
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
-		if err := validateCollection(coll.value); err != nil {
+		if err := patterns.ValidateCollection(coll.value); err != nil {
 			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
 		}
 	}
@@ -113,17 +113,3 @@ func (c Config) normalize() (Config, error) {
 // an id, a sort value and a parent id takes at least 16 bytes, so no
 // document could hold more.
 const maxN = patterns.MaxDocumentSize / 16
-
-// validateCollection checks a collection name: not empty, no '$' or NUL,
-// and not in the system namespace.
-func validateCollection(name string) error {
-	switch {
-	case name == "":
-		return patterns.Invalidf("collection name is empty")
-	case strings.ContainsAny(name, "$\x00"):
-		return patterns.Invalidf("collection name %q contains '$' or NUL", name)
-	case strings.HasPrefix(name, "system."):
-		return patterns.Invalidf("collection name %q is in the system namespace", name)
-	}
-	return nil
-}
