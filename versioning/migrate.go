@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // DefaultBatchSize is the number of documents MigrateAll reads and writes
@@ -63,6 +65,17 @@ type Failure struct {
 // skipped, not overwritten, and no document is ever migrated twice. Memory
 // is bounded by one batch (and the list of failures).
 //
+// On FerretDB 1.x it writes one replaceOne per document instead, with the
+// same filters: FerretDB keeps an SQLite connection open for each
+// statement of an update command until the command ends, which makes a
+// bulk write slower per document than single writes and hangs it from
+// about 100 statements; it also fails a whole command on a unique-index
+// violation instead of reporting that one write. The path is chosen once
+// per repository, from [patterns.Capabilities] (cached per client). There,
+// every write guarded by more than the _id scans the collection (FerretDB
+// 1.x pushes down only a filter on _id alone): a dev server's cost, not
+// MongoDB's.
+//
 // It is resumable: documents migrated stay migrated, so after a
 // cancellation or an error, running it again migrates the rest. Several
 // runs may overlap (two instances of a service): each document is written
@@ -91,6 +104,10 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 	if batch <= 0 {
 		batch = DefaultBatchSize
 	}
+	path, err := r.writePath(ctx)
+	if err != nil {
+		return res, err
+	}
 	filter := r.scanFilter()
 	total := 0
 	if opts.Progress != nil {
@@ -107,13 +124,13 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 	defer cur.Close(context.WithoutCancel(ctx))
 
 	olds := make([]bson.Raw, 0, batch)
-	models := make([]mongo.WriteModel, 0, batch)
+	models := make([]*mongo.ReplaceOneModel, 0, batch)
 	pending := 0 // documents read since the last flush
 	flush := func() error {
 		if pending == 0 {
 			return nil
 		}
-		if err := r.writeBatch(ctx, olds, models, &res); err != nil {
+		if err := r.writeBatch(ctx, path, olds, models, &res); err != nil {
 			return err
 		}
 		olds, models, pending = olds[:0], models[:0], 0
@@ -162,15 +179,68 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 	return res, nil
 }
 
-// writeBatch writes one batch of migrated documents with one unordered
-// bulk write and adds the outcome to res: a replaceOne that matched is a
-// migrated document, one that did not lost a race, one with a write error
-// failed.
-func (r *Repo[T]) writeBatch(ctx context.Context, olds []bson.Raw, models []mongo.WriteModel, res *MigrateResult) error {
+// writePath is how MigrateAll writes a batch, chosen once per repository
+// from the server (see [Repo.MigrateAll]).
+type writePath int
+
+const (
+	pathUnknown writePath = iota
+	pathBulk              // one unordered bulkWrite per batch (MongoDB and others)
+	pathEach              // one replaceOne per document (FerretDB 1.x)
+)
+
+// writePath returns the repository's write path, detecting it on first
+// use: [patterns.Capabilities] is cached per client, and the choice per
+// repository.
+func (r *Repo[T]) writePath(ctx context.Context) (writePath, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.path == pathUnknown {
+		srv, err := patterns.Capabilities(ctx, r.coll.Database().Client())
+		if err != nil {
+			return pathUnknown, err
+		}
+		r.path = pathBulk
+		if srv.Kind == patterns.KindFerretDB {
+			r.path = pathEach
+		}
+	}
+	return r.path, nil
+}
+
+// writeBatch writes one batch of migrated documents and adds the outcome
+// to res: a replaceOne that matched is a migrated document, one that did
+// not lost a race, one the server refused failed. An error that is not
+// about one document (the network, the context, a bulk write failing as a
+// whole) stops the run.
+func (r *Repo[T]) writeBatch(ctx context.Context, path writePath, olds []bson.Raw, models []*mongo.ReplaceOneModel, res *MigrateResult) error {
 	if len(models) == 0 {
 		return nil
 	}
-	bw, err := r.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if path == pathEach {
+		for i, m := range models {
+			one, err := r.coll.ReplaceOne(ctx, m.Filter, m.Replacement)
+			switch {
+			case err == nil && one.MatchedCount == 1:
+				res.Migrated++
+			case err == nil:
+				res.Skipped++
+			case ctx.Err() != nil || mongo.IsNetworkError(err) || mongo.IsTimeout(err):
+				return fmt.Errorf("replace migrated document %v: %w", idOf(olds[i]), err)
+			default:
+				// The server refused this one document (FerretDB reports
+				// a unique-index violation as a command error, not a
+				// write error).
+				res.Failed = append(res.Failed, Failure{ID: idOf(olds[i]), Err: fmt.Errorf("write the migrated document: %w", err)})
+			}
+		}
+		return nil
+	}
+	writes := make([]mongo.WriteModel, len(models))
+	for i, m := range models {
+		writes[i] = m
+	}
+	bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
 	bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
 	if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
 		return fmt.Errorf("bulk write of %d migrated documents: %w", len(models), err)

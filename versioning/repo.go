@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -55,8 +56,8 @@ var _ Store[struct{}] = (*Repo[struct{}])(nil)
 // the same document may overwrite it. Have such code set the revision to a
 // new ObjectID, or stop it while old documents remain (see MigrateAll).
 //
-// A Repo is safe for concurrent use; it holds no state besides its
-// configuration.
+// A Repo is safe for concurrent use. Besides its configuration it holds
+// only the write path of MigrateAll, detected once.
 type Repo[T any] struct {
 	coll      *mongo.Collection
 	field     string // the version field
@@ -66,6 +67,9 @@ type Repo[T any] struct {
 	implicit  int                // the version of a document without field
 	steps     []func(*Doc) error // steps[k-oldest] migrates k to k+1
 	writeBack bool
+
+	mu   sync.Mutex
+	path writePath // how MigrateAll writes, detected on first use
 }
 
 // Indexes returns the index that MigrateAll's scan needs: the version
