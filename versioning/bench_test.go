@@ -96,7 +96,8 @@ func migrateByHand(b *testing.B, r *Repo[User]) {
 
 // BenchmarkGet reads one document: at the current version (one find), and
 // at version 1 with the write-back off (one find and the migration in
-// memory), reporting the commands sent per read.
+// memory), reporting the commands sent per read. BenchmarkFindOneByHand is
+// the baseline.
 func BenchmarkGet(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -119,6 +120,22 @@ func BenchmarkGet(b *testing.B) {
 			}
 			b.ReportMetric(float64(c.N())/float64(b.N), "cmds/op")
 		})
+	}
+}
+
+// BenchmarkFindOneByHand is what Get of a current document replaces: the
+// driver's FindOne and Decode.
+func BenchmarkFindOneByHand(b *testing.B) {
+	ctx := context.Background()
+	db := mongotest.DB(b)
+	coll := db.Collection("users")
+	seed(b, coll, v3("u", "Ada", "Lovelace", "ada@example.com"))
+	b.ReportAllocs()
+	for b.Loop() {
+		var u User
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "u"}}).Decode(&u); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
