@@ -3,8 +3,9 @@ package versioning_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
-	"strings"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -14,35 +15,27 @@ import (
 	"github.com/mongopatterns/mongopatterns/versioning"
 )
 
-// User is the current shape, version 3.
-type User struct {
-	ID     string `bson:"_id"`
-	First  string `bson:"first"`
-	Last   string `bson:"last"`
-	Email  string `bson:"email"`
-	Locale string `bson:"locale"`
+// Order is the current shape, version 2: the total in cents. Version 1
+// stored it as a decimal string in "total".
+type Order struct {
+	ID         int   `bson:"_id"`
+	TotalCents int64 `bson:"totalCents"`
 }
 
-// The chain: v1 {name, mail} → v2 renames mail to email → v3 splits name
-// into first and last and adds locale, defaulting to "en".
-var migrations = []versioning.Migration{
-	{From: 1, Up: func(d *versioning.Doc) error {
-		d.Rename("mail", "email")
-		return nil
-	}},
-	{From: 2, Up: func(d *versioning.Doc) error {
-		name, _ := d.Get("name")
-		s, ok := name.(string)
-		if !ok {
-			return fmt.Errorf("name is %T, not a string", name)
-		}
-		first, last, _ := strings.Cut(s, " ")
-		d.Delete("name")
-		d.Set("first", first)
-		d.Set("last", last)
-		d.Set("locale", "en")
-		return nil
-	}},
+// totalToCents is the migration from version 1 to 2.
+func totalToCents(d *versioning.Doc) error {
+	total, _ := d.Get("total")
+	s, ok := total.(string)
+	if !ok {
+		return fmt.Errorf("total is %T, not a string", total)
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	d.Rename("total", "totalCents")
+	d.Set("totalCents", int64(math.Round(f*100)))
+	return nil
 }
 
 func Example() {
@@ -55,51 +48,57 @@ func Example() {
 	db := client.Database("example_versioning")
 	defer db.Drop(ctx)
 
-	// Documents written by earlier releases: v1 without a version field,
-	// v2 with one.
-	_, err = db.Collection("users").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: "ada"}, {Key: "name", Value: "Ada Lovelace"}, {Key: "mail", Value: "ada@example.com"}},
-		bson.D{{Key: "_id", Value: "alan"}, {Key: "schemaVersion", Value: 2}, {Key: "name", Value: "Alan Turing"}, {Key: "email", Value: "alan@example.com"}},
-		bson.D{{Key: "_id", Value: "grace"}, {Key: "name", Value: "Grace Hopper"}, {Key: "mail", Value: "grace@example.com"}},
+	// Orders stored by the previous release, without a version field.
+	_, err = db.Collection("orders").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "total", Value: "12.50"}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "total", Value: "3.99"}},
 	})
 	if err != nil {
 		panic(err)
 	}
 
-	users, err := versioning.New[User](db, versioning.Config{Collection: "users", Current: 3, Migrations: migrations})
+	orders, err := versioning.New[Order](db, versioning.Config{
+		Collection: "orders",
+		Current:    2,
+		Migrations: []versioning.Migration{{From: 1, Up: totalToCents}},
+	})
 	if err != nil {
 		panic(err)
 	}
-	if err := patterns.EnsureIndexes(ctx, users.Indexes()...); err != nil {
+	if err := patterns.EnsureIndexes(ctx, orders.Indexes()...); err != nil {
 		panic(err)
 	}
 
-	// Reads return the current shape; Get writes the migrated document back.
-	ada, err := users.Get(ctx, "ada")
+	// A read returns the current shape and writes the migration back.
+	o, err := orders.Get(ctx, 1)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%+v\n", ada)
-	stats, err := users.Stats(ctx)
+	fmt.Printf("%+v\n", o)
+	// A write stamps the current version.
+	if _, err := orders.Insert(ctx, Order{ID: 3, TotalCents: 700}); err != nil {
+		panic(err)
+	}
+	stats, err := orders.Stats(ctx)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("versions:", stats.Versions)
 
 	// Migrate the rest eagerly.
-	res, err := users.MigrateAll(ctx, versioning.MigrateOptions{})
+	res, err := orders.MigrateAll(ctx, versioning.MigrateOptions{})
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("migrated:", res.Migrated)
-	stats, err = users.Stats(ctx)
+	stats, err = orders.Stats(ctx)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("versions:", stats.Versions)
 	// Output:
-	// {ID:ada First:Ada Last:Lovelace Email:ada@example.com Locale:en}
-	// versions: map[1:1 2:1 3:1]
-	// migrated: 2
-	// versions: map[3:3]
+	// {ID:1 TotalCents:1250}
+	// versions: map[1:1 2:2]
+	// migrated: 1
+	// versions: map[2:3]
 }

@@ -85,6 +85,13 @@ func v3(id, first, last, email string) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: "schemaVersion", Value: 3}, {Key: "first", Value: first}, {Key: "last", Value: last}, {Key: "email", Value: email}, {Key: "locale", Value: "fr"}}
 }
 
+// usersDB returns a fresh database and its users collection.
+func usersDB(t testing.TB) (*mongo.Database, *mongo.Collection) {
+	t.Helper()
+	db := mongotest.DB(t)
+	return db, db.Collection("users")
+}
+
 func seed(t testing.TB, coll *mongo.Collection, docs ...any) {
 	t.Helper()
 	_, err := coll.InsertMany(context.Background(), docs)

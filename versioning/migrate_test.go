@@ -32,8 +32,7 @@ func TestMigrateAllCancelledThenResumed(t *testing.T) {
 		t.Skip("skipped in -short mode: 2,000 guarded writes take minutes on FerretDB, where each one scans the collection")
 	}
 	ctx := context.Background()
-	db := mongotest.DB(t)
-	coll := db.Collection("users")
+	db, coll := usersDB(t)
 	const n = 2000
 	docs := make([]any, n)
 	for i := range docs {
@@ -121,8 +120,7 @@ func TestMigrateAllCancelledThenResumed(t *testing.T) {
 // between the scan and the bulk write is skipped, and keeps the write.
 func TestMigrateAllSkipsWhatAWriterChanged(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
-	coll := db.Collection("users")
+	db, coll := usersDB(t)
 	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"), v1("b", "Alan Turing", "alan@example.com"), v2("c", "Grace Hopper", "g@example.com"))
 	var r *Repo[User]
 	var wrote atomic.Bool
@@ -204,8 +202,7 @@ func TestMigrateAllReportsWriteErrors(t *testing.T) {
 				t.Skip("skipped: FerretDB 1.x fails a whole update command on a unique-index violation (InternalError) instead of reporting a write error, so MigrateAll does not use bulk writes there")
 			}
 			ctx := context.Background()
-			db := mongotest.DB(t)
-			coll := db.Collection("users")
+			db, coll := usersDB(t)
 			const n = 20
 			seedNumbered(t, coll, n)
 			// Two documents that migrate to the same "first".

@@ -134,13 +134,9 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 	if filter == nil {
 		filter = bson.D{}
 	}
-	var fo options.FindOptions
-	for _, o := range opts {
-		for _, set := range o.List() {
-			if err := set(&fo); err != nil {
-				return seq.Err[T](r.errorf("Find", nil, fmt.Errorf("%w: %v", patterns.ErrInvalid, err)))
-			}
-		}
+	fo, err := merged(opts)
+	if err != nil {
+		return seq.Err[T](r.errorf("Find", nil, err))
 	}
 	if fo.Projection != nil {
 		return seq.Err[T](r.errorf("Find", nil, patterns.Invalidf("a projection would hide fields from the migrations")))
@@ -203,20 +199,34 @@ func (r *Repo[T]) replace(ctx context.Context, id any, v T) error {
 	if err != nil {
 		return err
 	}
-	for range maxAttempts {
+	return r.guarded(ctx, id, func() (bool, error) {
 		res, err := r.coll.ReplaceOne(ctx, r.notNewerFilter(id), doc)
-		if err != nil {
-			return err
+		return err == nil && res.MatchedCount == 1, err
+	}, func(raw bson.Raw) error {
+		// Not matched: newer, or changed since (retry).
+		if v, err := r.versionOf(raw); err == nil && v > r.current {
+			return r.newer(v)
 		}
-		if res.MatchedCount == 1 {
-			return nil
+		return nil
+	})
+}
+
+// guarded runs write, a write filtered on the document id and its version,
+// until it matches. After each miss it reads the document (ErrNotFound if
+// it is gone) and lets onMiss decide: an error stops, nil retries, up to
+// maxAttempts writes in all, then ErrConflict.
+func (r *Repo[T]) guarded(ctx context.Context, id any, write func() (bool, error), onMiss func(raw bson.Raw) error) error {
+	for range maxAttempts {
+		matched, err := write()
+		if err != nil || matched {
+			return err
 		}
 		raw, err := r.findRaw(ctx, id)
 		if err != nil {
 			return err
 		}
-		if v, err := r.versionOf(raw); err == nil && v > r.current {
-			return r.newer(v)
+		if err := onMiss(raw); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("%w: the document kept changing (%d attempts)", patterns.ErrConflict, maxAttempts)
@@ -236,6 +246,20 @@ func (r *Repo[T]) Delete(ctx context.Context, id any) error {
 		return r.errorf("Delete", id, err)
 	}
 	return nil
+}
+
+// merged applies driver options to see what they ask for, as the driver
+// will; an option that fails to apply is ErrInvalid.
+func merged[O any](opts []options.Lister[O]) (O, error) {
+	var o O
+	for _, l := range opts {
+		for _, set := range l.List() {
+			if err := set(&o); err != nil {
+				return o, fmt.Errorf("%w: options: %v", patterns.ErrInvalid, err)
+			}
+		}
+	}
+	return o, nil
 }
 
 // findRaw reads the document id as stored.

@@ -19,9 +19,8 @@ import (
 // documents remain.
 func TestChainOverMixedCollection(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
 	seed(t, coll,
 		v1("ada", "Ada Lovelace", "ada@example.com"),
@@ -100,9 +99,8 @@ func keys(t testing.TB, raw bson.Raw) []string {
 
 func TestRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	seed(t, coll, v1("old", "Ada Lovelace", "ada@example.com"), v3("new", "Barbara", "Liskov", "b@example.com"))
 	c := mongotest.NewCounter(t, db)
 
@@ -140,9 +138,8 @@ func TestRoundTrips(t *testing.T) {
 
 func TestWritesStampTheCurrentVersion(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 
 	// T may carry the version field itself: Insert overwrites it.
 	type withVersion struct {
@@ -194,9 +191,8 @@ func TestWritesStampTheCurrentVersion(t *testing.T) {
 // even by a repository that does not write back on reads.
 func TestUpdateMigratesOldDocumentsFirst(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db, func(c *Config) { c.NoWriteBack = true })
-	coll := db.Collection("users")
 	seed(t, coll, v1("ada", "Ada Lovelace", "ada@example.com"))
 	c := mongotest.NewCounter(t, db)
 
@@ -213,9 +209,8 @@ func TestUpdateMigratesOldDocumentsFirst(t *testing.T) {
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
 	before := stored(t, coll, "a")
 
@@ -255,9 +250,8 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 // meets a version 4 document written by a newer release.
 func TestNewerDocumentsAreNeverTouched(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	newer := bson.D{{Key: "_id", Value: "n"}, {Key: "schemaVersion", Value: 4}, {Key: "given", Value: "Ada"}}
 	seed(t, coll, newer, v3("c", "Barbara", "Liskov", "b@example.com"))
 	before := stored(t, coll, "n")
@@ -295,9 +289,8 @@ func TestNewerDocumentsAreNeverTouched(t *testing.T) {
 // document and the versions, Get returns it wrapped, MigrateAll reports it.
 func TestFailingMigrationLeavesTheDocumentUntouched(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	seed(t, coll,
 		bson.D{{Key: "_id", Value: "bad"}, {Key: "name", Value: 42}, {Key: "mail", Value: "x@example.com"}},
 		bson.D{{Key: "_id", Value: "garbled"}, {Key: "schemaVersion", Value: "two"}},
@@ -353,8 +346,7 @@ func TestFailingMigrationLeavesTheDocumentUntouched(t *testing.T) {
 // decode, or that changes _id, is a failure, and nothing is stored.
 func TestMigratedDocumentMustFitT(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
-	coll := db.Collection("users")
+	db, coll := usersDB(t)
 	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"))
 	before := stored(t, coll, "a")
 	for name, up := range map[string]func(*Doc) error{
@@ -381,9 +373,8 @@ func TestMigratedDocumentMustFitT(t *testing.T) {
 // Update refuses a pipeline naming the feature.
 func TestPipelineUpdate(t *testing.T) {
 	ctx := context.Background()
-	db := mongotest.DB(t)
+	db, coll := usersDB(t)
 	r := newUsers(t, db)
-	coll := db.Collection("users")
 	seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
 	pipeline := mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "visits", Value: bson.D{{Key: "$add", Value: bson.A{"$visits", 2}}}}}}}}
 	if !mongotest.Server().Has(patterns.FeaturePipelineUpdates) {

@@ -22,18 +22,20 @@ import (
 // command (update). An older one is first migrated and written back with
 // the compare-and-set of [Repo.Get] (one find and one replaceOne, whatever
 // Config.NoWriteBack says), then updated; a document that changes between
-// these steps is read again, up to 4 times, then [patterns.ErrConflict].
-// Between the steps a reader may see the migrated document without the
-// update; never the update applied to an old shape.
+// these steps is read again. Between the steps a reader may see the
+// migrated document without the update; never the update applied to an
+// old shape.
 //
-// Errors, with nothing written: [patterns.ErrInvalid] for a bad id, an
-// empty update, a field that is not an operator, an operator whose value
-// is not a document, one given twice, or an operator that touches the
-// version or revision field (the repository owns them);
-// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration]. A pipeline
+// Errors that leave the document untouched: [patterns.ErrInvalid] for a
+// bad id, an empty update, a field that is not an operator, an operator
+// whose value is not a document, one given twice, an operator that touches
+// the version or revision field (the repository owns them), or Upsert;
+// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration]. After 4
+// attempts that each met a changed document, [patterns.ErrConflict]: the
+// document may have been migrated, the update was not applied. A pipeline
 // needs [patterns.FeaturePipelineUpdates] (MongoDB 4.2+): on a server
 // lacking it, Update returns [patterns.ErrUnsupported] naming it (the
-// capability is detected once per client).
+// capability is detected once per client and cached).
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
 	if err := r.update(ctx, id, update, opts); err != nil {
 		return r.errorf("Update", id, err)
@@ -49,13 +51,9 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	if err != nil {
 		return err
 	}
-	var uo options.UpdateOneOptions
-	for _, o := range opts {
-		for _, set := range o.List() {
-			if err := set(&uo); err != nil {
-				return fmt.Errorf("%w: %v", patterns.ErrInvalid, err)
-			}
-		}
+	uo, err := merged(opts)
+	if err != nil {
+		return err
 	}
 	if uo.Upsert != nil && *uo.Upsert {
 		return patterns.Invalidf("upsert: an update cannot create a document at a known version; use Insert")
@@ -69,32 +67,20 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 			return err
 		}
 	}
-	for range maxAttempts {
+	return r.guarded(ctx, id, func() (bool, error) {
 		res, err := r.coll.UpdateOne(ctx, r.currentFilter(id), stamped, opts...)
-		if err != nil {
-			return err
-		}
-		if res.MatchedCount == 1 {
-			return nil
-		}
-		// Not at the current version, or gone: bring it to the current
-		// version and try again. A lost write-back is fine: the next
-		// attempt meets the winner's document.
-		raw, err := r.findRaw(ctx, id)
-		if err != nil {
-			return err
-		}
+		return err == nil && res.MatchedCount == 1, err
+	}, func(raw bson.Raw) error {
+		// Not at the current version: bring it there and try again. A
+		// lost write-back is fine: the next attempt meets the winner's
+		// document.
 		_, migrated, err := r.upgrade(raw)
-		if err != nil {
+		if err != nil || migrated == nil {
 			return err
 		}
-		if migrated != nil {
-			if _, err := r.writeBackDoc(ctx, raw, migrated); err != nil {
-				return err
-			}
-		}
-	}
-	return fmt.Errorf("%w: the document kept changing (%d attempts)", patterns.ErrConflict, maxAttempts)
+		_, err = r.writeBackDoc(ctx, raw, migrated)
+		return err
+	})
 }
 
 // stampUpdate checks an update and adds the version and revision to it.
