@@ -420,3 +420,30 @@ func TestImplicitCurrentVersion(t *testing.T) {
 	require.Equal(t, MigrateResult{}, res, "documents without the field are current: nothing to migrate")
 	require.Equal(t, updated, stored(t, coll, "n"))
 }
+
+// TestFindWritesBackAsItGoes: Find over old documents yields them as T and
+// stores each migrated one, between the cursor's batches.
+func TestFindWritesBackAsItGoes(t *testing.T) {
+	ctx := context.Background()
+	db, coll := usersDB(t)
+	r := newUsers(t, db)
+	seed(t, coll,
+		v1("a", "Ada Lovelace", "ada@example.com"),
+		v3("b", "Barbara", "Liskov", "b@example.com"),
+		v2("c", "Alan Turing", "alan@example.com"),
+	)
+	c := mongotest.NewCounter(t, db)
+	var ids []string
+	got := c.Count(func() {
+		for u, err := range r.Find(ctx, nil, options.Find().SetBatchSize(2).SetSort(bson.D{{Key: "_id", Value: 1}})) {
+			require.NoError(t, err)
+			require.NotEmpty(t, u.First)
+			ids = append(ids, u.ID)
+		}
+	})
+	require.Equal(t, []string{"a", "b", "c"}, ids)
+	require.Equal(t, []string{"find", "update", "getMore", "update"}, got, "one write-back per old document")
+	s, err := r.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int64{3: 3}, s.Versions)
+}
