@@ -1,0 +1,180 @@
+package versioning
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// ejson renders v as relaxed extended JSON, to pin documents exactly
+// (field order included) in a readable form.
+func ejson(t testing.TB, v any) string {
+	t.Helper()
+	b, err := bson.MarshalExtJSON(v, false, false)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// ejsonValue renders any value, a pipeline included, as ejson does.
+func ejsonValue(t testing.TB, v any) string {
+	t.Helper()
+	doc := ejson(t, bson.D{{Key: "u", Value: v}})
+	return doc[len(`{"u":`) : len(doc)-1]
+}
+
+func unitRepo(t testing.TB, edit ...func(*Config)) *Repo[User] {
+	t.Helper()
+	return newUsers(t, mongotest.Client().Database("unused"), edit...)
+}
+
+func TestFiltersArePinned(t *testing.T) {
+	r := unitRepo(t)
+	rev := bson.NewObjectID()
+	raw := func(d bson.D) bson.Raw {
+		b, err := bson.Marshal(d)
+		require.NoError(t, err)
+		return b
+	}
+
+	require.Equal(t,
+		`{"_id":"u1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}}`,
+		ejson(t, r.casFilter(raw(v1("u1", "Ada Lovelace", "ada@example.com")))),
+		"a document without version or revision is replaced only while both are still absent")
+	require.Equal(t,
+		`{"_id":"u1","schemaVersion":{"$eq":2},"_rev":{"$eq":{"$oid":"`+rev.Hex()+`"}}}`,
+		ejson(t, r.casFilter(raw(append(v2("u1", "Ada Lovelace", "ada@example.com"), bson.E{Key: "_rev", Value: rev})))),
+		"the version and revision read, with their BSON types")
+	require.Equal(t,
+		`{"_id":"u1","schemaVersion":{"$eq":2.0},"_rev":{"$exists":false}}`,
+		ejson(t, r.casFilter(raw(bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
+
+	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, r.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, r.notNewerFilter("u1")))
+	require.Equal(t, `{"schemaVersion":{"$not":{"$gte":3}}}`, ejson(t, r.scanFilter()))
+
+	// Documents without the field are current: they match updates, and
+	// MigrateAll leaves them alone.
+	cur := unitRepo(t, func(c *Config) { c.Implicit, c.Field = 3, "v" })
+	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null]}}`, ejson(t, cur.currentFilter("u1")))
+	require.Equal(t, `{"v":{"$ne":null,"$not":{"$gte":3}}}`, ejson(t, cur.scanFilter()))
+
+	require.Equal(t, []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: bson.D{{Key: "schemaVersion", Value: 1}}}}}, r.Indexes())
+}
+
+func TestStampUpdateIsPinned(t *testing.T) {
+	rev := bson.NewObjectID()
+	oid := `{"$oid":"` + rev.Hex() + `"}`
+	tests := []struct {
+		name     string
+		update   any
+		want     string
+		pipeline bool
+	}{
+		{"adds a $set", bson.D{{Key: "$inc", Value: bson.D{{Key: "visits", Value: 1}}}},
+			`{"$inc":{"visits":1},"$set":{"v":3,"_rev":` + oid + `}}`, false},
+		{"extends the caller's $set in place", bson.D{{Key: "$set", Value: bson.D{{Key: "email", Value: "a@b"}}}, {Key: "$unset", Value: bson.D{{Key: "x", Value: ""}}}},
+			`{"$set":{"email":"a@b","v":3,"_rev":` + oid + `},"$unset":{"x":""}}`, false},
+		{"a map", bson.M{"$inc": bson.M{"visits": 2}},
+			`{"$inc":{"visits":2},"$set":{"v":3,"_rev":` + oid + `}}`, false},
+		{"paths that merely start like the fields", bson.D{{Key: "$set", Value: bson.D{{Key: "vx", Value: 1}, {Key: "_revision", Value: 1}}}},
+			`{"$set":{"vx":1,"_revision":1,"v":3,"_rev":` + oid + `}}`, false},
+		{"a pipeline ends with the stamp", mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$add", Value: bson.A{"$n", 1}}}}}}}},
+			`[{"$set":{"n":{"$add":["$n",1]}}},{"$set":{"v":3,"_rev":` + oid + `}}]`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, pipeline, err := stampUpdate(tt.update, "v", "_rev", 3, rev)
+			require.NoError(t, err)
+			require.Equal(t, tt.pipeline, pipeline)
+			require.Equal(t, tt.want, ejsonValue(t, got))
+		})
+	}
+}
+
+func TestStampUpdateRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		update any
+		want   string
+	}{
+		{"nil", nil, "update is nil"},
+		{"empty", bson.D{}, "update is empty"},
+		{"a replacement", bson.D{{Key: "email", Value: "x"}}, `"email" is not an update operator`},
+		{"operator on a scalar", bson.D{{Key: "$set", Value: 1}}, "takes a document"},
+		{"twice", bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "b", Value: 1}}}}, "appears twice"},
+		{"sets the version", bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 9}}}}, `touches "v"`},
+		{"increments the version", bson.D{{Key: "$inc", Value: bson.D{{Key: "v", Value: 1}}}}, `touches "v"`},
+		{"a path under the version", bson.D{{Key: "$set", Value: bson.D{{Key: "v.x", Value: 1}}}}, `touches "v.x"`},
+		{"unsets the revision", bson.D{{Key: "$unset", Value: bson.D{{Key: "_rev", Value: ""}}}}, `touches "_rev"`},
+		{"renames onto the version", bson.D{{Key: "$rename", Value: bson.D{{Key: "old", Value: "v"}}}}, `touches "v"`},
+		{"renames the revision away", bson.D{{Key: "$rename", Value: bson.D{{Key: "_rev", Value: "r"}}}}, `touches "_rev"`},
+		{"a scalar", 42, "BSON 32-bit integer"},
+		{"empty pipeline", mongo.Pipeline{}, "pipeline is empty"},
+		{"pipeline of scalars", bson.A{1}, "stage 0"},
+		{"not encodable", make(chan int), "encode the update"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := stampUpdate(tt.update, "v", "_rev", 3, bson.NewObjectID())
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			require.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+// FuzzStampUpdate feeds arbitrary documents to stampUpdate: it either
+// refuses them with ErrInvalid or returns an update whose only writes to
+// the version and revision fields are the stamp.
+func FuzzStampUpdate(f *testing.F) {
+	for _, seed := range []any{
+		bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}},
+		bson.D{{Key: "$rename", Value: bson.D{{Key: "a", Value: "v"}}}},
+		bson.D{{Key: "$inc", Value: bson.D{{Key: "v.x", Value: 1}}}, {Key: "$set", Value: bson.D{}}},
+		bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: 1}}}}},
+	} {
+		b, err := bson.Marshal(bson.D{{Key: "u", Value: seed}})
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	rev := bson.NewObjectID()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u, err := bson.Raw(data).LookupErr("u")
+		if err != nil || bson.Raw(data).Validate() != nil {
+			return
+		}
+		got, pipeline, err := stampUpdate(u, "v", "_rev", 3, rev)
+		if err != nil {
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			return
+		}
+		if pipeline {
+			stages := got.(bson.A)
+			require.Equal(t, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: int32(3)}, {Key: "_rev", Value: rev}}}}, stages[len(stages)-1])
+			return
+		}
+		stamps := 0
+		for _, op := range got.(bson.D) {
+			if op.Key == "$set" {
+				set := op.Value.(bson.D)
+				require.Equal(t, bson.D{{Key: "v", Value: int32(3)}, {Key: "_rev", Value: rev}}, set[len(set)-2:])
+				stamps++
+				set = set[:len(set)-2]
+				for _, e := range set {
+					require.NotContains(t, []string{"v", "_rev"}, e.Key)
+				}
+				continue
+			}
+			elems, err := op.Value.(bson.RawValue).Document().Elements()
+			require.NoError(t, err)
+			for _, e := range elems {
+				require.NotRegexp(t, `^(v|_rev)(\.|$)`, e.Key())
+			}
+		}
+		require.Equal(t, 1, stamps)
+	})
+}

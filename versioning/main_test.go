@@ -1,0 +1,107 @@
+package versioning
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+// User is the current shape (version 3) of the users of the tests.
+//
+//	v1: {name: "Ada Lovelace", mail: "ada@example.com"}
+//	v2: mail renamed to email
+//	v3: name split into first and last; locale added, defaulting to "en"
+type User struct {
+	ID     string `bson:"_id"`
+	First  string `bson:"first"`
+	Last   string `bson:"last"`
+	Email  string `bson:"email"`
+	Locale string `bson:"locale"`
+	Visits int    `bson:"visits"`
+}
+
+// renameMail is the migration from version 1 to 2.
+func renameMail(d *Doc) error {
+	d.Rename("mail", "email")
+	return nil
+}
+
+// splitName is the migration from version 2 to 3.
+func splitName(d *Doc) error {
+	name, _ := d.Get("name")
+	s, ok := name.(string)
+	if !ok {
+		return fmt.Errorf("name is %T, not a string", name)
+	}
+	first, last, _ := strings.Cut(s, " ")
+	d.Delete("name")
+	d.Set("first", first)
+	d.Set("last", last)
+	if _, ok := d.Get("locale"); !ok {
+		d.Set("locale", "en")
+	}
+	return nil
+}
+
+func usersConfig() Config {
+	return Config{
+		Collection: "users",
+		Current:    3,
+		Migrations: []Migration{{From: 1, Up: renameMail}, {From: 2, Up: splitName}},
+	}
+}
+
+func newUsers(t testing.TB, db *mongo.Database, edit ...func(*Config)) *Repo[User] {
+	t.Helper()
+	cfg := usersConfig()
+	for _, e := range edit {
+		e(&cfg)
+	}
+	r, err := New[User](db, cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// v1, v2 and v3 are stored documents as each release wrote them; v1
+// carries no version field, as written before versioning was adopted.
+func v1(id, name, mail string) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: "name", Value: name}, {Key: "mail", Value: mail}}
+}
+
+func v2(id, name, email string) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: "schemaVersion", Value: 2}, {Key: "name", Value: name}, {Key: "email", Value: email}}
+}
+
+func v3(id, first, last, email string) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: "schemaVersion", Value: 3}, {Key: "first", Value: first}, {Key: "last", Value: last}, {Key: "email", Value: email}, {Key: "locale", Value: "fr"}}
+}
+
+// usersDB returns a fresh database and its users collection.
+func usersDB(t testing.TB) (*mongo.Database, *mongo.Collection) {
+	t.Helper()
+	db := mongotest.DB(t)
+	return db, db.Collection("users")
+}
+
+func seed(t testing.TB, coll *mongo.Collection, docs ...any) {
+	t.Helper()
+	_, err := coll.InsertMany(context.Background(), docs)
+	require.NoError(t, err)
+}
+
+// stored returns the document id as stored.
+func stored(t testing.TB, coll *mongo.Collection, id any) bson.Raw {
+	t.Helper()
+	raw, err := coll.FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Raw()
+	require.NoError(t, err)
+	return raw
+}

@@ -1,0 +1,52 @@
+package versioning
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Stats is the number of documents at each schema version.
+type Stats struct {
+	// Versions maps a version to its number of documents. Documents
+	// without the version field count at the implicit version.
+	Versions map[int]int64
+	// Invalid counts documents whose version field does not hold an
+	// integer (Get and MigrateAll report them as errors).
+	Invalid int64
+}
+
+// Stats counts the documents at each version with one aggregate command
+// ($group on the version field with $sum, which every server supports).
+// It reads the whole collection (or the version index), so on a large
+// collection it is an administrative call, not one for every request.
+// Counts are as of the aggregation; concurrent writes may move documents
+// between versions while it runs.
+func (r *Repo[T]) Stats(ctx context.Context) (Stats, error) {
+	cur, err := r.coll.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$" + r.field}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+	})
+	if err != nil {
+		return Stats{}, r.errorf("Stats", nil, err)
+	}
+	var groups []struct {
+		Version bson.RawValue `bson:"_id"`
+		N       int64         `bson:"n"`
+	}
+	if err := cur.All(ctx, &groups); err != nil {
+		return Stats{}, r.errorf("Stats", nil, err)
+	}
+	s := Stats{Versions: map[int]int64{}}
+	for _, g := range groups {
+		v := r.implicit
+		if g.Version.Type != bson.TypeNull {
+			if v, err = parseVersion(r.field, g.Version); err != nil {
+				s.Invalid += g.N
+				continue
+			}
+		}
+		s.Versions[v] += g.N
+	}
+	return s, nil
+}
