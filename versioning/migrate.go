@@ -184,28 +184,23 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 type writePath int
 
 const (
-	pathUnknown writePath = iota
-	pathBulk              // one unordered bulkWrite per batch (MongoDB and others)
-	pathEach              // one replaceOne per document (FerretDB 1.x)
+	pathBulk writePath = iota + 1 // one unordered bulkWrite per batch (MongoDB)
+	pathEach                      // one replaceOne per document (FerretDB 1.x, unrecognised servers)
 )
 
-// writePath returns the repository's write path, detecting it on first
-// use: [patterns.Capabilities] is cached per client, and the choice per
-// repository.
+// writePath returns the repository's write path, deciding it on first
+// use: bulk writes where the server has [patterns.FeatureBatchedUpdates].
 func (r *Repo[T]) writePath(ctx context.Context) (writePath, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.path == pathUnknown {
+	return r.path.Get(ctx, func(ctx context.Context) (writePath, error) {
 		srv, err := patterns.Capabilities(ctx, r.coll.Database().Client())
 		if err != nil {
-			return pathUnknown, err
+			return 0, err
 		}
-		r.path = pathBulk
-		if srv.Kind == patterns.KindFerretDB {
-			r.path = pathEach
+		if srv.Has(patterns.FeatureBatchedUpdates) {
+			return pathBulk, nil
 		}
-	}
-	return r.path, nil
+		return pathEach, nil
+	})
 }
 
 // writeBatch writes one batch of migrated documents and adds the outcome

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -68,8 +68,7 @@ type Repo[T any] struct {
 	steps     []func(*Doc) error // steps[k-oldest] migrates k to k+1
 	writeBack bool
 
-	mu   sync.Mutex
-	path writePath // how MigrateAll writes, detected on first use
+	path lazy.Value[writePath] // how MigrateAll writes, decided on first use
 }
 
 // Indexes returns the index that MigrateAll's scan needs: the version

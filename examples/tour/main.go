@@ -29,6 +29,7 @@ var programs = []struct{ dir, about string }{
 	{"orders", "extended references: customer and product copies in orders and carts kept in sync on rename and reprice; drift found by Verify and fixed by Repair"},
 	{"posts", "outlier: ordinary posts embed their comments; a viral post keeps 50 and overflows the rest into documents of 20, read back in order"},
 	{"iot", "bucket: sensor readings in hourly buckets (one upsert each), hourly summaries from bucket summaries, range read, retention"},
+	{"users", "schema versioning: old documents migrated on read and written back, writes stamp the version, a newer document is refused, MigrateAll finishes the rest"},
 }
 
 func main() {
