@@ -12,10 +12,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
 	"github.com/mongopatterns/mongopatterns/examples/internal/demo"
@@ -35,23 +35,9 @@ type Reading struct {
 	Humidity float64   `bson:"humidity"`
 }
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "iot:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Run("example_iot", run) }
 
-func run(ctx context.Context) error {
-	env, err := demo.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	db, err := env.Database(ctx, "iot")
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, db *mongo.Database) error {
 
 	store, err := bucket.New[Sensor, Reading](db, bucket.Config{
 		Collection:  "readings",
@@ -118,7 +104,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("retention: buckets before 08:00 deleted, %d left\n", left)
-	return env.Report(ctx, os.Stdout, db)
+	return nil
 }
 
 // reading is a made-up, deterministic reading of sensor k at t: warmer

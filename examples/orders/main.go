@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -41,23 +40,9 @@ type item struct {
 	Qty     int        `bson:"qty"`
 }
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "orders:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Run("example_orders", run) }
 
-func run(ctx context.Context) error {
-	env, err := demo.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	db, err := env.Database(ctx, "example_orders")
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, db *mongo.Database) error {
 
 	customers, err := extref.New[CustomerRef](db, extref.Config{
 		Source:  "customers",
@@ -118,7 +103,7 @@ func run(ctx context.Context) error {
 	case err != nil:
 		return err
 	}
-	return env.Report(ctx, os.Stdout, db)
+	return nil
 }
 
 // seed stores 3 customers, 4 products, 12 orders and 6 carts, each

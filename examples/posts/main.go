@@ -11,7 +11,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -35,28 +34,7 @@ type Comment struct {
 	Text   string `bson:"text"`
 }
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "posts:", err)
-		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context) error {
-	env, err := demo.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	db, err := env.Database(ctx, "example_posts")
-	if err != nil {
-		return err
-	}
-	if err := blog(ctx, db); err != nil {
-		return err
-	}
-	return env.Report(ctx, os.Stdout, db)
-}
+func main() { demo.Run("example_posts", blog) }
 
 // blog is what a service would do: everything but the connection.
 func blog(ctx context.Context, db *mongo.Database) error {

@@ -11,8 +11,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log"
-	"os"
 	"strings"
 	"time"
 
@@ -42,24 +40,7 @@ type Product struct {
 	Reviews []Review `bson:"reviews,omitempty"`
 }
 
-func main() {
-	ctx := context.Background()
-	env, err := demo.Connect(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer env.Close()
-	db, err := env.Database(ctx, "products")
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := run(ctx, db); err != nil {
-		log.Fatal(err)
-	}
-	if err := env.Report(ctx, os.Stdout, db); err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { demo.Run("example_products", run) }
 
 func run(ctx context.Context, db *mongo.Database) error {
 	reviews, err := subset.New[Product, Review](db, subset.Config{

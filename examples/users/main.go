@@ -12,10 +12,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/examples/internal/demo"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -53,23 +53,9 @@ var migrations = []versioning.Migration{
 	}},
 }
 
-func main() {
-	if err := run(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "users:", err)
-		os.Exit(1)
-	}
-}
+func main() { demo.Run("example_users", run) }
 
-func run(ctx context.Context) error {
-	env, err := demo.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer env.Close()
-	db, err := env.Database(ctx, "example_users")
-	if err != nil {
-		return err
-	}
+func run(ctx context.Context, db *mongo.Database) error {
 
 	// What earlier releases left behind, and one document from release 4,
 	// already deployed on some servers.
@@ -126,7 +112,7 @@ func run(ctx context.Context) error {
 	if err := printStats(ctx, users, "at the end"); err != nil {
 		return err
 	}
-	return env.Report(ctx, os.Stdout, db)
+	return nil
 }
 
 func printStats(ctx context.Context, users *versioning.Repo[User], when string) error {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,34 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
+
+// Run is the main function of an example program: it connects, hands a
+// clean database of the given name to run, prints the report and exits
+// with status 1 (naming the program) if anything failed. run is the part
+// of an example that a service copies.
+func Run(name string, run func(ctx context.Context, db *mongo.Database) error) {
+	if err := runMain(name, run); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+		os.Exit(1)
+	}
+}
+
+func runMain(name string, run func(ctx context.Context, db *mongo.Database) error) error {
+	ctx := context.Background()
+	env, err := Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	db, err := env.Database(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := run(ctx, db); err != nil {
+		return err
+	}
+	return env.Report(ctx, os.Stdout, db)
+}
 
 // Env is a connected client and what it has sent.
 type Env struct {
