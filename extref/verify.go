@@ -7,8 +7,10 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -74,28 +76,20 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
 	where := t.path.inDocument()
-	cur, err := t.coll.Find(ctx,
-		bson.D{{Key: join(where, r.ct.id), Value: bson.D{{Key: "$exists", Value: true}}}},
-		options.Find().SetProjection(bson.D{{Key: where, Value: 1}}).SetBatchSize(int32(r.batch)))
-	if err != nil {
-		return err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	batch := make([]bson.Raw, 0, r.batch)
-	for cur.Next(ctx) {
-		batch = append(batch, slices.Clone(cur.Current))
-		if cur.RemainingBatchLength() > 0 && len(batch) < r.batch {
-			continue
+	batches := seq.Batches(ctx, r.batch, func(ctx context.Context) (*mongo.Cursor, error) {
+		return t.coll.Find(ctx,
+			bson.D{{Key: join(where, r.ct.id), Value: bson.D{{Key: "$exists", Value: true}}}},
+			options.Find().SetProjection(bson.D{{Key: where, Value: 1}}).SetBatchSize(int32(r.batch)))
+	})
+	for batch, err := range batches {
+		if err == nil {
+			err = r.check(ctx, t, i, batch, reports, repair)
 		}
-		if err := r.check(ctx, t, i, batch, reports, repair); err != nil {
+		if err != nil {
 			return err
 		}
-		batch = batch[:0]
 	}
-	if err := cur.Err(); err != nil {
-		return err
-	}
-	return r.check(ctx, t, i, batch, reports, repair)
+	return nil
 }
 
 // check compares one batch of documents of target i with their sources.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -117,23 +117,20 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 		total = int(n)
 	}
-	cur, err := r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(batch, 1<<30))))
-	if err != nil {
-		return res, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	batches := seq.Batches(ctx, batch, func(ctx context.Context) (*mongo.Cursor, error) {
+		return r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(batch, 1<<30))))
+	})
 
 	olds := make([]bson.Raw, 0, batch)
 	models := make([]*mongo.ReplaceOneModel, 0, batch)
-	pending := 0 // documents read since the last flush
+	// flush writes what the batch read so far and reports progress. Each
+	// batch is written before the cursor's next getMore: one bulk write per
+	// batch.
 	flush := func() error {
-		if pending == 0 {
-			return nil
-		}
 		if err := r.writeBatch(ctx, path, olds, models, &res); err != nil {
 			return err
 		}
-		olds, models, pending = olds[:0], models[:0], 0
+		olds, models = olds[:0], models[:0]
 		if opts.Progress != nil {
 			done := res.Migrated + res.Skipped + len(res.Failed)
 			total = max(total, done)
@@ -141,37 +138,31 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 		return nil
 	}
-	for cur.Next(ctx) {
-		pending++
-		raw := bson.Raw(slices.Clone(cur.Current))
-		_, migrated, err := r.upgrade(raw)
-		switch {
-		case err != nil:
-			res.Failed = append(res.Failed, Failure{ID: idOf(raw), Err: err})
-		case migrated == nil: // made current since the scan read it
-			res.Skipped++
-		default:
-			olds = append(olds, raw)
-			models = append(models, mongo.NewReplaceOneModel().SetFilter(r.casFilter(raw)).SetReplacement(migrated))
+	for docs, err := range batches {
+		if err != nil {
+			return res, err
 		}
-		if opts.MaxFailures > 0 && len(res.Failed) >= opts.MaxFailures {
-			if err := flush(); err != nil {
-				return res, err
+		for _, raw := range docs {
+			_, migrated, err := r.upgrade(raw)
+			switch {
+			case err != nil:
+				res.Failed = append(res.Failed, Failure{ID: idOf(raw), Err: err})
+			case migrated == nil: // made current since the scan read it
+				res.Skipped++
+			default:
+				olds = append(olds, raw)
+				models = append(models, mongo.NewReplaceOneModel().SetFilter(r.casFilter(raw)).SetReplacement(migrated))
 			}
-			return res, fmt.Errorf("%w: stopped after %d failed documents (MaxFailures)", ErrMigration, len(res.Failed))
-		}
-		// Write before the cursor's next getMore: one bulk write per batch.
-		if cur.RemainingBatchLength() == 0 || pending == batch {
-			if err := flush(); err != nil {
-				return res, err
+			if opts.MaxFailures > 0 && len(res.Failed) >= opts.MaxFailures {
+				if err := flush(); err != nil {
+					return res, err
+				}
+				return res, fmt.Errorf("%w: stopped after %d failed documents (MaxFailures)", ErrMigration, len(res.Failed))
 			}
 		}
-	}
-	if err := cur.Err(); err != nil {
-		return res, err
-	}
-	if err := flush(); err != nil {
-		return res, err
+		if err := flush(); err != nil {
+			return res, err
+		}
 	}
 	if n := len(res.Failed); n > 0 {
 		return res, fmt.Errorf("%w: %d documents failed, the first %v: %w", ErrMigration, n, res.Failed[0].ID, res.Failed[0].Err)

@@ -4,7 +4,9 @@ package seq
 import (
 	"context"
 	"iter"
+	"slices"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
@@ -36,6 +38,43 @@ func Cursor[T any](ctx context.Context, open func(context.Context) (*mongo.Curso
 		}
 		if err := cur.Err(); err != nil {
 			yield(zero, err)
+		}
+	}
+}
+
+// Batches returns an iterator over the documents of the cursor that open
+// returns, as slices of at most n raw documents (n > 0). A slice also ends
+// where the server's batch ends, so that a caller who writes something per
+// slice (a bulk write) does it before the cursor's next getMore: memory is
+// bounded by n. The documents are copies that stay valid after the
+// iteration moves on. Building the iterator sends nothing; the cursor is
+// closed when iteration ends; an error is yielded once, with a nil slice,
+// and ends the iteration.
+func Batches(ctx context.Context, n int, open func(context.Context) (*mongo.Cursor, error)) iter.Seq2[[]bson.Raw, error] {
+	return func(yield func([]bson.Raw, error) bool) {
+		cur, err := open(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer cur.Close(context.WithoutCancel(ctx))
+		var batch []bson.Raw
+		for cur.Next(ctx) {
+			batch = append(batch, slices.Clone(cur.Current))
+			if cur.RemainingBatchLength() > 0 && len(batch) < n {
+				continue
+			}
+			if !yield(batch, nil) {
+				return
+			}
+			batch = nil
+		}
+		if err := cur.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		if len(batch) > 0 {
+			yield(batch, nil)
 		}
 	}
 }

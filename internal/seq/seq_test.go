@@ -71,3 +71,43 @@ func TestCursor(t *testing.T) {
 	}
 	require.Equal(t, 1, n)
 }
+
+func TestBatches(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	coll := db.Collection("c")
+	var docs []any
+	for i := 1; i <= 7; i++ {
+		docs = append(docs, doc{ID: i})
+	}
+	_, err := coll.InsertMany(ctx, docs)
+	require.NoError(t, err)
+	counter := mongotest.NewCounter(t, db)
+	open := func(batch int32) func(context.Context) (*mongo.Cursor, error) {
+		return func(ctx context.Context) (*mongo.Cursor, error) {
+			return coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetBatchSize(batch))
+		}
+	}
+	sizes := func(n int, batch int32) []int {
+		var out []int
+		var ids []int
+		for b, err := range seq.Batches(ctx, n, open(batch)) {
+			require.NoError(t, err)
+			out = append(out, len(b))
+			for _, raw := range b {
+				ids = append(ids, int(raw.Lookup("_id").AsInt64()))
+			}
+		}
+		require.Equal(t, []int{1, 2, 3, 4, 5, 6, 7}, ids)
+		return out
+	}
+	require.Equal(t, []int{2, 2, 2, 1}, sizes(2, 100), "cut at n")
+	require.Equal(t, []int{3, 3, 1}, sizes(10, 3), "cut where the server's batch ends")
+	counter.Reset()
+	for b, err := range seq.Batches(ctx, 3, open(3)) {
+		require.NoError(t, err)
+		require.Len(t, b, 3)
+		break
+	}
+	require.Equal(t, []string{"find", "killCursors"}, counter.Commands(), "stopping early closes the cursor")
+}
