@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -59,13 +61,13 @@ func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
 		return nil, err
 	}
 	if s.window <= 0 {
-		return nil, patterns.Invalidf("bucket: Window %v is not positive", cfg.Window)
+		return nil, errs.Invalid("bucket: Window %v is not positive", cfg.Window)
 	}
 	if s.cap <= 0 {
-		return nil, patterns.Invalidf("bucket: Cap %d is not positive", s.cap)
+		return nil, errs.Invalid("bucket: Cap %d is not positive", s.cap)
 	}
 	if slices.Contains(reservedFields, s.metaField) {
-		return nil, patterns.Invalidf("bucket: MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
+		return nil, errs.Invalid("bucket: MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
 	}
 	zero, err := zeroDocument[V](s)
 	if err != nil {
@@ -73,9 +75,9 @@ func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
 	}
 	var m M
 	if size := s.bucketSize(sizeOf(m), len(zero)); size > patterns.MaxDocumentSize {
-		return nil, patterns.Invalidf("bucket: Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
+		return nil, errs.Invalid("bucket: Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
 	}
-	key, err := patterns.ESRKey(patterns.Equality(s.metaField), patterns.SortOn(fieldStart, 1))
+	key, err := esr.Key(esr.Equality(s.metaField), esr.Sort(fieldStart, 1))
 	if err != nil {
 		return nil, fmt.Errorf("bucket: %w", err)
 	}
@@ -91,16 +93,16 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 	}
 	data, err := bson.Marshal(zero)
 	if err != nil {
-		return nil, patterns.Invalidf("bucket: measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
+		return nil, errs.Invalid("bucket: measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
 	}
 	raw := bson.Raw(data)
 	if rv, err := raw.LookupErr(s.timeField); err == nil && rv.Type != bson.TypeDateTime {
-		return nil, patterns.Invalidf("bucket: measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
+		return nil, errs.Invalid("bucket: measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
 	}
 	for _, f := range s.valueFields {
 		if rv, err := raw.LookupErr(f); err == nil {
 			if _, ok := number(rv); !ok {
-				return nil, patterns.Invalidf("bucket: measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
+				return nil, errs.Invalid("bucket: measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
 			}
 		}
 	}

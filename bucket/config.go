@@ -10,7 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // Config configures a [Store]: where the measurements go, how to read a
@@ -122,9 +123,9 @@ type settings struct {
 // constructors add their own checks.
 func (c Config) validate(db *mongo.Database) (*settings, error) {
 	if db == nil {
-		return nil, patterns.Invalidf("bucket: nil database")
+		return nil, errs.Invalid("bucket: nil database")
 	}
-	if err := patterns.ValidateCollection(c.Collection); err != nil {
+	if err := check.Collection(c.Collection); err != nil {
 		return nil, fmt.Errorf("bucket: Config.Collection: %w", err)
 	}
 	s := &settings{
@@ -138,45 +139,45 @@ func (c Config) validate(db *mongo.Database) (*settings, error) {
 	if s.metaField == "" {
 		s.metaField = defaultMeta
 	}
-	if err := patterns.ValidateField(s.timeField); err != nil {
+	if err := check.Field(s.timeField); err != nil {
 		return nil, fmt.Errorf("bucket: TimeField: %w", err)
 	}
-	if err := patterns.ValidateField(s.metaField); err != nil {
+	if err := check.Field(s.metaField); err != nil {
 		return nil, fmt.Errorf("bucket: MetaField: %w", err)
 	}
 	if s.metaField == s.timeField {
-		return nil, patterns.Invalidf("bucket: MetaField and TimeField are both %q", s.metaField)
+		return nil, errs.Invalid("bucket: MetaField and TimeField are both %q", s.metaField)
 	}
 	for i, f := range s.valueFields {
-		if err := patterns.ValidateField(f); err != nil {
+		if err := check.Field(f); err != nil {
 			return nil, fmt.Errorf("bucket: ValueFields[%d]: %w", i, err)
 		}
 		switch {
 		case f == s.timeField:
-			return nil, patterns.Invalidf("bucket: ValueFields[%d] %q is the time field", i, f)
+			return nil, errs.Invalid("bucket: ValueFields[%d] %q is the time field", i, f)
 		case f == s.metaField:
-			return nil, patterns.Invalidf("bucket: ValueFields[%d] %q is the meta field", i, f)
+			return nil, errs.Invalid("bucket: ValueFields[%d] %q is the meta field", i, f)
 		case slices.Contains(s.valueFields[:i], f):
-			return nil, patterns.Invalidf("bucket: ValueFields[%d] %q appears twice", i, f)
+			return nil, errs.Invalid("bucket: ValueFields[%d] %q appears twice", i, f)
 		}
 		path := fieldSummary + "." + f + "."
 		s.summaryPaths = append(s.summaryPaths, struct{ sum, min, max string }{path + "sum", path + "min", path + "max"})
 	}
 	if c.Window < 0 || c.Window%time.Millisecond != 0 {
-		return nil, patterns.Invalidf("bucket: Window %v is negative or not a whole number of milliseconds", c.Window)
+		return nil, errs.Invalid("bucket: Window %v is negative or not a whole number of milliseconds", c.Window)
 	}
 	s.window = c.Window.Milliseconds()
 	if c.TTL < 0 || c.TTL%time.Second != 0 {
-		return nil, patterns.Invalidf("bucket: TTL %v is negative or not a whole number of seconds", c.TTL)
+		return nil, errs.Invalid("bucket: TTL %v is negative or not a whole number of seconds", c.TTL)
 	}
 	s.ttl = int64(c.TTL / time.Second)
 	if s.ttl > math.MaxInt32 {
-		return nil, patterns.Invalidf("bucket: TTL %v passes the server's limit of %d seconds", c.TTL, math.MaxInt32)
+		return nil, errs.Invalid("bucket: TTL %v passes the server's limit of %d seconds", c.TTL, math.MaxInt32)
 	}
 	switch c.Granularity {
 	case "", Seconds, Minutes, Hours:
 	default:
-		return nil, patterns.Invalidf("bucket: Granularity %q is none of %q, %q, %q", c.Granularity, Seconds, Minutes, Hours)
+		return nil, errs.Invalid("bucket: Granularity %q is none of %q, %q, %q", c.Granularity, Seconds, Minutes, Hours)
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -29,15 +30,15 @@ import (
 func metaValue(m any) (bson.RawValue, error) {
 	t, data, err := bson.MarshalValue(m)
 	if err != nil {
-		return bson.RawValue{}, patterns.Invalidf("meta of type %T cannot be encoded: %v", m, err)
+		return bson.RawValue{}, errs.Invalid("meta of type %T cannot be encoded: %v", m, err)
 	}
 	rv := bson.RawValue{Type: t, Value: data}
 	switch t {
 	case bson.TypeArray:
-		return bson.RawValue{}, patterns.Invalidf("meta of type %T is an array; an equality on an array also matches arrays that contain it", m)
+		return bson.RawValue{}, errs.Invalid("meta of type %T is an array; an equality on an array also matches arrays that contain it", m)
 	case bson.TypeDouble:
 		if math.IsNaN(rv.Double()) {
-			return bson.RawValue{}, patterns.Invalidf("meta is NaN")
+			return bson.RawValue{}, errs.Invalid("meta is NaN")
 		}
 	}
 	if err := checkMetaType(t); err != nil {

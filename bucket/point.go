@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -30,7 +31,7 @@ type point struct {
 func (s *settings) parse(v any) (point, error) {
 	data, err := bson.Marshal(v)
 	if err != nil {
-		return point{}, patterns.Invalidf("measurement of type %T does not encode as a BSON document: %v", v, err)
+		return point{}, errs.Invalid("measurement of type %T does not encode as a BSON document: %v", v, err)
 	}
 	p := point{raw: data, values: make([]float64, len(s.valueFields))}
 	if p.at, err = timeOf(p.raw, s.timeField); err != nil {
@@ -48,14 +49,14 @@ func (s *settings) parse(v any) (point, error) {
 func timeOf(raw bson.Raw, field string) (bson.DateTime, error) {
 	rv, err := raw.LookupErr(field)
 	if err != nil {
-		return 0, patterns.Invalidf("measurement has no time field %q", field)
+		return 0, errs.Invalid("measurement has no time field %q", field)
 	}
 	dt, ok := rv.DateTimeOK()
 	switch {
 	case !ok:
-		return 0, patterns.Invalidf("measurement's time field %q holds a BSON %s, not a date", field, rv.Type)
+		return 0, errs.Invalid("measurement's time field %q holds a BSON %s, not a date", field, rv.Type)
 	case bson.DateTime(dt) == zeroTime:
-		return 0, patterns.Invalidf("measurement's time field %q holds the zero time", field)
+		return 0, errs.Invalid("measurement's time field %q holds the zero time", field)
 	}
 	return bson.DateTime(dt), nil
 }
@@ -65,12 +66,12 @@ func timeOf(raw bson.Raw, field string) (bson.DateTime, error) {
 func valueOf(raw bson.Raw, field string) (float64, error) {
 	rv, err := raw.LookupErr(field)
 	if err != nil {
-		return 0, patterns.Invalidf("measurement has no value field %q", field)
+		return 0, errs.Invalid("measurement has no value field %q", field)
 	}
 	f, ok := number(rv)
 	switch {
 	case !ok:
-		return 0, patterns.Invalidf("measurement's value field %q holds a BSON %s, not a double, int32 or int64", field, rv.Type)
+		return 0, errs.Invalid("measurement's value field %q holds a BSON %s, not a double, int32 or int64", field, rv.Type)
 	case math.IsNaN(f) || math.IsInf(f, 0):
 		return 0, fmt.Errorf("%w: measurement's value field %q is %v; NaN and infinities would poison min, max and sum", patterns.ErrInvalid, field, f)
 	}
@@ -93,7 +94,7 @@ func number(rv bson.RawValue) (float64, bool) {
 // checkTime rejects a zero time given at the API.
 func checkTime(name string, t time.Time) error {
 	if t.IsZero() {
-		return patterns.Invalidf("%s is the zero time", name)
+		return errs.Invalid("%s is the zero time", name)
 	}
 	return nil
 }
@@ -135,7 +136,7 @@ func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
 	}
 	r.from, r.to = bson.NewDateTimeFromTime(from), bson.NewDateTimeFromTime(to)
 	if r.to < r.from {
-		return read{}, false, patterns.Invalidf("to (%v) is before from (%v)", to, from)
+		return read{}, false, errs.Invalid("to (%v) is before from (%v)", to, from)
 	}
 	return r, r.to == r.from, nil
 }

@@ -14,8 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Summaries yields, for each step [from + k*step, from + (k+1)*step) of
@@ -142,7 +142,7 @@ type summaryBucket struct {
 // milliseconds.
 func checkStep(step time.Duration) error {
 	if step <= 0 || step%time.Millisecond != 0 {
-		return patterns.Invalidf("step %v is not a positive whole number of milliseconds", step)
+		return errs.Invalid("step %v is not a positive whole number of milliseconds", step)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -63,7 +65,7 @@ func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 	}
 	if s.granularity == "" && s.window > 0 {
 		if cfg.Window%time.Second != 0 || cfg.Window > maxBucketSpan {
-			return nil, patterns.Invalidf("bucket: Window %v is not a whole number of seconds up to %v, as a time-series bucket span must be", cfg.Window, maxBucketSpan)
+			return nil, errs.Invalid("bucket: Window %v is not a whole number of seconds up to %v, as a time-series bucket span must be", cfg.Window, maxBucketSpan)
 		}
 	}
 	zero, err := zeroDocument[V](s)
@@ -71,9 +73,9 @@ func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 		return nil, err
 	}
 	if _, err := zero.LookupErr(s.metaField); err == nil {
-		return nil, patterns.Invalidf("bucket: measurement type %T has a field %q, the meta field", *new(V), s.metaField)
+		return nil, errs.Invalid("bucket: measurement type %T has a field %q, the meta field", *new(V), s.metaField)
 	}
-	key, err := patterns.ESRKey(patterns.Equality(s.metaField), patterns.SortOn(s.timeField, 1))
+	key, err := esr.Key(esr.Equality(s.metaField), esr.Sort(s.timeField, 1))
 	if err != nil {
 		return nil, fmt.Errorf("bucket: %w", err)
 	}
@@ -156,9 +158,9 @@ func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
 	}
 	switch {
 	case o.TimeSeries == nil:
-		return patterns.Invalidf("collection %s exists and is not a time-series collection", ts.s.coll.Name())
+		return errs.Invalid("collection %s exists and is not a time-series collection", ts.s.coll.Name())
 	case o.TimeSeries.TimeField != ts.s.timeField || o.TimeSeries.MetaField != ts.s.metaField:
-		return patterns.Invalidf("collection %s has timeField %q and metaField %q, not %q and %q",
+		return errs.Invalid("collection %s has timeField %q and metaField %q, not %q and %q",
 			ts.s.coll.Name(), o.TimeSeries.TimeField, o.TimeSeries.MetaField, ts.s.timeField, ts.s.metaField)
 	}
 	return nil
@@ -187,7 +189,7 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 	doc = append(doc, bson.E{Key: ts.s.metaField, Value: m})
 	for _, e := range elems {
 		if e.Key() == ts.s.metaField {
-			return nil, patterns.Invalidf("measurement has a field %q, the meta field", ts.s.metaField)
+			return nil, errs.Invalid("measurement has a field %q, the meta field", ts.s.metaField)
 		}
 		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
 	}

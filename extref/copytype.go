@@ -8,7 +8,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // copyType describes the copy struct S: the BSON name of its id field and of
@@ -29,11 +30,11 @@ func describe[S any](idField string) (copyType, error) {
 	t := reflect.TypeFor[S]()
 	ct := copyType{name: t.String(), id: idField}
 	if t.Kind() != reflect.Struct {
-		return ct, patterns.Invalidf("copy type %s is a %s, not a struct", t, t.Kind())
+		return ct, errs.Invalid("copy type %s is a %s, not a struct", t, t.Kind())
 	}
 	for _, m := range []reflect.Type{reflect.TypeFor[bson.Marshaler](), reflect.TypeFor[bson.ValueMarshaler]()} {
 		if t.Implements(m) || reflect.PointerTo(t).Implements(m) {
-			return ct, patterns.Invalidf("copy type %s implements %s: its fields cannot be read from its struct tags", t, m)
+			return ct, errs.Invalid("copy type %s implements %s: its fields cannot be read from its struct tags", t, m)
 		}
 	}
 	names, err := structFields(t)
@@ -42,22 +43,22 @@ func describe[S any](idField string) (copyType, error) {
 	}
 	zero, err := bson.Marshal(reflect.New(t).Elem().Interface())
 	if err != nil {
-		return ct, patterns.Invalidf("copy type %s cannot be encoded: %v", t, err)
+		return ct, errs.Invalid("copy type %s cannot be encoded: %v", t, err)
 	}
 	elems, err := bson.Raw(zero).Elements()
 	if err != nil {
-		return ct, patterns.Invalidf("copy type %s: %v", t, err)
+		return ct, errs.Invalid("copy type %s: %v", t, err)
 	}
 	for _, e := range elems {
 		if !slices.Contains(names, e.Key()) {
-			return ct, patterns.Invalidf("copy type %s encodes a field %q that its struct tags do not declare", t, e.Key())
+			return ct, errs.Invalid("copy type %s encodes a field %q that its struct tags do not declare", t, e.Key())
 		}
 	}
 	if !slices.Contains(names, idField) {
-		return ct, patterns.Invalidf("copy type %s has no field %q for the source's id (fields: %s)", t, idField, strings.Join(names, ", "))
+		return ct, errs.Invalid("copy type %s has no field %q for the source's id (fields: %s)", t, idField, strings.Join(names, ", "))
 	}
 	for _, n := range names {
-		if err := patterns.ValidateField(n); err != nil {
+		if err := check.Field(n); err != nil {
 			return ct, fmt.Errorf("copy type %s: %w", t, err)
 		}
 		if n != idField {
@@ -65,7 +66,7 @@ func describe[S any](idField string) (copyType, error) {
 		}
 	}
 	if len(ct.fields) == 0 {
-		return ct, patterns.Invalidf("copy type %s has no copied fields besides its id %q", t, idField)
+		return ct, errs.Invalid("copy type %s has no copied fields besides its id %q", t, idField)
 	}
 	return ct, nil
 }
@@ -93,7 +94,7 @@ func structFields(t reflect.Type) ([]string, error) {
 				ft = ft.Elem()
 			}
 			if ft.Kind() != reflect.Struct {
-				return nil, patterns.Invalidf("copy type %s: inline field %s is a %s; only inline structs are allowed (an inline map's fields are not known in advance)", t, sf.Name, ft.Kind())
+				return nil, errs.Invalid("copy type %s: inline field %s is a %s; only inline structs are allowed (an inline map's fields are not known in advance)", t, sf.Name, ft.Kind())
 			}
 			inner, err := structFields(ft)
 			if err != nil {
@@ -101,14 +102,14 @@ func structFields(t reflect.Type) ([]string, error) {
 			}
 			for _, n := range inner {
 				if slices.Contains(names, n) {
-					return nil, patterns.Invalidf("copy type %s: field %q appears twice", t, n)
+					return nil, errs.Invalid("copy type %s: field %q appears twice", t, n)
 				}
 			}
 			names = append(names, inner...)
 			continue
 		}
 		if slices.Contains(names, name) {
-			return nil, patterns.Invalidf("copy type %s: field %q appears twice", t, name)
+			return nil, errs.Invalid("copy type %s: field %q appears twice", t, name)
 		}
 		names = append(names, name)
 	}

@@ -7,7 +7,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // Target is one place where copies of the source live: a collection of the
@@ -21,7 +22,7 @@ import (
 //     copy in its product field) or "authors[]" (each element of authors is
 //     itself a copy). A document may hold several copies of one source.
 //
-// Field names follow MongoDB's rules as checked by [patterns.ValidatePath];
+// Field names follow MongoDB's rules as checked by [check.Path];
 // '[' and ']' may appear only as the one "[]" marker: arrays nested in
 // arrays are not supported.
 type Target struct {
@@ -48,21 +49,21 @@ func parsePath(p string) (copyPath, error) {
 	open := strings.Index(p, "[]")
 	if open < 0 {
 		if strings.ContainsAny(p, "[]") {
-			return copyPath{}, patterns.Invalidf("target path %q: '[' or ']' outside the \"[]\" array marker", p)
+			return copyPath{}, errs.Invalid("target path %q: '[' or ']' outside the \"[]\" array marker", p)
 		}
-		if err := patterns.ValidatePath(p); err != nil {
+		if err := check.Path(p); err != nil {
 			return copyPath{}, fmt.Errorf("target path %q: %w", p, err)
 		}
 		return copyPath{copy: p}, nil
 	}
 	array, rest := p[:open], p[open+2:]
 	if strings.ContainsAny(array, "[]") || strings.ContainsAny(rest, "[]") {
-		return copyPath{}, patterns.Invalidf("target path %q: only one \"[]\" is allowed (arrays nested in arrays are not supported) and '[' or ']' may appear only there", p)
+		return copyPath{}, errs.Invalid("target path %q: only one \"[]\" is allowed (arrays nested in arrays are not supported) and '[' or ']' may appear only there", p)
 	}
 	if array == "" {
-		return copyPath{}, patterns.Invalidf("target path %q: no array field before \"[]\"", p)
+		return copyPath{}, errs.Invalid("target path %q: no array field before \"[]\"", p)
 	}
-	if err := patterns.ValidatePath(array); err != nil {
+	if err := check.Path(array); err != nil {
 		return copyPath{}, fmt.Errorf("target path %q: array field: %w", p, err)
 	}
 	if rest == "" {
@@ -70,9 +71,9 @@ func parsePath(p string) (copyPath, error) {
 	}
 	inner, ok := strings.CutPrefix(rest, ".")
 	if !ok {
-		return copyPath{}, patterns.Invalidf("target path %q: \"[]\" must end the path or be followed by '.'", p)
+		return copyPath{}, errs.Invalid("target path %q: \"[]\" must end the path or be followed by '.'", p)
 	}
-	if err := patterns.ValidatePath(inner); err != nil {
+	if err := check.Path(inner); err != nil {
 		return copyPath{}, fmt.Errorf("target path %q: path inside the array elements: %w", p, err)
 	}
 	return copyPath{array: array, copy: inner}, nil

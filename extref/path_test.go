@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -74,14 +75,14 @@ func FuzzParsePath(f *testing.F) {
 			return
 		}
 		require.Equal(t, s, p.String())
-		require.NoError(t, patterns.ValidatePath(p.inDocument()))
+		require.NoError(t, check.Path(p.inDocument()))
 		require.NotContains(t, p.inDocument(), "[")
 		if p.array != "" {
-			require.NoError(t, patterns.ValidatePath(p.array))
+			require.NoError(t, check.Path(p.array))
 			require.Equal(t, 1, strings.Count(s, "[]"))
 		}
 		if p.copy != "" {
-			require.NoError(t, patterns.ValidatePath(p.copy))
+			require.NoError(t, check.Path(p.copy))
 		}
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -98,33 +100,33 @@ type mode struct {
 // capabilities are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
-		return nil, patterns.Invalidf("extref.New: nil database")
+		return nil, errs.Invalid("extref.New: nil database")
 	}
-	if err := patterns.ValidateCollection(cfg.Source); err != nil {
+	if err := check.Collection(cfg.Source); err != nil {
 		return nil, fmt.Errorf("extref.New: source: %w", err)
 	}
 	if cfg.IDField == "" {
 		cfg.IDField = "id"
 	}
-	if err := patterns.ValidateField(cfg.IDField); err != nil {
+	if err := check.Field(cfg.IDField); err != nil {
 		return nil, fmt.Errorf("extref.New: IDField: %w", err)
 	}
 	switch {
 	case cfg.BatchSize == 0:
 		cfg.BatchSize = DefaultBatchSize
 	case cfg.BatchSize < 0 || cfg.BatchSize > math.MaxInt32:
-		return nil, patterns.Invalidf("extref.New: BatchSize %d is negative or over the server's maximum", cfg.BatchSize)
+		return nil, errs.Invalid("extref.New: BatchSize %d is negative or over the server's maximum", cfg.BatchSize)
 	}
 	ct, err := describe[S](cfg.IDField)
 	if err != nil {
 		return nil, fmt.Errorf("extref.New: %w", err)
 	}
 	if len(cfg.Targets) == 0 {
-		return nil, patterns.Invalidf("extref.New: no targets")
+		return nil, errs.Invalid("extref.New: no targets")
 	}
 	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize}
 	for i, t := range cfg.Targets {
-		if err := patterns.ValidateCollection(t.Collection); err != nil {
+		if err := check.Collection(t.Collection); err != nil {
 			return nil, fmt.Errorf("extref.New: target %d: %w", i, err)
 		}
 		p, err := parsePath(t.Path)
@@ -133,7 +135,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 		}
 		for _, o := range r.targets {
 			if o.Collection == t.Collection && overlaps(o.path.inDocument(), p.inDocument()) {
-				return nil, patterns.Invalidf("extref.New: targets %s and %s overlap", o.Target, t)
+				return nil, errs.Invalid("extref.New: targets %s and %s overlap", o.Target, t)
 			}
 		}
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: p})
@@ -249,7 +251,7 @@ func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 	}
 	c := copyValue{raw: raw, id: raw.Lookup(r.ct.id)}
 	if id := src.Lookup("_id"); !same(c.id, id) {
-		return s, copyValue{}, patterns.Invalidf("copy type %s stores %s _id %v as %v (BSON %s): the copies could not be found by their source's id; give field %q the _id's type",
+		return s, copyValue{}, errs.Invalid("copy type %s stores %s _id %v as %v (BSON %s): the copies could not be found by their source's id; give field %q the _id's type",
 			r.ct.name, r.source.Name(), id, c.id, c.id.Type, r.ct.id)
 	}
 	return s, c, nil

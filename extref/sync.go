@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -318,32 +319,32 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 // update operators, or a non-empty pipeline.
 func validUpdate(u any) error {
 	if u == nil {
-		return patterns.Invalidf("update is nil")
+		return errs.Invalid("update is nil")
 	}
 	t, data, err := bson.MarshalValue(u)
 	if err != nil {
-		return patterns.Invalidf("update of type %T cannot be encoded: %v", u, err)
+		return errs.Invalid("update of type %T cannot be encoded: %v", u, err)
 	}
 	switch t {
 	case bson.TypeEmbeddedDocument:
 		elems, err := bson.Raw(data).Elements()
 		if err != nil {
-			return patterns.Invalidf("update: %v", err)
+			return errs.Invalid("update: %v", err)
 		}
 		if len(elems) == 0 {
-			return patterns.Invalidf("update is empty")
+			return errs.Invalid("update is empty")
 		}
 		for _, e := range elems {
 			if !strings.HasPrefix(e.Key(), "$") {
-				return patterns.Invalidf("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
+				return errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
 			}
 		}
 	case bson.TypeArray:
 		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
-			return patterns.Invalidf("update pipeline is empty or malformed")
+			return errs.Invalid("update pipeline is empty or malformed")
 		}
 	default:
-		return patterns.Invalidf("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
+		return errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
 	}
 	return nil
 }

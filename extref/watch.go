@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -37,7 +38,7 @@ var _ TokenStore = TokenCollection{}
 
 func (s TokenCollection) check() error {
 	if s.Collection == nil || s.Name == "" {
-		return patterns.Invalidf("extref.TokenCollection: Collection and Name are required")
+		return errs.Invalid("extref.TokenCollection: Collection and Name are required")
 	}
 	return nil
 }
@@ -67,7 +68,7 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 		return err
 	}
 	if len(token) == 0 {
-		return patterns.Invalidf("extref: save resume token %q: empty token", s.Name)
+		return errs.Invalid("extref: save resume token %q: empty token", s.Name)
 	}
 	_, err := s.Collection.UpdateOne(ctx, bson.D{{Key: "_id", Value: s.Name}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: time.Now()}}}},

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -223,7 +224,7 @@ func (r *Repo[P, I]) array(parent bson.Raw) (bson.RawArray, error) {
 	}
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return nil, patterns.Invalidf("field %q of the parent holds a BSON %s, not an array", r.cfg.Field, v.Type)
+		return nil, errs.Invalid("field %q of the parent holds a BSON %s, not an array", r.cfg.Field, v.Type)
 	}
 	return arr, nil
 }

@@ -3,7 +3,8 @@ package outlier
 import (
 	"fmt"
 
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // Config configures a [Repo]. Field names are BSON names, single fields
@@ -81,37 +82,37 @@ func (c Config) withDefaults() (Config, error) {
 
 func (c Config) validate() error {
 	for _, coll := range []struct{ what, name string }{{"Parent", c.Parent}, {"Overflow", c.Overflow}} {
-		if err := patterns.ValidateCollection(coll.name); err != nil {
+		if err := check.Collection(coll.name); err != nil {
 			return fmt.Errorf("Config.%s: %w", coll.what, err)
 		}
 	}
 	if c.Parent == c.Overflow {
-		return patterns.Invalidf("Config.Overflow: %q is also the parent collection", c.Overflow)
+		return errs.Invalid("Config.Overflow: %q is also the parent collection", c.Overflow)
 	}
 	fields := []struct{ what, name string }{{"Field", c.Field}, {"Flag", c.Flag}, {"Tail", c.Tail}}
 	for i, f := range fields {
-		if err := patterns.ValidateField(f.name); err != nil {
+		if err := check.Field(f.name); err != nil {
 			return fmt.Errorf("Config.%s: %w", f.what, err)
 		}
 		if f.name == "_id" {
-			return patterns.Invalidf("Config.%s: %q is the parent's id", f.what, f.name)
+			return errs.Invalid("Config.%s: %q is the parent's id", f.what, f.name)
 		}
 		for _, g := range fields[:i] {
 			if g.name == f.name {
-				return patterns.Invalidf("Config.%s and Config.%s are both %q", g.what, f.what, f.name)
+				return errs.Invalid("Config.%s and Config.%s are both %q", g.what, f.what, f.name)
 			}
 		}
 	}
-	if err := patterns.ValidateField(c.ItemID); err != nil {
+	if err := check.Field(c.ItemID); err != nil {
 		return fmt.Errorf("Config.ItemID: %w", err)
 	}
 	switch {
 	case c.Threshold < 1:
-		return patterns.Invalidf("Config.Threshold: %d; the parent must embed at least 1 item", c.Threshold)
+		return errs.Invalid("Config.Threshold: %d; the parent must embed at least 1 item", c.Threshold)
 	case c.PerOverflow < 1:
-		return patterns.Invalidf("Config.PerOverflow: %d; an overflow document must hold at least 1 item", c.PerOverflow)
+		return errs.Invalid("Config.PerOverflow: %d; an overflow document must hold at least 1 item", c.PerOverflow)
 	case c.BatchSize < 0:
-		return patterns.Invalidf("Config.BatchSize: %d is negative", c.BatchSize)
+		return errs.Invalid("Config.BatchSize: %d is negative", c.BatchSize)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -95,7 +96,7 @@ func FuzzConfigNames(f *testing.F) {
 		}
 		c := r.Config()
 		for _, name := range []string{c.Field, c.Flag, c.Tail, c.ItemID} {
-			require.NoError(t, patterns.ValidateField(name))
+			require.NoError(t, check.Field(name))
 		}
 		require.NotEqual(t, c.Field, c.Flag)
 		require.NotEqual(t, c.Field, "_id")

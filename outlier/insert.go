@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -40,7 +41,7 @@ func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	raw, err := bson.Marshal(parent)
 	if err != nil {
-		return nil, patterns.Invalidf("cannot encode %T as a document: %v", parent, err)
+		return nil, errs.Invalid("cannot encode %T as a document: %v", parent, err)
 	}
 	elems, err := bson.Raw(raw).Elements()
 	if err != nil {
@@ -52,11 +53,11 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 		switch e.Key() {
 		case r.cfg.Flag:
 			if b, ok := e.Value().BooleanOK(); !ok || b {
-				return nil, patterns.Invalidf("a new parent must have %s false or absent, not %s", r.cfg.Flag, e.Value())
+				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.Flag, e.Value())
 			}
 			continue // written below
 		case r.cfg.Tail:
-			return nil, patterns.Invalidf("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.Tail)
+			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.Tail)
 		case r.cfg.Field:
 			if err := r.checkEmbedded(e.Value()); err != nil {
 				return nil, err
@@ -82,27 +83,27 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 	arr, ok := v.ArrayOK()
 	if !ok {
-		return patterns.Invalidf("field %q holds a BSON %s, not an array", r.cfg.Field, v.Type)
+		return errs.Invalid("field %q holds a BSON %s, not an array", r.cfg.Field, v.Type)
 	}
 	vals, err := arr.Values()
 	if err != nil {
 		return err
 	}
 	if len(vals) > r.cfg.Threshold {
-		return patterns.Invalidf("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Threshold)
+		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Threshold)
 	}
 	seen := make(map[idKey]bool, len(vals))
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
-			return patterns.Invalidf("%s.%d is a BSON %s, not a document", r.cfg.Field, i, v.Type)
+			return errs.Invalid("%s.%d is a BSON %s, not a document", r.cfg.Field, i, v.Type)
 		}
 		it, err := r.itemOf(doc)
 		if err != nil {
 			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
 		}
 		if seen[it.key] {
-			return patterns.Invalidf("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.ItemID, it.id)
+			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.ItemID, it.id)
 		}
 		seen[it.key] = true
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -52,14 +53,14 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 	for i, it := range items {
 		raw, err := bson.Marshal(it)
 		if err != nil {
-			return nil, patterns.Invalidf("item %d: cannot encode %T as a document: %v", i, it, err)
+			return nil, errs.Invalid("item %d: cannot encode %T as a document: %v", i, it, err)
 		}
 		e, err := r.itemOf(raw)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
 		if j, dup := seen[e.key]; dup {
-			return nil, patterns.Invalidf("items %d and %d have the same %s %s", j, i, r.cfg.ItemID, e.id)
+			return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.ItemID, e.id)
 		}
 		seen[e.key] = i
 		if size := elementSize(r.cfg.PerOverflow-1, len(raw)); size > budget {
@@ -75,11 +76,11 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 func (r *Repo[P, I]) itemOf(raw bson.Raw) (item, error) {
 	id, err := raw.LookupErr(r.cfg.ItemID)
 	if err != nil {
-		return item{}, patterns.Invalidf("item has no %q field", r.cfg.ItemID)
+		return item{}, errs.Invalid("item has no %q field", r.cfg.ItemID)
 	}
 	var v any
 	if err := id.Unmarshal(&v); err != nil {
-		return item{}, patterns.Invalidf("item %s: %v", r.cfg.ItemID, err)
+		return item{}, errs.Invalid("item %s: %v", r.cfg.ItemID, err)
 	}
 	if err := patterns.ValidateID(v); err != nil {
 		return item{}, fmt.Errorf("item %s: %w", r.cfg.ItemID, err)
@@ -101,7 +102,7 @@ func overflowBudget(parentID any) (int, error) {
 		{Key: fItems, Value: bson.A{}},
 	})
 	if err != nil {
-		return 0, patterns.Invalidf("parent id %v cannot be encoded: %v", parentID, err)
+		return 0, errs.Invalid("parent id %v cannot be encoded: %v", parentID, err)
 	}
 	return patterns.MaxDocumentSize - len(env), nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -69,7 +70,7 @@ const (
 // [patterns.Capabilities]).
 func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	if db == nil {
-		return nil, patterns.Invalidf("outlier.New: nil database")
+		return nil, errs.Invalid("outlier.New: nil database")
 	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -98,7 +99,7 @@ func encodesAsDocument[T any]() error {
 		return nil
 	}
 	if _, err := bson.Marshal(reflect.New(t).Elem().Interface()); err != nil {
-		return patterns.Invalidf("item type %s does not encode as a BSON document: %v", t, err)
+		return errs.Invalid("item type %s does not encode as a BSON document: %v", t, err)
 	}
 	return nil
 }
@@ -164,7 +165,7 @@ func (r *Repo[P, I]) checkIndexed(ctx context.Context) error {
 			return nil
 		}
 	}
-	return patterns.Invalidf("collection %s lacks the unique index {%s: 1, %s: 1} that keeps concurrent appenders from writing two overflow documents with one seq; create it with patterns.EnsureIndexes(ctx, repo.Indexes()...)",
+	return errs.Invalid("collection %s lacks the unique index {%s: 1, %s: 1} that keeps concurrent appenders from writing two overflow documents with one seq; create it with patterns.EnsureIndexes(ctx, repo.Indexes()...)",
 		r.overflow.Name(), fParent, fSeq)
 }
 

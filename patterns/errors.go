@@ -49,10 +49,3 @@ func (e *UnsupportedError) Error() string {
 
 // Unwrap returns [ErrUnsupported].
 func (e *UnsupportedError) Unwrap() error { return ErrUnsupported }
-
-// Invalidf returns an error wrapping [ErrInvalid] with a formatted reason.
-// Pattern packages use it for configuration and input errors so that every
-// such error reads "invalid: <what>: <why>".
-func Invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-}

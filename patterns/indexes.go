@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
@@ -24,10 +23,10 @@ type Index struct {
 // EnsureIndexes creates the given indexes, idempotently: an index that
 // already exists with the same key and options is left as it is. It sends
 // one createIndexes command per distinct collection, in the order the
-// collections first appear. On FerretDB it sends one per index instead:
-// FerretDB 1.24 drops the connection when a createIndexes that names
-// several indexes finds them all existing. An existing index with the same name or key
-// but other options is an error from the server (IndexOptionsConflict or
+// collections first appear, and one per index on a server without
+// [FeatureCreateManyIndexes] (FerretDB 1.x), after asking [Capabilities]
+// (cached per client). An existing index with the same name or key but
+// other options is an error from the server (IndexOptionsConflict or
 // IndexKeySpecsConflict); it names the collection and is returned as is,
 // and indexes for later collections are not created.
 //
@@ -42,10 +41,10 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 	var groups []*group
 	for i, ix := range indexes {
 		if ix.Collection == nil {
-			return Invalidf("EnsureIndexes: index %d has no collection", i)
+			return fmt.Errorf("patterns: EnsureIndexes: index %d has no collection: %w", i, ErrInvalid)
 		}
 		if ix.Model.Keys == nil {
-			return Invalidf("EnsureIndexes: index %d on %s has no keys", i, ix.Collection.Name())
+			return fmt.Errorf("patterns: EnsureIndexes: index %d on %s has no keys: %w", i, ix.Collection.Name(), ErrInvalid)
 		}
 		at := slices.IndexFunc(groups, func(g *group) bool {
 			return g.coll.Name() == ix.Collection.Name() && g.coll.Database().Name() == ix.Collection.Database().Name()
@@ -61,11 +60,11 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 	}
 	srv, err := Capabilities(ctx, groups[0].coll.Database().Client())
 	if err != nil {
-		return fmt.Errorf("EnsureIndexes: %w", err)
+		return fmt.Errorf("patterns: EnsureIndexes: %w", err)
 	}
 	for _, g := range groups {
 		batches := [][]mongo.IndexModel{g.models}
-		if srv.Kind == KindFerretDB {
+		if !srv.Has(FeatureCreateManyIndexes) {
 			batches = batches[:0]
 			for _, m := range g.models {
 				batches = append(batches, []mongo.IndexModel{m})
@@ -73,88 +72,9 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 		}
 		for _, b := range batches {
 			if _, err := g.coll.Indexes().CreateMany(ctx, b); err != nil {
-				return fmt.Errorf("EnsureIndexes: %s.%s: %w", g.coll.Database().Name(), g.coll.Name(), err)
+				return fmt.Errorf("patterns: EnsureIndexes: %s.%s: %w", g.coll.Database().Name(), g.coll.Name(), err)
 			}
 		}
 	}
 	return nil
-}
-
-// ESRRole is the part a field plays in a query: matched by equality,
-// sorted on, or filtered by a range.
-type ESRRole int
-
-// The roles, in the order an ESR key puts them.
-const (
-	RoleEquality ESRRole = iota
-	RoleSort
-	RoleRange
-)
-
-// KeyField is one field of a compound index key, with the role it plays in
-// the queries the index serves. Build it with [Equality], [SortOn] or
-// [Range].
-type KeyField struct {
-	Path      string
-	Role      ESRRole
-	Direction int  // 1 or -1; only sort fields may be -1
-	Array     bool // the field holds arrays (the index is multikey on it)
-}
-
-// Equality is a field the query matches by equality ({path: value}).
-func Equality(path string) KeyField { return KeyField{Path: path, Role: RoleEquality, Direction: 1} }
-
-// SortOn is a field the query sorts on, in direction 1 (ascending) or -1
-// (descending).
-func SortOn(path string, direction int) KeyField {
-	return KeyField{Path: path, Role: RoleSort, Direction: direction}
-}
-
-// Range is a field the query filters by a range ($gt, $lt, $in with
-// several values, ...).
-func Range(path string) KeyField { return KeyField{Path: path, Role: RoleRange, Direction: 1} }
-
-// Multikey marks the field as holding arrays.
-func (f KeyField) Multikey() KeyField { f.Array = true; return f }
-
-// ESRKey orders the fields of a compound index key by the ESR rule:
-// Equality fields first, then Sort fields, then Range fields, each group in
-// the order given. So the index narrows to one key range by the equality
-// fields, yields documents already in sort order, and scans the range last.
-//
-// It rejects, wrapping [ErrInvalid]: no fields; an invalid path; a field
-// given twice; a sort direction other than 1 or -1; and more than one array
-// field, since MongoDB cannot index parallel arrays.
-func ESRKey(fields ...KeyField) (bson.D, error) {
-	if len(fields) == 0 {
-		return nil, Invalidf("ESRKey: no fields")
-	}
-	arrays := 0
-	for i, f := range fields {
-		if err := ValidatePath(f.Path); err != nil {
-			return nil, fmt.Errorf("ESRKey: field %d: %w", i, err)
-		}
-		if f.Direction != 1 && f.Direction != -1 {
-			return nil, Invalidf("ESRKey: field %q: direction %d is neither 1 nor -1", f.Path, f.Direction)
-		}
-		if f.Role < RoleEquality || f.Role > RoleRange {
-			return nil, Invalidf("ESRKey: field %q: unknown role %d", f.Path, f.Role)
-		}
-		if slices.ContainsFunc(fields[:i], func(g KeyField) bool { return g.Path == f.Path }) {
-			return nil, Invalidf("ESRKey: field %q appears twice", f.Path)
-		}
-		if f.Array {
-			arrays++
-		}
-	}
-	if arrays > 1 {
-		return nil, Invalidf("ESRKey: %d array fields; an index key may hold at most one (MongoDB cannot index parallel arrays)", arrays)
-	}
-	sorted := slices.Clone(fields)
-	slices.SortStableFunc(sorted, func(a, b KeyField) int { return int(a.Role) - int(b.Role) })
-	key := make(bson.D, len(sorted))
-	for i, f := range sorted {
-		key[i] = bson.E{Key: f.Path, Value: f.Direction}
-	}
-	return key, nil
 }

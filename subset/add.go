@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -233,7 +234,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 				foreign = append(foreign, id)
 			}
 		}
-		return nil, undo(patterns.Invalidf("item ids %v are taken by items that are not the parent's", foreign))
+		return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
 	}
 	out := slices.Clone(entries)
 	for i := range out {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -65,22 +67,22 @@ func (c Config) normalize() (Config, error) {
 		c.RevisionField = c.Field + "Rev"
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
-		if err := patterns.ValidateCollection(coll.value); err != nil {
+		if err := check.Collection(coll.value); err != nil {
 			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
 		}
 	}
 	if c.Parents == c.Items {
-		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Parents and Items are both %q; the items need their own collection", c.Items))
+		return c, fmt.Errorf("Config: %w", errs.Invalid("Parents and Items are both %q; the items need their own collection", c.Items))
 	}
 	fields := []struct {
 		name, value string
 		check       func(string) error
 	}{
-		{"Field", c.Field, patterns.ValidateField},
-		{"RevisionField", c.RevisionField, patterns.ValidateField},
-		{"ParentField", c.ParentField, patterns.ValidateField},
-		{"IDField", c.IDField, patterns.ValidateField},
-		{"SortField", c.SortField, patterns.ValidatePath},
+		{"Field", c.Field, check.Field},
+		{"RevisionField", c.RevisionField, check.Field},
+		{"ParentField", c.ParentField, check.Field},
+		{"IDField", c.IDField, check.Field},
+		{"SortField", c.SortField, check.Path},
 	}
 	for _, f := range fields {
 		if err := f.check(f.value); err != nil {
@@ -88,10 +90,10 @@ func (c Config) normalize() (Config, error) {
 		}
 	}
 	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
-		return c, fmt.Errorf("Config: %w", patterns.Invalidf("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
+		return c, fmt.Errorf("Config: %w", errs.Invalid("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
 	}
 	if c.ParentField == "_id" {
-		return c, fmt.Errorf("Config.ParentField: %w", patterns.Invalidf("an item's _id cannot hold its parent's id"))
+		return c, fmt.Errorf("Config.ParentField: %w", errs.Invalid("an item's _id cannot hold its parent's id"))
 	}
 	// The three item fields play different parts; a sort path inside one
 	// of the others ("productId.x") would tie them together too.
@@ -99,12 +101,12 @@ func (c Config) normalize() (Config, error) {
 	for i, a := range item {
 		for _, b := range item[i+1:] {
 			if a == b || strings.HasPrefix(b, a+".") || strings.HasPrefix(a, b+".") {
-				return c, fmt.Errorf("Config: %w", patterns.Invalidf("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
+				return c, fmt.Errorf("Config: %w", errs.Invalid("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
 			}
 		}
 	}
 	if c.Cap < 1 || c.Cap > maxN {
-		return c, fmt.Errorf("Config.Cap: %w", patterns.Invalidf("%d; the subset holds from 1 to %d items", c.Cap, maxN))
+		return c, fmt.Errorf("Config.Cap: %w", errs.Invalid("%d; the subset holds from 1 to %d items", c.Cap, maxN))
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -51,19 +52,19 @@ func newParentRef(field string, id any) (parentRef, error) {
 func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error) {
 	raw, err := bson.Marshal(item)
 	if err != nil {
-		return entry{}, patterns.Invalidf("item of type %T does not encode as a document: %v", item, err)
+		return entry{}, errs.Invalid("item of type %T does not encode as a document: %v", item, err)
 	}
 	doc := bson.Raw(raw)
 	id, err := doc.LookupErr(r.cfg.IDField)
 	if err != nil {
-		return entry{}, patterns.Invalidf("item has no id field %q", r.cfg.IDField)
+		return entry{}, errs.Invalid("item has no id field %q", r.cfg.IDField)
 	}
 	if err := validateRawID(id); err != nil {
 		return entry{}, fmt.Errorf("item field %q: %w", r.cfg.IDField, err)
 	}
 	sortKey, err := doc.LookupErr(r.sortPath...)
 	if err != nil {
-		return entry{}, patterns.Invalidf("item %s has no sort field %q", id, r.cfg.SortField)
+		return entry{}, errs.Invalid("item %s has no sort field %q", id, r.cfg.SortField)
 	}
 	if err := checkScalar(sortKey); err != nil {
 		return entry{}, fmt.Errorf("item %s: sort field %q: %w", id, r.cfg.SortField, err)
@@ -71,7 +72,7 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 	p, err := doc.LookupErr(r.cfg.ParentField)
 	hasParent := err == nil
 	if hasParent && !sameID(p, parent.val) {
-		return entry{}, patterns.Invalidf("item %s: %s is %s, not the parent's id %s", id, r.cfg.ParentField, p, parent.val)
+		return entry{}, errs.Invalid("item %s: %s is %s, not the parent's id %s", id, r.cfg.ParentField, p, parent.val)
 	}
 	_, err = doc.LookupErr("_id")
 	genID := newID && err != nil // only when IDField is not _id: an item without IDField was rejected above
@@ -118,7 +119,7 @@ func (r *Repo[P, I]) encodeAll(items []I, parent parentRef) ([]entry, error) {
 		}
 		for _, prev := range out[:i] {
 			if prev.id.Equal(e.id) {
-				return nil, patterns.Invalidf("item %d: id %s is given twice", i, e.id)
+				return nil, errs.Invalid("item %d: id %s is given twice", i, e.id)
 			}
 		}
 		out[i] = e
@@ -130,7 +131,7 @@ func (r *Repo[P, I]) encodeAll(items []I, parent parentRef) ([]entry, error) {
 func validateRawID(v bson.RawValue) error {
 	var id any
 	if err := v.Unmarshal(&id); err != nil {
-		return patterns.Invalidf("id %s: %v", v, err)
+		return errs.Invalid("id %s: %v", v, err)
 	}
 	return patterns.ValidateID(id)
 }
@@ -145,10 +146,10 @@ func checkScalar(v bson.RawValue) error {
 	case bson.TypeEmbeddedDocument, bson.TypeArray, bson.TypeRegex, bson.TypeJavaScript,
 		bson.TypeCodeWithScope, bson.TypeDBPointer, bson.TypeNull, bson.TypeUndefined,
 		bson.TypeMinKey, bson.TypeMaxKey:
-		return patterns.Invalidf("a BSON %s is not a scalar sort value", v.Type)
+		return errs.Invalid("a BSON %s is not a scalar sort value", v.Type)
 	}
 	if err := v.Validate(); err != nil {
-		return patterns.Invalidf("sort value: %v", err)
+		return errs.Invalid("sort value: %v", err)
 	}
 	return nil
 }

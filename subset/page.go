@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -49,7 +50,7 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 		return nil, Cursor{}, fmt.Errorf("subset: Page: parent id: %w", err)
 	}
 	if limit < 1 || limit > maxN {
-		return nil, Cursor{}, fmt.Errorf("subset: Page: %w", patterns.Invalidf("limit %d; want 1 to %d", limit, maxN))
+		return nil, Cursor{}, fmt.Errorf("subset: Page: %w", errs.Invalid("limit %d; want 1 to %d", limit, maxN))
 	}
 	cur, err := r.items.Find(ctx, r.pageFilter(parentID, after), r.firstN(limit+1))
 	if err != nil {
@@ -148,15 +149,15 @@ func ParseCursor(s string) (Cursor, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not base64url: %v", err))
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("not base64url: %v", err))
 	}
 	doc := bson.Raw(raw)
 	if err := doc.Validate(); err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("%v", err))
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("%v", err))
 	}
 	elems, err := doc.Elements()
 	if err != nil || len(elems) != 2 || elems[0].Key() != "s" || elems[1].Key() != "i" {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, patterns.Invalidf("not a cursor"))
+		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("not a cursor"))
 	}
 	c := Cursor{sort: elems[0].Value(), id: elems[1].Value()}
 	if err := checkScalar(c.sort); err != nil {

@@ -11,6 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -50,7 +52,7 @@ type Repo[P, I any] struct {
 // [Repo.Indexes] before the first write.
 func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	if db == nil {
-		return nil, fmt.Errorf("subset: New: %w", patterns.Invalidf("nil database"))
+		return nil, fmt.Errorf("subset: New: %w", errs.Invalid("nil database"))
 	}
 	cfg, err := cfg.normalize()
 	if err != nil {
@@ -93,10 +95,10 @@ func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
 // once. The parents need only their _id index.
 func (r *Repo[P, I]) Indexes() []patterns.Index {
 	dir := r.order[0].Value.(int)
-	key, _ := patterns.ESRKey( // the fields were validated by New
-		patterns.Equality(r.cfg.ParentField),
-		patterns.SortOn(r.cfg.SortField, dir),
-		patterns.SortOn(r.cfg.IDField, dir),
+	key, _ := esr.Key( // the fields were validated by New
+		esr.Equality(r.cfg.ParentField),
+		esr.Sort(r.cfg.SortField, dir),
+		esr.Sort(r.cfg.IDField, dir),
 	)
 	out := []patterns.Index{{Collection: r.items, Model: mongo.IndexModel{Keys: key}}}
 	if r.cfg.IDField != "_id" {

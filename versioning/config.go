@@ -9,7 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // Defaults of [Config].
@@ -90,26 +91,26 @@ func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 
 func newRepo[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 	if db == nil {
-		return nil, patterns.Invalidf("nil database")
+		return nil, errs.Invalid("nil database")
 	}
 	if cfg.Collection == "" || strings.ContainsAny(cfg.Collection, "$\x00") {
-		return nil, patterns.Invalidf("collection name %q: want a non-empty name without '$' or NUL", cfg.Collection)
+		return nil, errs.Invalid("collection name %q: want a non-empty name without '$' or NUL", cfg.Collection)
 	}
 	field := cmp.Or(cfg.Field, DefaultField)
 	rev := cmp.Or(cfg.RevisionField, DefaultRevisionField)
 	for _, f := range []struct{ what, name string }{{"Field", field}, {"RevisionField", rev}} {
-		if err := patterns.ValidateField(f.name); err != nil {
+		if err := check.Field(f.name); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.what, err)
 		}
 		if f.name == "_id" {
-			return nil, patterns.Invalidf("%s: %q is the document id", f.what, f.name)
+			return nil, errs.Invalid("%s: %q is the document id", f.what, f.name)
 		}
 	}
 	if field == rev {
-		return nil, patterns.Invalidf("Field and RevisionField are both %q", field)
+		return nil, errs.Invalid("Field and RevisionField are both %q", field)
 	}
 	if cfg.Current < 1 || cfg.Current > math.MaxInt32 {
-		return nil, patterns.Invalidf("Current is %d: want a version from 1 to %d", cfg.Current, math.MaxInt32)
+		return nil, errs.Invalid("Current is %d: want a version from 1 to %d", cfg.Current, math.MaxInt32)
 	}
 
 	migs := slices.SortedFunc(slices.Values(cfg.Migrations), func(a, b Migration) int { return a.From - b.From })
@@ -118,29 +119,29 @@ func newRepo[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 		oldest = migs[0].From
 	}
 	if oldest < 1 {
-		return nil, patterns.Invalidf("a migration from version %d: versions start at 1", oldest)
+		return nil, errs.Invalid("a migration from version %d: versions start at 1", oldest)
 	}
 	steps := make([]func(*Doc) error, len(migs))
 	for i, m := range migs {
 		switch want := oldest + i; {
 		case m.Up == nil:
-			return nil, patterns.Invalidf("the migration from version %d has no Up function", m.From)
+			return nil, errs.Invalid("the migration from version %d has no Up function", m.From)
 		case m.From >= cfg.Current:
-			return nil, patterns.Invalidf("a migration from version %d, but Current is %d", m.From, cfg.Current)
+			return nil, errs.Invalid("a migration from version %d, but Current is %d", m.From, cfg.Current)
 		case m.From < want:
-			return nil, patterns.Invalidf("two migrations from version %d", m.From)
+			return nil, errs.Invalid("two migrations from version %d", m.From)
 		case m.From > want:
-			return nil, patterns.Invalidf("no migration from version %d: the chain from %d to %d has a gap", want, oldest, cfg.Current)
+			return nil, errs.Invalid("no migration from version %d: the chain from %d to %d has a gap", want, oldest, cfg.Current)
 		}
 		steps[i] = m.Up
 	}
 	if len(migs) > 0 && migs[len(migs)-1].From != cfg.Current-1 {
-		return nil, patterns.Invalidf("no migration from version %d: the chain from %d must reach Current %d", migs[len(migs)-1].From+1, oldest, cfg.Current)
+		return nil, errs.Invalid("no migration from version %d: the chain from %d must reach Current %d", migs[len(migs)-1].From+1, oldest, cfg.Current)
 	}
 
 	implicit := cmp.Or(cfg.Implicit, 1)
 	if implicit < oldest || implicit > cfg.Current {
-		return nil, patterns.Invalidf("Implicit is version %d: documents without %q must be at a version this code reads, %d to %d (set Implicit)", implicit, field, oldest, cfg.Current)
+		return nil, errs.Invalid("Implicit is version %d: documents without %q must be at a version this code reads, %d to %d (set Implicit)", implicit, field, oldest, cfg.Current)
 	}
 	return &Repo[T]{
 		coll:      db.Collection(cfg.Collection),

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -138,7 +139,7 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 		return seq.Err[T](r.errorf("Find", nil, err))
 	}
 	if fo.Projection != nil {
-		return seq.Err[T](r.errorf("Find", nil, patterns.Invalidf("a projection would hide fields from the migrations")))
+		return seq.Err[T](r.errorf("Find", nil, errs.Invalid("a projection would hide fields from the migrations")))
 	}
 	raws := seq.Cursor[bson.Raw](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
 		return r.coll.Find(ctx, filter, opts...)

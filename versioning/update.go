@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -56,7 +57,7 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 		return err
 	}
 	if uo.Upsert != nil && *uo.Upsert {
-		return patterns.Invalidf("upsert: an update cannot create a document at a known version; use Insert")
+		return errs.Invalid("upsert: an update cannot create a document at a known version; use Insert")
 	}
 	if pipeline {
 		srv, err := patterns.Capabilities(ctx, r.coll.Database().Client())
@@ -91,7 +92,7 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 // [patterns.ErrInvalid], what is described on [Repo.Update].
 func stampUpdate(update any, field, revField string, version int32, rev bson.ObjectID) (stamped any, pipeline bool, err error) {
 	if update == nil {
-		return nil, false, patterns.Invalidf("update is nil")
+		return nil, false, errs.Invalid("update is nil")
 	}
 	typ, data, err := bson.MarshalValue(update)
 	if err != nil {
@@ -105,40 +106,40 @@ func stampUpdate(update any, field, revField string, version int32, rev bson.Obj
 			return nil, false, fmt.Errorf("%w: the update pipeline: %v", patterns.ErrInvalid, err)
 		}
 		if len(stages) == 0 {
-			return nil, false, patterns.Invalidf("the update pipeline is empty")
+			return nil, false, errs.Invalid("the update pipeline is empty")
 		}
 		out := make(bson.A, 0, len(stages)+1)
 		for i, s := range stages {
 			if s.Type != bson.TypeEmbeddedDocument {
-				return nil, false, patterns.Invalidf("stage %d of the update pipeline is a BSON %s, not a document", i, s.Type)
+				return nil, false, errs.Invalid("stage %d of the update pipeline is a BSON %s, not a document", i, s.Type)
 			}
 			out = append(out, s)
 		}
 		return append(out, bson.D{{Key: "$set", Value: stamp}}), true, nil
 	case bson.TypeEmbeddedDocument:
 	default:
-		return nil, false, patterns.Invalidf("update is a BSON %s: want a document of update operators or a pipeline", typ)
+		return nil, false, errs.Invalid("update is a BSON %s: want a document of update operators or a pipeline", typ)
 	}
 	ops, err := bson.Raw(data).Elements()
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: the update: %v", patterns.ErrInvalid, err)
 	}
 	if len(ops) == 0 {
-		return nil, false, patterns.Invalidf("update is empty")
+		return nil, false, errs.Invalid("update is empty")
 	}
 	out := make(bson.D, 0, len(ops)+1)
 	hasSet := false
 	for _, op := range ops {
 		name, val := op.Key(), op.Value()
 		if !strings.HasPrefix(name, "$") {
-			return nil, false, patterns.Invalidf("update field %q is not an update operator; use Replace to replace a document", name)
+			return nil, false, errs.Invalid("update field %q is not an update operator; use Replace to replace a document", name)
 		}
 		if val.Type != bson.TypeEmbeddedDocument {
-			return nil, false, patterns.Invalidf("update operator %s takes a document, not a BSON %s", name, val.Type)
+			return nil, false, errs.Invalid("update operator %s takes a document, not a BSON %s", name, val.Type)
 		}
 		for _, prev := range out {
 			if prev.Key == name {
-				return nil, false, patterns.Invalidf("update operator %s appears twice", name)
+				return nil, false, errs.Invalid("update operator %s appears twice", name)
 			}
 		}
 		args, err := val.Document().Elements()
@@ -153,7 +154,7 @@ func stampUpdate(update any, field, revField string, version int32, rev bson.Obj
 			}
 			for _, p := range paths {
 				if p == field || strings.HasPrefix(p, field+".") || p == revField || strings.HasPrefix(p, revField+".") {
-					return nil, false, patterns.Invalidf("update operator %s touches %q: the repository sets the version and revision fields", name, p)
+					return nil, false, errs.Invalid("update operator %s touches %q: the repository sets the version and revision fields", name, p)
 				}
 			}
 			if name == "$set" {
