@@ -20,10 +20,15 @@ import (
 // skips.
 type Feature string
 
-// The features that [Capabilities] reports.
+// The features that [Capabilities] reports. Each quirk of a server that a
+// repository works around is described here, at its feature, once; the
+// repositories' documentation links to it.
 const (
 	// Multi-document transactions (replica sets from MongoDB 4.0, sharded
-	// clusters from 4.2; never on a standalone server).
+	// clusters from 4.2; never on a standalone server). FerretDB 2.x
+	// answers startTransaction, commitTransaction and abortTransaction with
+	// CommandNotFound but applies the writes made "inside" at once, visible
+	// to others and kept after an abort: silently wrong, so never reported.
 	FeatureTransactions Feature = "transactions"
 	// The $push modifiers $sort, $slice and $position. FerretDB 1.x accepts
 	// them and silently ignores them, so they must never be assumed.
@@ -34,9 +39,12 @@ const (
 	FeatureTTLIndexes Feature = "TTL indexes"
 	// Partial indexes (partialFilterExpression).
 	FeaturePartialIndexes Feature = "partial indexes"
-	// $jsonSchema collection validators.
+	// $jsonSchema collection validators. FerretDB 2.x silently ignores a
+	// validator given at create (collMod applies one, with its own error
+	// code and without required, enum, additionalProperties or anyOf).
 	FeatureJSONSchema Feature = "$jsonSchema validation"
-	// Native time-series collections (MongoDB 5.0+).
+	// Native time-series collections (MongoDB 5.0+). FerretDB 2.x silently
+	// creates a plain collection instead.
 	FeatureTimeSeries Feature = "time-series collections"
 	// Change streams (replica sets and sharded clusters).
 	FeatureChangeStreams Feature = "change streams"
@@ -45,7 +53,9 @@ const (
 	// The $group accumulators $min, $max and $avg (FerretDB 1.x has only
 	// $sum and $count).
 	FeatureGroupMinMaxAvg Feature = "$group accumulators $min/$max/$avg"
-	// The $dateTrunc aggregation operator (MongoDB 5.0+).
+	// The $dateTrunc aggregation operator (MongoDB 5.0+). FerretDB 2.x
+	// truncates to day and week silently wrong (2026-11-30T12:00Z to day
+	// gives 11-26), so it is not reported there.
 	FeatureDateTrunc Feature = "$dateTrunc"
 	// Updates given as an aggregation pipeline (MongoDB 4.2+).
 	FeaturePipelineUpdates Feature = "pipeline-style updates"
@@ -62,9 +72,11 @@ const (
 	// Update commands of several statements with MongoDB's semantics: an
 	// unordered command runs every statement and reports each failure at
 	// its own index. FerretDB 1.x stops at the first failure, reports it
-	// at index 0 whatever its place, and stalls on commands of more than
+	// at index 0 whatever its place, fails the whole command on a
+	// unique-index violation, holds a connection to its backend per
+	// statement until the command ends and stalls on commands of more than
 	// about a hundred statements, so that a caller cannot tell which
-	// statements ran: send one statement per command there.
+	// statements ran: repositories send one statement per command there.
 	FeatureBatchedUpdates Feature = "update commands of several statements"
 	// Time-series collections with bucketMaxSpanSeconds and
 	// bucketRoundingSeconds (MongoDB 6.3+).
@@ -72,17 +84,47 @@ const (
 	// deleteMany on a time-series collection with a filter on the time
 	// field (MongoDB 7.0+; earlier, deletes filter on the meta field only).
 	FeatureTimeSeriesDeletes Feature = "time-series deletes by time"
+	// Updates of one document that arrive at once on several connections
+	// are each applied, as MongoDB's single-document atomicity promises.
+	// FerretDB 1.x (either backend) loses them silently: 8 goroutines x
+	// 300 $inc on one document applied 378 of 2400, and two processes
+	// with one connection each lose updates too. So on FerretDB 1.x every
+	// promise a repository makes about concurrent writers holds only for
+	// one client with one connection (SetMaxPoolSize(1)); the library's
+	// tests and examples connect so there.
+	FeatureConcurrentUpdates Feature = "atomic updates from concurrent connections"
+	// A createIndexes command naming several indexes. FerretDB 1.x drops
+	// the connection when all of them exist already, so [EnsureIndexes]
+	// sends one index per command where this is absent.
+	FeatureCreateManyIndexes Feature = "createIndexes of several indexes"
 )
 
-// AllFeatures lists every [Feature] that [Capabilities] reports, in a fixed
-// order.
-var AllFeatures = []Feature{
-	FeatureTransactions, FeaturePushModifiers, FeatureArrayFilters,
-	FeatureTTLIndexes, FeaturePartialIndexes, FeatureJSONSchema,
-	FeatureTimeSeries, FeatureChangeStreams, FeatureLookup,
-	FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
-	FeaturePullConditions, FeatureUpdateSizeLimit, FeatureFindAndModifyProjection,
-	FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
+// AllFeatures returns every [Feature] that [Capabilities] reports, in a
+// fixed order.
+func AllFeatures() []Feature {
+	return []Feature{
+		FeatureTransactions, FeaturePushModifiers, FeatureArrayFilters,
+		FeatureTTLIndexes, FeaturePartialIndexes, FeatureJSONSchema,
+		FeatureTimeSeries, FeatureChangeStreams, FeatureLookup,
+		FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
+		FeaturePullConditions, FeatureUpdateSizeLimit, FeatureFindAndModifyProjection,
+		FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
+		FeatureConcurrentUpdates, FeatureCreateManyIndexes,
+	}
+}
+
+// ferretDB2 are the features FerretDB 2.x (FerretDB over PostgreSQL with
+// Microsoft's DocumentDB extension) was measured to have, exactly as
+// MongoDB has them (FerretDB v2.7.0, DocumentDB 0.107, 2026-12-01). The
+// features it lacks or gets silently wrong (transactions, validators at
+// create, time-series collections, $dateTrunc by day and week) and those
+// not measured (findAndModify projection, multi-statement update
+// semantics, several indexes per createIndexes) are absent.
+var ferretDB2 = []Feature{
+	FeaturePushModifiers, FeatureArrayFilters, FeatureTTLIndexes,
+	FeaturePartialIndexes, FeatureLookup, FeatureGroupMinMaxAvg,
+	FeaturePipelineUpdates, FeaturePullConditions, FeatureUpdateSizeLimit,
+	FeatureConcurrentUpdates,
 }
 
 // Kind says which server implementation answers on the wire.
@@ -95,8 +137,8 @@ const (
 	KindOther Kind = iota
 	// KindMongoDB is MongoDB itself.
 	KindMongoDB
-	// KindFerretDB is FerretDB (recognised by the ferretdbVersion field of
-	// buildInfo).
+	// KindFerretDB is FerretDB: 1.x (recognised by the ferretdbVersion
+	// field of buildInfo) or 2.x (by its ferretdb subdocument).
 	KindFerretDB
 )
 
@@ -156,8 +198,10 @@ type Server struct {
 	Kind     Kind
 	Version  Version
 	Topology Topology
-	// FerretDBVersion is buildInfo's ferretdbVersion for FerretDB ("unknown"
-	// when FerretDB is embedded), empty otherwise.
+	// FerretDBVersion is FerretDB's own version: buildInfo's
+	// ferretdbVersion on FerretDB 1.x ("unknown" when FerretDB is
+	// embedded), ferretdb.version on 2.x ("v2.7.0"); empty on other servers.
+	// Version holds the MongoDB version FerretDB emulates.
 	FerretDBVersion string
 
 	features map[Feature]bool
@@ -178,7 +222,7 @@ func (s *Server) Require(f Feature) error {
 // Features returns the supported features in the order of [AllFeatures].
 func (s *Server) Features() []Feature {
 	var out []Feature
-	for _, f := range AllFeatures {
+	for _, f := range AllFeatures() {
 		if s.Has(f) {
 			out = append(out, f)
 		}
@@ -193,12 +237,20 @@ func (s *Server) String() string {
 
 // NewServer builds a Server from what the server said about itself: the
 // replies to hello and buildInfo. [Capabilities] calls it; it is exported so
-// that the detection rules can be checked without a server.
+// that the detection rules can be checked without a server, and so that an
+// application can check what its own deployment's replies give.
 //
-// The rules are conservative: MongoDB's features follow from its version
-// and topology; FerretDB and unrecognised servers get only features that
-// are confirmed for them, and none are confirmed today (FerretDB 1.x lacks
-// or silently ignores every feature in [AllFeatures]).
+// The rules are conservative, a feature is reported only where it is
+// confirmed:
+//   - MongoDB (a 40-hex-digit gitVersion and a storage engine): its
+//     features follow from its version and topology.
+//   - FerretDB 2.x (a ferretdb subdocument in buildInfo whose version is
+//     2.x): the features measured to work as on MongoDB (see the
+//     constants, which say what FerretDB 2.x gets silently wrong).
+//   - FerretDB 1.x (a ferretdbVersion field) gets none: it lacks or
+//     silently ignores every feature; a FerretDB major version this code
+//     does not know gets none either.
+//   - Any other server (Amazon DocumentDB, Azure Cosmos DB, ...) gets none.
 func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	var h struct {
 		SetName                      string `bson:"setName"`
@@ -213,6 +265,9 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 		GitVersion      string   `bson:"gitVersion"`
 		StorageEngines  []string `bson:"storageEngines"`
 		FerretDBVersion *string  `bson:"ferretdbVersion"`
+		FerretDB        *struct {
+			Version string `bson:"version"`
+		} `bson:"ferretdb"`
 	}
 	if err := bson.Unmarshal(buildInfo, &b); err != nil {
 		return nil, fmt.Errorf("decode buildInfo reply: %w", err)
@@ -229,6 +284,15 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	case b.FerretDBVersion != nil:
 		s.Kind = KindFerretDB
 		s.FerretDBVersion = *b.FerretDBVersion
+	case b.FerretDB != nil:
+		s.Kind = KindFerretDB
+		s.FerretDBVersion = b.FerretDB.Version
+		if parseVersion(strings.TrimPrefix(b.FerretDB.Version, "v")).Major == 2 {
+			for _, f := range ferretDB2 {
+				s.features[f] = true
+			}
+		}
+		return s, nil
 	case gitVersionRE.MatchString(b.GitVersion) && len(b.StorageEngines) > 0:
 		s.Kind = KindMongoDB
 	default:
@@ -260,6 +324,8 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureBatchedUpdates, true)
 	set(FeatureTimeSeriesCustomBucketing, v.AtLeast(6, 3))
 	set(FeatureTimeSeriesDeletes, v.AtLeast(7, 0))
+	set(FeatureConcurrentUpdates, true)
+	set(FeatureCreateManyIndexes, true)
 	return s, nil
 }
 
@@ -304,7 +370,7 @@ var capsCache sync.Map // weak.Pointer[mongo.Client] -> *capsEntry
 // database.
 func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 	if client == nil {
-		return nil, Invalidf("patterns.Capabilities: nil client")
+		return nil, fmt.Errorf("patterns: Capabilities: nil client: %w", ErrInvalid)
 	}
 	key := weak.Make(client)
 	v, loaded := capsCache.LoadOrStore(key, &capsEntry{})
@@ -324,15 +390,15 @@ func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 		hello, err = admin.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Raw()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("patterns.Capabilities: hello: %w", err)
+		return nil, fmt.Errorf("patterns: Capabilities: hello: %w", err)
 	}
 	bi, err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	if err != nil {
-		return nil, fmt.Errorf("patterns.Capabilities: buildInfo: %w", err)
+		return nil, fmt.Errorf("patterns: Capabilities: buildInfo: %w", err)
 	}
 	srv, err := NewServer(hello, bi)
 	if err != nil {
-		return nil, fmt.Errorf("patterns.Capabilities: %w", err)
+		return nil, fmt.Errorf("patterns: Capabilities: %w", err)
 	}
 	e.srv = srv
 	return srv, nil

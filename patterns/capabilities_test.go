@@ -23,7 +23,7 @@ func TestNewServer(t *testing.T) {
 	mongoBuild := func(v string) bson.D {
 		return bson.D{{Key: "version", Value: v}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}
 	}
-	all := patterns.AllFeatures
+	all := patterns.AllFeatures()
 	without := func(drop ...patterns.Feature) []patterns.Feature {
 		var out []patterns.Feature
 		for _, f := range all {
@@ -44,6 +44,7 @@ func TestNewServer(t *testing.T) {
 		kind     patterns.Kind
 		topology patterns.Topology
 		major    int
+		ferret   string // FerretDBVersion
 		features []patterns.Feature
 	}{
 		{
@@ -77,10 +78,37 @@ func TestNewServer(t *testing.T) {
 			features: without(patterns.FeatureTransactions),
 		},
 		{
-			name:  "FerretDB is recognised by ferretdbVersion and gets nothing",
+			name:  "FerretDB 1.x is recognised by ferretdbVersion and gets nothing",
 			hello: bson.D{sessions},
 			build: bson.D{{Key: "version", Value: "7.0.42"}, {Key: "gitVersion", Value: sha}, {Key: "ferretdbVersion", Value: "unknown"}, {Key: "storageEngines", Value: bson.A{"sqlite"}}},
-			kind:  patterns.KindFerretDB, topology: patterns.Standalone, major: 7,
+			kind:  patterns.KindFerretDB, topology: patterns.Standalone, major: 7, ferret: "unknown",
+		},
+		{
+			// The replies FerretDB v2.7.0 on PostgreSQL 15 + DocumentDB 0.107
+			// gave on 2026-12-01.
+			name:  "FerretDB 2.x gets what it was measured to do as MongoDB does",
+			hello: bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "maxBsonObjectSize", Value: int32(16777216)}, sessions},
+			build: bson.D{{Key: "version", Value: "7.0.77"}, {Key: "gitVersion", Value: "unknown"}, {Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(77), int32(0)}},
+				{Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.7.0"}, {Key: "package", Value: "deb"}}}},
+			kind: patterns.KindFerretDB, topology: patterns.Standalone, major: 7, ferret: "v2.7.0",
+			features: []patterns.Feature{
+				patterns.FeaturePushModifiers, patterns.FeatureArrayFilters, patterns.FeatureTTLIndexes,
+				patterns.FeaturePartialIndexes, patterns.FeatureLookup, patterns.FeatureGroupMinMaxAvg,
+				patterns.FeaturePipelineUpdates, patterns.FeaturePullConditions, patterns.FeatureUpdateSizeLimit,
+				patterns.FeatureConcurrentUpdates,
+			},
+		},
+		{
+			name:  "a FerretDB major version not measured gets nothing",
+			hello: bson.D{sessions},
+			build: bson.D{{Key: "version", Value: "8.0.1"}, {Key: "gitVersion", Value: "unknown"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v3.0.0"}}}},
+			kind:  patterns.KindFerretDB, topology: patterns.Standalone, major: 8, ferret: "v3.0.0",
+		},
+		{
+			name:  "a FerretDB 2 without a readable version gets nothing",
+			hello: bson.D{sessions},
+			build: bson.D{{Key: "version", Value: "7.0.77"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "unknown"}}}},
+			kind:  patterns.KindFerretDB, topology: patterns.Standalone, major: 7, ferret: "unknown",
 		},
 		{
 			name:  "an unrecognised server gets nothing",
@@ -96,6 +124,7 @@ func TestNewServer(t *testing.T) {
 			require.Equal(t, tc.kind, s.Kind)
 			require.Equal(t, tc.topology, s.Topology)
 			require.Equal(t, tc.major, s.Version.Major)
+			require.Equal(t, tc.ferret, s.FerretDBVersion)
 			require.Equal(t, tc.features, s.Features())
 			for _, f := range all {
 				err := s.Require(f)

@@ -1,6 +1,6 @@
 // Package dial connects a client the way the tests and examples of
-// mongopatterns need it: detect the server, and on FerretDB use a single
-// connection.
+// mongopatterns need it: detect the server, and where concurrent updates
+// to one document are not atomic (FerretDB 1.x) use a single connection.
 package dial
 
 import (
@@ -14,18 +14,18 @@ import (
 )
 
 // Connect connects to uri with the options opts returns (called once, or
-// twice on FerretDB; it must return new options each time) and detects the
-// server with [patterns.Capabilities]: two commands.
+// twice; it must return new options each time) and detects the server
+// with [patterns.Capabilities]: two commands.
 //
-// On FerretDB it reconnects with a pool of one connection. FerretDB 1.x,
-// with either backend, loses concurrent updates to one document when they
-// arrive on several connections (8 goroutines x 300 $inc applied 378 of
-// 2400, with no error); one connection serialises them and the counts are
+// On a server without [patterns.FeatureConcurrentUpdates] (FerretDB 1.x,
+// and servers Capabilities does not recognise) it reconnects with a pool of
+// one connection, which serialises the updates so that the counts are
 // exact. That models MongoDB's single-document atomicity faithfully, but
-// cannot show interleavings inside one multi-document command.
+// cannot show interleavings inside one multi-document command. MongoDB and
+// FerretDB 2.x keep the driver's default pool.
 func Connect(ctx context.Context, uri string, opts func() *options.ClientOptions) (*mongo.Client, *patterns.Server, error) {
 	c, srv, err := connect(ctx, opts().ApplyURI(uri))
-	if err != nil || srv.Kind != patterns.KindFerretDB {
+	if err != nil || srv.Has(patterns.FeatureConcurrentUpdates) {
 		return c, srv, err
 	}
 	_ = c.Disconnect(ctx)
