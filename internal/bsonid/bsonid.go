@@ -1,0 +1,90 @@
+// Package bsonid compares document ids the way the server does. A query
+// {_id: 7} matches a document whose _id is int32 7, int64 7, the double
+// 7.0 or the decimal 7.00: numbers compare by value, whatever their BSON
+// type. Every other value is the same id only with the same type and the
+// same bytes. Every repository compares ids through this package, so that
+// an id given as a Go int finds an item stored with an int64 or a double.
+package bsonid
+
+import (
+	"bytes"
+	"math"
+	"math/big"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Equal reports whether a and b are the same id to the server.
+func Equal(a, b bson.RawValue) bool {
+	if a.Type == b.Type && bytes.Equal(a.Value, b.Value) {
+		return true
+	}
+	x, okA := Number(a)
+	y, okB := Number(b)
+	return okA && okB && x == y
+}
+
+// Key returns a string that two ids share exactly when they are [Equal],
+// for maps and sets of ids.
+func Key(v bson.RawValue) string {
+	if n, ok := Number(v); ok {
+		return "n" + n
+	}
+	return string(append([]byte{byte(v.Type)}, v.Value...))
+}
+
+// Number returns a string that two numbers share exactly when they are
+// equal in value (an integer's decimal digits, an exact fraction
+// otherwise, "NaN", "+Inf", "-Inf"), and false for a value that is not a
+// number (int32, int64, double or decimal128).
+func Number(v bson.RawValue) (string, bool) {
+	switch v.Type {
+	case bson.TypeInt32:
+		i, ok := v.Int32OK()
+		return strconv.FormatInt(int64(i), 10), ok
+	case bson.TypeInt64:
+		i, ok := v.Int64OK()
+		return strconv.FormatInt(i, 10), ok
+	case bson.TypeDouble:
+		f, ok := v.DoubleOK()
+		if !ok {
+			return "", false
+		}
+		switch {
+		case math.IsNaN(f):
+			return "NaN", true
+		case math.IsInf(f, 0):
+			return strconv.FormatFloat(f, 'f', -1, 64), true // "+Inf" or "-Inf"
+		case f == math.Trunc(f) && math.Abs(f) < 1<<63:
+			return strconv.FormatInt(int64(f), 10), true
+		}
+		return new(big.Rat).SetFloat64(f).RatString(), true
+	case bson.TypeDecimal128:
+		d, ok := v.Decimal128OK()
+		if !ok {
+			return "", false
+		}
+		switch {
+		case d.IsNaN():
+			return "NaN", true
+		case d.IsInf() > 0:
+			return "+Inf", true
+		case d.IsInf() < 0:
+			return "-Inf", true
+		}
+		bi, exp, err := d.BigInt()
+		if err != nil {
+			return d.String(), true
+		}
+		r := new(big.Rat).SetInt(bi)
+		scale := new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil))
+		if exp >= 0 {
+			r.Mul(r, scale)
+		} else {
+			r.Quo(r, scale)
+		}
+		return r.RatString(), true
+	}
+	return "", false
+}

@@ -1,0 +1,115 @@
+// Package srverr reads the server errors that repositories react to, with
+// the codes of every server the library knows: MongoDB's, and those of
+// FerretDB 2.x, whose DocumentDB engine (PostgreSQL) answers some of the
+// same conditions with codes of its own. It is the one place where error
+// codes are matched.
+package srverr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Server error codes.
+const (
+	codeBadValue = 2
+	// MongoDB 4.4+ answers BSONObjectTooLarge to an insert, an update or an
+	// upsert whose document would pass 16 MiB.
+	codeBSONObjectTooLarge = 10334
+	// Older MongoDB: "Resulting document after update is larger than
+	// 16777216" and "Document to upsert is larger than 16777216".
+	codeUpdateTooLarge = 17419
+	codeUpsertTooLarge = 17420
+	// FerretDB 2.x (DocumentDB): "Size N is larger than MaxDocumentSize
+	// 16777216".
+	codeDocumentDBTooLarge = 285999133
+	// FerretDB 2.x (DocumentDB): PostgreSQL's "deadlock detected" (40P01).
+	// PostgreSQL aborted the statement, so nothing of it was applied; the
+	// driver does not retry it.
+	codeDocumentDBDeadlock  = 16908292
+	codeCommandNotSupported = 115
+	codeNotImplemented      = 238
+)
+
+// TooLarge reports whether the server (or the driver, for a document past
+// its message size) refused a write because a document would pass 16 MiB.
+func TooLarge(err error) bool {
+	if errors.Is(err, driver.ErrDocumentTooLarge) {
+		return true
+	}
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && (se.HasErrorCode(codeBSONObjectTooLarge) || se.HasErrorCode(codeUpdateTooLarge) ||
+		se.HasErrorCode(codeUpsertTooLarge) || se.HasErrorCode(codeDocumentDBTooLarge) ||
+		se.HasErrorCodeWithMessage(codeBadValue, "too large"))
+}
+
+// Transient reports whether a write failed in a way that applied nothing
+// and may succeed if sent again at once: today FerretDB 2.x's deadlock
+// detected (MongoDB resolves its write conflicts inside the server).
+// Whether to send it again is the caller's decision: only a write that is
+// safe to repeat may be.
+func Transient(err error) bool {
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && se.HasErrorCode(codeDocumentDBDeadlock)
+}
+
+// NotImplemented reports whether the server said it does not implement a
+// command or an option of one (NotImplemented, CommandNotSupported).
+func NotImplemented(err error) bool {
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && (se.HasErrorCode(codeNotImplemented) || se.HasErrorCode(codeCommandNotSupported))
+}
+
+// Classify adds to err the sentinel of package patterns its kind matches,
+// so that errors.Is finds it: [patterns.ErrTooLarge] for [TooLarge],
+// [patterns.ErrUnsupported] for [NotImplemented]. Other errors, and nil,
+// are returned as they are. The message is err's, followed by the
+// sentinel's.
+func Classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case TooLarge(err) && !errors.Is(err, patterns.ErrTooLarge):
+		return fmt.Errorf("%w: %w", err, patterns.ErrTooLarge)
+	case NotImplemented(err) && !errors.Is(err, patterns.ErrUnsupported):
+		return fmt.Errorf("%w: %w", err, patterns.ErrUnsupported)
+	}
+	return err
+}
+
+// Attempts is how many times [Retry] runs a write that keeps failing with
+// a transient error.
+const Attempts = 5
+
+// Retry runs write until it returns nil or an error that is not
+// [Transient], at most [Attempts] times, sleeping between attempts for a
+// short randomised backoff (about 5, 10, 20 and 40 ms). It returns the
+// last error, or ctx's error when ctx ends during a backoff. Only a write
+// that is safe to send again after a transient failure may be retried:
+// the failure applied nothing, but a retry runs after whatever others
+// wrote meanwhile.
+func Retry(ctx context.Context, write func() error) error {
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := write()
+		if err == nil || attempt == Attempts || !Transient(err) {
+			return err
+		}
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}

@@ -1,0 +1,95 @@
+package srverr_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// The errors as the driver returns them from the replies of each server.
+var (
+	mongoTooLarge  = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 10334, Message: "BSONObj size: 16777230 (0x100000E) is invalid. Size must be between 0 and 16793600(16MB)"}}}
+	mongoUpdate44  = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 17419, Message: "Resulting document after update is larger than 16777216"}}}
+	legacyInsert   = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 2, Message: "object to insert too large. size in bytes: 16777300, max size: 16777216"}}}
+	documentDBSize = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 285999133, Message: "Size 16777231 is larger than MaxDocumentSize 16777216"}}}
+	deadlock       = mongo.CommandError{Code: 16908292, Message: "deadlock detected", Name: "InternalError"}
+	deadlockInBulk = mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Code: 16908292, Message: "deadlock detected"}}}}
+	notImplemented = mongo.CommandError{Code: 238, Message: "findAndModify: support for field \"hint\" is not implemented yet", Name: "NotImplemented"}
+	notSupported   = mongo.CommandError{Code: 115, Message: "hint is not supported", Name: "CommandNotSupported"}
+	duplicate      = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 11000, Message: "Duplicate key violation on the requested collection: Index 'k_1'"}}}
+	otherBadValue  = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 2, Message: "cannot $push to a non-array field"}}}
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name                       string
+		err                        error
+		tooLarge, transient, unimp bool
+	}{
+		{"MongoDB BSONObjectTooLarge", mongoTooLarge, true, false, false},
+		{"MongoDB 4.4 update too large", mongoUpdate44, true, false, false},
+		{"legacy insert too large", legacyInsert, true, false, false},
+		{"DocumentDB size", documentDBSize, true, false, false},
+		{"driver message too large", driver.ErrDocumentTooLarge, true, false, false},
+		{"wrapped", errors.Join(errors.New("push"), documentDBSize), true, false, false},
+		{"DocumentDB deadlock", deadlock, false, true, false},
+		{"deadlock in a bulk write", deadlockInBulk, false, true, false},
+		{"NotImplemented", notImplemented, false, false, true},
+		{"CommandNotSupported", notSupported, false, false, true},
+		{"duplicate key", duplicate, false, false, false},
+		{"another BadValue", otherBadValue, false, false, false},
+		{"not a server error", context.DeadlineExceeded, false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.tooLarge, srverr.TooLarge(tc.err))
+			require.Equal(t, tc.transient, srverr.Transient(tc.err))
+			require.Equal(t, tc.unimp, srverr.NotImplemented(tc.err))
+			got := srverr.Classify(tc.err)
+			require.Equal(t, tc.tooLarge, srverr.TooLarge(got), "the cause stays in the chain")
+			require.Equal(t, tc.tooLarge, errors.Is(got, patterns.ErrTooLarge))
+			require.Equal(t, tc.unimp, errors.Is(got, patterns.ErrUnsupported))
+		})
+	}
+	require.True(t, mongo.IsDuplicateKeyError(duplicate), "the driver reads DocumentDB's duplicate key")
+	require.NoError(t, srverr.Classify(nil))
+}
+
+func TestRetry(t *testing.T) {
+	ctx := context.Background()
+	n := 0
+	err := srverr.Retry(ctx, func() error {
+		if n++; n < 3 {
+			return deadlock
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, 3, n, "retried until it succeeded")
+
+	n = 0
+	err = srverr.Retry(ctx, func() error { n++; return deadlock })
+	require.True(t, srverr.Transient(err))
+	require.Equal(t, srverr.Attempts, n, "bounded")
+
+	n = 0
+	err = srverr.Retry(ctx, func() error { n++; return duplicate })
+	require.True(t, mongo.IsDuplicateKeyError(err))
+	require.Equal(t, 1, n, "a permanent error is not retried")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	start := time.Now()
+	err = srverr.Retry(cancelled, func() error { return deadlock })
+	require.ErrorIs(t, err, context.Canceled)
+	require.True(t, srverr.Transient(err), "the last server error is kept")
+	require.Less(t, time.Since(start), time.Second)
+}
