@@ -6,6 +6,10 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Value is a value computed on first use and kept. The zero Value is
@@ -39,3 +43,18 @@ func (v *Value[T]) Get(ctx context.Context, compute func(context.Context) (T, er
 // Set stores x in place of any computed value; tests use it to force a
 // path.
 func (v *Value[T]) Set(x T) { v.p.Store(&x) }
+
+// Decide returns v's value, computing it on first use as planFor of the
+// server behind client, as [patterns.Capabilities] reports it (two
+// commands to the admin database, once per client). It is how a
+// repository decides its plan once: a failed detection is not kept.
+func Decide[P any](ctx context.Context, v *Value[P], client *mongo.Client, planFor func(*patterns.Server) P) (P, error) {
+	return v.Get(ctx, func(ctx context.Context) (P, error) {
+		srv, err := patterns.Capabilities(ctx, client)
+		if err != nil {
+			var zero P
+			return zero, err
+		}
+		return planFor(srv), nil
+	})
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 func TestValue(t *testing.T) {
@@ -36,4 +37,15 @@ func TestValue(t *testing.T) {
 	x, err := v.Get(ctx, func(context.Context) (int, error) { t.Fatal("computed after Set"); return 0, nil })
 	require.NoError(t, err)
 	require.Equal(t, 7, x)
+}
+
+func TestDecideKeepsNoFailedDetection(t *testing.T) {
+	var v lazy.Value[bool]
+	planFor := func(s *patterns.Server) bool { return s.Has(patterns.FeaturePushModifiers) }
+	_, err := lazy.Decide(context.Background(), &v, nil, planFor)
+	require.ErrorIs(t, err, patterns.ErrInvalid, "no client: the detection fails")
+	v.Set(true)
+	got, err := lazy.Decide(context.Background(), &v, nil, planFor)
+	require.NoError(t, err)
+	require.True(t, got, "a decided plan is kept and the server is not asked again")
 }

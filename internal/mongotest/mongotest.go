@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -62,23 +63,99 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "mongotest:", err)
 		return 1
 	}
-	fmt.Fprintf(os.Stderr, "mongotest: server %s, from %s, at %s\n", server, s.how, redact(s.uri))
+	rate, err := measureSpeed()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mongotest: measure the server's speed:", err)
+		return 1
+	}
+	slow = rate < slowRate
+	fmt.Fprintf(os.Stderr, "mongotest: server %s, from %s, at %s; %.0f guarded updates/s (slow: %v)\n", server, s.how, redact(s.uri), rate, slow)
 	return m.Run()
 }
 
-// connect connects the shared client and detects the server; on FerretDB
-// the client has a single connection (see [dial.Connect] for why).
+// connect connects the shared client and detects the server; on a server
+// without patterns.FeatureConcurrentUpdates (FerretDB 1.x) the client has
+// a single connection (see [dial.Connect] for why).
 func connect(u string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, srv, err := dial.Connect(ctx, u, func() *options.ClientOptions {
-		return options.Client().SetMonitor(monitor).SetTimeout(2 * time.Minute)
-	})
+	c, srv, err := dial.Connect(ctx, u, clientOptions)
 	if err != nil {
 		return err
 	}
 	client, server, uri = c, srv, u
 	return nil
+}
+
+// clientOptions are the options of every client the harness connects.
+func clientOptions() *options.ClientOptions {
+	return options.Client().SetMonitor(monitor).SetTimeout(2 * time.Minute)
+}
+
+// NewClient connects another client to the server in use, as the shared
+// one is connected (one connection where the server needs it), and
+// disconnects it when the test ends. Commands it sends to a database are
+// counted by that database's Counters too. Use it for a second process's
+// view, or to write from an [OnCommand] hook while the shared client's
+// only connection is busy.
+func NewClient(t testing.TB) *mongo.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, err := dial.Connect(ctx, uri, clientOptions)
+	if err != nil {
+		t.Fatalf("mongotest: connect another client: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// slowRate is the speed, in guarded single-document updates per second
+// through one connection, under which [Scale] calls a server slow. The
+// embedded FerretDB 1.x does about 35 to 90 (it scans the collection for
+// any filter but _id); MongoDB and FerretDB 2.x thousands.
+const slowRate = 300
+
+// slow is whether the server in use measured below slowRate.
+var slow bool
+
+// Scale returns full on a fast server and reduced on a slow one (below
+// 300 guarded updates per second, as measured once when the test binary
+// starts; the log line of Main gives the figure). Tests use it to size
+// their workloads, so that the whole suite fits its time budget on the
+// embedded dev server and runs at full size on MongoDB; what a test
+// asserts must not depend on the size.
+func Scale(full, reduced int) int {
+	if slow {
+		return reduced
+	}
+	return full
+}
+
+// measureSpeed times guarded updates (filtered on a field other than _id,
+// as a repository's are) on a collection of 100 small documents, in a
+// database of its own that it drops.
+func measureSpeed() (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := client.Database(fmt.Sprintf("mpt_speed_%d", os.Getpid()))
+	defer func() { _ = db.Drop(context.WithoutCancel(ctx)) }()
+	coll := db.Collection("speed")
+	docs := make([]any, 100)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "k", Value: i}, {Key: "n", Value: 0}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		return 0, err
+	}
+	const n = 30
+	start := time.Now()
+	for i := range n {
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "k", Value: i}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+			return 0, err
+		}
+	}
+	return n / time.Since(start).Seconds(), nil
 }
 
 // redact hides a password in a URI for the log.
@@ -159,15 +236,63 @@ var (
 )
 
 var monitor = &event.CommandMonitor{
-	Started: func(_ context.Context, e *event.CommandStartedEvent) {
+	Started: func(ctx context.Context, e *event.CommandStartedEvent) {
 		countersMu.RLock()
-		defer countersMu.RUnlock()
 		for _, c := range counters[e.DatabaseName] {
 			c.mu.Lock()
 			c.commands = append(c.commands, e.CommandName)
 			c.mu.Unlock()
 		}
+		var run []func(context.Context)
+		for _, h := range hooks[e.DatabaseName] {
+			if h.name == e.CommandName && ctx.Value(inHook{}) == nil {
+				run = append(run, h.fn)
+			}
+		}
+		countersMu.RUnlock()
+		for _, fn := range run {
+			fn(context.WithValue(ctx, inHook{}, true))
+		}
 	},
+}
+
+// hook is a function OnCommand runs before a command.
+type hook struct {
+	name string
+	fn   func(context.Context)
+}
+
+// inHook marks the context of a hook, so that the commands a hook sends
+// run no hooks.
+type inHook struct{}
+
+// hooks maps a database name to its hooks; guarded by countersMu.
+var hooks = map[string][]*hook{}
+
+// OnCommand runs fn each time a client of the harness is about to send a
+// command named name (such as "update" or "find") to db, until the test
+// ends: synchronously, from the driver's command monitor, after the
+// command is built and before it is written to the connection, with the
+// context of the operation. A test uses it to make another writer act in a
+// repository's window between two of its commands. Commands sent with the
+// context fn receives run no hooks. While fn runs, the
+// sending client holds its connection: on a server with a single
+// connection per client, fn must write through another client
+// ([NewClient]) or it waits for itself.
+func OnCommand(t testing.TB, db *mongo.Database, name string, fn func(ctx context.Context)) {
+	t.Helper()
+	h := &hook{name: name, fn: fn}
+	countersMu.Lock()
+	hooks[db.Name()] = append(hooks[db.Name()], h)
+	countersMu.Unlock()
+	t.Cleanup(func() {
+		countersMu.Lock()
+		defer countersMu.Unlock()
+		hooks[db.Name()] = slices.DeleteFunc(hooks[db.Name()], func(o *hook) bool { return o == h })
+		if len(hooks[db.Name()]) == 0 {
+			delete(hooks, db.Name())
+		}
+	})
 }
 
 // NewCounter starts counting the commands sent to db; it stops when the

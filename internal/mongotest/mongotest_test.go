@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -69,7 +70,7 @@ func TestCounterCountsRoundTripsOfOneDatabase(t *testing.T) {
 
 func TestRequireSkipsWhatTheServerLacks(t *testing.T) {
 	srv := mongotest.Server()
-	for _, f := range patterns.AllFeatures {
+	for _, f := range patterns.AllFeatures() {
 		var ran bool
 		t.Run(string(f), func(t *testing.T) {
 			mongotest.Require(t, f)
@@ -80,8 +81,8 @@ func TestRequireSkipsWhatTheServerLacks(t *testing.T) {
 }
 
 // TestConcurrentIncrementsAreExact hammers one document from 8 goroutines
-// through the shared client. On FerretDB it holds only because the harness
-// gives the client a single connection.
+// through the shared client. On FerretDB 1.x it holds only because the
+// harness gives the client a single connection there.
 func TestConcurrentIncrementsAreExact(t *testing.T) {
 	ctx := context.Background()
 	coll := mongotest.DB(t).Collection("counter")
@@ -114,4 +115,96 @@ func TestServerIsKnown(t *testing.T) {
 	require.NotEmpty(t, mongotest.URI())
 	t.Logf("server: %s; features: %v", srv, srv.Features())
 	require.True(t, slices.Contains([]patterns.Kind{patterns.KindMongoDB, patterns.KindFerretDB, patterns.KindOther}, srv.Kind))
+}
+
+func TestPoolFollowsConcurrentUpdates(t *testing.T) {
+	// The shared client has one connection exactly where concurrent
+	// updates are not atomic: a command held in an OnCommand hook keeps
+	// the connection, and a second command from the same client waits.
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	coll := db.Collection("c")
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	require.NoError(t, err)
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	mongotest.OnCommand(t, db, "find", func(context.Context) {
+		entered <- struct{}{}
+		<-release
+	})
+	done := make(chan error, 1)
+	go func() { done <- coll.FindOne(ctx, bson.D{}).Err() }()
+	<-entered
+	ctx2, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = coll.CountDocuments(ctx2, bson.D{}) // "aggregate", not held
+	close(release)
+	require.NoError(t, <-done)
+	if mongotest.Server().Has(patterns.FeatureConcurrentUpdates) {
+		require.NoError(t, err, "several connections: the second command does not wait")
+	} else {
+		require.ErrorIs(t, err, context.DeadlineExceeded, "one connection: the second command waits for the first")
+	}
+}
+
+func TestOnCommandRunsBeforeTheCommand(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	other := mongotest.NewClient(t).Database(db.Name()).Collection("c")
+	coll := db.Collection("c")
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "before"}})
+	require.NoError(t, err)
+	calls := 0
+	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+		calls++
+		// Another writer, in the window before the update is sent.
+		_, err := other.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "other"}}}})
+		require.NoError(t, err)
+	})
+	res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "before"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: "mine"}}}})
+	require.NoError(t, err)
+	require.Equal(t, 1, calls, "the hook's own update, sent with its context, runs no hook")
+	require.Zero(t, res.MatchedCount, "the other writer's update landed first")
+}
+
+func TestRunPlans(t *testing.T) {
+	type plan struct{ native bool }
+	planFor := func(s *patterns.Server) plan { return plan{native: s.Has(patterns.FeaturePushModifiers)} }
+	var ran []plan
+	t.Run("runs", func(t *testing.T) {
+		mongotest.RunPlans(t, planFor, func(t *testing.T, p plan) { ran = append(ran, p) })
+	})
+	want := []plan{{native: false}}
+	if mongotest.Server().Has(patterns.FeaturePushModifiers) {
+		want = []plan{{native: true}, {native: false}}
+	}
+	require.Equal(t, want, ran, "the native plan runs where the server takes it; the portable one everywhere")
+
+	servers := mongotest.KnownServers()
+	require.Equal(t, patterns.AllFeatures(), mongotest.Native().Features())
+	require.Empty(t, mongotest.Portable().Features())
+	require.Empty(t, servers["FerretDB 1.24"].Features())
+	require.True(t, servers["FerretDB 2.7"].Has(patterns.FeaturePushModifiers))
+	require.False(t, servers["FerretDB 2.7"].Has(patterns.FeatureTransactions))
+	require.False(t, servers["MongoDB 6 standalone"].Has(patterns.FeatureTransactions))
+	require.Empty(t, servers["other"].Features())
+}
+
+func TestScale(t *testing.T) {
+	got := mongotest.Scale(1000, 10)
+	require.Contains(t, []int{1000, 10}, got)
+	t.Logf("Scale(1000, 10) = %d on %s", got, mongotest.Server())
+}
+
+// BenchmarkCompare compares an InsertOne with itself: speed-x and
+// allocs-x come out near 1.
+func BenchmarkCompare(b *testing.B) {
+	side := func(b *testing.B) func(int) {
+		coll := mongotest.DB(b).Collection("c")
+		return func(i int) {
+			_, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: i}})
+			require.NoError(b, err)
+		}
+	}
+	mongotest.Compare(b, mongotest.Comparison{Library: side, Baseline: side, Speed: 0.5, Allocs: 2})
 }

@@ -1,0 +1,100 @@
+package mongotest
+
+import (
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// RunPlans runs test once for each server path ("plan") of a repository
+// that the server in use can take, as a subtest named after the plan:
+//
+//   - "native": planFor of [Native], the path a MongoDB 8 replica set
+//     takes, where every optional feature is present;
+//   - "portable": planFor of [Portable], the path of a server with no
+//     optional feature, which needs none and so runs everywhere;
+//   - "server": planFor of [Server], when the server in use takes a path
+//     that is neither (FerretDB 2.x has some features and not others).
+//
+// Plans that are equal run once, under the first name. A plan other than
+// the portable one runs only where it is the server's own plan, and is
+// skipped elsewhere with a message naming the server and the features it
+// lacks. A repository's test hook (ForcePlan in its export_test.go) makes
+// the repository take the plan it is given; planFor is the repository's
+// pure plan function.
+func RunPlans[P comparable](t *testing.T, planFor func(*patterns.Server) P, test func(t *testing.T, p P)) {
+	t.Helper()
+	own := planFor(Server())
+	portable := planFor(Portable())
+	plans := []struct {
+		name string
+		plan P
+	}{{"native", planFor(Native())}, {"portable", portable}, {"server", own}}
+	for i, p := range plans {
+		seen := false
+		for _, q := range plans[:i] {
+			seen = seen || q.plan == p.plan
+		}
+		if seen {
+			continue
+		}
+		t.Run(p.name, func(t *testing.T) {
+			if p.plan != own && p.plan != portable {
+				t.Skipf("skipped: %s takes another path (plan %+v, not %+v); it lacks %v", Server(), own, p.plan, lacks(Server()))
+			}
+			test(t, p.plan)
+		})
+	}
+}
+
+// lacks lists the optional features srv lacks.
+func lacks(srv *patterns.Server) []patterns.Feature {
+	var out []patterns.Feature
+	for _, f := range patterns.AllFeatures() {
+		if !srv.Has(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Native returns a MongoDB 8 replica set as [patterns.NewServer] sees it:
+// a server with every optional feature.
+func Native() *patterns.Server { return KnownServers()["MongoDB 8 replica set"] }
+
+// Portable returns a server with no optional feature.
+func Portable() *patterns.Server { return &patterns.Server{} }
+
+// KnownServers returns the servers the library knows, built by
+// [patterns.NewServer] from the replies of hello and buildInfo each gave,
+// by name: for the table tests of the repositories' plan functions.
+func KnownServers() map[string]*patterns.Server {
+	sessions := bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}
+	mongo := func(version string) bson.D {
+		return bson.D{{Key: "version", Value: version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}
+	}
+	replies := map[string][2]bson.D{
+		"MongoDB 8 replica set": {{{Key: "setName", Value: "rs0"}, sessions}, mongo("8.0.4")},
+		"MongoDB 6 standalone":  {{sessions}, mongo("6.0.19")},
+		"FerretDB 1.24":         {{sessions}, {{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "unknown"}}},
+		"FerretDB 2.7":          {{sessions}, {{Key: "version", Value: "7.0.77"}, {Key: "gitVersion", Value: "unknown"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.7.0"}}}}},
+		"other":                 {{{Key: "setName", Value: "globaldb"}, sessions}, {{Key: "version", Value: "4.2.0"}}},
+	}
+	out := make(map[string]*patterns.Server, len(replies))
+	for name, r := range replies {
+		hello, err := bson.Marshal(r[0])
+		if err == nil {
+			var bi []byte
+			if bi, err = bson.Marshal(r[1]); err == nil {
+				out[name], err = patterns.NewServer(hello, bi)
+			}
+		}
+		if err != nil {
+			panic(fmt.Sprintf("mongotest: server %s: %v", name, err))
+		}
+	}
+	return out
+}
