@@ -48,11 +48,29 @@
 // # Servers
 //
 // Every operation is written for MongoDB 6.0+ semantics and takes its
-// native path there. On a server that lacks a feature an operation relies
-// on (FerretDB 1.x lacks transactions, arrayFilters and TTL indexes, and
-// silently ignores the $push modifiers $sort and $slice), repositories
-// detect it once through [github.com/mongopatterns/mongopatterns/patterns.Capabilities]
-// and take a documented portable path, or return an error wrapping
+// native path there. Repositories detect the server once through
+// [github.com/mongopatterns/mongopatterns/patterns.Capabilities] and take
+// the native path where it has the feature an operation relies on, a
+// documented portable path where it lacks it, or return an error wrapping
 // patterns.ErrUnsupported that names the missing feature. They are never
-// silently wrong.
+// silently wrong:
+//
+//   - FerretDB 2.x (PostgreSQL with the DocumentDB extension) gets the
+//     native paths of what it was measured to do as MongoDB does ($push
+//     modifiers, arrayFilters, pipeline updates, $pull conditions, the
+//     16 MiB limit, partial and TTL indexes, $lookup, the $group
+//     accumulators, atomic concurrent updates); what it gets silently
+//     wrong (transactions, validators given at create, time-series
+//     collections, $dateTrunc by day and week) is never used. Its own
+//     error codes for a document past 16 MiB and for a PostgreSQL
+//     deadlock are read as MongoDB's.
+//   - FerretDB 1.x lacks transactions, arrayFilters and TTL indexes,
+//     silently ignores the $push modifiers $sort and $slice, and loses
+//     concurrent updates to one document unless the client has a single
+//     connection: the portable paths.
+//   - Servers the library does not recognise are assumed to lack every
+//     optional feature.
+//
+// Each feature, with the quirks of the servers that lack it, is described
+// at its patterns.Feature constant.
 package mongopatterns
