@@ -97,6 +97,11 @@ const (
 	// the connection when all of them exist already, so [EnsureIndexes]
 	// sends one index per command where this is absent.
 	FeatureCreateManyIndexes Feature = "createIndexes of several indexes"
+	// The $sortArray expression (MongoDB 5.2+), which sorts an array of
+	// documents by several fields inside an expression, so that a pipeline
+	// update can merge sorted arrays in one atomic write. Not measured on
+	// FerretDB 2.x, so not reported there.
+	FeatureSortArray Feature = "$sortArray"
 )
 
 // AllFeatures returns every [Feature] that [Capabilities] reports, in a
@@ -109,7 +114,7 @@ func AllFeatures() []Feature {
 		FeatureGroupMinMaxAvg, FeatureDateTrunc, FeaturePipelineUpdates,
 		FeaturePullConditions, FeatureUpdateSizeLimit, FeatureFindAndModifyProjection,
 		FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
-		FeatureConcurrentUpdates, FeatureCreateManyIndexes,
+		FeatureConcurrentUpdates, FeatureCreateManyIndexes, FeatureSortArray,
 	}
 }
 
@@ -119,7 +124,7 @@ func AllFeatures() []Feature {
 // features it lacks or gets silently wrong (transactions, validators at
 // create, time-series collections, $dateTrunc by day and week) and those
 // not measured (findAndModify projection, multi-statement update
-// semantics, several indexes per createIndexes) are absent.
+// semantics, several indexes per createIndexes, $sortArray) are absent.
 var ferretDB2 = []Feature{
 	FeaturePushModifiers, FeatureArrayFilters, FeatureTTLIndexes,
 	FeaturePartialIndexes, FeatureLookup, FeatureGroupMinMaxAvg,
@@ -326,6 +331,7 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureTimeSeriesDeletes, v.AtLeast(7, 0))
 	set(FeatureConcurrentUpdates, true)
 	set(FeatureCreateManyIndexes, true)
+	set(FeatureSortArray, v.AtLeast(5, 2))
 	return s, nil
 }
 

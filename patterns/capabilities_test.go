@@ -69,7 +69,7 @@ func TestNewServer(t *testing.T) {
 			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("4.4.29"),
 			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 4,
 			features: without(patterns.FeatureTimeSeries, patterns.FeatureDateTrunc,
-				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes),
+				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes, patterns.FeatureSortArray),
 		},
 		{
 			name:  "replica set without sessions has no transactions",

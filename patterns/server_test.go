@@ -348,6 +348,23 @@ var probes = map[patterns.Feature]func(ctx context.Context, t *testing.T, db *mo
 		}
 		return true
 	},
+	patterns.FeatureSortArray: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		coll := db.Collection("sa")
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "a", Value: bson.A{
+			bson.D{{Key: "k", Value: 1}, {Key: "i", Value: 2}},
+			bson.D{{Key: "k", Value: 2}, {Key: "i", Value: 1}},
+			bson.D{{Key: "k", Value: 1}, {Key: "i", Value: 1}},
+		}}})
+		require.NoError(t, err)
+		var out []struct{ S []struct{ K, I int } }
+		if !aggregate(ctx, t, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{
+			{Key: "s", Value: bson.D{{Key: "$sortArray", Value: bson.D{{Key: "input", Value: "$a"}, {Key: "sortBy", Value: bson.D{{Key: "k", Value: -1}, {Key: "i", Value: 1}}}}}}},
+		}}}}, &out) {
+			return false
+		}
+		t.Logf("$sortArray by {k: -1, i: 1} gave %v", out)
+		return len(out) == 1 && len(out[0].S) == 3 && out[0].S[0].K == 2 && out[0].S[1].I == 1 && out[0].S[2].I == 2
+	},
 }
 
 func aggregate(ctx context.Context, t *testing.T, coll *mongo.Collection, p mongo.Pipeline, out any) bool {
