@@ -100,14 +100,63 @@ func clientOptions() *options.ClientOptions {
 // only connection is busy.
 func NewClient(t testing.TB) *mongo.Client {
 	t.Helper()
+	return Connect(t, uri, nil, nil)
+}
+
+// Connect connects a client to u (the server in use, reached another way:
+// through a proxy, say) as [NewClient] does, and disconnects it when the
+// test ends. The client reports its commands to the harness (Counters,
+// [OnCommand]) and, when also is not nil, to also; edit, when not nil,
+// adjusts the options before they are applied.
+func Connect(t testing.TB, u string, also *event.CommandMonitor, edit func(*options.ClientOptions)) *mongo.Client {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, _, err := dial.Connect(ctx, uri, clientOptions)
+	c, _, err := dial.Connect(ctx, u, func() *options.ClientOptions {
+		o := clientOptions()
+		if also != nil {
+			o.SetMonitor(chain(monitor, also))
+		}
+		if edit != nil {
+			edit(o)
+		}
+		return o
+	})
 	if err != nil {
-		t.Fatalf("mongotest: connect another client: %v", err)
+		t.Fatalf("mongotest: connect a client to %s: %v", redact(u), err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
 	return c
+}
+
+// chain returns a monitor that reports every event to a, then to b.
+func chain(a, b *event.CommandMonitor) *event.CommandMonitor {
+	return &event.CommandMonitor{
+		Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			if a.Started != nil {
+				a.Started(ctx, e)
+			}
+			if b.Started != nil {
+				b.Started(ctx, e)
+			}
+		},
+		Succeeded: func(ctx context.Context, e *event.CommandSucceededEvent) {
+			if a.Succeeded != nil {
+				a.Succeeded(ctx, e)
+			}
+			if b.Succeeded != nil {
+				b.Succeeded(ctx, e)
+			}
+		},
+		Failed: func(ctx context.Context, e *event.CommandFailedEvent) {
+			if a.Failed != nil {
+				a.Failed(ctx, e)
+			}
+			if b.Failed != nil {
+				b.Failed(ctx, e)
+			}
+		},
+	}
 }
 
 // slowRate is the speed, in guarded single-document updates per second

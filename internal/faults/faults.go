@@ -1,0 +1,303 @@
+// Package faults breaks the connection to the server in the middle of a
+// repository's operation, at a chosen command, to prove that the
+// operation is safe to retry after a failure at any step.
+//
+// A [Proxy] is a toxiproxy (github.com/Shopify/toxiproxy/v2, embedded in
+// the test process, listening on 127.0.0.1) in front of the server the
+// harness uses, with a client connected through it. [Proxy.Arm] makes the
+// n-th command that client sends from then on fail in one of three ways
+// ([Kind]: a reset, a timeout that closes the connection, or a stall past
+// the operation's deadline) at one of two places ([Place]: before the
+// server receives the command, or after the server ran it and before its
+// reply arrives: the outcome the caller cannot know). The fault fires
+// once: the toxic is removed as soon as the command has failed, so the
+// driver's own retry, if any, and every later command go through.
+//
+// [Run] drives a whole case: it learns how many commands the operation
+// sends, then for each command and place runs the operation on fresh data
+// with that fault, runs it again on a healthy connection, and checks the
+// final state.
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+// Kind is how a fault breaks the connection.
+type Kind int
+
+const (
+	// Reset resets the connection (TCP RST) as the data arrives.
+	Reset Kind = iota
+	// Timeout drops the data and closes the connection after
+	// [TimeoutAfter].
+	Timeout
+	// Stall drops the data and keeps the connection open, so that the
+	// operation fails when its context's deadline ([StallDeadline]) passes.
+	Stall
+)
+
+func (k Kind) String() string {
+	return [...]string{"reset", "timeout", "stall"}[k]
+}
+
+// Place is where in a command's round trip a fault strikes.
+type Place int
+
+const (
+	// Before: the command never reaches the server.
+	Before Place = iota
+	// Inside: the server runs the command; its reply is lost.
+	Inside
+)
+
+func (p Place) String() string { return [...]string{"before", "inside"}[p] }
+
+// How long a Timeout waits before it closes the connection, and the
+// deadline Run gives an operation under a Stall.
+const (
+	TimeoutAfter  = 200 * time.Millisecond
+	StallDeadline = 1500 * time.Millisecond
+)
+
+// Fault is one fault: at the Step-th command (from 1), at Place, of Kind.
+type Fault struct {
+	Step  int
+	Place Place
+	Kind  Kind
+}
+
+func (f Fault) String() string { return fmt.Sprintf("%s_%s_command_%d", f.Kind, f.Place, f.Step) }
+
+// Faults returns the faults to inject into an operation of n commands:
+// before and inside each command, the kinds taking turns so that each
+// command meets two of them and the operation all three. (A fault after
+// command k is the fault before command k+1; after the last command, the
+// operation is over.)
+func Faults(n int) []Fault {
+	var out []Fault
+	for step := 1; step <= n; step++ {
+		for _, place := range []Place{Before, Inside} {
+			out = append(out, Fault{Step: step, Place: place, Kind: Kind((2*step + int(place)) % 3)})
+		}
+	}
+	return out
+}
+
+// Proxy is a toxiproxy in front of the server in use, and a client
+// connected through it.
+type Proxy struct {
+	proxy  *toxiproxy.Proxy
+	client *mongo.Client
+
+	mu      sync.Mutex
+	armed   *Fault
+	seen    int    // commands started since Arm
+	request int64  // request id of the command the fault struck
+	toxic   string // name of the toxic in place, "" when none
+	fired   atomic.Bool
+}
+
+// New starts a proxy in front of the server in use and connects a client
+// through it; both stop when the test ends. It skips the test when the
+// server's URI is not a single mongodb://host:port (an SRV record or a
+// replica set seed list cannot be proxied this way).
+func New(t testing.TB) *Proxy {
+	t.Helper()
+	u, err := url.Parse(mongotest.URI())
+	if err != nil || u.Scheme != "mongodb" || strings.Contains(u.Host, ",") {
+		t.Skipf("skipped: the server's URI is not a single mongodb://host:port, which the fault proxy needs")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("faults: reserve a port: %v", err)
+	}
+	listen := l.Addr().String()
+	_ = l.Close()
+	logger := zerolog.Nop()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
+	p := &Proxy{proxy: toxiproxy.NewProxy(server, "mongo", listen, u.Host)}
+	if err := p.proxy.Start(); err != nil {
+		t.Fatalf("faults: start the proxy: %v", err)
+	}
+	t.Cleanup(p.proxy.Stop)
+
+	q := u.Query()
+	q.Set("directConnection", "true")
+	u.Host, u.RawQuery = listen, q.Encode()
+	p.client = mongotest.Connect(t, u.String(), &event.CommandMonitor{
+		Started:   p.started,
+		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) { p.finished(e.RequestID) },
+		Failed:    func(_ context.Context, e *event.CommandFailedEvent) { p.finished(e.RequestID) },
+	}, func(o *options.ClientOptions) {
+		// Keep the monitoring connection quiet: a heartbeat that meets a
+		// toxic would mark the server unknown for reasons of its own.
+		o.SetServerMonitoringMode(options.ServerMonitoringModePoll).SetHeartbeatInterval(time.Minute)
+	})
+	return p
+}
+
+// Client returns the client connected through the proxy.
+func (p *Proxy) Client() *mongo.Client { return p.client }
+
+// Arm makes the f.Step-th command the proxy's client starts from now fail
+// as f says, once. Arm again to replace an armed fault that has not fired.
+func (p *Proxy) Arm(f Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed, p.seen, p.request, p.toxic = &f, 0, 0, ""
+	p.fired.Store(false)
+}
+
+// Fired reports whether the armed fault struck a command.
+func (p *Proxy) Fired() bool { return p.fired.Load() }
+
+// Disarm removes a fault that has not fired, and any toxic left in place.
+func (p *Proxy) Disarm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed = nil
+	p.removeToxic()
+}
+
+// started counts the client's commands and, at the armed step, puts the
+// toxic in place before the command is written to the connection.
+func (p *Proxy) started(_ context.Context, e *event.CommandStartedEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.armed == nil {
+		return
+	}
+	if p.seen++; p.seen != p.armed.Step {
+		return
+	}
+	f := *p.armed
+	p.armed = nil
+	stream := "upstream" // client to server: the command is lost
+	if f.Place == Inside {
+		stream = "downstream" // server to client: the reply is lost
+	}
+	typ, attrs := "reset_peer", `{"timeout": 0}`
+	switch f.Kind {
+	case Timeout:
+		typ, attrs = "timeout", fmt.Sprintf(`{"timeout": %d}`, TimeoutAfter.Milliseconds())
+	case Stall:
+		typ, attrs = "timeout", `{"timeout": 0}`
+	}
+	name := "fault"
+	spec := fmt.Sprintf(`{"name": %q, "type": %q, "stream": %q, "toxicity": 1, "attributes": %s}`, name, typ, stream, attrs)
+	if _, err := p.proxy.Toxics.AddToxicJson(strings.NewReader(spec)); err != nil {
+		panic(fmt.Sprintf("faults: add toxic %s: %v", spec, err))
+	}
+	p.toxic, p.request = name, e.RequestID
+	p.fired.Store(true)
+}
+
+// finished removes the toxic once the command it struck has failed (or,
+// had the fault not struck it, ended).
+func (p *Proxy) finished(request int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.toxic != "" && request == p.request {
+		p.removeToxic()
+	}
+}
+
+func (p *Proxy) removeToxic() {
+	if p.toxic == "" {
+		return
+	}
+	_ = p.proxy.Toxics.RemoveToxic(context.Background(), p.toxic)
+	p.toxic = ""
+}
+
+// Case is an operation to break at every step, for [Run].
+type Case[S any] struct {
+	// Prepare stores the state before the operation in db, a fresh
+	// database, and returns what Op and Check need.
+	Prepare func(t *testing.T, db *mongo.Database) S
+	// Op runs the operation on db; Run calls it with db seen through the
+	// faulty client, then through a healthy one.
+	Op func(ctx context.Context, db *mongo.Database, s S) error
+	// Retry, when set, runs the operation again after a failure instead of
+	// Op (for an operation whose repeat after success reports, say,
+	// patterns.ErrNotFound); it must return nil.
+	Retry func(ctx context.Context, db *mongo.Database, s S) error
+	// Check verifies the final state: nothing lost, nothing twice, the
+	// repository's invariants.
+	Check func(t *testing.T, db *mongo.Database, s S)
+}
+
+// Run breaks c's operation at every step. It first runs the operation on
+// fresh data through a healthy client, counting its commands (n), and
+// checks the result. Then for each fault of [Faults](n) (under -short,
+// every third, always including the first and the last), as a subtest:
+// on fresh data, it runs the operation through p's client with the fault
+// armed and requires that the fault struck; if the operation returned
+// nil, its effect must be whole (Check passes at once: a driver's retry
+// absorbed the fault); otherwise it runs the operation again through the
+// healthy client, which must succeed, and checks the final state.
+func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
+	t.Helper()
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	s := c.Prepare(t, db)
+	counter := mongotest.NewCounter(t, db)
+	var err error
+	sent := counter.Count(func() { err = c.Op(ctx, db, s) })
+	if err != nil {
+		t.Fatalf("faults: the operation fails without a fault: %v", err)
+	}
+	c.Check(t, db, s)
+	all := Faults(len(sent))
+	t.Logf("the operation sends %d commands %v: %d faults", len(sent), sent, len(all))
+	retry := c.Retry
+	if retry == nil {
+		retry = c.Op
+	}
+	for i, f := range all {
+		if testing.Short() && i%3 != 0 && i != len(all)-1 {
+			continue
+		}
+		t.Run(fmt.Sprintf("%s_%s", f, sent[f.Step-1]), func(t *testing.T) {
+			db := mongotest.DB(t)
+			s := c.Prepare(t, db)
+			faulty := p.Client().Database(db.Name())
+			opCtx, cancel := context.WithTimeout(ctx, StallDeadline)
+			defer cancel()
+			p.Arm(f)
+			err := c.Op(opCtx, faulty, s)
+			p.Disarm()
+			if !p.Fired() {
+				t.Fatalf("the fault never struck: the operation sent fewer than %d commands (err %v)", f.Step, err)
+			}
+			if err == nil {
+				t.Logf("the operation absorbed the fault (a driver retry) and returned nil: its effect must be whole")
+				c.Check(t, db, s)
+				return
+			}
+			t.Logf("the caller saw: %v", err)
+			if err := retry(ctx, db, s); err != nil {
+				t.Fatalf("the retry on a healthy connection failed: %v", err)
+			}
+			c.Check(t, db, s)
+		})
+	}
+}

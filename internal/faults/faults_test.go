@@ -1,0 +1,66 @@
+package faults_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/faults"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+func TestFaultsCoverEveryStepPlaceAndKind(t *testing.T) {
+	fs := faults.Faults(3)
+	require.Len(t, fs, 6)
+	kinds := map[faults.Kind]bool{}
+	for i, f := range fs {
+		require.Equal(t, i/2+1, f.Step)
+		require.Equal(t, faults.Place(i%2), f.Place)
+		kinds[f.Kind] = true
+		if i%2 == 1 {
+			require.NotEqual(t, fs[i-1].Kind, f.Kind, "a command meets two kinds")
+		}
+	}
+	require.Len(t, kinds, 3)
+}
+
+// TestRunBreaksEveryStep breaks a two-step operation that is safe to
+// retry (an upsert, then a guarded update) at each step, and checks that
+// every fault struck and the retried operation ends in the same state.
+func TestRunBreaksEveryStep(t *testing.T) {
+	p := faults.New(t)
+	var subtests int
+	op := func(ctx context.Context, db *mongo.Database, _ struct{}) error {
+		coll := db.Collection("c")
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "n", Value: 0}}}}, options.UpdateOne().SetUpsert(true)); err != nil {
+			return err
+		}
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "done", Value: bson.D{{Key: "$ne", Value: true}}}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "done", Value: true}}}, {Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+		return err
+	}
+	faults.Run(t, p, faults.Case[struct{}]{
+		Prepare: func(*testing.T, *mongo.Database) struct{} { subtests++; return struct{}{} },
+		Op:      op,
+		Check: func(t *testing.T, db *mongo.Database, _ struct{}) {
+			var docs []bson.M
+			cur, err := db.Collection("c").Find(context.Background(), bson.D{})
+			require.NoError(t, err)
+			require.NoError(t, cur.All(context.Background(), &docs))
+			require.Len(t, docs, 1, "stored once")
+			require.Equal(t, true, docs[0]["done"])
+			require.EqualValues(t, 1, docs[0]["n"], "applied once")
+		},
+	})
+	want := 1 + 4 // the healthy run, then before and inside each of 2 commands
+	if testing.Short() {
+		want = 1 + 2
+	}
+	require.Equal(t, want, subtests)
+}

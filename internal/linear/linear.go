@@ -1,0 +1,88 @@
+// Package linear records concurrent histories of a repository's
+// operations and checks them for linearizability against a sequential
+// model of what the repository promises, with porcupine
+// (github.com/anishathalye/porcupine): the check etcd's tests use.
+//
+// A test starts several goroutines that call the repository through
+// [History.Do], each with its own client id, then calls [Check] with a
+// model whose Step function says which outputs the promised behaviour
+// allows for an input in a state. A promise weaker than linearizable (a
+// reader may see one collection ahead of another) is encoded in the model
+// as exactly that weakness: a Step that accepts the outputs the
+// documentation allows, no others.
+package linear
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// History is a concurrent history being recorded. The zero value is
+// ready; it is safe for concurrent use.
+type History struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+}
+
+// Do runs call as one operation of client with the given input, recording
+// when it was invoked and when it returned, with its output. Operations
+// whose outcome is unknown (an error that leaves it unsure whether a write
+// happened) must be recorded with an output that the model accepts either
+// way.
+func (h *History) Do(client int, input any, call func() (output any)) {
+	h.mu.Lock()
+	if h.start.IsZero() {
+		h.start = time.Now()
+	}
+	start := h.start
+	h.mu.Unlock()
+	invoked := time.Since(start).Nanoseconds()
+	out := call()
+	returned := time.Since(start).Nanoseconds()
+	h.mu.Lock()
+	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: input, Call: invoked, Output: out, Return: returned})
+	h.mu.Unlock()
+}
+
+// Len returns the number of operations recorded.
+func (h *History) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.ops)
+}
+
+// Check fails the test unless the recorded history is linearizable with
+// respect to model: some order of the operations, consistent with their
+// real-time order, that the model accepts step by step. When it is not,
+// it writes porcupine's visualization of the history to a file in the
+// test's output directory and names it. A check that exceeds timeout
+// fails too (an unknown result proves nothing).
+func Check(t testing.TB, model porcupine.Model, h *History, timeout time.Duration) {
+	t.Helper()
+	h.mu.Lock()
+	ops := append([]porcupine.Operation(nil), h.ops...)
+	h.mu.Unlock()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+	switch res {
+	case porcupine.Ok:
+		t.Logf("linearizable: %d operations", len(ops))
+	case porcupine.Unknown:
+		t.Fatalf("the linearizability check of %d operations did not finish within %s", len(ops), timeout)
+	default:
+		dir := t.TempDir()
+		if d := os.Getenv("LINEAR_OUT"); d != "" {
+			dir = d
+		}
+		path := filepath.Join(dir, filepath.Base(t.Name())+".html")
+		if err := porcupine.VisualizePath(model, info, path); err != nil {
+			t.Logf("visualize: %v", err)
+		}
+		t.Fatalf("the history of %d operations is not linearizable; visualization: %s (set LINEAR_OUT to keep it)", len(ops), path)
+	}
+}
