@@ -196,9 +196,9 @@ func TestScale(t *testing.T) {
 	t.Logf("Scale(1000, 10) = %d on %s", got, mongotest.Server())
 }
 
-// BenchmarkCompare compares an InsertOne with itself: speed-x and
+// BenchmarkCompareWithItself compares an InsertOne with itself: speed-x and
 // allocs-x come out near 1.
-func BenchmarkCompare(b *testing.B) {
+func BenchmarkCompareWithItself(b *testing.B) {
 	side := func(b *testing.B) func(int) {
 		coll := mongotest.DB(b).Collection("c")
 		return func(i int) {
