@@ -15,7 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/doctor"
-	"github.com/mongopatterns/mongopatterns/doctor/internal/seed"
+	"github.com/mongopatterns/mongopatterns/doctor/doctortest"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
@@ -51,7 +51,7 @@ func mustQuery(t *testing.T, js string) doctor.Query {
 
 func TestCheckFindsEachSeededAntiPattern(t *testing.T) {
 	ctx := context.Background()
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	counter := mongotest.NewCounter(t, db)
 	var progress []doctor.Progress
 	start := time.Now()
@@ -85,7 +85,7 @@ func TestCheckFindsEachSeededAntiPattern(t *testing.T) {
 	require.Len(t, dyn, 1)
 	require.Equal(t, "attr_*", dyn[0].Field)
 	n, _ := dyn[0].Evidence.Get("distinctKeys")
-	require.Equal(t, len(seed.Attributes), n)
+	require.Equal(t, len(doctortest.Attributes), n)
 
 	mk := has(rep, doctor.RuleMultikeyCompound, "catalog")
 	require.Len(t, mk, 1)
@@ -101,7 +101,7 @@ func TestCheckFindsEachSeededAntiPattern(t *testing.T) {
 }
 
 func TestCheckCleanDatabaseHasNoFindings(t *testing.T) {
-	db := seeded(t, seed.Clean)
+	db := seeded(t, doctortest.Clean)
 	rep, err := doctor.Check(context.Background(), db, doctor.Options{})
 	require.NoError(t, err)
 	require.Empty(t, rep.Findings)
@@ -116,7 +116,7 @@ func TestCheckCleanDatabaseHasNoFindings(t *testing.T) {
 
 func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 	ctx := context.Background()
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	pipeline, err := doctor.ParsePipeline([]byte(`{"collection": "orders", "pipeline": [
 		{"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "code", "as": "customer"}},
 		{"$unwind": "$customer"}, {"$match": {"status": "paid"}}, {"$project": {"total": 1, "customer.name": 1}}]}`))
@@ -202,7 +202,7 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 }
 
 func TestThresholdsAreOptions(t *testing.T) {
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	rep, err := doctor.Check(context.Background(), db, doctor.Options{
 		Thresholds: doctor.Thresholds{Indexes: 3, Collections: 5, TimeSeriesDocuments: 200, ArrayLength: 1600},
 		Disable:    []string{doctor.RuleBloatedDocument},
@@ -219,7 +219,7 @@ func TestThresholdsAreOptions(t *testing.T) {
 
 func TestSampleIsBounded(t *testing.T) {
 	ctx := context.Background()
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	rep, err := doctor.Check(ctx, db, doctor.Options{SampleSize: 50, Collections: []string{"readings"}})
 	require.NoError(t, err)
 	require.Len(t, rep.Collections, 1)
@@ -309,7 +309,7 @@ func TestCheckIndexesOfARepository(t *testing.T) {
 
 func TestLintPipelineReadsForeignIndexes(t *testing.T) {
 	ctx := context.Background()
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	p := doctor.Pipeline{Collection: "orders", Stages: []bson.D{
 		{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "customers"}, {Key: "localField", Value: "customerId"}, {Key: "foreignField", Value: "code"}, {Key: "as", Value: "c"}}}},
 	}}
@@ -327,14 +327,14 @@ func TestLintPipelineReadsForeignIndexes(t *testing.T) {
 
 func TestAnalyzeShardKey(t *testing.T) {
 	ctx := context.Background()
-	db := seeded(t, seed.AntiPatterns)
+	db := seeded(t, doctortest.AntiPatterns)
 	rep, err := doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "orders", Key: bson.D{{Key: "customerId", Value: 1}, {Key: "createdAt", Value: 1}}},
 		doctor.Options{Queries: []doctor.Query{mustQuery(t, `{"collection": "orders", "filter": {"customerId": "c3"}, "sort": {"createdAt": -1}}`)}})
 	require.NoError(t, err)
 	require.Len(t, rep.ShardKeys, 1)
 	a := rep.ShardKeys[0]
-	require.Equal(t, seed.Orders, a.Documents)
-	require.Equal(t, seed.Orders, a.Distinct, "customer and time together are unique")
+	require.Equal(t, doctortest.Orders, a.Documents)
+	require.Equal(t, doctortest.Orders, a.Distinct, "customer and time together are unique")
 	require.Len(t, a.MostCommon, 5)
 	require.Equal(t, 1, a.MostCommon[0].Count)
 	require.Equal(t, "not monotonic", a.Monotonicity, "customers cycle: %s", a.Why)

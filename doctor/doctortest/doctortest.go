@@ -1,7 +1,10 @@
-// Package seed writes the databases the doctor's tests and command tests
-// check: one with each anti-pattern the doctor reports, and a clean one
-// of realistic data that must yield no finding.
-package seed
+// Package doctortest writes databases for testing tools built on package
+// doctor, as net/http/httptest serves handlers: [AntiPatterns] holds each
+// anti-pattern the doctor reports, [Clean] realistic data that must yield
+// no finding. The doctor's own tests, and those of the mongopatterns
+// command, check them; a service can use them to test the CI job that
+// gates on the doctor.
+package doctortest
 
 import (
 	"context"
@@ -206,11 +209,11 @@ func index(keys bson.D) mongo.IndexModel { return mongo.IndexModel{Keys: keys} }
 // on some createIndexes of several indexes).
 func insert(ctx context.Context, coll *mongo.Collection, docs []any, indexes ...mongo.IndexModel) error {
 	if _, err := coll.InsertMany(ctx, docs); err != nil {
-		return fmt.Errorf("seed %s: %w", coll.Name(), err)
+		return fmt.Errorf("doctortest: insert into %s: %w", coll.Name(), err)
 	}
 	for _, m := range indexes {
 		if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
-			return fmt.Errorf("seed %s: index %v: %w", coll.Name(), m.Keys, err)
+			return fmt.Errorf("doctortest: index %v on %s: %w", m.Keys, coll.Name(), err)
 		}
 	}
 	return nil
