@@ -72,6 +72,7 @@ type specsEntry struct {
 
 func newChecker(db *mongo.Database, s settings) *checker {
 	c := &checker{db: db, s: s, rd: &reader{s: s}, now: time.Now, specs: map[string]specsEntry{}}
+	c.rep.Thresholds = s.th
 	if db != nil {
 		c.rep.Database = db.Name()
 	}

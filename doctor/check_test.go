@@ -187,12 +187,14 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 	require.Len(t, byQuery(doctor.RuleShardKeyMonotonic, `orders {"_id":1}`), 1)
 	status := rep.ShardKeys[1]
 	require.Equal(t, 3, status.Distinct)
-	require.InDelta(t, 1.0/3, status.TopShare, 0.01)
+	require.InDelta(t, 0.7, status.TopShare, 0.01)
+	require.Equal(t, `"paid"`, status.MostCommon[0].Value)
 	require.Len(t, byQuery(doctor.RuleShardKeyCardinality, `orders {"status":1}`), 1)
 	require.Len(t, byQuery(doctor.RuleShardKeyFrequency, `orders {"status":1}`), 1)
 	require.Empty(t, byQuery(doctor.RuleShardKeyMonotonic, `orders {"status":1}`))
 	hashed := rep.ShardKeys[2]
 	require.Equal(t, "not monotonic", hashed.Monotonicity)
+	require.Empty(t, byQuery(doctor.RuleShardKeyFrequency, `orders {"customerId":"hashed"}`), "ten customers of 10% each: few values, evenly spread")
 	targets := map[string]string{}
 	for _, q := range hashed.Queries {
 		targets[q.Query] = q.Targeting

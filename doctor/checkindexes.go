@@ -33,7 +33,11 @@ import (
 // unordered map of several fields, is an error wrapping
 // [patterns.ErrInvalid].
 func CheckIndexes(ctx context.Context, idx ...patterns.Index) (Report, error) {
-	c := newChecker(nil, settings{disabled: map[string]bool{}})
+	s, err := Options{}.validate("CheckIndexes")
+	if err != nil {
+		return Report{}, err
+	}
+	c := newChecker(nil, s)
 	if err := c.missingIndexes(ctx, idx); err != nil {
 		return Report{}, fmt.Errorf("doctor: CheckIndexes: %w", err)
 	}

@@ -18,10 +18,10 @@ var htmlTemplate = template.Must(template.New("report").Parse(reportTemplate))
 // opens in a browser: the findings with their evidence and remedies, a
 // filter by severity, and for each collection two charts drawn as inline
 // SVG: the distribution of its sampled documents' sizes and the longest
-// arrays per field, each against its threshold. th gives the thresholds
-// the charts mark; its zero fields take their defaults.
-func (r *Report) WriteHTML(w io.Writer, th Thresholds) error {
-	th, err := th.withDefaults()
+// arrays per field, each against the threshold in Report.Thresholds (its
+// zero fields take their defaults).
+func (r *Report) WriteHTML(w io.Writer) error {
+	th, err := r.Thresholds.withDefaults()
 	if err != nil {
 		return fmt.Errorf("doctor: WriteHTML: %w", err)
 	}
@@ -124,10 +124,10 @@ func sizeChart(c CollectionSummary, threshold int64) chart {
 		br := bar{
 			X: x + 2, Y: bottom - h, W: max(slot-4, 1), H: h, Over: b.Lo > threshold,
 			LabelX: x + slot/2, LabelY: bottom + 14, ValueX: x + slot/2, ValueY: bottom - h - 4,
-			Tip: fmt.Sprintf("%d documents of %s to %s", b.Count, shortBytes(b.Lo), shortBytes(b.Hi)),
+			Tip: fmt.Sprintf("%d documents of %s to %s", b.Count, bytesString(b.Lo), bytesString(b.Hi)),
 		}
 		if i%every == 0 {
-			br.Label = shortBytes(b.Lo)
+			br.Label = bytesString(b.Lo)
 		}
 		if b.Count > 0 {
 			br.Value = fmt.Sprint(b.Count)
@@ -135,11 +135,11 @@ func sizeChart(c CollectionSummary, threshold int64) chart {
 		ch.Bars = append(ch.Bars, br)
 		if b.Lo <= threshold && threshold < b.Hi {
 			mx := x + slot*float64(threshold-b.Lo)/float64(b.Hi-b.Lo)
-			ch.Marker = newMarker(mx, padT, bottom, "limit "+shortBytes(threshold))
+			ch.Marker = newMarker(mx, padT, bottom, "limit "+bytesString(threshold))
 		}
 	}
 	if ch.Marker == nil && threshold >= bs[len(bs)-1].Hi {
-		ch.Marker = newMarker(padL+float64(len(bs))*slot+4, padT, bottom, "limit "+shortBytes(threshold)+" →")
+		ch.Marker = newMarker(padL+float64(len(bs))*slot+4, padT, bottom, "limit "+bytesString(threshold)+" →")
 	}
 	return ch
 }
@@ -169,16 +169,4 @@ func arrayChart(c CollectionSummary, threshold int) chart {
 	ch.Marker = newMarker(labelW+scale(int64(threshold)), padT-6, chartH-10, fmt.Sprintf("limit %d", threshold))
 	ch.Marker.LabelY = chartH - 2
 	return ch
-}
-
-// shortBytes prints a size for an axis: 512 B, 4 kB, 2 MB.
-func shortBytes(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.3g MB", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.3g kB", float64(n)/1e3)
-	default:
-		return fmt.Sprintf("%d B", n)
-	}
 }

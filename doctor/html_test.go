@@ -21,7 +21,7 @@ func TestWriteHTMLIsSelfContainedWithCharts(t *testing.T) {
 		},
 	}
 	var b strings.Builder
-	require.NoError(t, r.WriteHTML(&b, Thresholds{}))
+	require.NoError(t, r.WriteHTML(&b))
 	page := b.String()
 	require.Equal(t, 2, strings.Count(page, `data-chart="document-sizes"`))
 	require.Equal(t, 2, strings.Count(page, `data-chart="array-lengths"`))

@@ -174,7 +174,7 @@ func redundantIndexes(coll string, specs []indexSpec) []Finding {
 		}
 		for _, b := range specs {
 			if b.Name == a.Name || !b.regular() || b.Sparse || b.Partial != nil || b.Hidden ||
-				len(b.Key) <= len(a.Key) || !isPrefix(a.Key, b.Key) || !sameRaw(a.Collation, b.Collation) {
+				len(b.Key) <= len(a.Key) || !isPrefix(a.Key, b.Key) || string(a.Collation) != string(b.Collation) {
 				continue
 			}
 			out = append(out, Finding{
@@ -208,8 +208,6 @@ func isPrefix(a, b []keyField) bool {
 }
 
 // sameRaw compares two optional documents byte for byte.
-func sameRaw(a, b bson.Raw) bool { return string(a) == string(b) }
-
 // multikeyCompound applies the multikey-compound rule: a compound index
 // with two or more fields that hold arrays (at the field or above it) in
 // the sample. MongoDB refuses to insert a document with arrays in two

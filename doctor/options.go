@@ -59,7 +59,9 @@ const (
 	DefaultShardKeyCardinality = 100
 	// DefaultShardKeyShare: a value that holds a tenth of the documents
 	// makes a chunk that can never be split below a tenth of the
-	// collection. This package's choice.
+	// collection. (The value must also hold twice an even share, 2 /
+	// distinct values: otherwise the key has few values, a matter of
+	// cardinality, not skew.) This package's choice.
 	DefaultShardKeyShare = 0.1
 	// DefaultShardKeyCorrelation: analyzeShardKey calls a key monotonic
 	// when the correlation between its order and the record ids is 0.7

@@ -408,7 +408,7 @@ func lintPipeline(p Pipeline, s settings, indexesOf indexLookup) ([]Finding, err
 			}
 		case "$project", "$unset":
 			if j := projectTarget(infos, i); j < i && slices.ContainsFunc(infos[j:i], func(x stageInfo) bool { return slices.Contains(carrying, x.op) }) {
-				add(RulePipelineProjectLate, Info, strings.Join(append(append([]string{}, si.drops...), si.keeps...), ", "),
+				add(RulePipelineProjectLate, Info, strings.Join(slices.Concat(si.drops, si.keeps, si.sets), ", "),
 					fmt.Sprintf("stage %d (%s) could move before stage %d (%s): the stages between carry fields it drops", i, si.op, j, infos[j].op),
 					Evidence{{"stage", i}, {"canMoveTo", j}, {"passes", opsOf(infos[j:i])}},
 					fmt.Sprintf("move the %s before stage %d so fewer bytes pass through %s", si.op, j, opsOf(infos[j:i])))
@@ -546,15 +546,16 @@ func lookupUse(infos []stageInfo, i int) (used []string, whole bool) {
 				used = appendNew(used, r)
 			}
 		}
-		if slices.Contains(si.sets, as) && si.op != "$unwind" || describesNothing(si) {
+		if (slices.Contains(si.sets, as) && si.op != "$unwind") || unfollowed(si) {
 			break
 		}
 	}
 	return used, false
 }
 
-// describesNothing reports a stage this analysis does not follow.
-func describesNothing(si stageInfo) bool {
+// unfollowed reports a stage whose output fields this analysis does not
+// follow ($group, $replaceRoot, $facet, ...).
+func unfollowed(si stageInfo) bool {
 	switch si.op {
 	case "$match", "$sort", "$project", "$unset", "$addFields", "$set", "$lookup", "$graphLookup", "$unwind", "$limit", "$skip":
 		return false

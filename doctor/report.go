@@ -35,6 +35,10 @@ type Report struct {
 	Collections []CollectionSummary `json:"collections,omitempty"`
 	// ShardKeys holds the measurements of each proposed shard key.
 	ShardKeys []ShardKeyAnalysis `json:"shardKeys,omitempty"`
+	// Thresholds are the limits the rules used (defaults filled in);
+	// WriteHTML marks them on its charts. Each finding's evidence holds
+	// the threshold it crossed, so they are not repeated in JSON.
+	Thresholds Thresholds `json:"-"`
 }
 
 // Finding is one anti-pattern found.
@@ -87,8 +91,9 @@ func (e Evidence) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// formatValue prints a measure's value: floats with at most three
-// decimals, strings as they are.
+// formatValue prints a measure's value: floats in their shortest form
+// (the rules round shares and means to three decimals), strings as they
+// are.
 func formatValue(v any) string {
 	switch v := v.(type) {
 	case float64:
@@ -223,13 +228,6 @@ func (r *Report) Sort() {
 	if r.Skipped == nil {
 		r.Skipped = []Skip{}
 	}
-}
-
-// merge appends what o found to r.
-func (r *Report) merge(o Report) {
-	r.Findings = append(r.Findings, o.Findings...)
-	r.Skipped = append(r.Skipped, o.Skipped...)
-	r.Notes = append(r.Notes, o.Notes...)
 }
 
 // CollectionSummary describes one collection as the check saw it.

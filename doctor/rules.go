@@ -50,7 +50,8 @@ const (
 
 	// RuleShardKeyCardinality: too few distinct values to split into chunks.
 	RuleShardKeyCardinality = "shard-key-cardinality"
-	// RuleShardKeyFrequency: one value holds too large a share of the documents.
+	// RuleShardKeyFrequency: one value holds too large a share of the
+	// documents, and at least twice an even share.
 	RuleShardKeyFrequency = "shard-key-frequency"
 	// RuleShardKeyMonotonic: values grow with insertion order, so every
 	// insert goes to the last chunk.
@@ -98,7 +99,7 @@ var Rules = []RuleInfo{
 	{RuleESROrder, "an index that holds a query shape's fields out of Equality, Sort, Range order", "listIndexes"},
 	{RuleCaseInsensitiveRegex, "a query shape with a case-insensitive $regex", "the query shape"},
 	{RuleShardKeyCardinality, "a proposed shard key with too few distinct values", "a sample of the key's values"},
-	{RuleShardKeyFrequency, "a proposed shard key value that holds too large a share of the documents", "a sample of the key's values"},
+	{RuleShardKeyFrequency, "a proposed shard key value that holds more than 10% of the documents, and twice an even share", "a sample of the key's values"},
 	{RuleShardKeyMonotonic, "a proposed shard key that grows with insertion order (ObjectIds, timestamps)", "the key's values in natural order"},
 	{RuleShardKeyArray, "a proposed shard key field that holds arrays", "a sample of the key's values"},
 	{RuleShardKeyScatterGather, "a query shape that a proposed shard key would send to every shard", "the query shape"},

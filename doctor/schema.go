@@ -116,14 +116,14 @@ func timeSeriesFindings(coll string, count int64, p *profile, th Thresholds) []F
 	}}
 }
 
-// bytesString prints a size: 3.1 MB, 512 B (decimal units, as the
-// thresholds are given).
+// bytesString prints a size to three significant digits, in decimal
+// units as the thresholds are given: 512 B, 4.1 kB, 3 MB.
 func bytesString(n int64) string {
 	switch {
 	case n >= 1_000_000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+		return fmt.Sprintf("%.3g MB", float64(n)/1e6)
 	case n >= 1_000:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+		return fmt.Sprintf("%.3g kB", float64(n)/1e3)
 	default:
 		return fmt.Sprintf("%d B", n)
 	}

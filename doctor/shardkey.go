@@ -104,9 +104,9 @@ type ShardKeyAnalysis struct {
 	// TopShare is the share of the documents read that hold the most
 	// frequent value.
 	TopShare float64 `json:"topShare"`
-	// Missing counts documents without a key field (MongoDB shards them
-	// as null); Arrays those with an array in a key field (MongoDB
-	// refuses them).
+	// Missing counts documents without one of the key fields (MongoDB
+	// shards them as null); Arrays those with an array in a key field
+	// (MongoDB refuses them).
 	Missing int `json:"missing"`
 	Arrays  int `json:"arrays"`
 	// Monotonicity is "monotonic", "not monotonic" or "unknown", from the
@@ -182,30 +182,28 @@ func (kv *keyValues) addDoc(doc bson.Raw, key []keyField) {
 	kv.docs++
 	var canon bytes.Buffer
 	var shown []string
-	firstSet := false
+	var first bson.RawValue
+	anyMissing := false
 	for i, f := range key {
 		v, missing, array := lookupPath(doc, f.Path)
-		switch {
-		case array:
+		if array {
 			kv.arrays++
 			return
-		case missing:
-			v = bson.RawValue{Type: bson.TypeNull}
-			if i == 0 {
-				kv.missing++
-			}
+		}
+		if missing {
+			v, anyMissing = bson.RawValue{Type: bson.TypeNull}, true
 		}
 		if i == 0 {
-			kv.first = append(kv.first, v)
-			firstSet = true
+			first = v
 		}
 		canon.WriteByte(byte(v.Type))
 		canon.Write(v.Value)
 		shown = append(shown, v.String())
 	}
-	if !firstSet {
-		return
+	if anyMissing {
+		kv.missing++
 	}
+	kv.first = append(kv.first, first)
 	k := canon.String()
 	vc := kv.counts[k]
 	if vc == nil {
@@ -342,7 +340,11 @@ func (c *checker) shardKeyFindings(key ShardKey, a ShardKeyAnalysis) {
 		f.Remedy = "add a field of high cardinality after it (a compound shard key), or shard on a field with many distinct values"
 		c.add(f)
 	}
-	if a.TopShare >= th.ShardKeyShare && float64(a.Documents) >= 2/th.ShardKeyShare && len(a.MostCommon) > 0 {
+	// A frequent value is one that holds at least ShardKeyShare of the
+	// documents and twice an even share: ten values of 10% each are a
+	// matter of cardinality, not of skew.
+	if a.TopShare >= th.ShardKeyShare && a.TopShare >= 2/float64(a.Distinct) &&
+		float64(a.Documents) >= 2/th.ShardKeyShare && len(a.MostCommon) > 0 {
 		f := base
 		f.Rule, f.Severity = RuleShardKeyFrequency, Warning
 		f.Message = fmt.Sprintf("value %s holds %.0f%% of the documents read: its chunk can never be split below that", a.MostCommon[0].Value, 100*a.TopShare)

@@ -166,9 +166,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		opts.Pipelines = append(opts.Pipelines, v)
 	}
+	bar := &progressBar{w: stderr}
 	if isTerminal(stderr) {
-		bar := &progressBar{w: stderr}
-		defer bar.done()
 		opts.Progress = bar.show
 	}
 
@@ -179,6 +178,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
 
 	rep, err := doctor.Check(ctx, client.Database(*dbName), opts)
+	bar.done() // before the report, which may go to the same terminal
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -230,7 +230,7 @@ func write(w io.Writer, format string, rep *doctor.Report) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	case "html":
-		return rep.WriteHTML(w, doctor.Thresholds{})
+		return rep.WriteHTML(w)
 	default:
 		return rep.WriteText(w)
 	}
