@@ -396,6 +396,13 @@ func lintPipeline(p Pipeline, s settings, indexesOf indexLookup) ([]Finding, err
 	for i, si := range infos {
 		switch si.op {
 		case "$match":
+			if filter, ok := p.Stages[i][0].Value.(bson.D); ok {
+				sh, _ := shapeOf(filter, nil) // a malformed $match has no regex to report
+				for _, re := range sh.regexI {
+					add(RuleCaseInsensitiveRegex, Warning, re.Path, regexMessage(re),
+						Evidence{{"stage", i}, {"pattern", re.Pattern}, {"anchored", strings.HasPrefix(re.Pattern, "^")}}, regexRemedy)
+				}
+			}
 			if j := matchTarget(infos, i); j < i {
 				sev, where := Info, fmt.Sprintf("before stage %d (%s)", j, infos[j].op)
 				if j == 0 {

@@ -75,6 +75,8 @@ func TestLintPipelineRules(t *testing.T) {
 		{"$lookup read for two fields",
 			`[{"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "code", "as": "c"}}, {"$unwind": "$c"}, {"$addFields": {"name": "$c.name", "city": "$c.address.city"}}]`,
 			[]hit{{RulePipelineLookupExtref, Info, 0}}},
+		{"case-insensitive $regex in a $match", `[{"$match": {"name": {"$regex": "kettle", "$options": "i"}}}]`,
+			[]hit{{RuleCaseInsensitiveRegex, Warning, 0}}},
 		{"$lookup read whole",
 			`[{"$lookup": {"from": "customers", "localField": "customerId", "foreignField": "code", "as": "c"}}, {"$addFields": {"n": {"$size": "$c"}}}]`, nil},
 	} {

@@ -15,9 +15,9 @@ func (c *checker) query(ctx context.Context, q Query) error {
 	}
 	for _, re := range sh.regexI {
 		c.add(Finding{Rule: RuleCaseInsensitiveRegex, Severity: Warning, Collection: q.Collection, Field: re.Path, Query: q.String(),
-			Message:  fmt.Sprintf("case-insensitive $regex /%s/i on %s: the index, if any, is scanned key by key", re.Pattern, re.Path),
+			Message:  regexMessage(re),
 			Evidence: Evidence{{"pattern", re.Pattern}, {"anchored", strings.HasPrefix(re.Pattern, "^")}},
-			Remedy:   "match by equality on an index with a case-insensitive collation (strength 2), or store a lower-cased copy of the field and index that"})
+			Remedy:   regexRemedy})
 	}
 	fields := sh.fields()
 	if len(fields) == 0 {
@@ -58,6 +58,12 @@ func (c *checker) query(ctx context.Context, q Query) error {
 	c.addAll(queryFindings(q, sh, specs, best, bestFit, why, plan))
 	return nil
 }
+
+func regexMessage(re regexUse) string {
+	return fmt.Sprintf("case-insensitive $regex /%s/i on %s: an index, if any, is scanned key by key", re.Pattern, re.Path)
+}
+
+const regexRemedy = "match by equality on an index with a case-insensitive collation (strength 2), or store a lower-cased copy of the field and index that"
 
 // queryFindings turns the best index fit and the plan read into findings.
 // A plan that scans the collection makes an unindexed-query warning

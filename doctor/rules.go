@@ -43,7 +43,8 @@ const (
 	// RuleESROrder: an index holds the shape's fields in an order that
 	// breaks the Equality, Sort, Range rule.
 	RuleESROrder = "esr-order"
-	// RuleCaseInsensitiveRegex: a $regex with the "i" option.
+	// RuleCaseInsensitiveRegex: a $regex with the "i" option, in a query
+	// shape or a pipeline's $match.
 	RuleCaseInsensitiveRegex = "case-insensitive-regex"
 
 	// Shard-key rules, for the [ShardKey] values given in [Options].ShardKeys.
@@ -97,7 +98,7 @@ var Rules = []RuleInfo{
 	{RuleTooManyCollections, "more than 100 collections in the database", "listCollections"},
 	{RuleUnindexedQuery, "a query shape no index serves, or that the server's plan runs as a collection scan", "listIndexes and explain (queryPlanner)"},
 	{RuleESROrder, "an index that holds a query shape's fields out of Equality, Sort, Range order", "listIndexes"},
-	{RuleCaseInsensitiveRegex, "a query shape with a case-insensitive $regex", "the query shape"},
+	{RuleCaseInsensitiveRegex, "a query shape or pipeline $match with a case-insensitive $regex", "the query shape or pipeline"},
 	{RuleShardKeyCardinality, "a proposed shard key with too few distinct values", "a sample of the key's values"},
 	{RuleShardKeyFrequency, "a proposed shard key value that holds more than 10% of the documents, and twice an even share", "a sample of the key's values"},
 	{RuleShardKeyMonotonic, "a proposed shard key that grows with insertion order (ObjectIds, timestamps)", "the key's values in natural order"},

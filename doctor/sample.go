@@ -15,8 +15,8 @@ import (
 // asks only once per check.
 type reader struct {
 	s settings
-	// sampleRefused is the server's answer to the first $sample it
-	// refused; later collections go straight to the first documents.
+	// sampleRefused is the server's answer when it does not implement
+	// $sample; later collections go straight to the first documents.
 	sampleRefused error
 	notes         []string
 }
@@ -37,9 +37,11 @@ func serverAnswer(err error) (mongo.CommandError, bool) {
 //   - count <= SampleSize: one find with a limit of SampleSize+1: the
 //     whole collection, or, if it has grown past the count, its first
 //     documents.
-//   - otherwise: one aggregate [$sample] (and getMores); on a server that
-//     refuses $sample, one find with a limit, here and for every later
-//     collection of the check.
+//   - otherwise: one aggregate [$sample] (and getMores). Where the server
+//     does not implement $sample, one find with a limit instead, here and
+//     for every later collection of the check; where $sample fails on
+//     this collection (a memory limit, a privilege), one find with a limit
+//     for this collection. The report's notes say which.
 //
 // A document the random cursor returns twice is visited once. The read
 // stops at Options.SampleBytes.
@@ -61,11 +63,35 @@ func (r *reader) read(ctx context.Context, coll *mongo.Collection, count int64, 
 		if !refused || sm.Documents > 0 {
 			return sm.Sample, err
 		}
-		r.sampleRefused = ce
-		r.notes = append(r.notes, fmt.Sprintf(
-			"the server refused $sample (%v): each sample is the first %d documents in natural order, not a random one", ce, n))
+		if notImplemented(ce) {
+			r.sampleRefused = ce
+			r.notes = append(r.notes, fmt.Sprintf(
+				"the server does not implement $sample (%v): each sample is the first %d documents in natural order, not a random one", ce, n))
+		} else {
+			r.notes = append(r.notes, fmt.Sprintf(
+				"%s: $sample failed (%v): the sample is the first %d documents in natural order, not a random one", coll.Name(), ce, n))
+		}
 	}
 	return r.first(ctx, coll, proj, SampleFirst, visit)
+}
+
+// Error codes with which a server says it does not implement a command or
+// an aggregation stage.
+const (
+	codeCommandNotFound       = 59
+	codeNotImplemented        = 238
+	codeUnrecognizedStage     = 40324
+	codeInvalidPipelineOption = 168
+)
+
+// notImplemented reports whether the server answered that it does not
+// implement what was asked (rather than that this one request failed).
+func notImplemented(ce mongo.CommandError) bool {
+	switch ce.Code {
+	case codeCommandNotFound, codeNotImplemented, codeUnrecognizedStage, codeInvalidPipelineOption:
+		return true
+	}
+	return false
 }
 
 // first reads the first SampleSize documents in natural order, asking for

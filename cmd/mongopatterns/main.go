@@ -78,7 +78,8 @@ reads: listCollections, listIndexes, $collStats, $indexStats, $sample (or
 find) and, for --query shapes, explain at queryPlanner verbosity.
 
 Exit status: 0 when nothing at or above --fail-on is found, 1 when
-something is, 2 on a usage or connection error.
+something is, 2 on a usage or connection error, or when the database has
+no collection to check (a misspelt --db must not pass a CI gate).
 
 JSON forms (MongoDB extended JSON):
   --query     {"collection": "orders", "filter": {"status": "paid"}, "sort": {"createdAt": -1}, "name": "paid orders"}
@@ -181,6 +182,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	bar.done() // before the report, which may go to the same terminal
 	if err != nil {
 		return usageErr("%v", err)
+	}
+	if len(rep.Collections) == 0 {
+		// A misspelt --db must not pass a CI gate as a clean database.
+		return usageErr("database %q has no collections to check (is --db right?)", *dbName)
 	}
 	if err := write(stdout, *format, &rep); err != nil {
 		return usageErr("write the report: %v", err)
