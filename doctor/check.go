@@ -263,7 +263,7 @@ func (c *checker) unused(ctx context.Context, coll *mongo.Collection, specs []in
 	uses, err := readIndexStats(ctx, coll)
 	if ce, refused := serverAnswer(err); refused {
 		c.indexStatsRefused = ce
-		c.skip(RuleUnusedIndex, "", fmt.Sprintf("the server refused $indexStats (%v): index use cannot be measured", ce))
+		c.skip(RuleUnusedIndex, "", fmt.Sprintf("$indexStats failed: %v; index use cannot be measured", ce))
 		return nil
 	}
 	if err != nil {

@@ -72,7 +72,8 @@
 //     documents in natural order, as the report notes, and unused-index
 //     is skipped. Its explain returns SQLite's query plan
 //     (queryPlanner.Plan: "SCAN orders_325e96ec"), which the package reads:
-//     every filter but an _id lookup scans there, and the report says so.
+//     it says SCAN for every filter measured, _id lookups included, and the
+//     report says so.
 //   - FerretDB 2.x returns PostgreSQL's plan (nodes with a "Node Type",
 //     "Seq Scan" or "Bitmap Index Scan" with an "Index Name"), which the
 //     package reads too.

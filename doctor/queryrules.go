@@ -48,7 +48,7 @@ func (c *checker) query(ctx context.Context, q Query) error {
 	if c.s.on(RuleUnindexedQuery) {
 		reply, err := explainFind(ctx, c.db, q)
 		if ce, refused := serverAnswer(err); refused {
-			c.skip(RuleUnindexedQuery, q.Collection, fmt.Sprintf("query %s: the server refused explain (%v): whether it scans the collection is not known", q, ce))
+			c.skip(RuleUnindexedQuery, q.Collection, fmt.Sprintf("query %s: explain failed: %v; whether it scans the collection is not known", q, ce))
 		} else if err != nil {
 			return fmt.Errorf("explain: %w", err)
 		} else if plan = readPlan(reply); !plan.Readable {

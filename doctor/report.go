@@ -15,13 +15,10 @@ import (
 
 // Report is what a check found. Findings and Skipped are sorted (see
 // [Report.Sort]), so that two runs over the same data print the same
-// report. Its JSON form has the keys findings, skipped, notes,
-// collections and shardKeys; findings and skipped are arrays, empty rather
-// than null.
+// report. Its JSON form has the keys findings, skipped, notes, database,
+// server, collections and shardKeys; findings and skipped are arrays, empty
+// rather than null.
 type Report struct {
-	Database string `json:"database,omitempty"`
-	// Server describes the server, as [patterns.Server.String] does.
-	Server   string    `json:"server,omitempty"`
 	Findings []Finding `json:"findings"`
 	// Skipped lists the rules that could not be evaluated, and why: a
 	// server that lacks $indexStats, an explain without a plan this
@@ -30,6 +27,11 @@ type Report struct {
 	// Notes say how the evidence was gathered where that changes how to
 	// read it (for example: samples are the first documents, not random).
 	Notes []string `json:"notes,omitempty"`
+	// Database is the database checked ("" for CheckIndexes, whose
+	// indexes may span databases).
+	Database string `json:"database,omitempty"`
+	// Server describes the server, as [patterns.Server.String] does.
+	Server string `json:"server,omitempty"`
 	// Collections describes each collection checked: its size and the
 	// distribution of its documents' sizes and array lengths.
 	Collections []CollectionSummary `json:"collections,omitempty"`

@@ -66,10 +66,10 @@ func (r *reader) read(ctx context.Context, coll *mongo.Collection, count int64, 
 		if notImplemented(ce) {
 			r.sampleRefused = ce
 			r.notes = append(r.notes, fmt.Sprintf(
-				"the server does not implement $sample (%v): each sample is the first %d documents in natural order, not a random one", ce, n))
+				"$sample is not implemented by the server: %v; each sample is the first %d documents in natural order, not a random one", ce, n))
 		} else {
 			r.notes = append(r.notes, fmt.Sprintf(
-				"%s: $sample failed (%v): the sample is the first %d documents in natural order, not a random one", coll.Name(), ce, n))
+				"%s: $sample failed: %v; the sample is the first %d documents in natural order, not a random one", coll.Name(), ce, n))
 		}
 	}
 	return r.first(ctx, coll, proj, SampleFirst, visit)

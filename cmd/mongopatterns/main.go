@@ -6,7 +6,8 @@
 //
 // Run "mongopatterns doctor -h" for its flags. The exit status is 0 when
 // nothing at or above --fail-on severity is found, 1 when something is,
-// and 2 on a usage or connection error, so that it can gate a CI job.
+// and 2 on a usage or connection error or when the database has no
+// collection to check, so that it can gate a CI job.
 package main
 
 import (
