@@ -102,13 +102,12 @@ func dynamicFindings(coll string, p *profile, th Thresholds) []Finding {
 		lv := p.levels[path]
 		var values []string
 		families := map[string][]string{}
-		for key := range lv.keys {
-			f, isValue := familyOf(key)
+		for key, ks := range lv.keys {
 			switch {
-			case isValue:
+			case ks.value:
 				values = append(values, key)
-			case f != "":
-				families[f] = append(families[f], key)
+			case ks.family != "":
+				families[ks.family] = append(families[ks.family], key)
 			}
 		}
 		if len(values) >= th.DynamicKeys {
@@ -138,7 +137,7 @@ func spread(keys []string, lv *levelStats, objects int) float64 {
 	}
 	occurrences := 0
 	for _, k := range keys {
-		occurrences += lv.keys[k]
+		occurrences += lv.keys[k].count
 	}
 	return float64(len(keys)) / (float64(occurrences) / float64(objects))
 }

@@ -57,9 +57,17 @@ type arrayStats struct {
 // keys they hold.
 type levelStats struct {
 	objects  int
-	keys     map[string]int // key -> objects holding it
+	keys     map[string]keyStat
 	families map[string]int // key family (see familyOf) -> objects holding one of its keys
 	valueish int            // objects holding a key that looks like a value
+}
+
+// keyStat describes one key found at an object path.
+type keyStat struct {
+	count  int    // objects holding it
+	family string // see familyOf
+	value  bool   // it looks like a value
+	child  string // its path
 }
 
 func newProfile(th Thresholds) *profile {
@@ -111,19 +119,30 @@ func (p *profile) walkObject(path string, elems []bson.RawElement, id string, de
 	valueish := false
 	for _, e := range elems {
 		key := e.Key()
+		child := ""
 		if lv != nil {
-			if _, seen := lv.keys[key]; seen || len(lv.keys) < maxKeysPerLevel {
-				lv.keys[key]++
+			ks, seen := lv.keys[key]
+			if !seen {
+				// Once per distinct key, not once per object.
+				ks.family, ks.value = familyOf(key)
+				ks.child = join(path, key)
+			}
+			child = ks.child
+			ks.count++
+			if seen || len(lv.keys) < maxKeysPerLevel {
+				lv.keys[key] = ks
 			} else {
 				p.untracked++
 			}
-			f, isValue := familyOf(key)
-			valueish = valueish || isValue
-			if f != "" && !slices.Contains(fams, f) {
-				fams = append(fams, f)
+			valueish = valueish || ks.value
+			if ks.family != "" && !slices.Contains(fams, ks.family) {
+				fams = append(fams, ks.family)
 			}
 		}
-		if err := p.walkValue(join(path, key), e.Value(), id, depth+1); err != nil {
+		if child == "" {
+			child = join(path, key)
+		}
+		if err := p.walkValue(child, e.Value(), id, depth+1); err != nil {
 			return err
 		}
 	}
@@ -203,7 +222,7 @@ func (p *profile) level(path string) *levelStats {
 			p.untracked++
 			return nil
 		}
-		lv = &levelStats{keys: map[string]int{}, families: map[string]int{}}
+		lv = &levelStats{keys: map[string]keyStat{}, families: map[string]int{}}
 		p.levels[path] = lv
 	}
 	return lv

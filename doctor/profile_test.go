@@ -191,3 +191,22 @@ func TestProfileLimitsBoundMemory(t *testing.T) {
 	require.Len(t, p.levels[""].keys, maxKeysPerLevel)
 	require.Equal(t, 10, p.untracked)
 }
+
+// BenchmarkProfileAdd measures the client-side cost of profiling one
+// document with an array of 10,000 small embedded documents (about
+// 290 kB), the kind of document the unbounded-array rule exists for.
+func BenchmarkProfileAdd(b *testing.B) {
+	items := bson.A{}
+	for i := range 10_000 {
+		items = append(items, d("sku", fmt.Sprintf("sku-%d", i), "qty", i%7, "price", float64(i%50)))
+	}
+	raw, err := bson.Marshal(d("_id", "big", "name", "order", "items", items))
+	require.NoError(b, err)
+	th, _ := Thresholds{}.withDefaults()
+	p := newProfile(th)
+	b.SetBytes(int64(len(raw)))
+	b.ReportAllocs()
+	for b.Loop() {
+		require.NoError(b, p.add(raw))
+	}
+}
