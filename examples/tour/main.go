@@ -1,6 +1,7 @@
 // Command tour runs every example program of mongopatterns against one
 // server and prints what each did: the documents it stored and the
-// commands it sent.
+// commands it sent. It ends by running the doctor (package doctor) on the
+// databases the programs wrote, and prints what it finds.
 //
 //	go -C examples run ./tour
 //
@@ -17,19 +18,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/doctor"
 	"github.com/mongopatterns/mongopatterns/examples/internal/demo"
 )
 
 // programs are the example programs the tour runs, in order: a directory
-// of this module and what it shows.
-var programs = []struct{ dir, about string }{
-	{"products", "subset: each product embeds its 3 newest reviews; out-of-order and retried adds, refill on remove, keyset pages of all reviews"},
-	{"orders", "extended references: customer and product copies in orders and carts kept in sync on rename and reprice; drift found by Verify and fixed by Repair"},
-	{"posts", "outlier: ordinary posts embed their comments; a viral post keeps 50 and overflows the rest into documents of 20, read back in order"},
-	{"iot", "bucket: sensor readings in hourly buckets (one upsert each), hourly summaries from bucket summaries, range read, retention"},
-	{"users", "schema versioning: old documents migrated on read and written back, writes stamp the version, a newer document is refused, MigrateAll finishes the rest"},
+// of this module, the database it writes (the name it gives demo.Run) and
+// what it shows.
+var programs = []struct{ dir, db, about string }{
+	{"products", "example_products", "subset: each product embeds its 3 newest reviews; out-of-order and retried adds, refill on remove, keyset pages of all reviews"},
+	{"orders", "example_orders", "extended references: customer and product copies in orders and carts kept in sync on rename and reprice; drift found by Verify and fixed by Repair"},
+	{"posts", "example_posts", "outlier: ordinary posts embed their comments; a viral post keeps 50 and overflows the rest into documents of 20, read back in order"},
+	{"iot", "example_iot", "bucket: sensor readings in hourly buckets (one upsert each), hourly summaries from bucket summaries, range read, retention"},
+	{"users", "example_users", "schema versioning: old documents migrated on read and written back, writes stamp the version, a newer document is refused, MigrateAll finishes the rest"},
 }
 
 func main() {
@@ -84,5 +90,39 @@ func run(ctx context.Context) error {
 			failed = append(failed, fmt.Errorf("%s: %w", p.dir, err))
 		}
 	}
-	return errors.Join(failed...)
+	if err := errors.Join(failed...); err != nil {
+		return err
+	}
+	return checkExamples(ctx, env.Client)
+}
+
+// checkExamples runs the doctor on each database the programs wrote and
+// prints its findings, one line each, then the rules it could not
+// evaluate on this server, once.
+func checkExamples(ctx context.Context, client *mongo.Client) error {
+	fmt.Printf("\n== doctor: the schema and index checks of package doctor, on the databases above\n")
+	var skipped []string
+	for _, p := range programs {
+		rep, err := doctor.Check(ctx, client.Database(p.db), doctor.Options{})
+		if err != nil {
+			return fmt.Errorf("doctor %s: %w", p.db, err)
+		}
+		docs := int64(0)
+		for _, c := range rep.Collections {
+			docs += c.Documents
+		}
+		fmt.Printf("%s: %d collections, %d documents, %d findings\n", p.db, len(rep.Collections), docs, len(rep.Findings))
+		for _, f := range rep.Findings {
+			fmt.Printf("  %-8s %s %s: %s\n", f.Severity, f.Rule, f.Collection, f.Message)
+		}
+		for _, s := range rep.Skipped {
+			if line := s.Rule + ": " + s.Reason; !slices.Contains(skipped, line) {
+				skipped = append(skipped, line)
+			}
+		}
+	}
+	for _, s := range skipped {
+		fmt.Printf("not evaluated on this server: %s\n", s)
+	}
+	return nil
 }

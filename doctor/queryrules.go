@@ -1,0 +1,124 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// query checks one query shape: its case-insensitive regular expressions,
+// the indexes of its collection, and what the server's explain says.
+func (c *checker) query(ctx context.Context, q Query) error {
+	sh, err := shapeOf(q.Filter, q.Sort)
+	if err != nil {
+		return err
+	}
+	for _, re := range sh.regexI {
+		c.add(Finding{Rule: RuleCaseInsensitiveRegex, Severity: Warning, Collection: q.Collection, Field: re.Path, Query: q.String(),
+			Message:  regexMessage(re),
+			Evidence: Evidence{{"pattern", re.Pattern}, {"anchored", strings.HasPrefix(re.Pattern, "^")}},
+			Remedy:   regexRemedy})
+	}
+	fields := sh.fields()
+	if len(fields) == 0 {
+		reason := fmt.Sprintf("query %s has no filter or sort field an index can serve: it reads the whole collection by design", q)
+		if len(sh.opaque) > 0 {
+			reason = fmt.Sprintf("query %s filters only with %s, which this analysis does not look into", q, strings.Join(sh.opaque, ", "))
+		}
+		c.skip(RuleUnindexedQuery, q.Collection, reason)
+		return nil
+	}
+	coll := c.db.Collection(q.Collection)
+	specs, exists, err := c.indexes(ctx, coll)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		c.skip(RuleUnindexedQuery, q.Collection, fmt.Sprintf("query %s: the collection does not exist", q))
+		return nil
+	}
+	best, bestFit, why := -1, fitNone, ""
+	for i, ix := range specs {
+		if f, w := assess(sh, ix); best < 0 || f > bestFit {
+			best, bestFit, why = i, f, w
+		}
+	}
+
+	var plan planReading
+	if c.s.on(RuleUnindexedQuery) {
+		reply, err := explainFind(ctx, c.db, q)
+		if ce, refused := serverAnswer(err); refused {
+			c.skip(RuleUnindexedQuery, q.Collection, fmt.Sprintf("query %s: explain failed: %v; whether it scans the collection is not known", q, ce))
+		} else if err != nil {
+			return fmt.Errorf("explain: %w", err)
+		} else if plan = readPlan(reply); !plan.Readable {
+			c.skip(RuleUnindexedQuery, q.Collection, fmt.Sprintf("query %s: the server's explain cannot say whether it scans the collection: %s", q, plan.Text))
+		}
+	}
+	c.addAll(queryFindings(q, sh, specs, best, bestFit, why, plan))
+	return nil
+}
+
+func regexMessage(re regexUse) string {
+	return fmt.Sprintf("case-insensitive $regex /%s/i on %s: an index, if any, is scanned key by key", re.Pattern, re.Path)
+}
+
+const regexRemedy = "match by equality on an index with a case-insensitive collation (strength 2), or store a lower-cased copy of the field and index that"
+
+// queryFindings turns the best index fit and the plan read into findings.
+// A plan that scans the collection makes an unindexed-query warning
+// whatever the indexes; otherwise the fit decides: full, nothing; out of
+// ESR order, esr-order; partial, an unindexed-query of severity info;
+// none, an unindexed-query warning.
+func queryFindings(q Query, sh shape, specs []indexSpec, best int, bestFit fit, why string, plan planReading) []Finding {
+	ideal := keyString(sh.esrKey())
+	base := Finding{Collection: q.Collection, Field: strings.Join(sh.fields(), ", "), Query: q.String()}
+	ev := Evidence{{"esrIndex", ideal}}
+	bestName := ""
+	if best >= 0 && bestFit > fitNone {
+		bestName = specs[best].Name
+		base.Index = bestName
+		ev = append(ev, Measure{"bestIndex", bestName}, Measure{"bestIndexKey", keyString(specs[best].Key)})
+	}
+	if plan.Readable {
+		ev = append(ev, Measure{"plan", plan.Form + ": " + plan.Text}, Measure{"collectionScan", plan.Scan})
+	}
+	if len(sh.opaque) > 0 {
+		ev = append(ev, Measure{"notAnalysed", strings.Join(sh.opaque, ", ")})
+	}
+	create := fmt.Sprintf("create index %s (Equality, Sort, Range order; patterns.ESRKey builds such keys)", ideal)
+	var out []Finding
+	f := base
+	f.Evidence = ev
+	switch {
+	case bestFit == fitOrder:
+		f.Rule, f.Severity = RuleESROrder, Warning
+		f.Message = fmt.Sprintf("index %s %s", bestName, why)
+		f.Remedy = fmt.Sprintf("replace index %s with %s", bestName, ideal)
+		out = append(out, f)
+	case bestFit == fitFull && plan.Scan:
+		f.Rule, f.Severity = RuleUnindexedQuery, Warning
+		f.Message = fmt.Sprintf("index %s serves the shape, but the server's plan scans the collection", bestName)
+		f.Remedy = "read the server's explain: a hint, a collation or value types that differ from the index's, or a server that uses indexes for fewer operators, make it scan"
+		out = append(out, f)
+	case bestFit == fitPartial:
+		f.Rule, f.Severity = RuleUnindexedQuery, Info
+		if plan.Scan {
+			f.Severity = Warning
+		}
+		f.Message = fmt.Sprintf("no index serves the whole shape; %s %s", bestName, why)
+		f.Remedy = create
+		out = append(out, f)
+	case bestFit == fitNone:
+		f.Rule, f.Severity = RuleUnindexedQuery, Warning
+		f.Message = "no index serves the shape"
+		if plan.Readable && plan.Scan {
+			f.Message += "; the server's plan scans the collection"
+		} else if len(plan.Indexes) > 0 {
+			f.Message += fmt.Sprintf("; the server's plan reads %s, which this analysis does not use for the shape", strings.Join(plan.Indexes, ", "))
+		}
+		f.Remedy = create
+		out = append(out, f)
+	}
+	return out
+}
