@@ -8,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // reader reads the documents a check looks at, by the method the options
@@ -63,7 +65,7 @@ func (r *reader) read(ctx context.Context, coll *mongo.Collection, count int64, 
 		if !refused || sm.Documents > 0 {
 			return sm.Sample, err
 		}
-		if notImplemented(ce) {
+		if srverr.NotImplemented(ce) {
 			r.sampleRefused = ce
 			r.notes = append(r.notes, fmt.Sprintf(
 				"$sample is not implemented by the server: %v; each sample is the first %d documents in natural order, not a random one", ce, n))
@@ -73,25 +75,6 @@ func (r *reader) read(ctx context.Context, coll *mongo.Collection, count int64, 
 		}
 	}
 	return r.first(ctx, coll, proj, SampleFirst, visit)
-}
-
-// Error codes with which a server says it does not implement a command or
-// an aggregation stage.
-const (
-	codeCommandNotFound       = 59
-	codeNotImplemented        = 238
-	codeUnrecognizedStage     = 40324
-	codeInvalidPipelineOption = 168
-)
-
-// notImplemented reports whether the server answered that it does not
-// implement what was asked (rather than that this one request failed).
-func notImplemented(ce mongo.CommandError) bool {
-	switch ce.Code {
-	case codeCommandNotFound, codeNotImplemented, codeUnrecognizedStage, codeInvalidPipelineOption:
-		return true
-	}
-	return false
 }
 
 // first reads the first SampleSize documents in natural order, asking for

@@ -34,9 +34,14 @@ const (
 	// FerretDB 2.x (DocumentDB): PostgreSQL's "deadlock detected" (40P01).
 	// PostgreSQL aborted the statement, so nothing of it was applied; the
 	// driver does not retry it.
-	codeDocumentDBDeadlock  = 16908292
-	codeCommandNotSupported = 115
-	codeNotImplemented      = 238
+	codeDocumentDBDeadlock = 16908292
+	// A server that lacks a command, an option, a pipeline stage or an
+	// expression says so with one of these.
+	codeCommandNotFound       = 59
+	codeCommandNotSupported   = 115
+	codeInvalidPipelineOption = 168
+	codeNotImplemented        = 238
+	codeUnrecognizedStage     = 40324
 )
 
 // TooLarge reports whether the server (or the driver, for a document past
@@ -61,11 +66,16 @@ func Transient(err error) bool {
 	return ok && se.HasErrorCode(codeDocumentDBDeadlock)
 }
 
-// NotImplemented reports whether the server said it does not implement a
-// command or an option of one (NotImplemented, CommandNotSupported).
+// NotImplemented reports whether the server said it does not implement
+// what was asked, rather than that this one request failed: a command
+// (CommandNotFound), an option of one (NotImplemented,
+// CommandNotSupported), an aggregation stage (unrecognized stage name) or
+// an expression operator (InvalidPipelineOperator).
 func NotImplemented(err error) bool {
 	se, ok := errors.AsType[mongo.ServerError](err)
-	return ok && (se.HasErrorCode(codeNotImplemented) || se.HasErrorCode(codeCommandNotSupported))
+	return ok && (se.HasErrorCode(codeNotImplemented) || se.HasErrorCode(codeCommandNotSupported) ||
+		se.HasErrorCode(codeCommandNotFound) || se.HasErrorCode(codeUnrecognizedStage) ||
+		se.HasErrorCode(codeInvalidPipelineOption))
 }
 
 // Classify adds to err the sentinel of package patterns its kind matches,

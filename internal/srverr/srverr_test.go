@@ -24,6 +24,9 @@ var (
 	deadlockInBulk = mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Code: 16908292, Message: "deadlock detected"}}}}
 	notImplemented = mongo.CommandError{Code: 238, Message: "findAndModify: support for field \"hint\" is not implemented yet", Name: "NotImplemented"}
 	notSupported   = mongo.CommandError{Code: 115, Message: "hint is not supported", Name: "CommandNotSupported"}
+	noCommand      = mongo.CommandError{Code: 59, Message: "no such command: 'startTransaction'", Name: "CommandNotFound"}
+	noStage        = mongo.CommandError{Code: 40324, Message: "Unrecognized pipeline stage name: '$sample'"}
+	noExpression   = mongo.CommandError{Code: 168, Message: "Unrecognized expression '$sortArray'", Name: "InvalidPipelineOperator"}
 	duplicate      = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 11000, Message: "Duplicate key violation on the requested collection: Index 'k_1'"}}}
 	otherBadValue  = mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 2, Message: "cannot $push to a non-array field"}}}
 )
@@ -44,6 +47,9 @@ func TestClassify(t *testing.T) {
 		{"deadlock in a bulk write", deadlockInBulk, false, true, false},
 		{"NotImplemented", notImplemented, false, false, true},
 		{"CommandNotSupported", notSupported, false, false, true},
+		{"CommandNotFound", noCommand, false, false, true},
+		{"unrecognized stage", noStage, false, false, true},
+		{"unrecognized expression", noExpression, false, false, true},
 		{"duplicate key", duplicate, false, false, false},
 		{"another BadValue", otherBadValue, false, false, false},
 		{"not a server error", context.DeadlineExceeded, false, false, false},
