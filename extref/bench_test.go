@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -49,16 +50,16 @@ func BenchmarkSyncSingle(b *testing.B) {
 		require.NoError(b, err)
 		return res.ModifiedCount
 	}
-	extref := func() int64 {
+	lib := func() int64 {
 		counts, err := r.Sync(ctx, 1)
 		require.NoError(b, err)
 		return counts[0].Modified
 	}
 	renamed := func(i int) { rename(b, customers, 1, fmt.Sprintf("Name %d", i)) }
 	fresh := func(int) {}
-	b.Run("renamed/extref", func(b *testing.B) { measure(b, db, renamed, extref) })
+	b.Run("renamed/extref", func(b *testing.B) { measure(b, db, renamed, lib) })
 	b.Run("renamed/driver", func(b *testing.B) { measure(b, db, renamed, byHand) })
-	b.Run("fresh/extref", func(b *testing.B) { measure(b, db, fresh, extref) })
+	b.Run("fresh/extref", func(b *testing.B) { measure(b, db, fresh, lib) })
 	b.Run("fresh/driver", func(b *testing.B) { measure(b, db, fresh, byHand) })
 }
 
@@ -67,14 +68,15 @@ func BenchmarkSyncSingle(b *testing.B) {
 // holding the product and writes each one's whole items array back by
 // _id, unguarded (it can overwrite a concurrent change to the cart).
 func BenchmarkSyncArray(b *testing.B) {
-	paths := map[string]bool{"portable": true}
+	paths := map[string]extref.Plan{"portable": portable()}
 	if mongotest.Server().Has(patterns.FeatureArrayFilters) {
-		paths["native"] = false
+		paths["native"] = extref.PlanFor(mongotest.Server())
 	}
-	for name, portable := range paths {
+	for name, p := range paths {
 		b.Run(name+"/extref", func(b *testing.B) {
 			db := mongotest.DB(b)
-			r := productRefs(b, db, portable)
+			r := productRefs(b, db)
+			extref.ForcePlan(r, p)
 			seedCarts(b, db, r, 10, 100)
 			measure(b, db, func(i int) { rename(b, db.Collection("products"), 1, fmt.Sprintf("Name %d", i)) }, func() int64 {
 				counts, err := r.Sync(ctx, 1)
@@ -85,7 +87,7 @@ func BenchmarkSyncArray(b *testing.B) {
 	}
 	b.Run("driver", func(b *testing.B) {
 		db := mongotest.DB(b)
-		seedCarts(b, db, productRefs(b, db, true), 10, 100)
+		seedCarts(b, db, productRefs(b, db), 10, 100)
 		carts := db.Collection("carts")
 		measure(b, db, func(i int) { rename(b, db.Collection("products"), 1, fmt.Sprintf("Name %d", i)) }, func() int64 {
 			var p Product

@@ -55,3 +55,8 @@
 // [patterns.ErrUnsupported] naming [patterns.FeatureChangeStreams]. The path
 // is chosen once, on first use, from [patterns.Capabilities].
 package extref
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "extref"

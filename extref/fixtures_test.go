@@ -78,7 +78,7 @@ func customerRefs(t testing.TB, db *mongo.Database) *extref.Ref[CustomerRef] {
 
 // productRefs copies products into carts' items and into featured's
 // product: one array target and one single target.
-func productRefs(t testing.TB, db *mongo.Database, portable bool) *extref.Ref[ProductRef] {
+func productRefs(t testing.TB, db *mongo.Database) *extref.Ref[ProductRef] {
 	t.Helper()
 	r, err := extref.New[ProductRef](db, extref.Config{
 		Source: "products",
@@ -89,10 +89,30 @@ func productRefs(t testing.TB, db *mongo.Database, portable bool) *extref.Ref[Pr
 	})
 	require.NoError(t, err)
 	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-	if portable {
-		require.NoError(t, extref.ForcePortable(ctx, r))
-	}
 	return r
+}
+
+// cartRefs copies products into carts' items only.
+func cartRefs(t testing.TB, db *mongo.Database) *extref.Ref[ProductRef] {
+	t.Helper()
+	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: []extref.Target{{Collection: "carts", Path: "items[].product"}}})
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+	return r
+}
+
+// portable is the plan of a server with no optional feature.
+func portable() extref.Plan { return extref.PlanFor(mongotest.Portable()) }
+
+// has reports whether p, a plan that mongotest.RunPlans gives, is made
+// for a server with feature f.
+func has(p extref.Plan, f patterns.Feature) bool {
+	for _, srv := range []*patterns.Server{mongotest.Server(), mongotest.Native()} {
+		if p == extref.PlanFor(srv) {
+			return srv.Has(f)
+		}
+	}
+	return mongotest.Portable().Has(f)
 }
 
 // insertAll inserts docs in batches of 500, so that setup stays fast on
@@ -185,16 +205,6 @@ func rename(t testing.TB, coll *mongo.Collection, id int, name string) {
 	res, err := coll.UpdateByID(ctx, id, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: name}}}})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.ModifiedCount)
-}
-
-// serverPaths runs fn once with the server's own paths and, when the
-// server has arrayFilters (so that its own path is the native one), once
-// more forcing the portable path.
-func serverPaths(t *testing.T, fn func(t *testing.T, portable bool)) {
-	t.Run("server", func(t *testing.T) { fn(t, false) })
-	if mongotest.Server().Has(patterns.FeatureArrayFilters) {
-		t.Run("portable", func(t *testing.T) { fn(t, true) })
-	}
 }
 
 // verifyStale runs Verify and returns the stale copies per target.

@@ -5,13 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -79,11 +76,11 @@ const (
 // error, the counts say what was written before it.
 func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
 	if err := patterns.ValidateID(sourceID); err != nil {
-		return nil, fmt.Errorf("extref.Sync: %w", err)
+		return nil, pkg.Wrap("Sync", err)
 	}
 	counts, err := r.sync(ctx, sourceID)
 	if err != nil {
-		return counts, fmt.Errorf("extref.Sync: %w", err)
+		return counts, r.fail("Sync", sourceID, err)
 	}
 	return counts, nil
 }
@@ -91,7 +88,7 @@ func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
 // sync is Sync after the id check (Repair calls it with ids read from the
 // database).
 func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
-	m, err := r.detect(ctx)
+	d, err := r.decide(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -99,15 +96,15 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.converge(ctx, m, id, c)
+	return r.converge(ctx, d.plan, id, c)
 }
 
 // converge writes c to every target, then reads the source again and
 // repeats with the new value until the source stayed as written.
-func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]Count, error) {
+func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
 	total := r.counts()
 	for round := 1; ; round++ {
-		err := r.apply(ctx, m, c, total)
+		err := r.apply(ctx, p, c, total)
 		if err != nil {
 			return total, err
 		}
@@ -120,7 +117,7 @@ func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]
 		case bytes.Equal(next.raw, c.raw):
 			return total, nil
 		case round == syncRounds:
-			return total, fmt.Errorf("%w: %w: %s %v changed during each of %d rounds of writing its copies; they may hold an older value: run Sync again", patterns.ErrConflict, errSourceChanging, r.source.Name(), id, syncRounds)
+			return total, fmt.Errorf("changed during each of %d rounds of writing its copies, which may hold an older value (run Sync again): %w: %w", syncRounds, errSourceChanging, patterns.ErrConflict)
 		}
 		c = next
 	}
@@ -137,13 +134,13 @@ func (r *Ref[S]) counts() []Count {
 
 // apply writes c to the stale copies of every target and adds what it did
 // to counts.
-func (r *Ref[S]) apply(ctx context.Context, m *mode, c copyValue, counts []Count) error {
+func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count) error {
 	for i, t := range r.targets {
 		var err error
-		if t.path.array == "" || m.arrayFilters {
-			err = r.applyNative(ctx, t, c, &counts[i])
-		} else {
+		if p.portable(t.path) {
 			err = r.applyPortable(ctx, t, c, &counts[i])
+		} else {
+			err = r.applyMany(ctx, t, c, &counts[i])
 		}
 		if err != nil {
 			return fmt.Errorf("sync %s: %w", t.Target, err)
@@ -152,14 +149,14 @@ func (r *Ref[S]) apply(ctx context.Context, m *mode, c copyValue, counts []Count
 	return nil
 }
 
-// applyNative sends the target's one updateMany.
-func (r *Ref[S]) applyNative(ctx context.Context, t target, c copyValue, n *Count) error {
-	plan := t.path.native(r.ct, c)
+// applyMany sends the target's one updateMany.
+func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count) error {
+	u := t.path.syncMany(r.ct, c)
 	opts := options.UpdateMany()
-	if plan.arrayFilters != nil {
-		opts.SetArrayFilters(plan.arrayFilters)
+	if u.arrayFilters != nil {
+		opts.SetArrayFilters(u.arrayFilters)
 	}
-	res, err := t.coll.UpdateMany(ctx, plan.filter, plan.update, opts)
+	res, err := t.coll.UpdateMany(ctx, u.filter, u.update, opts)
 	if err != nil {
 		return err
 	}
@@ -179,14 +176,14 @@ func (r *Ref[S]) applyPortable(ctx context.Context, t target, c copyValue, n *Co
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %d documents had their %s array changed between read and write in each of %d rounds: run Sync again", patterns.ErrConflict, lost, t.path.array, guardRounds)
+	return fmt.Errorf("%d documents had their %s array changed between read and write in each of %d rounds (run Sync again): %w", lost, t.path.array, guardRounds, patterns.ErrConflict)
 }
 
 // portableRound reads every document holding a copy of c and rewrites the
 // stale ones; it returns how many documents' guards failed.
 func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Count) (lost int64, err error) {
 	cur, err := t.coll.Find(ctx, t.path.holders(r.ct, c), options.Find().
-		SetProjection(bson.D{{Key: t.path.array, Value: 1}}).
+		SetProjection(t.path.arrayOnly()).
 		SetBatchSize(int32(r.batch)))
 	if err != nil {
 		return 0, err
@@ -196,9 +193,6 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 	flush := func() error {
 		if len(models) == 0 {
 			return nil
-		}
-		if r.afterScan != nil {
-			r.afterScan(ctx)
 		}
 		res, err := t.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 		if err != nil {
@@ -228,123 +222,4 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 		return lost, err
 	}
 	return lost, flush()
-}
-
-// Update applies update (an update document such as
-// {$set: {name: "Ann"}}, or a pipeline where the server has
-// [patterns.FeaturePipelineUpdates]) to the source document with _id
-// sourceID, then syncs its copies as [Ref.Sync] does, and returns the
-// per-target counts. opts pass through to the source's findAndModify
-// (arrayFilters, hint, upsert...); Update asks for the document after the
-// update, projected on the copied fields on MongoDB (FerretDB 1.x does not
-// implement that projection: there the whole document comes back).
-//
-// Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
-// or sharded cluster), the source's update and the copies' updates run in
-// one transaction: a findAndModify, one updateMany per target and a
-// commitTransaction; readers see the source and its copies change
-// together, and on error nothing is written. The driver retries the
-// transaction on transient errors.
-//
-// Elsewhere (a standalone server, FerretDB) Update sends the findAndModify
-// and then syncs as Sync does (no first read of the source). Between the
-// two steps readers see the new source with the old copies; if the sync
-// fails, or the process dies in that gap, the source keeps its change and
-// the copies stay stale until a Sync, Repair or Watch event: the error says
-// so, and Sync(sourceID) is the retry.
-//
-// Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
-// update document (a replacement would drop the source's other fields);
-// [patterns.ErrNotFound] when no source has that id (nothing written).
-func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
-	if err := patterns.ValidateID(sourceID); err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	if err := validUpdate(update); err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	m, err := r.detect(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	own := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	if m.projectUpdate {
-		own.SetProjection(r.proj)
-	}
-	opts = append(opts, own)
-	updateSource := func(ctx context.Context) (copyValue, error) {
-		raw, err := r.source.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: sourceID}}, update, opts...).Raw()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return copyValue{}, fmt.Errorf("%w: %s has no document with _id %v", patterns.ErrNotFound, r.source.Name(), sourceID)
-		}
-		if err != nil {
-			return copyValue{}, fmt.Errorf("update %s %v: %w", r.source.Name(), sourceID, err)
-		}
-		_, c, err := r.copyOf(raw)
-		return c, err
-	}
-
-	if m.transactions {
-		sess, err := r.db.Client().StartSession()
-		if err != nil {
-			return nil, fmt.Errorf("extref.Update: %w", err)
-		}
-		defer sess.EndSession(context.WithoutCancel(ctx))
-		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-			c, err := updateSource(ctx)
-			if err != nil {
-				return nil, err
-			}
-			counts := r.counts()
-			return counts, r.apply(ctx, m, c, counts)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("extref.Update: transaction (nothing written): %w", err)
-		}
-		return res.([]Count), nil
-	}
-
-	c, err := updateSource(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	counts, err := r.converge(ctx, m, sourceID, c)
-	if err != nil {
-		return counts, fmt.Errorf("extref.Update: %s %v is updated but its copies may be stale (run Sync): %w", r.source.Name(), sourceID, err)
-	}
-	return counts, nil
-}
-
-// validUpdate accepts an update document whose top-level fields are all
-// update operators, or a non-empty pipeline.
-func validUpdate(u any) error {
-	if u == nil {
-		return errs.Invalid("update is nil")
-	}
-	t, data, err := bson.MarshalValue(u)
-	if err != nil {
-		return errs.Invalid("update of type %T cannot be encoded: %v", u, err)
-	}
-	switch t {
-	case bson.TypeEmbeddedDocument:
-		elems, err := bson.Raw(data).Elements()
-		if err != nil {
-			return errs.Invalid("update: %v", err)
-		}
-		if len(elems) == 0 {
-			return errs.Invalid("update is empty")
-		}
-		for _, e := range elems {
-			if !strings.HasPrefix(e.Key(), "$") {
-				return errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
-			}
-		}
-	case bson.TypeArray:
-		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
-			return errs.Invalid("update pipeline is empty or malformed")
-		}
-	default:
-		return errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
-	}
-	return nil
 }

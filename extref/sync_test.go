@@ -13,30 +13,34 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestSyncRenamesExactlyOneCustomer: 2,000 orders referencing 50
-// customers. Renaming one customer rewrites exactly that customer's stale
-// copies (some were already up to date), and nothing else.
+// TestSyncRenamesExactlyOneCustomer: 2,000 orders (400 on a slow server)
+// referencing 50 customers. Renaming one customer rewrites exactly that
+// customer's stale copies (a quarter were already up to date), and nothing
+// else.
 func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
 	db := mongotest.DB(t)
 	r := customerRefs(t, db)
-	seedOrders(t, db, r, 50, 2000)
+	nOrders := mongotest.Scale(2000, 400)
+	seedOrders(t, db, r, 50, nOrders)
 	orders := db.Collection("orders")
 
 	const who = 7
+	holding := int64(nOrders / 50)
 	rename(t, db.Collection("customers"), who, "Renamed")
-	// 10 of the customer's 40 orders already carry the new name.
-	res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: who}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: 500}}}},
+	// The customer's orders in the first quarter already carry the new name.
+	res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: who}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: nOrders / 4}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Renamed"}}}})
 	require.NoError(t, err)
-	require.EqualValues(t, 10, res.ModifiedCount)
+	require.EqualValues(t, holding/4, res.ModifiedCount)
 	before := snapshot(t, orders)
 
 	counts, err := r.Sync(ctx, who)
 	require.NoError(t, err)
-	require.Equal(t, []extref.Count{{Target: extref.Target{Collection: "orders", Path: "customer"}, Matched: 30, Modified: 30}}, counts)
+	stale := holding - res.ModifiedCount
+	require.Equal(t, []extref.Count{{Target: extref.Target{Collection: "orders", Path: "customer"}, Matched: stale, Modified: stale}}, counts)
 
 	after := snapshot(t, orders)
-	require.Len(t, after, 2000)
+	require.Len(t, after, nOrders)
 	for id, doc := range after {
 		var o Order
 		require.NoError(t, bson.Unmarshal(doc, &o))
@@ -55,20 +59,23 @@ func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
 	require.Zero(t, counts[0].Modified, "a second Sync finds nothing stale")
 }
 
-// TestSyncRenamesExactlyOneProduct: 500 carts of 1 to 5 items referencing
-// 100 products. Renaming one product rewrites exactly the stale copies in
-// the carts that hold it, and the element of that product only.
+// TestSyncRenamesExactlyOneProduct: 500 carts (150 on a slow server) of 1
+// to 5 items referencing 100 products. Renaming one product rewrites
+// exactly the stale copies in the carts that hold it, and the element of
+// that product only.
 func TestSyncRenamesExactlyOneProduct(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
-		seedCarts(t, db, r, 100, 500)
+		r := productRefs(t, db)
+		extref.ForcePlan(r, p)
+		nCarts := mongotest.Scale(500, 150)
+		seedCarts(t, db, r, 100, nCarts)
 		carts := db.Collection("carts")
 
 		const which = 42
 		holding, err := carts.CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: which}})
 		require.NoError(t, err)
-		require.Greater(t, holding, int64(5))
+		require.Greater(t, holding, int64(2))
 		rename(t, db.Collection("products"), which, "Renamed")
 		// One cart already carries the new name.
 		var fresh Cart
@@ -84,7 +91,7 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 		require.Equal(t, extref.Count{Target: extref.Target{Collection: "featured", Path: "product"}, Matched: 1, Modified: 1}, counts[1])
 
 		after := snapshot(t, carts)
-		require.Len(t, after, 500)
+		require.Len(t, after, nCarts)
 		for id, doc := range after {
 			var c, was Cart
 			require.NoError(t, bson.Unmarshal(doc, &c))
@@ -108,14 +115,15 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 }
 
 // TestSyncCommands counts the round trips of one Sync: a find of the
-// source, then per target one updateMany on the native path (or, for the
-// array target on the portable path, a find of the carts holding the
-// product and one bulk update), then the find that confirms the source
-// did not change meanwhile.
+// source, then per target one updateMany (or, for the array target on the
+// portable path, a find of the carts holding the product and one bulk
+// update), then the find that confirms the source did not change
+// meanwhile.
 func TestSyncCommands(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
+		r := productRefs(t, db)
+		extref.ForcePlan(r, p)
 		seedCarts(t, db, r, 10, 30)
 		rename(t, db.Collection("products"), 3, "Renamed")
 		counter := mongotest.NewCounter(t, db)
@@ -125,7 +133,7 @@ func TestSyncCommands(t *testing.T) {
 			require.NoError(t, err)
 		})
 		want := []string{"find", "update", "update", "find"}
-		if portable || !mongotest.Server().Has(patterns.FeatureArrayFilters) {
+		if !has(p, patterns.FeatureArrayFilters) {
 			want = []string{"find", "find", "update", "update", "find"}
 		}
 		require.Equal(t, want, sent)
@@ -144,6 +152,7 @@ func TestSyncMissingSource(t *testing.T) {
 
 	counts, err := r.Sync(ctx, 2)
 	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.EqualError(t, err, "extref: Sync: source 2: not in customers: not found")
 	require.Nil(t, counts)
 	require.Equal(t, before, snapshot(t, db.Collection("orders")))
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -51,22 +52,25 @@ func TestUpdate(t *testing.T) {
 }
 
 func TestUpdateCommands(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 4)
-	counter := mongotest.NewCounter(t, db)
-	sent := counter.Count(func() {
-		_, err := r.Update(ctx, 1, setName("Renamed"))
-		require.NoError(t, err)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := customerRefs(t, db)
+		extref.ForcePlan(r, p)
+		seedOrders(t, db, r, 2, 4)
+		counter := mongotest.NewCounter(t, db)
+		sent := counter.Count(func() {
+			_, err := r.Update(ctx, 1, setName("Renamed"))
+			require.NoError(t, err)
+		})
+		want := []string{"findAndModify", "update", "find"} // update, sync, confirm
+		if has(p, patterns.FeatureTransactions) {
+			// In a transaction no confirming read is needed; the
+			// commitTransaction that follows goes to the admin database,
+			// which the counter does not watch.
+			want = []string{"findAndModify", "update"}
+		}
+		require.Equal(t, want, sent)
 	})
-	want := []string{"findAndModify", "update", "find"} // update, sync, confirm
-	if mongotest.Server().Has(patterns.FeatureTransactions) {
-		// In a transaction no confirming read is needed; the
-		// commitTransaction that follows goes to the admin database, which
-		// the counter does not watch.
-		want = []string{"findAndModify", "update"}
-	}
-	require.Equal(t, want, sent)
 }
 
 func TestUpdateRejects(t *testing.T) {
@@ -94,18 +98,23 @@ func TestUpdateRejects(t *testing.T) {
 	require.Equal(t, sources, snapshot(t, db.Collection("customers")))
 }
 
-// TestUpdatePortable runs Update without a transaction, on MongoDB too.
-func TestUpdatePortable(t *testing.T) {
-	db := mongotest.DB(t)
-	r := productRefs(t, db, true)
-	seedCarts(t, db, r, 10, 40)
-	holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
-	require.NoError(t, err)
-	counts, err := r.Update(ctx, 4, setName("Renamed"))
-	require.NoError(t, err)
-	require.Equal(t, holding, counts[0].Modified)
-	require.EqualValues(t, 1, counts[1].Modified)
-	require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+// TestUpdateArrayTarget renames a product held in carts' items, on every
+// plan (with and without a transaction, arrayFilters or the portable
+// path).
+func TestUpdateArrayTarget(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := productRefs(t, db)
+		extref.ForcePlan(r, p)
+		seedCarts(t, db, r, 10, 40)
+		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
+		require.NoError(t, err)
+		counts, err := r.Update(ctx, 4, setName("Renamed"))
+		require.NoError(t, err)
+		require.Equal(t, holding, counts[0].Modified)
+		require.EqualValues(t, 1, counts[1].Modified)
+		require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+	})
 }
 
 // TestUpdateTransactionRollsBack: where Update runs in a transaction, a
@@ -134,9 +143,10 @@ func TestUpdateTransactionRollsBack(t *testing.T) {
 // although the goroutines' syncs interleave (an older value may be written
 // after a newer one: Sync's confirming read catches it).
 func TestConcurrentUpdatesConverge(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
+		r := productRefs(t, db)
+		extref.ForcePlan(r, p)
 		seedCarts(t, db, r, 5, 12)
 		const workers, each = 8, 5
 		var wg sync.WaitGroup
@@ -165,41 +175,51 @@ func TestConcurrentUpdatesConverge(t *testing.T) {
 			require.NoError(t, err)
 		}
 
-		var p Product
-		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
-		require.Equal(t, 0.5+workers*each, p.Price, "every increment applied once")
+		var product Product
+		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&product))
+		require.Equal(t, 0.5+workers*each, product.Price, "every increment applied once")
 		require.Equal(t, []int64{0, 0}, verifyStale(t, r), "every copy holds the final price")
 		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 1}})
 		require.NoError(t, err)
 		require.Positive(t, holding)
-		synced, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.price", Value: p.Price}})
+		synced, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.price", Value: product.Price}})
 		require.NoError(t, err)
 		require.Equal(t, holding, synced)
 	})
 }
 
 // TestSyncRewritesAnOlderValueThatLandedLast makes the race that Sync's
-// confirming read exists for happen deterministically: Update A reads its
-// value and, before it writes the copies, Update B changes the source and
-// syncs its copies completely. A's write then puts the older value over
-// B's; A's confirming read sees the source moved on and writes again.
+// confirming read exists for happen deterministically: Update A updates the
+// source and, before it writes the copies, Update B (another process)
+// changes the source and syncs its copies completely. A's write then puts
+// the older value over B's; A's confirming read sees the source moved on
+// and writes again.
 func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
-	db := mongotest.DB(t)
-	r := productRefs(t, db, true)
-	seedCarts(t, db, r, 3, 10)
-	var fired atomic.Bool
-	extref.SetAfterScan(r, func(context.Context) {
-		if fired.CompareAndSwap(false, true) {
-			_, err := r.Update(ctx, 1, setName("Newer"))
-			require.NoError(t, err)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		if has(p, patterns.FeatureTransactions) {
+			t.Skip("skipped: in a transaction, B's writes conflict with A's instead (TestUpdateTransactionRollsBack shows the transaction)")
 		}
+		db := mongotest.DB(t)
+		a := cartRefs(t, db)
+		extref.ForcePlan(a, p)
+		seedCarts(t, db, a, 3, 10)
+		b := cartRefs(t, mongotest.NewClient(t).Database(db.Name()))
+		extref.ForcePlan(b, p)
+		var fired atomic.Bool
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if fired.CompareAndSwap(false, true) {
+				_, err := b.Update(ctx, 1, setName("Newer"))
+				assert.NoError(t, err)
+			}
+		})
+
+		_, err := a.Update(ctx, 1, setName("Older"))
+		require.NoError(t, err)
+		require.True(t, fired.Load())
+
+		var got Product
+		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got))
+		require.Equal(t, "Newer", got.Name)
+		require.Equal(t, []int64{0}, verifyStale(t, a), "the older value did not stay")
 	})
-
-	_, err := r.Update(ctx, 1, setName("Older"))
-	require.NoError(t, err)
-
-	var p Product
-	require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
-	require.Equal(t, "Newer", p.Name)
-	require.Equal(t, []int64{0, 0}, verifyStale(t, r), "the older value did not stay")
 }

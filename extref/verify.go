@@ -39,7 +39,7 @@ type Report struct {
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, false)
 	if err != nil {
-		return reports, fmt.Errorf("extref.Verify: %w", err)
+		return reports, r.fail("Verify", nil, err)
 	}
 	return reports, nil
 }
@@ -55,7 +55,7 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, true)
 	if err != nil {
-		return reports, fmt.Errorf("extref.Repair: %w", err)
+		return reports, r.fail("Repair", nil, err)
 	}
 	return reports, nil
 }
@@ -75,11 +75,9 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 }
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
-	where := t.path.inDocument()
 	batches := seq.Batches(ctx, r.batch, func(ctx context.Context) (*mongo.Cursor, error) {
-		return t.coll.Find(ctx,
-			bson.D{{Key: join(where, r.ct.id), Value: bson.D{{Key: "$exists", Value: true}}}},
-			options.Find().SetProjection(bson.D{{Key: where, Value: 1}}).SetBatchSize(int32(r.batch)))
+		return t.coll.Find(ctx, t.path.withCopies(r.ct),
+			options.Find().SetProjection(t.path.copiesOnly()).SetBatchSize(int32(r.batch)))
 	})
 	for batch, err := range batches {
 		if err == nil {
@@ -139,7 +137,7 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 			reports[j].Repaired += n.Modified
 		}
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
-			return fmt.Errorf("repair %s %v: %w", r.source.Name(), id, err)
+			return fmt.Errorf("source %s: %w", idText(id), err)
 		}
 	}
 	return nil
@@ -160,10 +158,10 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	}
 	// One more than can match, so that the server sees the cursor is
 	// exhausted and no getMore follows.
-	cur, err := r.source.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
+	cur, err := r.source.Find(ctx, sourcesByID(in),
 		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", r.source.Name(), err)
+		return nil, fmt.Errorf("read from %s: %w", r.source.Name(), err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	out := make(map[string]source, len(in))

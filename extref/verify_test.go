@@ -26,11 +26,13 @@ func corrupt(t *testing.T, coll *mongo.Collection, id int, update bson.D) {
 // Verify finds each of them (and not the harmless changes), Repair fixes
 // them, and a second Verify finds none.
 func TestVerifyRepair(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
 		customers := customerRefs(t, db)
+		extref.ForcePlan(customers, p)
 		seedOrders(t, db, customers, 10, 100) // order k belongs to customer (k-1)%10+1
-		products := productRefs(t, db, portable)
+		products := productRefs(t, db)
+		extref.ForcePlan(products, p)
 		seedCarts(t, db, products, 10, 50)
 		orders, carts, featured := db.Collection("orders"), db.Collection("carts"), db.Collection("featured")
 

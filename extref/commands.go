@@ -1,0 +1,201 @@
+package extref
+
+import (
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// This file builds every filter, update, projection and pipeline the
+// package sends, as pure functions of their inputs.
+
+// byID is the filter of one document by _id: {_id: id}.
+func byID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// copiedFields is the projection of a source document on the copied
+// fields: {name: 1, email: 1}. The _id comes with it.
+func copiedFields(ct copyType) bson.D {
+	proj := make(bson.D, len(ct.fields))
+	for i, f := range ct.fields {
+		proj[i] = bson.E{Key: f, Value: 1}
+	}
+	return proj
+}
+
+// sourcesByID is the filter of the sources with the given ids:
+// {_id: {$in: [ids...]}}.
+func sourcesByID(ids bson.A) bson.D {
+	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
+}
+
+// indexKeys are the keys of the index a target's queries use: the copy's
+// id, {customer.id: 1} or {items.product.id: 1} (multikey).
+func indexKeys(p copyPath, ct copyType) bson.D {
+	return bson.D{{Key: join(p.inDocument(), ct.id), Value: 1}}
+}
+
+// staleCond returns the query condition that selects the copies of c, at
+// prefix, that differ from c in at least one field:
+//
+//	{<prefix>.<id>: id, $or: [{<prefix>.<f>: {$ne: v}}, ..., {<prefix>.<g>: {$exists: true}}]}
+//
+// one clause per copied field ($exists for a field that S omits). Fields
+// are compared one by one rather than the copy as a whole, because a whole
+// embedded document compares field order too and may carry other fields.
+// prefix is "" when the condition applies to an array element that is the
+// copy itself (inside $elemMatch).
+func staleCond(prefix string, ct copyType, c copyValue) bson.D {
+	or := make(bson.A, len(ct.fields))
+	for i, f := range ct.fields {
+		cond := bson.D{{Key: "$exists", Value: true}}
+		if v := c.want(f); v.Type != 0 {
+			cond = bson.D{{Key: "$ne", Value: v}}
+		}
+		or[i] = bson.D{{Key: join(prefix, f), Value: cond}}
+	}
+	return bson.D{{Key: join(prefix, ct.id), Value: c.id}, {Key: "$or", Value: or}}
+}
+
+// setCopy returns the update that makes the copy at prefix equal to c:
+// {$set: {<prefix>.<f>: v, ...}, $unset: {<prefix>.<g>: ""}}, each operator
+// only when it has fields. The id is not written: the filter matched it.
+func setCopy(prefix string, ct copyType, c copyValue) bson.D {
+	var set, unset bson.D
+	for _, f := range ct.fields {
+		if v := c.want(f); v.Type != 0 {
+			set = append(set, bson.E{Key: join(prefix, f), Value: v})
+		} else {
+			unset = append(unset, bson.E{Key: join(prefix, f), Value: ""})
+		}
+	}
+	var u bson.D
+	if len(set) > 0 {
+		u = append(u, bson.E{Key: "$set", Value: set})
+	}
+	if len(unset) > 0 {
+		u = append(u, bson.E{Key: "$unset", Value: unset})
+	}
+	return u
+}
+
+// syncMany is the one updateMany that syncs a target where the plan does
+// not take the portable path.
+type syncMany struct {
+	filter       bson.D
+	update       bson.D
+	arrayFilters []any // nil for a single embedded document
+}
+
+// elem is the identifier of the array filter of an array target's update.
+const elem = "e"
+
+// syncMany builds the updateMany for target path p.
+//
+// A single embedded document ("customer"):
+//
+//	filter {customer.id: id, $or: [{customer.name: {$ne: name}}, ...]}
+//	update {$set: {customer.name: name, ...}}
+//
+// Copies in array elements ("items[].product"): the filter selects the
+// documents with at least one stale element and the array filter the stale
+// elements themselves:
+//
+//	filter       {items: {$elemMatch: {product.id: id, $or: [{product.name: {$ne: name}}, ...]}}}
+//	update       {$set: {items.$[e].product.name: name, ...}}
+//	arrayFilters [{e.product.id: id, $or: [{e.product.name: {$ne: name}}, ...]}]
+func (p copyPath) syncMany(ct copyType, c copyValue) syncMany {
+	if p.array == "" {
+		return syncMany{filter: staleCond(p.copy, ct, c), update: setCopy(p.copy, ct, c)}
+	}
+	return syncMany{
+		filter:       bson.D{{Key: p.array, Value: bson.D{{Key: "$elemMatch", Value: staleCond(p.copy, ct, c)}}}},
+		update:       setCopy(join(p.array, "$["+elem+"]", p.copy), ct, c),
+		arrayFilters: []any{staleCond(join(elem, p.copy), ct, c)},
+	}
+}
+
+// holders returns the filter that selects every document holding a copy
+// of c at p, stale or not: {<path>.<id>: id}. The portable array path
+// starts from it, because FerretDB 1.x rejects $elemMatch on the fields of
+// array elements, so the stale elements are found in Go.
+func (p copyPath) holders(ct copyType, c copyValue) bson.D {
+	return bson.D{{Key: join(p.inDocument(), ct.id), Value: c.id}}
+}
+
+// arrayOnly is the projection of a target document on p's array:
+// {items: 1}.
+func (p copyPath) arrayOnly() bson.D { return bson.D{{Key: p.array, Value: 1}} }
+
+// rewrite returns the update of one document of an array target that the
+// portable path sends: it sets the stale copies of c in the array arr by
+// their indexes, guarded by their ids, so that an element that moved or was
+// removed since arr was read makes the update match nothing instead of
+// writing the wrong element:
+//
+//	filter {_id: docID, items.3.product.id: id, ...}
+//	update {$set: {items.3.product.name: name, ...}}
+//
+// ok is false when no copy of c in arr is stale.
+func (p copyPath) rewrite(docID bson.RawValue, arr bson.RawArray, ct copyType, c copyValue) (filter, update bson.D, ok bool) {
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, nil, false
+	}
+	filter = bson.D{{Key: "_id", Value: docID}}
+	var set, unset bson.D
+	for i, v := range vals {
+		cp, isCopy := p.elementCopy(v)
+		if !isCopy || !same(lookup(cp, ct.id), c.id) {
+			continue
+		}
+		at := join(p.array, strconv.Itoa(i), p.copy)
+		changed := false
+		for _, f := range ct.fields {
+			want := c.want(f)
+			if !stale(lookup(cp, f), want) {
+				continue
+			}
+			changed = true
+			if want.Type != 0 {
+				set = append(set, bson.E{Key: join(at, f), Value: want})
+			} else {
+				unset = append(unset, bson.E{Key: join(at, f), Value: ""})
+			}
+		}
+		if changed {
+			filter = append(filter, bson.E{Key: join(at, ct.id), Value: c.id})
+		}
+	}
+	if len(set) > 0 {
+		update = append(update, bson.E{Key: "$set", Value: set})
+	}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	return filter, update, len(update) > 0
+}
+
+// withCopies is the filter of Verify's scan of a target: the documents
+// holding a copy's id, {customer.id: {$exists: true}}.
+func (p copyPath) withCopies(ct copyType) bson.D {
+	return bson.D{{Key: join(p.inDocument(), ct.id), Value: bson.D{{Key: "$exists", Value: true}}}}
+}
+
+// copiesOnly is the projection of a target document on its copies:
+// {customer: 1} or {items.product: 1}.
+func (p copyPath) copiesOnly() bson.D { return bson.D{{Key: p.inDocument(), Value: 1}} }
+
+// changes is the pipeline of Watch's change stream: the updates and
+// replacements of source documents.
+func changes() bson.A {
+	return bson.A{bson.D{{Key: "$match", Value: bson.D{
+		{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}},
+	}}}}
+}
+
+// saveToken is the update of [TokenCollection.SaveToken]:
+// {$set: {token: token, savedAt: now}}, sent with upsert.
+func saveToken(token bson.Raw, now time.Time) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}
+}
