@@ -164,3 +164,43 @@ func TestSyncGivesUpOnASourceThatKeepsChanging(t *testing.T) {
 		require.Equal(t, map[int]string{1: "Change 8"}, names(t, db, 1))
 	})
 }
+
+// TestPortableBatches: on a server with batched updates but without
+// arrayFilters (MongoDB 3.4), the portable path rewrites BatchSize carts
+// per update command. Such a server cannot be started, so the plan is
+// forced on a server that has batched updates.
+func TestPortableBatches(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureBatchedUpdates)
+	hello, err := bson.Marshal(bson.D{{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
+	require.NoError(t, err)
+	buildInfo, err := bson.Marshal(bson.D{{Key: "version", Value: "3.4.24"}, {Key: "gitVersion", Value: "865b4f6a96d0f5425e39a18337105f33e8db504d"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
+	require.NoError(t, err)
+	mongo34, err := patterns.NewServer(hello, buildInfo)
+	require.NoError(t, err)
+	p := extref.PlanFor(mongo34)
+	require.NotEqual(t, portable(), p)
+
+	db := mongotest.DB(t)
+	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: []extref.Target{{Collection: "carts", Path: "items[].product"}}, BatchSize: 2})
+	require.NoError(t, err)
+	extref.ForcePlan(r, p)
+	_, err = db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
+	require.NoError(t, err)
+	ref, err := r.Of(ctx, 1)
+	require.NoError(t, err)
+	insertAll(t, db.Collection("carts"), []Cart{
+		{ID: 1, Items: []Item{{Product: ref}}}, {ID: 2, Items: []Item{{Product: ref}}},
+		{ID: 3, Items: []Item{{Product: ref}}}, {ID: 4, Items: []Item{{Product: ProductRef{ID: 2}}}}, {ID: 5, Items: []Item{{Product: ref}}},
+	})
+	rename(t, db.Collection("products"), 1, "New")
+	counter := mongotest.NewCounter(t, db)
+
+	var counts []extref.Count
+	sent := counter.Count(func() {
+		counts, err = r.Sync(ctx, 1)
+		require.NoError(t, err)
+	})
+	require.Equal(t, 2, countOf(sent, "update"), "4 carts in 2 update commands: %v", sent)
+	require.Equal(t, []string{"find", "find", "update"}, sent[:3], "the first 2 carts are written before the next are read")
+	require.EqualValues(t, 4, counts[0].Modified)
+}

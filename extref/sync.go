@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -138,7 +139,7 @@ func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count)
 	for i, t := range r.targets {
 		var err error
 		if p.portable(t.path) {
-			err = r.applyPortable(ctx, t, c, &counts[i])
+			err = r.applyPortable(ctx, p, t, c, &counts[i])
 		} else {
 			err = r.applyMany(ctx, t, c, &counts[i])
 		}
@@ -168,11 +169,11 @@ func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count)
 // applyPortable syncs an array target without arrayFilters: read the
 // documents holding copies, rewrite their stale copies by index with a
 // guard on each copy's id, and read again the documents whose guard failed.
-func (r *Ref[S]) applyPortable(ctx context.Context, t target, c copyValue, n *Count) error {
+func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValue, n *Count) error {
 	var lost int64
 	for range guardRounds {
 		var err error
-		if lost, err = r.portableRound(ctx, t, c, n); err != nil || lost == 0 {
+		if lost, err = r.portableRound(ctx, p, t, c, n); err != nil || lost == 0 {
 			return err
 		}
 	}
@@ -180,8 +181,9 @@ func (r *Ref[S]) applyPortable(ctx context.Context, t target, c copyValue, n *Co
 }
 
 // portableRound reads every document holding a copy of c and rewrites the
-// stale ones; it returns how many documents' guards failed.
-func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Count) (lost int64, err error) {
+// stale ones, [plan.perCommand] documents per update command; it returns
+// how many documents' guards failed.
+func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
 	cur, err := t.coll.Find(ctx, t.path.holders(r.ct, c), options.Find().
 		SetProjection(t.path.arrayOnly()).
 		SetBatchSize(int32(r.batch)))
@@ -189,30 +191,30 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 		return 0, err
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
+	per := p.perCommand(r.batch)
 	var models []mongo.WriteModel
 	flush := func() error {
 		if len(models) == 0 {
 			return nil
 		}
-		res, err := t.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-		if err != nil {
-			return err
-		}
-		n.Matched += res.MatchedCount
-		n.Modified += res.ModifiedCount
-		lost += int64(len(models)) - res.MatchedCount
+		matched, modified, err := r.rewriteAll(ctx, t.coll, models)
+		n.Matched += matched
+		n.Modified += modified
+		lost += int64(len(models)) - matched
 		models = models[:0]
-		return nil
+		return err
 	}
 	for cur.Next(ctx) {
 		arr, ok := lookup(cur.Current, t.path.array).ArrayOK()
 		if !ok {
 			continue
 		}
-		if filter, update, ok := t.path.rewrite(cur.Current.Lookup("_id"), arr, r.ct, c); ok {
+		id := cur.Current.Lookup("_id")
+		id.Value = slices.Clone(id.Value) // the model outlives the cursor's batch
+		if filter, update, ok := t.path.rewrite(id, arr, r.ct, c); ok {
 			models = append(models, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update))
 		}
-		if len(models) == r.batch {
+		if len(models) == per {
 			if err := flush(); err != nil {
 				return lost, err
 			}
@@ -222,4 +224,23 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 		return lost, err
 	}
 	return lost, flush()
+}
+
+// rewriteAll sends the portable path's updates of one batch: one updateOne
+// for a single document, else one unordered bulk write, and returns the
+// documents matched and modified.
+func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (matched, modified int64, err error) {
+	if len(models) == 1 {
+		m := models[0].(*mongo.UpdateOneModel)
+		res, err := coll.UpdateOne(ctx, m.Filter, m.Update)
+		if err != nil {
+			return 0, 0, err
+		}
+		return res.MatchedCount, res.ModifiedCount, nil
+	}
+	res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	if err != nil {
+		return 0, 0, err
+	}
+	return res.MatchedCount, res.ModifiedCount, nil
 }

@@ -1,9 +1,11 @@
 package extref_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -116,8 +118,9 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 
 // TestSyncCommands counts the round trips of one Sync: a find of the
 // source, then per target one updateMany (or, for the array target on the
-// portable path, a find of the carts holding the product and one bulk
-// update), then the find that confirms the source did not change
+// portable path, a find of the carts holding the product and one update
+// command per BatchSize carts, or per cart on a server without batched
+// updates), then the find that confirms the source did not change
 // meanwhile.
 func TestSyncCommands(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -125,6 +128,9 @@ func TestSyncCommands(t *testing.T) {
 		r := productRefs(t, db)
 		extref.ForcePlan(r, p)
 		seedCarts(t, db, r, 10, 30)
+		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 3}})
+		require.NoError(t, err)
+		require.Greater(t, holding, int64(1))
 		rename(t, db.Collection("products"), 3, "Renamed")
 		counter := mongotest.NewCounter(t, db)
 
@@ -133,8 +139,16 @@ func TestSyncCommands(t *testing.T) {
 			require.NoError(t, err)
 		})
 		want := []string{"find", "update", "update", "find"}
-		if !has(p, patterns.FeatureArrayFilters) {
+		switch {
+		case has(p, patterns.FeatureArrayFilters):
+		case has(p, patterns.FeatureBatchedUpdates):
 			want = []string{"find", "find", "update", "update", "find"}
+		default:
+			want = []string{"find", "find"}
+			for range holding {
+				want = append(want, "update")
+			}
+			want = append(want, "update", "find")
 		}
 		require.Equal(t, want, sent)
 	})
@@ -220,4 +234,37 @@ func TestOfRejectsAnIDTypeThatLosesTheSource(t *testing.T) {
 	got, err := w.Of(ctx, 5)
 	require.NoError(t, err)
 	require.Equal(t, wide{ID: 5, Name: "Bo"}, got)
+}
+
+// TestSyncManyStaleCopiesInArrays: 150 carts hold a copy of one product in
+// their items, and the product is renamed. Sync rewrites all 150 within a
+// deadline: on a server without batched updates (FerretDB 1.x stalls on an
+// update command of about a hundred statements or more) the portable path
+// sends one statement per command.
+func TestSyncManyStaleCopiesInArrays(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := cartRefs(t, db)
+		extref.ForcePlan(r, p)
+		_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
+		require.NoError(t, err)
+		ref, err := r.Of(ctx, 1)
+		require.NoError(t, err)
+		const n = 150
+		carts := make([]Cart, n)
+		for i := range carts {
+			carts[i] = Cart{ID: i + 1, Items: []Item{{Product: ProductRef{ID: 99, Name: "Other"}, Qty: 1}, {Product: ref, Qty: 2}}}
+		}
+		insertAll(t, db.Collection("carts"), carts)
+		rename(t, db.Collection("products"), 1, "New")
+
+		dctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		counts, err := r.Sync(dctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: n, Modified: n}, counts[0])
+		renamed, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.name", Value: "New"}})
+		require.NoError(t, err)
+		require.EqualValues(t, n, renamed)
+	})
 }
