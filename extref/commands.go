@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // This file builds every filter, update, projection and pipeline the
@@ -12,6 +13,18 @@ import (
 
 // byID is the filter of one document by _id: {_id: id}.
 func byID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// sourceUpdate is the options Update gives the source's findAndModify
+// after the caller's, which it overrides: return the document after the
+// update, projected on the copied fields where the plan allows it, else
+// whole (no projection, so that a caller's cannot hide a copied field).
+func sourceUpdate(p plan, proj bson.D) *options.FindOneAndUpdateOptionsBuilder {
+	o := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if p.projectUpdate {
+		return o.SetProjection(proj)
+	}
+	return o.SetProjection(nil)
+}
 
 // copiedFields is the projection of a source document on the copied
 // fields: {name: 1, email: 1}. The _id comes with it.

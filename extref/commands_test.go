@@ -5,6 +5,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // requireBSON compares two values by their BSON encoding, shown as
@@ -178,4 +183,29 @@ func TestCopies(t *testing.T) {
 	require.Equal(t, []int32{2, 3}, ids("items[].product"))
 	require.Empty(t, ids("billing"))
 	require.Empty(t, ids("customer[].x"), "not an array")
+}
+
+// TestSourceUpdate pins the options Update adds to the caller's, on every
+// known server: the document after the update, projected on the copied
+// fields only where findAndModify's projection is known to work, and never
+// with the caller's projection, which could hide a copied field.
+func TestSourceUpdate(t *testing.T) {
+	ct, _ := ann(t)
+	proj := copiedFields(ct)
+	requireBSON(t, bson.D{{Key: "name", Value: 1}, {Key: "email", Value: 1}}, proj)
+	servers := mongotest.KnownServers()
+	servers["portable"] = mongotest.Portable()
+	for name, srv := range servers {
+		p := planFor(srv)
+		callers := options.FindOneAndUpdate().SetProjection(bson.D{{Key: "notes", Value: 1}}).SetReturnDocument(options.Before).SetUpsert(true)
+		o, err := listers.Merged([]options.Lister[options.FindOneAndUpdateOptions]{callers, sourceUpdate(p, proj)})
+		require.NoError(t, err)
+		require.Equal(t, options.After, *o.ReturnDocument, name)
+		require.True(t, *o.Upsert, "%s: the caller's other options pass", name)
+		if srv.Has(patterns.FeatureFindAndModifyProjection) {
+			require.Equal(t, proj, o.Projection, name)
+		} else {
+			require.Nil(t, o.Projection, name)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -19,9 +20,11 @@ import (
 // [patterns.FeaturePipelineUpdates]) to the source document with _id
 // sourceID, then syncs its copies as [Ref.Sync] does, and returns the
 // per-target counts. opts pass through to the source's findAndModify
-// (arrayFilters, hint, upsert...); Update asks for the document after the
-// update, projected on the copied fields on MongoDB (FerretDB 1.x does not
-// implement that projection: there the whole document comes back).
+// (arrayFilters, hint, upsert...), except what Update sets itself: it asks
+// for the document after the update, projected on the copied fields where
+// the server has [patterns.FeatureFindAndModifyProjection] and whole
+// elsewhere (a projection in opts is overridden, since it could hide a
+// copied field).
 //
 // Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
 // or sharded cluster), the source's update and the copies' updates run in
@@ -39,23 +42,34 @@ import (
 //
 // Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
 // update document (a replacement would drop the source's other fields);
-// [patterns.ErrNotFound] when no source has that id (nothing written).
+// [patterns.ErrNotFound] when no source has that id (nothing written); an
+// [*patterns.UnsupportedError] naming [patterns.FeaturePipelineUpdates] for
+// a pipeline, or [patterns.FeatureArrayFilters] for an arrayFilters
+// option, on a server without it (nothing sent); [patterns.ErrUnsupported]
+// for another option the server answers it does not implement.
 func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Update", err)
 	}
-	if err := validUpdate(update); err != nil {
+	pipeline, err := validUpdate(update)
+	if err != nil {
+		return nil, r.fail("Update", sourceID, err)
+	}
+	given, err := listers.Merged(opts)
+	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}
 	d, err := r.decide(ctx)
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}
-	own := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	if d.projectUpdate {
-		own.SetProjection(r.proj)
+	switch {
+	case pipeline && !d.pipelineUpdates:
+		return nil, r.fail("Update", sourceID, fmt.Errorf("update pipeline: %w", d.unsupported(patterns.FeaturePipelineUpdates)))
+	case given.ArrayFilters != nil && !d.arrayFilters:
+		return nil, r.fail("Update", sourceID, fmt.Errorf("arrayFilters option: %w", d.unsupported(patterns.FeatureArrayFilters)))
 	}
-	opts = append(opts, own)
+	opts = append(opts, sourceUpdate(d.plan, r.proj))
 	updateSource := func(ctx context.Context) (copyValue, error) {
 		raw, err := r.source.FindOneAndUpdate(ctx, byID(sourceID), update, opts...).Raw()
 		if errors.Is(err, mongo.ErrNoDocuments) {
@@ -100,35 +114,35 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 }
 
 // validUpdate accepts an update document whose top-level fields are all
-// update operators, or a non-empty pipeline.
-func validUpdate(u any) error {
+// update operators, or a non-empty pipeline, which it reports.
+func validUpdate(u any) (pipeline bool, err error) {
 	if u == nil {
-		return errs.Invalid("update is nil")
+		return false, errs.Invalid("update is nil")
 	}
 	t, data, err := bson.MarshalValue(u)
 	if err != nil {
-		return errs.Invalid("update of type %T cannot be encoded: %v", u, err)
+		return false, errs.Invalid("update of type %T cannot be encoded: %v", u, err)
 	}
 	switch t {
 	case bson.TypeEmbeddedDocument:
 		elems, err := bson.Raw(data).Elements()
 		if err != nil {
-			return errs.Invalid("update: %v", err)
+			return false, errs.Invalid("update: %v", err)
 		}
 		if len(elems) == 0 {
-			return errs.Invalid("update is empty")
+			return false, errs.Invalid("update is empty")
 		}
 		for _, e := range elems {
 			if !strings.HasPrefix(e.Key(), "$") {
-				return errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
+				return false, errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
 			}
 		}
+		return false, nil
 	case bson.TypeArray:
 		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
-			return errs.Invalid("update pipeline is empty or malformed")
+			return true, errs.Invalid("update pipeline is empty or malformed")
 		}
-	default:
-		return errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
+		return true, nil
 	}
-	return nil
+	return false, errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
 }

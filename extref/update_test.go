@@ -3,6 +3,7 @@ package extref_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,4 +223,69 @@ func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
 		require.Equal(t, "Newer", got.Name)
 		require.Equal(t, []int64{0}, verifyStale(t, a), "the older value did not stay")
 	})
+}
+
+// TestUpdateNamesTheMissingFeature: an update pipeline, or an arrayFilters
+// option, on a server without the feature is refused before anything is
+// sent, with an UnsupportedError naming the feature; where the server has
+// it, the update applies.
+func TestUpdateNamesTheMissingFeature(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := customerRefs(t, db)
+		extref.ForcePlan(r, p)
+		seedOrders(t, db, r, 2, 4)
+		counter := mongotest.NewCounter(t, db)
+
+		pipeline := mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "name", Value: bson.D{{Key: "$concat", Value: bson.A{"$name", " Jr."}}}}}}}}
+		sent := counter.Count(func() {
+			_, err := r.Update(ctx, 1, pipeline)
+			requireUnsupportedUnless(t, has(p, patterns.FeaturePipelineUpdates), patterns.FeaturePipelineUpdates, err)
+		})
+		if !has(p, patterns.FeaturePipelineUpdates) {
+			require.Empty(t, sent)
+		}
+
+		tagged := options.FindOneAndUpdate().SetArrayFilters([]any{bson.D{{Key: "t", Value: "old"}}})
+		sent = counter.Count(func() {
+			_, err := r.Update(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "tags.$[t]", Value: "new"}}}}, tagged)
+			requireUnsupportedUnless(t, has(p, patterns.FeatureArrayFilters), patterns.FeatureArrayFilters, err)
+		})
+		if !has(p, patterns.FeatureArrayFilters) {
+			require.Empty(t, sent)
+		}
+	})
+}
+
+// requireUnsupportedUnless requires err to be nil when ok, else an
+// UnsupportedError naming f.
+func requireUnsupportedUnless(t *testing.T, ok bool, f patterns.Feature, err error) {
+	t.Helper()
+	if ok {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	ue, isUE := errors.AsType[*patterns.UnsupportedError](err)
+	require.True(t, isUE, "%v", err)
+	require.Equal(t, f, ue.Feature)
+}
+
+// TestUpdatePassesOnWhatTheServerRefuses: an option the server does not
+// implement (FerretDB 1.x: collation; FerretDB 2.x: hint) comes back as
+// ErrUnsupported, with the server's words.
+func TestUpdatePassesOnWhatTheServerRefuses(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 1, 1)
+	for _, o := range []*options.FindOneAndUpdateOptionsBuilder{
+		options.FindOneAndUpdate().SetCollation(&options.Collation{Locale: "fr"}),
+		options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}),
+	} {
+		_, err := r.Update(ctx, 1, setName("Renamed"), o)
+		if err != nil {
+			require.ErrorIs(t, err, patterns.ErrUnsupported)
+			require.True(t, strings.HasPrefix(err.Error(), "extref: Update: source 1: "), err.Error())
+		}
+	}
 }
