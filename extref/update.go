@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -69,7 +70,7 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	case given.ArrayFilters != nil && !d.arrayFilters:
 		return nil, r.fail("Update", sourceID, fmt.Errorf("arrayFilters option: %w", d.unsupported(patterns.FeatureArrayFilters)))
 	}
-	opts = append(opts, sourceUpdate(d.plan, r.proj))
+	opts = append(slices.Clip(opts), sourceUpdate(d.plan, r.proj)) // never into the caller's array
 	updateSource := func(ctx context.Context) (copyValue, error) {
 		raw, err := r.source.FindOneAndUpdate(ctx, byID(sourceID), update, opts...).Raw()
 		if errors.Is(err, mongo.ErrNoDocuments) {

@@ -289,3 +289,18 @@ func TestUpdatePassesOnWhatTheServerRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdateLeavesTheCallersOptionsAlone: Update adds options of its own
+// to the caller's without writing into the spare capacity of the caller's
+// slice.
+func TestUpdateLeavesTheCallersOptionsAlone(t *testing.T) {
+	db := mongotest.DB(t)
+	r := customerRefs(t, db)
+	seedOrders(t, db, r, 1, 1)
+	mine := options.FindOneAndUpdate().SetUpsert(false)
+	backing := []options.Lister[options.FindOneAndUpdateOptions]{mine, mine}
+	opts := backing[:1]
+	_, err := r.Update(ctx, 1, setName("Renamed"), opts...)
+	require.NoError(t, err)
+	require.Same(t, mine, backing[1], "the spare slot of the caller's array is untouched")
+}

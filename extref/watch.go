@@ -117,9 +117,7 @@ func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.L
 		if err != nil {
 			return r.fail("Watch", nil, fmt.Errorf("load the resume token: %w", err))
 		}
-		if token != nil {
-			opts = append(opts, options.ChangeStream().SetStartAfter(token))
-		}
+		opts = resumeAfter(opts, token)
 	}
 	stream, err := r.source.Watch(ctx, changes(), opts...)
 	if err != nil {
@@ -152,6 +150,16 @@ func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.L
 		return r.fail("Watch", nil, fmt.Errorf("change stream on %s: %w", r.source.Name(), err))
 	}
 	return r.fail("Watch", nil, fmt.Errorf("the change stream on %s ended (the collection was dropped or renamed)", r.source.Name()))
+}
+
+// resumeAfter returns opts followed by the option that starts the change
+// stream after token, or opts when token is nil. It never writes into the
+// spare capacity of the caller's array.
+func resumeAfter(opts []options.Lister[options.ChangeStreamOptions], token bson.Raw) []options.Lister[options.ChangeStreamOptions] {
+	if token == nil {
+		return opts
+	}
+	return append(slices.Clip(opts), options.ChangeStream().SetStartAfter(token))
 }
 
 // event is the part of a change event Watch reads.
