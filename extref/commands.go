@@ -6,6 +6,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
 // This file builds every filter, update, projection and pipeline the
@@ -159,7 +161,7 @@ func (p copyPath) rewrite(docID bson.RawValue, arr bson.RawArray, ct copyType, c
 	var set, unset bson.D
 	for i, v := range vals {
 		cp, isCopy := p.elementCopy(v)
-		if !isCopy || !same(lookup(cp, ct.id), c.id) {
+		if !isCopy || !bsonid.Equal(lookup(cp, ct.id), c.id) {
 			continue
 		}
 		at := join(p.array, strconv.Itoa(i), p.copy)

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
@@ -198,7 +199,7 @@ func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 		return s, copyValue{}, fmt.Errorf("copy into %s: %w", r.ct.name, err)
 	}
 	c := copyValue{raw: raw, id: raw.Lookup(r.ct.id)}
-	if !same(c.id, id) {
+	if !bsonid.Equal(c.id, id) {
 		return s, copyValue{}, errs.Invalid("copy type %s stores %s _id %v as %v (BSON %s): the copies could not be found by their source's id; give field %q the _id's type",
 			r.ct.name, r.source.Name(), id, c.id, c.id.Type, r.ct.id)
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -96,7 +97,7 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 	for _, doc := range batch {
 		for cp := range t.path.copies(doc) {
 			if id := lookup(cp, r.ct.id); id.Type != 0 {
-				ids[idKey(id)] = id
+				ids[bsonid.Key(id)] = id
 			}
 		}
 	}
@@ -114,7 +115,7 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 		for cp := range t.path.copies(doc) {
 			held = true
 			rep.Copies++
-			key := idKey(lookup(cp, r.ct.id))
+			key := bsonid.Key(lookup(cp, r.ct.id))
 			src, ok := sources[key]
 			switch {
 			case !ok:
@@ -150,7 +151,7 @@ type source struct {
 }
 
 // sources reads the sources with the given ids in one find, keyed by
-// [idKey] of their _id.
+// [bsonid.Key] of their _id.
 func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map[string]source, error) {
 	in := make(bson.A, 0, len(ids))
 	for _, id := range ids {
@@ -171,7 +172,7 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 			return nil, err
 		}
 		id := cur.Current.Lookup("_id")
-		out[idKey(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
+		out[bsonid.Key(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
 	}
 	return out, cur.Err()
 }
