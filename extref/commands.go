@@ -192,9 +192,11 @@ func (p copyPath) rewrite(docID bson.RawValue, arr bson.RawArray, ct copyType, c
 }
 
 // withCopies is the filter of Verify's scan of a target: the documents
-// holding a copy's id, {customer.id: {$exists: true}}.
-func (p copyPath) withCopies(ct copyType) bson.D {
-	return bson.D{{Key: join(p.inDocument(), ct.id), Value: bson.D{{Key: "$exists", Value: true}}}}
+// where the copy's path holds something, {customer: {$exists: true}} or
+// {items.product: {$exists: true}}, so that copies without an id are read
+// (and counted as orphans) too.
+func (p copyPath) withCopies() bson.D {
+	return bson.D{{Key: p.inDocument(), Value: bson.D{{Key: "$exists", Value: true}}}}
 }
 
 // copiesOnly is the projection of a target document on its copies:

@@ -196,6 +196,9 @@ func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 		raw, err = bson.Marshal(s)
 	}
 	if err != nil {
+		if idErr := r.holdsID(id); idErr != nil {
+			return s, copyValue{}, idErr
+		}
 		return s, copyValue{}, fmt.Errorf("copy into %s: %w", r.ct.name, err)
 	}
 	c := copyValue{raw: raw, id: raw.Lookup(r.ct.id)}
@@ -204,4 +207,21 @@ func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 			r.ct.name, r.source.Name(), id, c.id, c.id.Type, r.ct.id)
 	}
 	return s, c, nil
+}
+
+// holdsID returns an error wrapping [patterns.ErrInvalid] when S's id
+// field cannot decode the source's _id id at all (an int field for an
+// ObjectID); copyOf asks it when decoding a source fails, to tell the copy
+// type's mistake from a source field's.
+func (r *Ref[S]) holdsID(id bson.RawValue) error {
+	b, err := bson.Marshal(bson.D{{Key: r.ct.id, Value: id}})
+	if err != nil {
+		return err
+	}
+	var s S
+	if err := bson.Unmarshal(b, &s); err != nil {
+		return errs.Invalid("copy type %s cannot hold %s _id %v (BSON %s) in its field %q (%v); give field %q the _id's type",
+			r.ct.name, r.source.Name(), id, id.Type, r.ct.id, err, r.ct.id)
+	}
+	return nil
 }

@@ -268,3 +268,21 @@ func TestSyncManyStaleCopiesInArrays(t *testing.T) {
 		require.EqualValues(t, n, renamed)
 	})
 }
+
+// TestOfRejectsAnIDFieldThatCannotHoldTheSourceID: a copy type whose id
+// field cannot decode the source's _id at all (an int for an ObjectID) is
+// ErrInvalid, as one that would change it is, and says what to change.
+func TestOfRejectsAnIDFieldThatCannotHoldTheSourceID(t *testing.T) {
+	db := mongotest.DB(t)
+	r, err := extref.New[CustomerRef](db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}})
+	require.NoError(t, err)
+	id := bson.NewObjectID()
+	_, err = db.Collection("customers").InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "Ann"}})
+	require.NoError(t, err)
+
+	_, err = r.Of(ctx, id)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Contains(t, err.Error(), `give field "id" the _id's type`)
+	_, err = r.Sync(ctx, id)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+}

@@ -21,7 +21,7 @@ type Report struct {
 	Documents int64 // documents holding at least one copy
 	Copies    int64 // copies compared with their source
 	Stale     int64 // copies that differed from their source when read
-	Orphans   int64 // copies with no id or whose source does not exist
+	Orphans   int64 // copies with no id (missing or null) or whose source does not exist
 	Repaired  int64 // documents of this target rewritten by Repair's syncs
 }
 
@@ -33,10 +33,12 @@ type Report struct {
 //
 // It works in batches of [Config.BatchSize] target documents, with bounded
 // memory: per batch one round trip for the documents (a find, then
-// getMores) and one find of their sources by _id. It uses the index on each
-// target's copy id (see [Ref.Indexes]). It reads no snapshot: a copy
-// written or synced while Verify runs may be counted before or after the
-// change. A copy whose source is missing (deleted) is an orphan, not stale.
+// getMores) and one find of their sources by _id (none when no copy of the
+// batch has an id). It reads every document whose copy path holds
+// something, so it scans each target collection. It reads no snapshot: a
+// copy written or synced while Verify runs may be counted before or after
+// the change. A copy whose source is missing (deleted), or that has no id,
+// is an orphan, not stale.
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, false)
 	if err != nil {
@@ -77,7 +79,7 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
 	batches := seq.Batches(ctx, r.batch, func(ctx context.Context) (*mongo.Cursor, error) {
-		return t.coll.Find(ctx, t.path.withCopies(r.ct),
+		return t.coll.Find(ctx, t.path.withCopies(),
 			options.Find().SetProjection(t.path.copiesOnly()).SetBatchSize(int32(r.batch)))
 	})
 	for batch, err := range batches {
@@ -96,17 +98,17 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 	ids := map[string]bson.RawValue{}
 	for _, doc := range batch {
 		for cp := range t.path.copies(doc) {
-			if id := lookup(cp, r.ct.id); id.Type != 0 {
+			if id := lookup(cp, r.ct.id); !nullish(id) {
 				ids[bsonid.Key(id)] = id
 			}
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	sources, err := r.sources(ctx, ids)
-	if err != nil {
-		return err
+	var sources map[string]source
+	if len(ids) > 0 {
+		var err error
+		if sources, err = r.sources(ctx, ids); err != nil {
+			return err
+		}
 	}
 	rep := &reports[i]
 	staleIDs := map[string]bson.RawValue{}
@@ -115,10 +117,11 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 		for cp := range t.path.copies(doc) {
 			held = true
 			rep.Copies++
-			key := bsonid.Key(lookup(cp, r.ct.id))
+			id := lookup(cp, r.ct.id)
+			key := bsonid.Key(id)
 			src, ok := sources[key]
 			switch {
-			case !ok:
+			case !ok || nullish(id):
 				rep.Orphans++
 			case r.staleCopy(cp, src.copy):
 				rep.Stale++
