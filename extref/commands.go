@@ -113,12 +113,20 @@ const elem = "e"
 //	update {$set: {customer.name: name, ...}}
 //
 // Copies in array elements ("items[].product"): the filter selects the
-// documents with at least one stale element and the array filter the stale
-// elements themselves:
+// documents with at least one stale copy of the source, and the array
+// filter every copy of the source in them:
 //
 //	filter       {items: {$elemMatch: {product.id: id, $or: [{product.name: {$ne: name}}, ...]}}}
 //	update       {$set: {items.$[e].product.name: name, ...}}
-//	arrayFilters [{e.product.id: id, $or: [{e.product.name: {$ne: name}}, ...]}]
+//	arrayFilters [{e.product.id: id}]
+//
+// The array filter holds no $or: FerretDB 2.x refuses a logical operator
+// at the top of an array filter (MongoDB accepts it), and this form runs
+// on both. A copy that already equals the source, in a document that also
+// holds a stale one, is set to the values it holds: MongoDB counts the
+// document modified once either way, and a document whose copies are all
+// fresh is not matched, so Matched and Modified still count the documents
+// that held stale copies.
 func (p copyPath) syncMany(ct copyType, c copyValue) syncMany {
 	if p.array == "" {
 		return syncMany{filter: staleCond(p.copy, ct, c), update: setCopy(p.copy, ct, c)}
@@ -126,7 +134,7 @@ func (p copyPath) syncMany(ct copyType, c copyValue) syncMany {
 	return syncMany{
 		filter:       bson.D{{Key: p.array, Value: bson.D{{Key: "$elemMatch", Value: staleCond(p.copy, ct, c)}}}},
 		update:       setCopy(join(p.array, "$["+elem+"]", p.copy), ct, c),
-		arrayFilters: []any{staleCond(join(elem, p.copy), ct, c)},
+		arrayFilters: []any{bson.D{{Key: join(elem, p.copy, ct.id), Value: c.id}}},
 	}
 }
 

@@ -1,6 +1,7 @@
 package extref
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -70,11 +71,8 @@ func TestSyncMany(t *testing.T) {
 					bson.D{{Key: "product.email", Value: ne("ann@example.com")}},
 				}},
 			}}}}},
-			update: bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
-			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "e.product.name", Value: ne("Ann")}},
-				bson.D{{Key: "e.product.email", Value: ne("ann@example.com")}},
-			}}}},
+			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
+			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}}},
 		}},
 		{"authors[]", syncMany{
 			filter: bson.D{{Key: "authors", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
@@ -83,11 +81,8 @@ func TestSyncMany(t *testing.T) {
 					bson.D{{Key: "email", Value: ne("ann@example.com")}},
 				}},
 			}}}}},
-			update: bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
-			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "e.name", Value: ne("Ann")}},
-				bson.D{{Key: "e.email", Value: ne("ann@example.com")}},
-			}}}},
+			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
+			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}}},
 		}},
 	}
 	for _, tc := range tests {
@@ -97,6 +92,28 @@ func TestSyncMany(t *testing.T) {
 			requireBSON(t, tc.want.update, got.update)
 			requireBSON(t, tc.want.arrayFilters, got.arrayFilters)
 		})
+	}
+}
+
+// TestArrayFiltersHoldNoOperator: on every known server whose plan syncs
+// array targets with arrayFilters, each array filter's top-level fields
+// are fields of the identifier, never an operator: FerretDB 2.x answers
+// "The top level field name must be alphanumeric string. Found '$or'".
+func TestArrayFiltersHoldNoOperator(t *testing.T) {
+	ct, c := ann(t)
+	for name, srv := range mongotest.KnownServers() {
+		p := planFor(srv)
+		for _, path := range []string{"items[].product", "authors[]", "order.lines[].customer"} {
+			cp := mustParse(t, path)
+			if p.portable(cp) {
+				continue
+			}
+			u := cp.syncMany(ct, c)
+			require.Len(t, u.arrayFilters, 1, "%s %s", name, path)
+			for _, e := range u.arrayFilters[0].(bson.D) {
+				require.True(t, strings.HasPrefix(e.Key, elem+"."), "%s %s: array filter field %q", name, path, e.Key)
+			}
+		}
 	}
 }
 

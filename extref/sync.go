@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -38,36 +39,45 @@ const (
 // Sync writes the source's current fields into every stale copy of the
 // source document with _id sourceID, target by target, and returns the
 // documents matched and modified per target, in the order of
-// [Config.Targets]. Copies that already equal the source are not
+// [Config.Targets]. Documents whose copies already equal the source are not
 // rewritten: each update filters on the copies that differ, field by
 // field.
 //
-// Round trips, on MongoDB (native path): one find of the source, one
-// updateMany per target (with arrayFilters for array targets), and one find
-// that reads the source again. If that last read shows the source changed
-// while Sync wrote (a concurrent Update or Sync may have written a newer
-// value before this one wrote an older one), Sync writes the new value and
-// reads again, up to 8 rounds; it then returns an error wrapping
-// [patterns.ErrConflict]. So when concurrent Syncs of one source have all
-// returned nil, its copies equal the source.
+// Round trips: one find of the source; per target, one updateMany (with
+// arrayFilters for copies in arrays, where the server has
+// [patterns.FeatureArrayFilters]); then one find that reads the source
+// again. That last read is what makes concurrent syncs converge: a Sync
+// (or Update) that read an older value may write it after another wrote a
+// newer one, and no update of the copies can check the source, which lives
+// in another collection. If the read shows the source changed while Sync
+// wrote, Sync writes the new value and reads again, up to 8 rounds; it
+// then returns an error wrapping [patterns.ErrConflict]. So when concurrent
+// Syncs of one source have all returned nil, its copies equal the source.
+// (A transaction could replace the read by its commit, a round trip too,
+// and only on a replica set; Update uses one where it can.)
 //
 // On a server without arrayFilters (FerretDB 1.x), array targets take the
 // portable path: one find of every document holding a copy of the source
-// (stale or not: FerretDB cannot select array elements by their fields),
-// then in Go the stale copies are rewritten by their array index, guarded
-// by their id, in one bulk update per [Config.BatchSize] documents. A
-// document whose array changed between the read and the write (an element
-// moved or removed) is not written; it is read and written again, up to 5
-// rounds, after which Sync returns an error wrapping [patterns.ErrConflict].
-// Each document is written whole or not at all; nothing is written silently
-// wrong. Single-document targets use updateMany on every server.
+// (stale or not: FerretDB 1.x cannot select array elements by their
+// fields), then in Go the stale copies are rewritten by their array index,
+// guarded by their id: [Config.BatchSize] documents per update command where
+// the server has [patterns.FeatureBatchedUpdates], else one per command.
+// A document whose array changed between the read and the write (an
+// element moved or removed) is not written; it is read and written again,
+// up to 5 rounds, after which Sync returns an error wrapping
+// [patterns.ErrConflict]. Each document is written whole or not at all;
+// nothing is written silently wrong. Single-document targets use
+// updateMany on every server.
 //
 // Concurrent readers see the copies change one document at a time, and
 // each target after the previous one: a document read between two steps
 // may hold the new copy while another holds the old.
 //
-// Sync is safe to run again after any error (updateMany is not retried by
-// the server): it writes only the copies that still differ.
+// Every update Sync sends sets values behind filters, so it is safe to
+// repeat: one that fails with a transient error that applied nothing
+// (FerretDB 2.x's "deadlock detected") is sent again, up to 5 times, and
+// Sync as a whole is safe to run again after any error: it writes only the
+// copies that still differ.
 //
 // Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
 // the source does not exist, in which case the copies are left as they are
@@ -157,7 +167,11 @@ func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count)
 	if u.arrayFilters != nil {
 		opts.SetArrayFilters(u.arrayFilters)
 	}
-	res, err := t.coll.UpdateMany(ctx, u.filter, u.update, opts)
+	var res *mongo.UpdateResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = t.coll.UpdateMany(ctx, u.filter, u.update, opts)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -228,19 +242,23 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 
 // rewriteAll sends the portable path's updates of one batch: one updateOne
 // for a single document, else one unordered bulk write, and returns the
-// documents matched and modified.
+// documents matched and modified. A transient failure is sent again: the
+// updates set values behind guards, so a repeat writes nothing twice.
 func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (matched, modified int64, err error) {
-	if len(models) == 1 {
-		m := models[0].(*mongo.UpdateOneModel)
-		res, err := coll.UpdateOne(ctx, m.Filter, m.Update)
-		if err != nil {
-			return 0, 0, err
+	err = srverr.Retry(ctx, func() error {
+		if len(models) == 1 {
+			m := models[0].(*mongo.UpdateOneModel)
+			res, err := coll.UpdateOne(ctx, m.Filter, m.Update)
+			if err == nil {
+				matched, modified = res.MatchedCount, res.ModifiedCount
+			}
+			return err
 		}
-		return res.MatchedCount, res.ModifiedCount, nil
-	}
-	res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	if err != nil {
-		return 0, 0, err
-	}
-	return res.MatchedCount, res.ModifiedCount, nil
+		res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err == nil {
+			matched, modified = res.MatchedCount, res.ModifiedCount
+		}
+		return err
+	})
+	return matched, modified, err
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -34,12 +35,16 @@ import (
 // together, and on error nothing is written. The driver retries the
 // transaction on transient errors.
 //
-// Elsewhere (a standalone server, FerretDB) Update sends the findAndModify
-// and then syncs as Sync does (no first read of the source). Between the
-// two steps readers see the new source with the old copies; if the sync
-// fails, or the process dies in that gap, the source keeps its change and
-// the copies stay stale until a Sync, Repair or Watch event: the error says
-// so, and Sync(sourceID) is the retry.
+// Elsewhere (a standalone server, FerretDB, whose transactions are absent
+// or silently wrong: see [patterns.FeatureTransactions]) Update sends the
+// findAndModify and then syncs as Sync does (no first read of the source:
+// the findAndModify returns it). Between the two steps readers see the new
+// source with the old copies; if the sync fails, or the process dies in
+// that gap, the source keeps its change and the copies stay stale until a
+// Sync, Repair or Watch event: the error says so, and Sync(sourceID) is the
+// retry. There, a findAndModify that fails with a transient error that
+// applied nothing (FerretDB 2.x's "deadlock detected") is sent again, up to
+// 5 times, and so are the sync's updates (see [Ref.Sync]).
 //
 // Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
 // update document (a replacement would drop the source's other fields);
@@ -103,7 +108,11 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 		return res.([]Count), nil
 	}
 
-	c, err := updateSource(ctx)
+	var c copyValue
+	err = srverr.Retry(ctx, func() (err error) {
+		c, err = updateSource(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}

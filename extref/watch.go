@@ -63,7 +63,9 @@ func (s TokenCollection) LoadToken(ctx context.Context) (bson.Raw, error) {
 	return doc.Token, nil
 }
 
-// SaveToken saves token: one upsert by _id.
+// SaveToken saves token: one upsert by _id, sent again (up to 5 times)
+// after a transient failure that applied nothing (FerretDB 2.x's "deadlock
+// detected"), since it sets the same token either way.
 func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 	if err := s.check(); err != nil {
 		return pkg.Wrap("SaveToken", err)
@@ -71,7 +73,10 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 	if len(token) == 0 {
 		return pkg.Wrap("SaveToken", errs.Invalid("token %q: empty token", s.Name))
 	}
-	_, err := s.Collection.UpdateOne(ctx, byID(s.Name), saveToken(token, time.Now()), options.UpdateOne().SetUpsert(true))
+	err := srverr.Retry(ctx, func() error {
+		_, err := s.Collection.UpdateOne(ctx, byID(s.Name), saveToken(token, time.Now()), options.UpdateOne().SetUpsert(true))
+		return err
+	})
 	if err != nil {
 		return pkg.Wrap("SaveToken", srverr.Classify(fmt.Errorf("token %q: %w", s.Name, err)))
 	}
