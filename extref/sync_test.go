@@ -286,3 +286,29 @@ func TestOfRejectsAnIDFieldThatCannotHoldTheSourceID(t *testing.T) {
 	_, err = r.Sync(ctx, id)
 	require.ErrorIs(t, err, patterns.ErrInvalid)
 }
+
+// TestSyncSeveralCopiesInOneArray: a cart holds three copies of one
+// product, one of them already fresh, and one of another product. Sync
+// rewrites the stale copies, leaves the other product's, and counts the
+// cart once; a cart whose copies are all fresh is not counted.
+func TestSyncSeveralCopiesInOneArray(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		r, db, _ := cartsOf(t, p, []int{1, 2, 1, 1}, []int{1})
+		rename(t, db.Collection("products"), 1, "New")
+		_, err := db.Collection("carts").UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "items.2.product.name", Value: "New"}}}})
+		require.NoError(t, err)
+		_, err = db.Collection("carts").UpdateByID(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "items.0.product.name", Value: "New"}}}})
+		require.NoError(t, err)
+
+		counts, err := r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: 1, Modified: 1}, counts[0])
+		var c Cart
+		require.NoError(t, db.Collection("carts").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
+		got := make([]string, len(c.Items))
+		for i, it := range c.Items {
+			got[i] = it.Product.Name
+		}
+		require.Equal(t, []string{"New", "Old", "New", "New"}, got)
+	})
+}
