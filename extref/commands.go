@@ -50,41 +50,87 @@ func indexKeys(p copyPath, ct copyType) bson.D {
 	return bson.D{{Key: join(p.inDocument(), ct.id), Value: 1}}
 }
 
+// fieldPaths are the paths of a copy's id and copied fields under one
+// prefix, joined once when the repository is built.
+type fieldPaths struct {
+	id     string
+	fields []string // in the order of copyType.fields
+}
+
+func pathsAt(prefix string, ct copyType) fieldPaths {
+	fp := fieldPaths{id: join(prefix, ct.id), fields: make([]string, len(ct.fields))}
+	for i, f := range ct.fields {
+		fp.fields[i] = join(prefix, f)
+	}
+	return fp
+}
+
+// targetPaths are the paths a target's commands name.
+type targetPaths struct {
+	// match: the copy as the sync's filter sees it, in the document
+	// ("customer") or, inside $elemMatch, in the array element ("product").
+	match fieldPaths
+	// set: the copy as the sync's update writes it: "customer", or
+	// "items.$[e].product".
+	set fieldPaths
+	// array: the array holding the copies; "" for a single copy.
+	array string
+	// elemID: the array filter's field, "e.product.id".
+	elemID string
+	// holder: the copy's id from the document's root, "items.product.id".
+	holder string
+}
+
+// elem is the identifier of the array filter of an array target's update.
+const elem = "e"
+
+// pathsOf joins the paths of target path p's commands.
+func pathsOf(p copyPath, ct copyType) targetPaths {
+	tp := targetPaths{match: pathsAt(p.copy, ct), set: pathsAt(p.copy, ct), array: p.array, holder: join(p.inDocument(), ct.id)}
+	if p.array != "" {
+		tp.set = pathsAt(join(p.array, "$["+elem+"]", p.copy), ct)
+		tp.elemID = join(elem, p.copy, ct.id)
+	}
+	return tp
+}
+
 // staleCond returns the query condition that selects the copies of c, at
-// prefix, that differ from c in at least one field:
+// the paths at, that differ from c in at least one field:
 //
 //	{<prefix>.<id>: id, $or: [{<prefix>.<f>: {$ne: v}}, ..., {<prefix>.<g>: {$exists: true}}]}
 //
 // one clause per copied field ($exists for a field that S omits). Fields
 // are compared one by one rather than the copy as a whole, because a whole
 // embedded document compares field order too and may carry other fields.
-// prefix is "" when the condition applies to an array element that is the
-// copy itself (inside $elemMatch).
-func staleCond(prefix string, ct copyType, c copyValue) bson.D {
+func staleCond(at fieldPaths, ct copyType, c copyValue) bson.D {
 	or := make(bson.A, len(ct.fields))
+	elems := make([]bson.E, 2*len(ct.fields)) // one backing array for the clauses
 	for i, f := range ct.fields {
-		cond := bson.D{{Key: "$exists", Value: true}}
+		cond, clause := elems[2*i:2*i+1:2*i+1], elems[2*i+1:2*i+2:2*i+2]
+		cond[0] = bson.E{Key: "$exists", Value: true}
 		if v := c.want(f); v.Type != 0 {
-			cond = bson.D{{Key: "$ne", Value: v}}
+			cond[0] = bson.E{Key: "$ne", Value: v}
 		}
-		or[i] = bson.D{{Key: join(prefix, f), Value: cond}}
+		clause[0] = bson.E{Key: at.fields[i], Value: bson.D(cond)}
+		or[i] = bson.D(clause)
 	}
-	return bson.D{{Key: join(prefix, ct.id), Value: c.id}, {Key: "$or", Value: or}}
+	return bson.D{{Key: at.id, Value: c.id}, {Key: "$or", Value: or}}
 }
 
-// setCopy returns the update that makes the copy at prefix equal to c:
-// {$set: {<prefix>.<f>: v, ...}, $unset: {<prefix>.<g>: ""}}, each operator
-// only when it has fields. The id is not written: the filter matched it.
-func setCopy(prefix string, ct copyType, c copyValue) bson.D {
-	var set, unset bson.D
-	for _, f := range ct.fields {
+// setCopy returns the update that makes the copy at the paths at equal to
+// c: {$set: {<prefix>.<f>: v, ...}, $unset: {<prefix>.<g>: ""}}, each
+// operator only when it has fields. The id is not written: the filter
+// matched it.
+func setCopy(at fieldPaths, ct copyType, c copyValue) bson.D {
+	set, unset := make(bson.D, 0, len(ct.fields)), bson.D(nil)
+	for i, f := range ct.fields {
 		if v := c.want(f); v.Type != 0 {
-			set = append(set, bson.E{Key: join(prefix, f), Value: v})
+			set = append(set, bson.E{Key: at.fields[i], Value: v})
 		} else {
-			unset = append(unset, bson.E{Key: join(prefix, f), Value: ""})
+			unset = append(unset, bson.E{Key: at.fields[i], Value: ""})
 		}
 	}
-	var u bson.D
+	u := make(bson.D, 0, 2)
 	if len(set) > 0 {
 		u = append(u, bson.E{Key: "$set", Value: set})
 	}
@@ -102,10 +148,7 @@ type syncMany struct {
 	arrayFilters []any // nil for a single embedded document
 }
 
-// elem is the identifier of the array filter of an array target's update.
-const elem = "e"
-
-// syncMany builds the updateMany for target path p.
+// syncMany builds the updateMany of the target.
 //
 // A single embedded document ("customer"):
 //
@@ -127,23 +170,23 @@ const elem = "e"
 // document modified once either way, and a document whose copies are all
 // fresh is not matched, so Matched and Modified still count the documents
 // that held stale copies.
-func (p copyPath) syncMany(ct copyType, c copyValue) syncMany {
-	if p.array == "" {
-		return syncMany{filter: staleCond(p.copy, ct, c), update: setCopy(p.copy, ct, c)}
+func (tp targetPaths) syncMany(ct copyType, c copyValue) syncMany {
+	if tp.array == "" {
+		return syncMany{filter: staleCond(tp.match, ct, c), update: setCopy(tp.set, ct, c)}
 	}
 	return syncMany{
-		filter:       bson.D{{Key: p.array, Value: bson.D{{Key: "$elemMatch", Value: staleCond(p.copy, ct, c)}}}},
-		update:       setCopy(join(p.array, "$["+elem+"]", p.copy), ct, c),
-		arrayFilters: []any{bson.D{{Key: join(elem, p.copy, ct.id), Value: c.id}}},
+		filter:       bson.D{{Key: tp.array, Value: bson.D{{Key: "$elemMatch", Value: staleCond(tp.match, ct, c)}}}},
+		update:       setCopy(tp.set, ct, c),
+		arrayFilters: []any{bson.D{{Key: tp.elemID, Value: c.id}}},
 	}
 }
 
 // holders returns the filter that selects every document holding a copy
-// of c at p, stale or not: {<path>.<id>: id}. The portable array path
+// of c, stale or not: {items.product.id: id}. The portable array path
 // starts from it, because FerretDB 1.x rejects $elemMatch on the fields of
 // array elements, so the stale elements are found in Go.
-func (p copyPath) holders(ct copyType, c copyValue) bson.D {
-	return bson.D{{Key: join(p.inDocument(), ct.id), Value: c.id}}
+func (tp targetPaths) holders(c copyValue) bson.D {
+	return bson.D{{Key: tp.holder, Value: c.id}}
 }
 
 // arrayOnly is the projection of a target document on p's array:

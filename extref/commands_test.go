@@ -87,7 +87,7 @@ func TestSyncMany(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
-			got := mustParse(t, tc.path).syncMany(ct, c)
+			got := pathsOf(mustParse(t, tc.path), ct).syncMany(ct, c)
 			requireBSON(t, tc.want.filter, got.filter)
 			requireBSON(t, tc.want.update, got.update)
 			requireBSON(t, tc.want.arrayFilters, got.arrayFilters)
@@ -108,7 +108,7 @@ func TestArrayFiltersHoldNoOperator(t *testing.T) {
 			if p.portable(cp) {
 				continue
 			}
-			u := cp.syncMany(ct, c)
+			u := pathsOf(cp, ct).syncMany(ct, c)
 			require.Len(t, u.arrayFilters, 1, "%s %s", name, path)
 			for _, e := range u.arrayFilters[0].(bson.D) {
 				require.True(t, strings.HasPrefix(e.Key, elem+"."), "%s %s: array filter field %q", name, path, e.Key)
@@ -123,7 +123,7 @@ func TestArrayFiltersHoldNoOperator(t *testing.T) {
 func TestSyncManyOmittedField(t *testing.T) {
 	ct, _ := ann(t)
 	c := copyValueOf(t, customerRef{ID: oid, Name: "Ann"}, "id")
-	got := mustParse(t, "customer").syncMany(ct, c)
+	got := pathsOf(mustParse(t, "customer"), ct).syncMany(ct, c)
 	requireBSON(t, bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$ne", Value: "Ann"}}}},
 		bson.D{{Key: "customer.email", Value: bson.D{{Key: "$exists", Value: true}}}},

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
@@ -31,8 +32,9 @@ var _ Store[struct{ ID int }] = (*Ref[struct{ ID int }])(nil)
 
 // Ref is one extended reference: the documents of a source collection,
 // copied as S into the documents of one or more targets. It is safe for
-// concurrent use by several goroutines, and its methods say what
-// concurrent callers (in this process or others) see.
+// concurrent use by several goroutines and processes, and its methods say
+// what concurrent callers see; on FerretDB 1.x only through one client
+// with a single connection (see [patterns.FeatureConcurrentUpdates]).
 type Ref[S any] struct {
 	db      *mongo.Database
 	source  *mongo.Collection
@@ -40,6 +42,9 @@ type Ref[S any] struct {
 	targets []target
 	batch   int
 	proj    bson.D // projection of a source document on the copied fields
+	// findCopy are the options of load's find, built once (a builder is
+	// not modified after it is built, so goroutines can share it).
+	findCopy *options.FindOneOptionsBuilder
 
 	decided lazy.Value[decision] // the server's plan, decided on first use
 }
@@ -47,8 +52,9 @@ type Ref[S any] struct {
 // target is a configured [Target] with its collection and parsed path.
 type target struct {
 	Target
-	coll *mongo.Collection
-	path copyPath
+	coll  *mongo.Collection
+	path  copyPath
+	paths targetPaths // the paths its commands name
 }
 
 // New declares an extended reference whose copies have type S, a struct
@@ -78,8 +84,9 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 		return nil, pkg.Wrap("New", err)
 	}
 	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
+	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
-		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i]})
+		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
 	return r, nil
 }
@@ -161,7 +168,7 @@ func idText(id any) string {
 // load reads the source and returns its copy, decoded and encoded.
 func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
 	var zero S
-	raw, err := r.source.FindOne(ctx, byID(id), options.FindOne().SetProjection(r.proj)).Raw()
+	raw, err := r.source.FindOne(ctx, byID(id), r.findCopy).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return zero, copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
 	}
@@ -181,15 +188,16 @@ func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
 func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 	var s S
 	id := src.Lookup("_id")
-	d := bson.D{{Key: r.ct.id, Value: id}}
+	idx, doc := bsoncore.AppendDocumentStart(make([]byte, 0, len(src)+len(r.ct.id)))
+	doc = append(bsoncore.AppendHeader(doc, bsoncore.Type(id.Type), r.ct.id), id.Value...)
 	for _, f := range r.ct.fields {
 		if v, err := src.LookupErr(f); err == nil {
-			d = append(d, bson.E{Key: f, Value: v})
+			doc = append(bsoncore.AppendHeader(doc, bsoncore.Type(v.Type), f), v.Value...)
 		}
 	}
-	b, err := bson.Marshal(d)
+	doc, err := bsoncore.AppendDocumentEnd(doc, idx)
 	if err == nil {
-		err = bson.Unmarshal(b, &s)
+		err = bson.Unmarshal(doc, &s)
 	}
 	var raw bson.Raw
 	if err == nil {

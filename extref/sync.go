@@ -45,16 +45,19 @@ const (
 //
 // Round trips: one find of the source; per target, one updateMany (with
 // arrayFilters for copies in arrays, where the server has
-// [patterns.FeatureArrayFilters]); then one find that reads the source
-// again. That last read is what makes concurrent syncs converge: a Sync
-// (or Update) that read an older value may write it after another wrote a
-// newer one, and no update of the copies can check the source, which lives
-// in another collection. If the read shows the source changed while Sync
-// wrote, Sync writes the new value and reads again, up to 8 rounds; it
-// then returns an error wrapping [patterns.ErrConflict]. So when concurrent
-// Syncs of one source have all returned nil, its copies equal the source.
-// (A transaction could replace the read by its commit, a round trip too,
-// and only on a replica set; Update uses one where it can.)
+// [patterns.FeatureArrayFilters]); then, if any copy was rewritten, one find
+// that reads the source again: 1 + targets commands when nothing was stale,
+// 2 + targets otherwise. That last read is what makes concurrent syncs
+// converge: a Sync (or Update) that read an older value may write it after
+// another wrote a newer one, and no update of the copies can check the
+// source, which lives in another collection (a Sync that rewrote nothing
+// cannot have done that, so it skips the read). If the read shows the
+// source changed while Sync wrote, Sync writes the new value and reads
+// again, up to 8 rounds; it then returns an error wrapping
+// [patterns.ErrConflict]. So when concurrent Syncs of one source have all
+// returned nil, its copies equal the source. (A transaction could replace
+// the read by its commit, a round trip too, and only on a replica set;
+// Update uses one where it can.)
 //
 // On a server without arrayFilters (FerretDB 1.x), array targets take the
 // portable path: one find of every document holding a copy of the source
@@ -71,7 +74,9 @@ const (
 //
 // Concurrent readers see the copies change one document at a time, and
 // each target after the previous one: a document read between two steps
-// may hold the new copy while another holds the old.
+// may hold the new copy while another holds the old. On FerretDB 1.x the
+// promises about concurrent writers hold only for one client with a single
+// connection (see [patterns.FeatureConcurrentUpdates]).
 //
 // Every update Sync sends sets values behind filters, so it is safe to
 // repeat: one that fails with a transient error that applied nothing
@@ -110,13 +115,16 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 	return r.converge(ctx, d.plan, id, c)
 }
 
-// converge writes c to every target, then reads the source again and
-// repeats with the new value until the source stayed as written.
+// converge writes c to every target, then, if it wrote anything, reads the
+// source again and repeats with the new value until the source stayed as
+// written. A round that wrote nothing cannot have put an older value over
+// a newer one, so it needs no second read.
 func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
 	total := r.counts()
 	for round := 1; ; round++ {
+		before := modified(total)
 		err := r.apply(ctx, p, c, total)
-		if err != nil {
+		if err != nil || modified(total) == before {
 			return total, err
 		}
 		_, next, err := r.load(ctx, id)
@@ -132,6 +140,15 @@ func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]C
 		}
 		c = next
 	}
+}
+
+// modified sums the documents modified over all targets.
+func modified(counts []Count) int64 {
+	var n int64
+	for _, c := range counts {
+		n += c.Modified
+	}
+	return n
 }
 
 // counts returns zero counts, one per target.
@@ -162,7 +179,7 @@ func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count)
 
 // applyMany sends the target's one updateMany.
 func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count) error {
-	u := t.path.syncMany(r.ct, c)
+	u := t.paths.syncMany(r.ct, c)
 	opts := options.UpdateMany()
 	if u.arrayFilters != nil {
 		opts.SetArrayFilters(u.arrayFilters)
@@ -198,7 +215,7 @@ func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValu
 // stale ones, [plan.perCommand] documents per update command; it returns
 // how many documents' guards failed.
 func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
-	cur, err := t.coll.Find(ctx, t.path.holders(r.ct, c), options.Find().
+	cur, err := t.coll.Find(ctx, t.paths.holders(c), options.Find().
 		SetProjection(t.path.arrayOnly()).
 		SetBatchSize(int32(r.batch)))
 	if err != nil {
