@@ -3,6 +3,7 @@ package extref
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -225,4 +226,26 @@ func TestSourceUpdate(t *testing.T) {
 			require.Nil(t, o.Projection, name)
 		}
 	}
+}
+
+// TestBuilders pins the other commands the package sends.
+func TestBuilders(t *testing.T) {
+	ct, c := ann(t)
+	requireBSON(t, bson.D{{Key: "_id", Value: 7}}, byID(7))
+	requireBSON(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, "x"}}}}}, sourcesByID(bson.A{1, "x"}))
+
+	items := mustParse(t, "items[].product")
+	requireBSON(t, bson.D{{Key: "items.product.id", Value: 1}}, indexKeys(items, ct))
+	requireBSON(t, bson.D{{Key: "items.product.id", Value: oid}}, pathsOf(items, ct).holders(c))
+	requireBSON(t, bson.D{{Key: "items", Value: 1}}, items.arrayOnly())
+	requireBSON(t, bson.D{{Key: "items.product", Value: bson.D{{Key: "$exists", Value: true}}}}, items.withCopies())
+	requireBSON(t, bson.D{{Key: "items.product", Value: 1}}, items.copiesOnly())
+	authors := mustParse(t, "authors[]")
+	requireBSON(t, bson.D{{Key: "authors.id", Value: oid}}, pathsOf(authors, ct).holders(c))
+	requireBSON(t, bson.D{{Key: "authors", Value: bson.D{{Key: "$exists", Value: true}}}}, authors.withCopies())
+
+	requireBSON(t, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}}}}}}, changes())
+	token := bson.Raw(bsonDoc(t, bson.D{{Key: "_data", Value: "82"}}))
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}, saveToken(token, now))
 }
