@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -24,17 +23,14 @@ import (
 func BenchmarkOf(b *testing.B) {
 	mongotest.Compare(b, mongotest.Comparison{
 		Library: func(b *testing.B) func(int) {
-			db := mongotest.DB(b)
-			r := customerRefs(b, db)
-			seedOrders(b, db, r, 50, 50)
+			_, r := withOrders(b, 50, 50)
 			return func(i int) {
 				_, err := r.Of(ctx, i%50+1)
 				require.NoError(b, err)
 			}
 		},
 		Baseline: func(b *testing.B) func(int) {
-			db := mongotest.DB(b)
-			seedOrders(b, db, customerRefs(b, db), 50, 50)
+			db, _ := withOrders(b, 50, 50)
 			customers := db.Collection("customers")
 			proj := options.FindOne().SetProjection(bson.D{{Key: "name", Value: 1}, {Key: "email", Value: 1}})
 			return func(i int) {
@@ -65,15 +61,9 @@ func BenchmarkOf(b *testing.B) {
 func BenchmarkSync(b *testing.B) {
 	b.Run("orders", func(b *testing.B) {
 		// One customer in 40 of 400 orders.
-		seed := func(b *testing.B) (*mongo.Database, *extref.Ref[CustomerRef]) {
-			db := mongotest.DB(b)
-			r := customerRefs(b, db)
-			seedOrders(b, db, r, 10, 400)
-			return db, r
-		}
 		mongotest.Compare(b, mongotest.Comparison{
 			Library: func(b *testing.B) func(int) {
-				db, r := seed(b)
+				db, r := withOrders(b, 10, 400)
 				return func(i int) {
 					rename(b, db.Collection("customers"), 1, fmt.Sprintf("Name %d", i))
 					counts, err := r.Sync(ctx, 1)
@@ -82,17 +72,10 @@ func BenchmarkSync(b *testing.B) {
 				}
 			},
 			Baseline: func(b *testing.B) func(int) {
-				db, _ := seed(b)
-				customers, orders := db.Collection("customers"), db.Collection("orders")
+				db, _ := withOrders(b, 10, 400)
 				return func(i int) {
-					rename(b, customers, 1, fmt.Sprintf("Name %d", i))
-					var c Customer
-					require.NoError(b, customers.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
-					res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{
-						{Key: "customer.name", Value: c.Name}, {Key: "customer.email", Value: c.Email},
-					}}})
-					require.NoError(b, err)
-					require.EqualValues(b, 40, res.ModifiedCount)
+					rename(b, db.Collection("customers"), 1, fmt.Sprintf("Name %d", i))
+					require.EqualValues(b, 40, syncOrdersByHand(b, db, 1))
 				}
 			},
 			Speed:  0.7,
@@ -102,15 +85,9 @@ func BenchmarkSync(b *testing.B) {
 	b.Run("carts", func(b *testing.B) {
 		// One product in about a third of 100 carts, and in one featured
 		// document.
-		seed := func(b *testing.B) (*mongo.Database, *extref.Ref[ProductRef]) {
-			db := mongotest.DB(b)
-			r := productRefs(b, db)
-			seedCarts(b, db, r, 10, 100)
-			return db, r
-		}
 		mongotest.Compare(b, mongotest.Comparison{
 			Library: func(b *testing.B) func(int) {
-				db, r := seed(b)
+				db, r := withCarts(b, 10, 100)
 				return func(i int) {
 					rename(b, db.Collection("products"), 1, fmt.Sprintf("Name %d", i))
 					_, err := r.Sync(ctx, 1)
@@ -118,7 +95,7 @@ func BenchmarkSync(b *testing.B) {
 				}
 			},
 			Baseline: func(b *testing.B) func(int) {
-				db, _ := seed(b)
+				db, _ := withCarts(b, 10, 100)
 				return func(i int) {
 					rename(b, db.Collection("products"), 1, fmt.Sprintf("Name %d", i))
 					syncCartsByHand(b, db, 1)
@@ -130,15 +107,9 @@ func BenchmarkSync(b *testing.B) {
 	})
 	b.Run("fresh", func(b *testing.B) {
 		// Nothing stale: the cost of a Sync that finds nothing to write.
-		seed := func(b *testing.B) (*mongo.Database, *extref.Ref[CustomerRef]) {
-			db := mongotest.DB(b)
-			r := customerRefs(b, db)
-			seedOrders(b, db, r, 10, 400)
-			return db, r
-		}
 		mongotest.Compare(b, mongotest.Comparison{
 			Library: func(b *testing.B) func(int) {
-				_, r := seed(b)
+				_, r := withOrders(b, 10, 400)
 				return func(int) {
 					counts, err := r.Sync(ctx, 1)
 					require.NoError(b, err)
@@ -146,22 +117,28 @@ func BenchmarkSync(b *testing.B) {
 				}
 			},
 			Baseline: func(b *testing.B) func(int) {
-				db, _ := seed(b)
-				customers, orders := db.Collection("customers"), db.Collection("orders")
+				db, _ := withOrders(b, 10, 400)
 				return func(int) {
-					var c Customer
-					require.NoError(b, customers.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
-					res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{
-						{Key: "customer.name", Value: c.Name}, {Key: "customer.email", Value: c.Email},
-					}}})
-					require.NoError(b, err)
-					require.Zero(b, res.ModifiedCount)
+					require.Zero(b, syncOrdersByHand(b, db, 1))
 				}
 			},
 			Speed:  0.9,
 			Allocs: 1.1,
 		})
 	})
+}
+
+// syncOrdersByHand is the hand-written sync of customer id's copies in
+// orders' customer: read the customer, set the copies. It returns the
+// orders modified.
+func syncOrdersByHand(b *testing.B, db *mongo.Database, id int) int64 {
+	var c Customer
+	require.NoError(b, db.Collection("customers").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c))
+	res, err := db.Collection("orders").UpdateMany(ctx, bson.D{{Key: "customer.id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{
+		{Key: "customer.name", Value: c.Name}, {Key: "customer.email", Value: c.Email},
+	}}})
+	require.NoError(b, err)
+	return res.ModifiedCount
 }
 
 // syncCartsByHand is the hand-written sync of product id's copies in
@@ -212,15 +189,9 @@ func syncCartsByHand(b *testing.B, db *mongo.Database, id int) {
 // customers by _id, compare the copied fields.
 func BenchmarkVerify(b *testing.B) {
 	const nOrders = 2000
-	seed := func(b *testing.B) (*mongo.Database, *extref.Ref[CustomerRef]) {
-		db := mongotest.DB(b)
-		r := customerRefs(b, db)
-		seedOrders(b, db, r, 50, nOrders)
-		return db, r
-	}
 	mongotest.Compare(b, mongotest.Comparison{
 		Library: func(b *testing.B) func(int) {
-			_, r := seed(b)
+			_, r := withOrders(b, 50, nOrders)
 			return func(int) {
 				reports, err := r.Verify(ctx)
 				require.NoError(b, err)
@@ -228,7 +199,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		},
 		Baseline: func(b *testing.B) func(int) {
-			db, _ := seed(b)
+			db, _ := withOrders(b, 50, nOrders)
 			return func(int) {
 				copies, stale := verifyByHand(b, db)
 				require.Equal(b, nOrders, copies)

@@ -23,8 +23,7 @@ import (
 func cartsOf(t *testing.T, p extref.Plan, carts ...[]int) (r *extref.Ref[ProductRef], db, other *mongo.Database) {
 	t.Helper()
 	db = mongotest.DB(t)
-	r = cartRefs(t, db)
-	extref.ForcePlan(r, p)
+	r = cartRefs(t, db, p)
 	var refs []ProductRef
 	for id := 1; id <= 3; id++ {
 		_, err := db.Collection("products").InsertOne(ctx, Product{ID: id, Name: "Old", Price: 1})

@@ -20,12 +20,8 @@ import (
 // Verify finds no drift.
 func TestSyncRacingStaleInserts(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		customers := customerRefs(t, db)
-		extref.ForcePlan(customers, p)
-		seedOrders(t, db, customers, 5, 20) // customer 1 has 4 orders
-		products := productRefs(t, db)
-		extref.ForcePlan(products, p)
+		db, customers := withOrders(t, 5, 20, p) // customer 1 has 4 orders
+		products := productRefs(t, db, p)
 		seedCarts(t, db, products, 5, 20)
 		cartsHolding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 1}})
 		require.NoError(t, err)

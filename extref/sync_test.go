@@ -68,8 +68,7 @@ func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
 func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := productRefs(t, db)
-		extref.ForcePlan(r, p)
+		r := productRefs(t, db, p)
 		nCarts := mongotest.Scale(500, 150)
 		seedCarts(t, db, r, 100, nCarts)
 		carts := db.Collection("carts")
@@ -124,10 +123,7 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 // meanwhile, which a Sync that rewrote nothing does not need.
 func TestSyncCommands(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		r := productRefs(t, db)
-		extref.ForcePlan(r, p)
-		seedCarts(t, db, r, 10, 30)
+		db, r := withCarts(t, 10, 30, p)
 		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 3}})
 		require.NoError(t, err)
 		require.Greater(t, holding, int64(1))
@@ -167,9 +163,7 @@ func TestSyncCommands(t *testing.T) {
 // TestSyncMissingSource: Sync of a source that does not exist fails with
 // ErrNotFound and leaves the copies as they are.
 func TestSyncMissingSource(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 3, 9)
+	db, r := withOrders(t, 3, 9)
 	_, err := db.Collection("customers").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}})
 	require.NoError(t, err)
 	before := snapshot(t, db.Collection("orders"))
@@ -254,8 +248,7 @@ func TestOfRejectsAnIDTypeThatLosesTheSource(t *testing.T) {
 func TestSyncManyStaleCopiesInArrays(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := cartRefs(t, db)
-		extref.ForcePlan(r, p)
+		r := cartRefs(t, db, p)
 		_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
 		require.NoError(t, err)
 		ref, err := r.Of(ctx, 1)

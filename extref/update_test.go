@@ -26,9 +26,7 @@ func setName(name string) bson.D {
 // TestUpdate renames a customer through the repository: the source and
 // its copies change, the counts say how many copies.
 func TestUpdate(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 5, 50)
+	db, r := withOrders(t, 5, 50)
 
 	counts, err := r.Update(ctx, 3, setName("Renamed"))
 	require.NoError(t, err)
@@ -54,10 +52,7 @@ func TestUpdate(t *testing.T) {
 
 func TestUpdateCommands(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		r := customerRefs(t, db)
-		extref.ForcePlan(r, p)
-		seedOrders(t, db, r, 2, 4)
+		db, r := withOrders(t, 2, 4, p)
 		counter := mongotest.NewCounter(t, db)
 		sent := counter.Count(func() {
 			_, err := r.Update(ctx, 1, setName("Renamed"))
@@ -75,9 +70,7 @@ func TestUpdateCommands(t *testing.T) {
 }
 
 func TestUpdateRejects(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 4)
+	db, r := withOrders(t, 2, 4)
 	before := snapshot(t, db.Collection("orders"))
 	sources := snapshot(t, db.Collection("customers"))
 
@@ -104,10 +97,7 @@ func TestUpdateRejects(t *testing.T) {
 // path).
 func TestUpdateArrayTarget(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		r := productRefs(t, db)
-		extref.ForcePlan(r, p)
-		seedCarts(t, db, r, 10, 40)
+		db, r := withCarts(t, 10, 40, p)
 		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
 		require.NoError(t, err)
 		counts, err := r.Update(ctx, 4, setName("Renamed"))
@@ -123,9 +113,7 @@ func TestUpdateArrayTarget(t *testing.T) {
 // unique index on the copies' email that the new email would violate.
 func TestUpdateTransactionRollsBack(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureTransactions)
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 2) // one order per customer
+	db, r := withOrders(t, 2, 2)
 	_, err := db.Collection("orders").Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys: bson.D{{Key: "customer.email", Value: 1}}, Options: options.Index().SetUnique(true),
 	})
@@ -145,10 +133,7 @@ func TestUpdateTransactionRollsBack(t *testing.T) {
 // after a newer one: Sync's confirming read catches it).
 func TestConcurrentUpdatesConverge(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		r := productRefs(t, db)
-		extref.ForcePlan(r, p)
-		seedCarts(t, db, r, 5, 12)
+		db, r := withCarts(t, 5, 12, p)
 		const workers, each = 8, 5
 		var wg sync.WaitGroup
 		errs := make(chan error, workers*each)
@@ -201,11 +186,9 @@ func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
 			t.Skip("skipped: in a transaction, B's writes conflict with A's instead (TestUpdateTransactionRollsBack shows the transaction)")
 		}
 		db := mongotest.DB(t)
-		a := cartRefs(t, db)
-		extref.ForcePlan(a, p)
+		a := cartRefs(t, db, p)
 		seedCarts(t, db, a, 3, 10)
-		b := cartRefs(t, mongotest.NewClient(t).Database(db.Name()))
-		extref.ForcePlan(b, p)
+		b := cartRefs(t, mongotest.NewClient(t).Database(db.Name()), p)
 		var fired atomic.Bool
 		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
 			if fired.CompareAndSwap(false, true) {
@@ -231,10 +214,7 @@ func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
 // it, the update applies.
 func TestUpdateNamesTheMissingFeature(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		r := customerRefs(t, db)
-		extref.ForcePlan(r, p)
-		seedOrders(t, db, r, 2, 4)
+		db, r := withOrders(t, 2, 4, p)
 		counter := mongotest.NewCounter(t, db)
 
 		pipeline := mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "name", Value: bson.D{{Key: "$concat", Value: bson.A{"$name", " Jr."}}}}}}}}
@@ -275,9 +255,7 @@ func requireUnsupportedUnless(t *testing.T, ok bool, f patterns.Feature, err err
 // implement (FerretDB 1.x: collation; FerretDB 2.x: hint) comes back as
 // ErrUnsupported, with the server's words.
 func TestUpdatePassesOnWhatTheServerRefuses(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 1, 1)
+	_, r := withOrders(t, 1, 1)
 	for _, o := range []*options.FindOneAndUpdateOptionsBuilder{
 		options.FindOneAndUpdate().SetCollation(&options.Collation{Locale: "fr"}),
 		options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}),
@@ -294,9 +272,7 @@ func TestUpdatePassesOnWhatTheServerRefuses(t *testing.T) {
 // to the caller's without writing into the spare capacity of the caller's
 // slice.
 func TestUpdateLeavesTheCallersOptionsAlone(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 1, 1)
+	_, r := withOrders(t, 1, 1)
 	mine := options.FindOneAndUpdate().SetUpsert(false)
 	backing := []options.Lister[options.FindOneAndUpdateOptions]{mine, mine}
 	opts := backing[:1]

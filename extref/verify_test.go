@@ -27,12 +27,8 @@ func corrupt(t *testing.T, coll *mongo.Collection, id int, update bson.D) {
 // them, and a second Verify finds none.
 func TestVerifyRepair(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
-		db := mongotest.DB(t)
-		customers := customerRefs(t, db)
-		extref.ForcePlan(customers, p)
-		seedOrders(t, db, customers, 10, 100) // order k belongs to customer (k-1)%10+1
-		products := productRefs(t, db)
-		extref.ForcePlan(products, p)
+		db, customers := withOrders(t, 10, 100, p)
+		products := productRefs(t, db, p)
 		seedCarts(t, db, products, 10, 50)
 		orders, carts, featured := db.Collection("orders"), db.Collection("carts"), db.Collection("featured")
 
@@ -125,9 +121,7 @@ func TestVerifyBatches(t *testing.T) {
 // TestVerifyCountsCopiesWithoutAnID: a copy that has no id is an orphan,
 // whether or not another copy of its document has one.
 func TestVerifyCountsCopiesWithoutAnID(t *testing.T) {
-	db := mongotest.DB(t)
-	customers := customerRefs(t, db)
-	seedOrders(t, db, customers, 1, 1)
+	db, customers := withOrders(t, 1, 1)
 	products := cartRefs(t, db)
 	_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Mug", Price: 3})
 	require.NoError(t, err)

@@ -31,9 +31,7 @@ func TestWatchUnsupported(t *testing.T) {
 // renames made while it was down.
 func TestWatch(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureChangeStreams)
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 3, 9)
+	db, r := withOrders(t, 3, 9)
 	tokens := extref.TokenCollection{Collection: db.Collection("tokens"), Name: "customers->orders"}
 
 	start := func() (stop func()) {
