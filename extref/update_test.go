@@ -45,9 +45,13 @@ func TestUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, counts[0].Modified)
 
-	// Options pass through to the source's update.
-	_, err = r.Update(ctx, 3, setName("Hinted"), options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}))
+	// Options pass through to the source's update: an upsert creates a
+	// source, which has no copies yet.
+	counts, err = r.Update(ctx, 99, setName("Upserted"), options.FindOneAndUpdate().SetUpsert(true))
 	require.NoError(t, err)
+	require.Zero(t, counts[0].Matched)
+	require.NoError(t, db.Collection("customers").FindOne(ctx, bson.D{{Key: "_id", Value: 99}}).Decode(&c))
+	require.Equal(t, "Upserted", c.Name)
 }
 
 func TestUpdateCommands(t *testing.T) {

@@ -38,7 +38,7 @@ type Report struct {
 // something, so it scans each target collection. It reads no snapshot: a
 // copy written or synced while Verify runs may be counted before or after
 // the change. A copy whose source is missing (deleted), or that has no id,
-// is an orphan, not stale.
+// is an orphan, not stale. It needs no optional feature of the server.
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, false)
 	if err != nil {
