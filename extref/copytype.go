@@ -115,3 +115,19 @@ func structFields(t reflect.Type) ([]string, error) {
 	}
 	return names, nil
 }
+
+// copyValue is the copy of one source document as S encodes it: what Of
+// returns, marshalled. Every write and comparison uses these bytes, so a
+// copy embedded from Of and a copy written by Sync are the same.
+type copyValue struct {
+	raw bson.Raw      // bson.Marshal of the S decoded from the source
+	id  bson.RawValue // raw's id field
+}
+
+// want returns the value the copy's field f must hold; Type 0 when S omits
+// it (an omitempty field at its zero value), in which case the field must
+// be absent.
+func (c copyValue) want(f string) bson.RawValue {
+	v, _ := c.raw.LookupErr(f)
+	return v
+}

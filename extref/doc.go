@@ -32,26 +32,60 @@
 //     created.
 //   - [Ref.Update] changes the source and its copies; [Ref.Sync] pushes a
 //     source's current fields to its copies after any other change. Both
-//     rewrite only the copies that differ, and are safe to run again after
-//     any error.
+//     rewrite only the documents whose copies differ, and are safe to run
+//     again after any error.
 //   - [Ref.Verify] finds copies that drifted from their source (a crash
 //     between an update and its sync, writes by other code) and
 //     [Ref.Repair] fixes them, in batches, with counts.
 //   - [Ref.Watch] syncs from a change stream on the source, resumable from a
 //     [TokenStore].
 //
+// # Costs
+//
+// [Ref.Of] sends one find. [Ref.Sync] sends one find of the source and one
+// updateMany per target, plus one find that confirms the source did not
+// change while it wrote, when it rewrote anything (see [Ref.Sync] for why).
+// [Ref.Update] replaces the first find by the source's findAndModify.
+// [Ref.Verify] reads each target in batches of [Config.BatchSize], with one
+// find of their sources per batch; [Ref.Repair] adds a Sync per source with
+// stale copies.
+//
+// # Concurrency
+//
+// A [Ref] is safe for concurrent use, and several processes may sync the
+// same sources at once: each method says what concurrent readers and
+// writers see, and concurrent Syncs and Updates of one source leave its
+// copies equal to it once all have returned nil. On FerretDB 1.x this
+// holds only for one client with a single connection: see
+// [patterns.FeatureConcurrentUpdates].
+//
 // # Servers
+//
+// The path is chosen once, on first use, from the server's features
+// ([patterns.Capabilities]).
 //
 // On MongoDB 6.0+, Sync sends one updateMany per target (with arrayFilters
 // for copies inside arrays), and Update runs in a transaction where the
-// deployment has them (a replica set or sharded cluster).
+// deployment has them (a replica set or sharded cluster); Watch follows a
+// change stream.
 //
-// On FerretDB 1.x (no arrayFilters, no positional operator, no $elemMatch
-// on element fields, no transactions, no change streams), array targets take
-// a portable path (read the documents holding copies, rewrite the stale ones
-// by index with a guard on their id, retry the documents whose array moved
-// meanwhile, or fail with [patterns.ErrConflict]: never a partial, silent
-// update); Update updates then syncs, with the gap documented; Watch returns
-// [patterns.ErrUnsupported] naming [patterns.FeatureChangeStreams]. The path
-// is chosen once, on first use, from [patterns.Capabilities].
+// FerretDB 2.x has arrayFilters, so Sync takes the same path as on
+// MongoDB; it has neither working transactions nor change streams, so
+// Update updates then syncs, with the gap documented, and Watch returns an
+// [*patterns.UnsupportedError] naming [patterns.FeatureChangeStreams].
+//
+// FerretDB 1.x has none of them (no arrayFilters, no $elemMatch on element
+// fields, no transactions, no change streams, no multi-statement updates
+// of a hundred statements or more: [patterns.FeatureBatchedUpdates]). Array
+// targets take a portable path there: read the documents holding copies,
+// rewrite the stale ones by index with a guard on their id, one document
+// per update command, retry the documents whose array moved meanwhile, or
+// fail with [patterns.ErrConflict]: never a partial, silent update. Update
+// refuses a pipeline or an arrayFilters option with an
+// [*patterns.UnsupportedError] naming the feature, before sending anything.
 package extref
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "extref"

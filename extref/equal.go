@@ -2,20 +2,21 @@ package extref
 
 import (
 	"bytes"
-	"math"
-	"math/big"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
-// This file compares BSON values the way MongoDB's equality match does, so
-// that the copies found stale in Go (by Verify, Repair and the portable
-// array path) are exactly those that the native path's {$ne: value} filter
-// selects: numbers compare by value whatever their type (int32 1, int64 1,
-// double 1.0 and decimal 1.00 are equal), a missing field equals null,
+// This file compares the copied fields' BSON values the way MongoDB's
+// equality match does, so that the copies found stale in Go (by Verify,
+// Repair and the portable array path) are exactly those that an
+// updateMany's {$ne: value} filter selects: numbers compare by value
+// whatever their type (int32 1, int64 1, double 1.0 and decimal 1.00 are
+// equal, as [bsonid.Number] decides), a missing field equals null,
 // embedded documents compare field by field in order, and a stored array
-// equals a value when one of its elements does.
+// equals a value when one of its elements does. Ids are compared with
+// [bsonid.Equal] and keyed with [bsonid.Key] instead.
 
 // stale reports whether a copy's field, stored, differs from the value the
 // source gives it, want. A zero want (Type 0) means the copy type omits the
@@ -58,8 +59,8 @@ func same(a, b bson.RawValue) bool {
 	if a.Type == b.Type && bytes.Equal(a.Value, b.Value) {
 		return true
 	}
-	na, aNum := numberKey(a)
-	nb, bNum := numberKey(b)
+	na, aNum := bsonid.Number(a)
+	nb, bNum := bsonid.Number(b)
 	if aNum || bNum {
 		return aNum && bNum && na == nb
 	}
@@ -93,67 +94,4 @@ func sameElements(ea, eb func() ([]bson.RawElement, error), keys bool) bool {
 
 func nullish(v bson.RawValue) bool {
 	return v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined
-}
-
-// numberKey returns a string that two numbers share exactly when they are
-// equal in value (an integer's decimal digits, an exact fraction
-// otherwise, "NaN", "+Inf", "-Inf"), and false for a value that is not a
-// number.
-func numberKey(v bson.RawValue) (string, bool) {
-	switch v.Type {
-	case bson.TypeInt32:
-		return strconv.FormatInt(int64(v.Int32()), 10), true
-	case bson.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10), true
-	case bson.TypeDouble:
-		f := v.Double()
-		switch {
-		case math.IsNaN(f):
-			return "NaN", true
-		case math.IsInf(f, 0):
-			return strconv.FormatFloat(f, 'f', -1, 64), true // "+Inf" or "-Inf"
-		case f == math.Trunc(f) && math.Abs(f) < 1<<63:
-			return strconv.FormatInt(int64(f), 10), true
-		}
-		return new(big.Rat).SetFloat64(f).RatString(), true
-	case bson.TypeDecimal128:
-		d := v.Decimal128()
-		switch {
-		case d.IsNaN():
-			return "NaN", true
-		case d.IsInf() > 0:
-			return "+Inf", true
-		case d.IsInf() < 0:
-			return "-Inf", true
-		}
-		bi, exp, err := d.BigInt()
-		if err != nil {
-			return d.String(), true
-		}
-		r := new(big.Rat).SetInt(bi)
-		scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(abs(exp))), nil)
-		if exp >= 0 {
-			r.Mul(r, new(big.Rat).SetInt(scale))
-		} else {
-			r.Quo(r, new(big.Rat).SetInt(scale))
-		}
-		return r.RatString(), true
-	}
-	return "", false
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
-// idKey returns a map key for an id: ids equal under [same] share it (so a
-// copy holding the id as an int64 finds a source whose _id is an int32).
-func idKey(v bson.RawValue) string {
-	if n, ok := numberKey(v); ok {
-		return "n" + n
-	}
-	return string(append([]byte{byte(v.Type)}, v.Value...))
 }

@@ -77,11 +77,3 @@ func TestStaleOmittedField(t *testing.T) {
 	require.True(t, stale(val(t, ""), omitted), "an omitted field that is present is stale, even empty")
 	require.True(t, stale(null, omitted), "even null: {$exists: true} selects it")
 }
-
-func TestIDKey(t *testing.T) {
-	require.Equal(t, idKey(val(t, int32(10))), idKey(val(t, int64(10))))
-	require.Equal(t, idKey(val(t, int32(10))), idKey(val(t, 10.0)))
-	require.NotEqual(t, idKey(val(t, int32(10))), idKey(val(t, "10")))
-	require.NotEqual(t, idKey(val(t, bson.ObjectID{1})), idKey(val(t, bson.ObjectID{2})))
-	require.Equal(t, idKey(val(t, bson.ObjectID{1})), idKey(val(t, bson.ObjectID{1})))
-}

@@ -1,19 +1,15 @@
 package extref
 
-import "context"
+import "github.com/mongopatterns/mongopatterns/internal/mongotest"
 
-// ForcePortable makes r take the paths of a server without arrayFilters
-// and transactions, whatever its server has, so that tests exercise the
-// portable paths on MongoDB too.
-func ForcePortable[S any](ctx context.Context, r *Ref[S]) error {
-	m, err := r.detect(ctx)
-	if err != nil {
-		return err
-	}
-	r.mode.Set(&mode{srv: m.srv, projectUpdate: m.projectUpdate})
-	return nil
+// Plan is the repository's server path, for tests.
+type Plan = plan
+
+// PlanFor is planFor, for tests.
+var PlanFor = planFor
+
+// ForcePlan makes r take plan p whatever its server has, so that tests run
+// every path the server can take (see mongotest.RunPlans).
+func ForcePlan[S any](r *Ref[S], p Plan) {
+	r.decided.Set(decision{plan: p, server: mongotest.Server().String()})
 }
-
-// SetAfterScan sets the hook that the portable array path runs between
-// reading documents and writing them.
-func SetAfterScan[S any](r *Ref[S], f func(context.Context)) { r.afterScan = f }

@@ -65,34 +65,77 @@ type Cart struct {
 
 var ctx = context.Background()
 
-func customerRefs(t testing.TB, db *mongo.Database) *extref.Ref[CustomerRef] {
+// customerRefs copies customers into orders' customer, on plan p when one
+// is given (else on the server's own).
+func customerRefs(t testing.TB, db *mongo.Database, p ...extref.Plan) *extref.Ref[CustomerRef] {
 	t.Helper()
-	r, err := extref.New[CustomerRef](db, extref.Config{
-		Source:  "customers",
-		Targets: []extref.Target{{Collection: "orders", Path: "customer"}},
-	})
+	return refs[CustomerRef](t, db, "customers", []extref.Target{{Collection: "orders", Path: "customer"}}, p)
+}
+
+// refs builds a repository, creates its indexes and forces plan p[0] when
+// given.
+func refs[S any](t testing.TB, db *mongo.Database, source string, targets []extref.Target, p []extref.Plan) *extref.Ref[S] {
+	t.Helper()
+	r, err := extref.New[S](db, extref.Config{Source: source, Targets: targets})
 	require.NoError(t, err)
 	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+	for _, p := range p {
+		extref.ForcePlan(r, p)
+	}
 	return r
 }
 
 // productRefs copies products into carts' items and into featured's
-// product: one array target and one single target.
-func productRefs(t testing.TB, db *mongo.Database, portable bool) *extref.Ref[ProductRef] {
+// product (one array target and one single target), on plan p when one is
+// given.
+func productRefs(t testing.TB, db *mongo.Database, p ...extref.Plan) *extref.Ref[ProductRef] {
 	t.Helper()
-	r, err := extref.New[ProductRef](db, extref.Config{
-		Source: "products",
-		Targets: []extref.Target{
-			{Collection: "carts", Path: "items[].product"},
-			{Collection: "featured", Path: "product"},
-		},
-	})
-	require.NoError(t, err)
-	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-	if portable {
-		require.NoError(t, extref.ForcePortable(ctx, r))
+	return refs[ProductRef](t, db, "products", []extref.Target{
+		{Collection: "carts", Path: "items[].product"},
+		{Collection: "featured", Path: "product"},
+	}, p)
+}
+
+// cartRefs copies products into carts' items only, on plan p when one is
+// given.
+func cartRefs(t testing.TB, db *mongo.Database, p ...extref.Plan) *extref.Ref[ProductRef] {
+	t.Helper()
+	return refs[ProductRef](t, db, "products", []extref.Target{{Collection: "carts", Path: "items[].product"}}, p)
+}
+
+// portable is the plan of a server with no optional feature.
+func portable() extref.Plan { return extref.PlanFor(mongotest.Portable()) }
+
+// has reports whether p, a plan that mongotest.RunPlans gives, is made
+// for a server with feature f.
+func has(p extref.Plan, f patterns.Feature) bool {
+	for _, srv := range []*patterns.Server{mongotest.Server(), mongotest.Native()} {
+		if p == extref.PlanFor(srv) {
+			return srv.Has(f)
+		}
 	}
-	return r
+	return mongotest.Portable().Has(f)
+}
+
+// withOrders returns a fresh database holding customers and orders as
+// seedOrders stores them, and their repository on plan p when one is given.
+func withOrders(t testing.TB, nCustomers, nOrders int, p ...extref.Plan) (*mongo.Database, *extref.Ref[CustomerRef]) {
+	t.Helper()
+	db := mongotest.DB(t)
+	r := customerRefs(t, db, p...)
+	seedOrders(t, db, r, nCustomers, nOrders)
+	return db, r
+}
+
+// withCarts returns a fresh database holding products, carts and featured
+// documents as seedCarts stores them, and their repository on plan p when
+// one is given.
+func withCarts(t testing.TB, nProducts, nCarts int, p ...extref.Plan) (*mongo.Database, *extref.Ref[ProductRef]) {
+	t.Helper()
+	db := mongotest.DB(t)
+	r := productRefs(t, db, p...)
+	seedCarts(t, db, r, nProducts, nCarts)
+	return db, r
 }
 
 // insertAll inserts docs in batches of 500, so that setup stays fast on
@@ -185,16 +228,6 @@ func rename(t testing.TB, coll *mongo.Collection, id int, name string) {
 	res, err := coll.UpdateByID(ctx, id, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: name}}}})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, res.ModifiedCount)
-}
-
-// serverPaths runs fn once with the server's own paths and, when the
-// server has arrayFilters (so that its own path is the native one), once
-// more forcing the portable path.
-func serverPaths(t *testing.T, fn func(t *testing.T, portable bool)) {
-	t.Run("server", func(t *testing.T) { fn(t, false) })
-	if mongotest.Server().Has(patterns.FeatureArrayFilters) {
-		t.Run("portable", func(t *testing.T) { fn(t, true) })
-	}
 }
 
 // verifyStale runs Verify and returns the stale copies per target.

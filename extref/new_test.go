@@ -47,7 +47,12 @@ func TestNewRejects(t *testing.T) {
 		})
 	}
 
-	_, err := extref.New[struct {
+	_, err := extref.New[CustomerRef](nil, extref.Config{Source: "customers", Targets: orders})
+	require.EqualError(t, err, "extref: New: nil database: invalid")
+	_, err = extref.New[CustomerRef](db, extref.Config{Source: "customers"})
+	require.EqualError(t, err, "extref: New: no targets: invalid")
+
+	_, err = extref.New[struct {
 		ID int `bson:"id"`
 	}](db, extref.Config{Source: "customers", Targets: orders})
 	require.ErrorIs(t, err, patterns.ErrInvalid)

@@ -4,178 +4,44 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
-// requireBSON compares two values by their BSON encoding, shown as
-// extended JSON on failure.
-func requireBSON(t *testing.T, want, got any) {
-	t.Helper()
-	enc := func(v any) string {
-		b, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
-		require.NoError(t, err)
-		return bson.Raw(b).String()
+// TestPlanFor: the path each known server gets, from its features.
+func TestPlanFor(t *testing.T) {
+	all := plan{arrayFilters: true, batchedUpdates: true, transactions: true, projectUpdate: true, pipelineUpdates: true, changeStreams: true}
+	want := map[string]plan{
+		"MongoDB 8 replica set": all,
+		"MongoDB 6 standalone":  {arrayFilters: true, batchedUpdates: true, projectUpdate: true, pipelineUpdates: true},
+		"FerretDB 1.24":         {},
+		// arrayFilters and pipeline updates work there; transactions are
+		// silently wrong and change streams answer an error; findAndModify's
+		// projection and multi-statement updates were not measured.
+		"FerretDB 2.7": {arrayFilters: true, pipelineUpdates: true},
+		"other":        {},
 	}
-	require.Equal(t, enc(want), enc(got))
-}
-
-func copyValueOf(t *testing.T, s any, idField string) copyValue {
-	t.Helper()
-	raw, err := bson.Marshal(s)
-	require.NoError(t, err)
-	return copyValue{raw: raw, id: bson.Raw(raw).Lookup(idField)}
-}
-
-var oid = bson.ObjectID{0xc1}
-
-func ann(t *testing.T) (copyType, copyValue) {
-	ct, err := describe[customerRef]("id")
-	require.NoError(t, err)
-	return ct, copyValueOf(t, customerRef{ID: oid, Name: "Ann", Email: "ann@example.com"}, "id")
-}
-
-func mustParse(t *testing.T, s string) copyPath {
-	t.Helper()
-	p, err := parsePath(s)
-	require.NoError(t, err)
-	return p
-}
-
-// TestNativePlans pins the exact updateMany of the native path, which the
-// server here may not run (arrayFilters): it must stay what MongoDB is
-// known to do right.
-func TestNativePlans(t *testing.T) {
-	ct, c := ann(t)
-	ne := func(v any) bson.D { return bson.D{{Key: "$ne", Value: v}} }
-	tests := []struct {
-		path string
-		want nativePlan
-	}{
-		{"customer", nativePlan{
-			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "customer.name", Value: ne("Ann")}},
-				bson.D{{Key: "customer.email", Value: ne("ann@example.com")}},
-			}}},
-			update: bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}, {Key: "customer.email", Value: "ann@example.com"}}}},
-		}},
-		{"items[].product", nativePlan{
-			filter: bson.D{{Key: "items", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "product.id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "product.name", Value: ne("Ann")}},
-					bson.D{{Key: "product.email", Value: ne("ann@example.com")}},
-				}},
-			}}}}},
-			update: bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
-			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "e.product.name", Value: ne("Ann")}},
-				bson.D{{Key: "e.product.email", Value: ne("ann@example.com")}},
-			}}}},
-		}},
-		{"authors[]", nativePlan{
-			filter: bson.D{{Key: "authors", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "name", Value: ne("Ann")}},
-					bson.D{{Key: "email", Value: ne("ann@example.com")}},
-				}},
-			}}}}},
-			update: bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
-			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "e.name", Value: ne("Ann")}},
-				bson.D{{Key: "e.email", Value: ne("ann@example.com")}},
-			}}}},
-		}},
+	servers := mongotest.KnownServers()
+	require.Len(t, servers, len(want), "every known server has a row")
+	for name, srv := range servers {
+		p, ok := want[name]
+		require.True(t, ok, "no row for %s", name)
+		require.Equal(t, p, planFor(srv), name)
 	}
-	for _, tc := range tests {
-		t.Run(tc.path, func(t *testing.T) {
-			got := mustParse(t, tc.path).native(ct, c)
-			requireBSON(t, tc.want.filter, got.filter)
-			requireBSON(t, tc.want.update, got.update)
-			requireBSON(t, tc.want.arrayFilters, got.arrayFilters)
-		})
-	}
+	require.Equal(t, plan{}, planFor(mongotest.Portable()))
+	require.Equal(t, all, planFor(mongotest.Native()))
 }
 
-// TestNativePlanOmittedField: an omitempty field at its zero value is
-// absent from the copy, so the stale copies are those that have it and the
-// update removes it.
-func TestNativePlanOmittedField(t *testing.T) {
-	ct, _ := ann(t)
-	c := copyValueOf(t, customerRef{ID: oid, Name: "Ann"}, "id")
-	got := mustParse(t, "customer").native(ct, c)
-	requireBSON(t, bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
-		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$ne", Value: "Ann"}}}},
-		bson.D{{Key: "customer.email", Value: bson.D{{Key: "$exists", Value: true}}}},
-	}}}, got.filter)
-	requireBSON(t, bson.D{
-		{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}}},
-		{Key: "$unset", Value: bson.D{{Key: "customer.email", Value: ""}}},
-	}, got.update)
-}
-
-// TestRewrite pins the portable path's update of one document: only the
-// stale copies of the source, by index, each guarded by its id.
-func TestRewrite(t *testing.T) {
-	ct, c := ann(t)
-	other := bson.ObjectID{0xc2}
-	item := func(id bson.ObjectID, name, email string) bson.D {
-		p := bson.D{{Key: "id", Value: id}, {Key: "name", Value: name}}
-		if email != "" {
-			p = append(p, bson.E{Key: "email", Value: email})
-		}
-		return bson.D{{Key: "qty", Value: 1}, {Key: "product", Value: p}}
+// TestPlanPaths: which targets take the portable path, and how many
+// documents it rewrites per command, on each known server.
+func TestPlanPaths(t *testing.T) {
+	single, array, whole := mustParse(t, "customer"), mustParse(t, "items[].product"), mustParse(t, "authors[]")
+	for name, srv := range mongotest.KnownServers() {
+		p := planFor(srv)
+		require.False(t, p.portable(single), "%s: a single copy is never portable", name)
+		require.Equal(t, !p.arrayFilters, p.portable(array), name)
+		require.Equal(t, !p.arrayFilters, p.portable(whole), name)
 	}
-	arr := func(items ...any) bson.RawArray {
-		_, data, err := bson.MarshalValue(bson.A(items))
-		require.NoError(t, err)
-		return data
-	}
-	docID := val(t, 42)
-	p := mustParse(t, "items[].product")
-
-	filter, update, ok := p.rewrite(docID, arr(
-		item(oid, "Old", "ann@example.com"), // stale name
-		"not a document",
-		item(other, "Old", "x@example.com"),  // another source
-		item(oid, "Ann", "ann@example.com"),  // fresh
-		item(oid, "Ann", "old@example.com"),  // stale email
-		bson.D{{Key: "product", Value: "x"}}, // no copy
-	), ct, c)
-	require.True(t, ok)
-	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "items.0.product.id", Value: oid}, {Key: "items.4.product.id", Value: oid}}, filter)
-	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{
-		{Key: "items.0.product.name", Value: "Ann"},
-		{Key: "items.4.product.email", Value: "ann@example.com"},
-	}}}, update)
-
-	_, _, ok = p.rewrite(docID, arr(item(oid, "Ann", "ann@example.com"), item(other, "Old", "")), ct, c)
-	require.False(t, ok, "nothing stale, nothing to write")
-
-	noEmail := copyValueOf(t, customerRef{ID: oid, Name: "Ann"}, "id")
-	_, update, ok = p.rewrite(docID, arr(item(oid, "Ann", "ann@example.com")), ct, noEmail)
-	require.True(t, ok)
-	requireBSON(t, bson.D{{Key: "$unset", Value: bson.D{{Key: "items.0.product.email", Value: ""}}}}, update)
-
-	filter, update, ok = mustParse(t, "authors[]").rewrite(docID, arr(bson.D{{Key: "id", Value: oid}, {Key: "name", Value: "Old"}}), ct, c)
-	require.True(t, ok)
-	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "authors.0.id", Value: oid}}, filter)
-	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "authors.0.name", Value: "Ann"}, {Key: "authors.0.email", Value: "ann@example.com"}}}}, update)
-}
-
-func TestCopies(t *testing.T) {
-	doc, err := bson.Marshal(bson.D{
-		{Key: "customer", Value: bson.D{{Key: "id", Value: 1}}},
-		{Key: "items", Value: bson.A{bson.D{{Key: "product", Value: bson.D{{Key: "id", Value: 2}}}}, 5, bson.D{{Key: "product", Value: bson.D{{Key: "id", Value: 3}}}}, bson.D{}}},
-	})
-	require.NoError(t, err)
-	ids := func(p string) []int32 {
-		var out []int32
-		for cp := range mustParse(t, p).copies(doc) {
-			out = append(out, cp.Lookup("id").Int32())
-		}
-		return out
-	}
-	require.Equal(t, []int32{1}, ids("customer"))
-	require.Equal(t, []int32{2, 3}, ids("items[].product"))
-	require.Empty(t, ids("billing"))
-	require.Empty(t, ids("customer[].x"), "not an array")
+	require.Equal(t, 1, plan{}.perCommand(500), "one statement per command without batched updates")
+	require.Equal(t, 500, plan{batchedUpdates: true}.perCommand(500))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -14,13 +15,15 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// portableCarts stores products 1..3 and carts whose items hold the given
-// product ids, in order, and returns the repository forced onto the
-// portable path.
-func portableCarts(t *testing.T, carts ...[]int) (*extref.Ref[ProductRef], *mongo.Database) {
+// cartsOf stores products 1..3 and carts whose items hold the given
+// product ids, in order, and returns the repository of the carts' copies
+// on plan p, the database, and the database as a second client sees it
+// (to write from an OnCommand hook while the repository's client holds
+// its connection).
+func cartsOf(t *testing.T, p extref.Plan, carts ...[]int) (r *extref.Ref[ProductRef], db, other *mongo.Database) {
 	t.Helper()
-	db := mongotest.DB(t)
-	r := productRefs(t, db, true)
+	db = mongotest.DB(t)
+	r = cartRefs(t, db, p)
 	var refs []ProductRef
 	for id := 1; id <= 3; id++ {
 		_, err := db.Collection("products").InsertOne(ctx, Product{ID: id, Name: "Old", Price: 1})
@@ -37,7 +40,7 @@ func portableCarts(t *testing.T, carts ...[]int) (*extref.Ref[ProductRef], *mong
 		_, err := db.Collection("carts").InsertOne(ctx, c)
 		require.NoError(t, err)
 	}
-	return r, db
+	return r, db, mongotest.NewClient(t).Database(db.Name())
 }
 
 func names(t *testing.T, db *mongo.Database, cart int) map[int]string {
@@ -52,31 +55,48 @@ func names(t *testing.T, db *mongo.Database, cart int) map[int]string {
 }
 
 // TestPortableRereadsMovedElements: between the portable path's read and
-// its write, another writer removes the first item of carts 1 and 2, so
-// the copies of product 1 move to another index. Their guarded updates
-// match nothing; the next round reads them again and writes them where
-// they now are. No other element is touched, and the counts say each cart
-// was written once.
+// its first write, another writer removes the first item of carts 1 and
+// 2, so the copies of product 1 move to another index. Their guarded
+// updates match nothing; the next round reads them again and writes them
+// where they now are. No other element is touched, and the counts say
+// each cart was written once.
 func TestPortableRereadsMovedElements(t *testing.T) {
-	r, db := portableCarts(t, []int{2, 1}, []int{3, 2, 1}, []int{1})
+	r, db, other := cartsOf(t, portable(), []int{2, 1}, []int{3, 2, 1}, []int{1})
 	rename(t, db.Collection("products"), 1, "New")
-	rounds := 0
-	extref.SetAfterScan(r, func(context.Context) {
-		rounds++
-		if rounds == 1 {
-			_, err := db.Collection("carts").UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}},
-				bson.D{{Key: "$pop", Value: bson.D{{Key: "items", Value: -1}}}})
-			require.NoError(t, err)
+	fired := false
+	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+		if fired {
+			return
 		}
+		fired = true
+		_, err := other.Collection("carts").UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}},
+			bson.D{{Key: "$pop", Value: bson.D{{Key: "items", Value: -1}}}})
+		assert.NoError(t, err)
 	})
+	counter := mongotest.NewCounter(t, db)
 
-	counts, err := r.Sync(ctx, 1)
-	require.NoError(t, err)
-	require.Equal(t, 2, rounds, "one round lost two carts, the next wrote them")
+	var counts []extref.Count
+	sent := counter.Count(func() {
+		var err error
+		counts, err = r.Sync(ctx, 1)
+		require.NoError(t, err)
+	})
+	require.Equal(t, 2, countOf(sent, "find")-2, "one round lost two carts, the next wrote them")
 	require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: 3, Modified: 3}, counts[0])
 	require.Equal(t, map[int]string{1: "New"}, names(t, db, 1))
 	require.Equal(t, map[int]string{2: "Old", 1: "New"}, names(t, db, 2))
 	require.Equal(t, map[int]string{1: "New"}, names(t, db, 3))
+}
+
+// countOf counts name in commands.
+func countOf(commands []string, name string) int {
+	n := 0
+	for _, c := range commands {
+		if c == name {
+			n++
+		}
+	}
+	return n
 }
 
 // TestPortableGivesUpWithConflict: a writer that reorders a cart's items
@@ -84,17 +104,23 @@ func TestPortableRereadsMovedElements(t *testing.T) {
 // rounds with ErrConflict. The cart was never half-written, and a later
 // Sync, undisturbed, completes.
 func TestPortableGivesUpWithConflict(t *testing.T) {
-	r, db := portableCarts(t, []int{2, 1})
+	r, db, other := cartsOf(t, portable(), []int{2, 1})
 	rename(t, db.Collection("products"), 1, "New")
-	carts := db.Collection("carts")
-	extref.SetAfterScan(r, func(context.Context) {
+	carts := other.Collection("carts")
+	disturb := true
+	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+		if !disturb {
+			return
+		}
 		var c bson.Raw
-		require.NoError(t, carts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
+		if !assert.NoError(t, carts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c)) {
+			return
+		}
 		items, err := c.Lookup("items").Array().Values()
-		require.NoError(t, err)
+		assert.NoError(t, err)
 		rotated := bson.A{items[1], items[0]}
 		_, err = carts.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "items", Value: rotated}}}})
-		require.NoError(t, err)
+		assert.NoError(t, err)
 	})
 
 	_, err := r.Sync(ctx, 1)
@@ -102,7 +128,7 @@ func TestPortableGivesUpWithConflict(t *testing.T) {
 	require.Contains(t, err.Error(), "carts.items[].product")
 	require.Equal(t, map[int]string{1: "Old", 2: "Old"}, names(t, db, 1))
 
-	extref.SetAfterScan(r, nil)
+	disturb = false
 	counts, err := r.Sync(ctx, 1)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, counts[0].Modified)
@@ -113,21 +139,67 @@ func TestPortableGivesUpWithConflict(t *testing.T) {
 // every round of writing its copies, Sync stops after 8 rounds with
 // ErrConflict instead of chasing it forever; a later Sync completes.
 func TestSyncGivesUpOnASourceThatKeepsChanging(t *testing.T) {
-	r, db := portableCarts(t, []int{1})
-	rename(t, db.Collection("products"), 1, "New")
-	changes := 0
-	extref.SetAfterScan(r, func(context.Context) {
-		changes++
-		rename(t, db.Collection("products"), 1, fmt.Sprintf("Change %d", changes))
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		r, db, other := cartsOf(t, p, []int{1})
+		rename(t, db.Collection("products"), 1, "New")
+		changes := 0
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if changes < 0 {
+				return
+			}
+			changes++
+			_, err := other.Collection("products").UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: fmt.Sprintf("Change %d", changes)}}}})
+			assert.NoError(t, err)
+		})
+
+		_, err := r.Sync(ctx, 1)
+		require.ErrorIs(t, err, patterns.ErrConflict)
+		require.Contains(t, err.Error(), "changed during each of 8 rounds")
+		require.Equal(t, 8, changes)
+
+		changes = -1
+		_, err = r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, map[int]string{1: "Change 8"}, names(t, db, 1))
 	})
+}
 
-	_, err := r.Sync(ctx, 1)
-	require.ErrorIs(t, err, patterns.ErrConflict)
-	require.Contains(t, err.Error(), "changed during each of 8 rounds")
-	require.Equal(t, 8, changes)
-
-	extref.SetAfterScan(r, nil)
-	_, err = r.Sync(ctx, 1)
+// TestPortableBatches: on a server with batched updates but without
+// arrayFilters (MongoDB 3.4), the portable path rewrites BatchSize carts
+// per update command. Such a server cannot be started, so the plan is
+// forced on a server that has batched updates.
+func TestPortableBatches(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureBatchedUpdates)
+	hello, err := bson.Marshal(bson.D{{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
 	require.NoError(t, err)
-	require.Equal(t, map[int]string{1: "Change 8"}, names(t, db, 1))
+	buildInfo, err := bson.Marshal(bson.D{{Key: "version", Value: "3.4.24"}, {Key: "gitVersion", Value: "865b4f6a96d0f5425e39a18337105f33e8db504d"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
+	require.NoError(t, err)
+	mongo34, err := patterns.NewServer(hello, buildInfo)
+	require.NoError(t, err)
+	p := extref.PlanFor(mongo34)
+	require.NotEqual(t, portable(), p)
+
+	db := mongotest.DB(t)
+	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: []extref.Target{{Collection: "carts", Path: "items[].product"}}, BatchSize: 2})
+	require.NoError(t, err)
+	extref.ForcePlan(r, p)
+	_, err = db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
+	require.NoError(t, err)
+	ref, err := r.Of(ctx, 1)
+	require.NoError(t, err)
+	insertAll(t, db.Collection("carts"), []Cart{
+		{ID: 1, Items: []Item{{Product: ref}}}, {ID: 2, Items: []Item{{Product: ref}}},
+		{ID: 3, Items: []Item{{Product: ref}}}, {ID: 4, Items: []Item{{Product: ProductRef{ID: 2}}}}, {ID: 5, Items: []Item{{Product: ref}}},
+	})
+	rename(t, db.Collection("products"), 1, "New")
+	counter := mongotest.NewCounter(t, db)
+
+	var counts []extref.Count
+	sent := counter.Count(func() {
+		counts, err = r.Sync(ctx, 1)
+		require.NoError(t, err)
+	})
+	require.Equal(t, 2, countOf(sent, "update"), "4 carts in 2 update commands: %v", sent)
+	require.Equal(t, []string{"find", "find", "update"}, sent[:3], "the first 2 carts are written before the next are read")
+	require.EqualValues(t, 4, counts[0].Modified)
 }

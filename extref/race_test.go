@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
@@ -18,11 +19,9 @@ import (
 // counts is the number of stale documents), and after a final Sync,
 // Verify finds no drift.
 func TestSyncRacingStaleInserts(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
-		db := mongotest.DB(t)
-		customers := customerRefs(t, db)
-		seedOrders(t, db, customers, 5, 20) // customer 1 has 4 orders
-		products := productRefs(t, db, portable)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, customers := withOrders(t, 5, 20, p) // customer 1 has 4 orders
+		products := productRefs(t, db, p)
 		seedCarts(t, db, products, 5, 20)
 		cartsHolding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 1}})
 		require.NoError(t, err)

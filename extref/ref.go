@@ -4,38 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"strings"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
-
-// Config declares one extended reference. The copied fields are not listed
-// here: they are the fields of the copy type S given to [New].
-type Config struct {
-	// Source is the collection of the referenced documents (required).
-	Source string
-	// IDField is the BSON name of the copy's field that holds the source's
-	// _id. Zero value: "id".
-	IDField string
-	// Targets are the places that hold copies (at least one). Two targets
-	// of one collection must not overlap (one path inside the other).
-	Targets []Target
-	// BatchSize is how many documents Verify and Repair read per round trip
-	// and how many documents the portable array path reads and rewrites per
-	// round trip. Zero value: 500.
-	BatchSize int
-}
-
-// DefaultBatchSize is the [Config.BatchSize] used when it is zero.
-const DefaultBatchSize = 500
 
 // Store is what an application calls on an extended reference: take a copy
 // to embed, and keep the copies in sync when the source changes. [*Ref]
@@ -51,7 +32,9 @@ var _ Store[struct{ ID int }] = (*Ref[struct{ ID int }])(nil)
 
 // Ref is one extended reference: the documents of a source collection,
 // copied as S into the documents of one or more targets. It is safe for
-// concurrent use.
+// concurrent use by several goroutines and processes, and its methods say
+// what concurrent callers see; on FerretDB 1.x only through one client
+// with a single connection (see [patterns.FeatureConcurrentUpdates]).
 type Ref[S any] struct {
 	db      *mongo.Database
 	source  *mongo.Collection
@@ -59,33 +42,19 @@ type Ref[S any] struct {
 	targets []target
 	batch   int
 	proj    bson.D // projection of a source document on the copied fields
+	// findCopy are the options of load's find, built once (a builder is
+	// not modified after it is built, so goroutines can share it).
+	findCopy *options.FindOneOptionsBuilder
 
-	mode lazy.Value[*mode] // the server's paths, detected on first use
-	// afterScan, when set (by tests), runs in the portable array path
-	// between reading a batch of documents and writing it, so that a test
-	// can move array elements in that window.
-	afterScan func(ctx context.Context)
+	decided lazy.Value[decision] // the server's plan, decided on first use
 }
 
 // target is a configured [Target] with its collection and parsed path.
 type target struct {
 	Target
-	coll *mongo.Collection
-	path copyPath
-}
-
-// mode is what the repository does on its server, decided once.
-type mode struct {
-	srv *patterns.Server
-	// arrayFilters: array targets sync with one updateMany using
-	// arrayFilters; otherwise with the portable path.
-	arrayFilters bool
-	// transactions: Update runs in a transaction.
-	transactions bool
-	// projectUpdate: Update's findAndModify returns only the copied fields
-	// ([patterns.FeatureFindAndModifyProjection]; FerretDB 1.x answers
-	// NotImplemented), else the whole document.
-	projectUpdate bool
+	coll  *mongo.Collection
+	path  copyPath
+	paths targetPaths // the paths its commands name
 }
 
 // New declares an extended reference whose copies have type S, a struct
@@ -96,92 +65,43 @@ type mode struct {
 // [patterns.ErrInvalid] for: a nil db; a missing source; no targets; an
 // invalid or overlapping target path; S that is not a struct, has no id
 // field, has no copied field, has an inline map, or encodes itself; a
-// negative batch size or one over 2³¹-1. It sends nothing to the server: the server's
-// capabilities are detected on first use.
+// negative batch size or one over 2³¹-1. It sends nothing to the server:
+// the server's features are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
-		return nil, errs.Invalid("extref.New: nil database")
+		return nil, pkg.Wrap("New", errs.Invalid("nil database"))
 	}
-	if err := check.Collection(cfg.Source); err != nil {
-		return nil, fmt.Errorf("extref.New: source: %w", err)
-	}
-	if cfg.IDField == "" {
-		cfg.IDField = "id"
-	}
-	if err := check.Field(cfg.IDField); err != nil {
-		return nil, fmt.Errorf("extref.New: IDField: %w", err)
-	}
-	switch {
-	case cfg.BatchSize == 0:
-		cfg.BatchSize = DefaultBatchSize
-	case cfg.BatchSize < 0 || cfg.BatchSize > math.MaxInt32:
-		return nil, errs.Invalid("extref.New: BatchSize %d is negative or over the server's maximum", cfg.BatchSize)
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, pkg.Wrap("New", err)
 	}
 	ct, err := describe[S](cfg.IDField)
 	if err != nil {
-		return nil, fmt.Errorf("extref.New: %w", err)
+		return nil, pkg.Wrap("New", err)
 	}
-	if len(cfg.Targets) == 0 {
-		return nil, errs.Invalid("extref.New: no targets")
+	paths, err := parseTargets(cfg.Targets)
+	if err != nil {
+		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
+	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
-		if err := check.Collection(t.Collection); err != nil {
-			return nil, fmt.Errorf("extref.New: target %d: %w", i, err)
-		}
-		p, err := parsePath(t.Path)
-		if err != nil {
-			return nil, fmt.Errorf("extref.New: target %d (%s): %w", i, t, err)
-		}
-		for _, o := range r.targets {
-			if o.Collection == t.Collection && overlaps(o.path.inDocument(), p.inDocument()) {
-				return nil, errs.Invalid("extref.New: targets %s and %s overlap", o.Target, t)
-			}
-		}
-		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: p})
-	}
-	for _, f := range ct.fields {
-		r.proj = append(r.proj, bson.E{Key: f, Value: 1})
+		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
 	return r, nil
 }
 
-// overlaps reports whether one dotted path is the other or inside it.
-func overlaps(a, b string) bool {
-	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
-}
-
 // Indexes returns the indexes the repository's queries need: on every
 // target, an index on the copy's id ({customer.id: 1}; for an array target
-// {items.product.id: 1}, which MongoDB makes multikey). Without them Sync,
-// Verify and Repair scan whole target collections. Create them with
+// {items.product.id: 1}, which MongoDB makes multikey). Without them Sync
+// and Update scan whole target collections. Create them with
 // [patterns.EnsureIndexes]. The source needs only its _id index.
 func (r *Ref[S]) Indexes() []patterns.Index {
 	out := make([]patterns.Index, len(r.targets))
 	for i, t := range r.targets {
-		out[i] = patterns.Index{Collection: t.coll, Model: mongo.IndexModel{
-			Keys: bson.D{{Key: join(t.path.inDocument(), r.ct.id), Value: 1}},
-		}}
+		out[i] = patterns.Index{Collection: t.coll, Model: mongo.IndexModel{Keys: indexKeys(t.path, r.ct)}}
 	}
 	return out
-}
-
-// detect returns the repository's mode, asking [patterns.Capabilities] on
-// first use (two commands to the admin database, once per client). A
-// failed detection is not kept, so the next call tries again.
-func (r *Ref[S]) detect(ctx context.Context) (*mode, error) {
-	return r.mode.Get(ctx, func(ctx context.Context) (*mode, error) {
-		srv, err := patterns.Capabilities(ctx, r.db.Client())
-		if err != nil {
-			return nil, err
-		}
-		return &mode{
-			srv:           srv,
-			arrayFilters:  srv.Has(patterns.FeatureArrayFilters),
-			transactions:  srv.Has(patterns.FeatureTransactions),
-			projectUpdate: srv.Has(patterns.FeatureFindAndModifyProjection),
-		}, nil
-	})
 }
 
 // Of returns the copy of the source document with _id sourceID, to embed
@@ -198,27 +118,62 @@ func (r *Ref[S]) detect(ctx context.Context) (*mode, error) {
 // could not be found by it); [patterns.ErrNotFound] when no source has that
 // id.
 func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
-	var s S
+	var zero S
 	if err := patterns.ValidateID(sourceID); err != nil {
-		return s, fmt.Errorf("extref.Of: %w", err)
+		return zero, pkg.Wrap("Of", err)
 	}
 	s, _, err := r.load(ctx, sourceID)
 	if err != nil {
-		return s, fmt.Errorf("extref.Of: %w", err)
+		return zero, r.fail("Of", sourceID, err)
 	}
 	return s, nil
 }
 
+// fail returns err, the failure of operation op on the source with _id id
+// (nil when the failure is about no one source), in the package's format
+// and with server errors classified ([srverr.Classify]).
+func (r *Ref[S]) fail(op string, id any, err error) error {
+	if id != nil {
+		err = fmt.Errorf("source %s: %w", idText(id), err)
+	}
+	return pkg.Wrap(op, srverr.Classify(err))
+}
+
+// idText formats an id for errors: a string quoted, a number in digits,
+// anything else in extended JSON.
+func idText(id any) string {
+	v, ok := id.(bson.RawValue)
+	if !ok {
+		t, data, err := bson.MarshalValue(id)
+		if err != nil {
+			return fmt.Sprintf("%v", id)
+		}
+		v = bson.RawValue{Type: t, Value: data}
+	}
+	switch v.Type {
+	case bson.TypeString:
+		return strconv.Quote(v.StringValue())
+	case bson.TypeInt32:
+		return strconv.FormatInt(int64(v.Int32()), 10)
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bson.TypeObjectID:
+		return v.ObjectID().Hex()
+	}
+	return v.String()
+}
+
 // load reads the source and returns its copy, decoded and encoded.
 func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
-	raw, err := r.source.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(r.proj)).Raw()
+	var zero S
+	raw, err := r.source.FindOne(ctx, byID(id), r.findCopy).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		var zero S
-		return zero, copyValue{}, fmt.Errorf("%w: %s has no document with _id %v", patterns.ErrNotFound, r.source.Name(), id)
+		return zero, copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
 	}
 	if err != nil {
-		var zero S
-		return zero, copyValue{}, fmt.Errorf("read %s %v: %w", r.source.Name(), id, err)
+		return zero, copyValue{}, fmt.Errorf("read from %s: %w", r.source.Name(), err)
 	}
 	return r.copyOf(raw)
 }
@@ -232,27 +187,49 @@ func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
 // [patterns.ErrInvalid].
 func (r *Ref[S]) copyOf(src bson.Raw) (S, copyValue, error) {
 	var s S
-	d := bson.D{{Key: r.ct.id, Value: src.Lookup("_id")}}
+	id := src.Lookup("_id")
+	idx, doc := bsoncore.AppendDocumentStart(make([]byte, 0, len(src)+len(r.ct.id)))
+	doc = append(bsoncore.AppendHeader(doc, bsoncore.Type(id.Type), r.ct.id), id.Value...)
 	for _, f := range r.ct.fields {
 		if v, err := src.LookupErr(f); err == nil {
-			d = append(d, bson.E{Key: f, Value: v})
+			doc = append(bsoncore.AppendHeader(doc, bsoncore.Type(v.Type), f), v.Value...)
 		}
 	}
-	b, err := bson.Marshal(d)
+	doc, err := bsoncore.AppendDocumentEnd(doc, idx)
 	if err == nil {
-		err = bson.Unmarshal(b, &s)
+		err = bson.Unmarshal(doc, &s)
 	}
 	var raw bson.Raw
 	if err == nil {
 		raw, err = bson.Marshal(s)
 	}
 	if err != nil {
-		return s, copyValue{}, fmt.Errorf("copy %s %v into %s: %w", r.source.Name(), src.Lookup("_id"), r.ct.name, err)
+		if idErr := r.holdsID(id); idErr != nil {
+			return s, copyValue{}, idErr
+		}
+		return s, copyValue{}, fmt.Errorf("copy into %s: %w", r.ct.name, err)
 	}
 	c := copyValue{raw: raw, id: raw.Lookup(r.ct.id)}
-	if id := src.Lookup("_id"); !same(c.id, id) {
+	if !bsonid.Equal(c.id, id) {
 		return s, copyValue{}, errs.Invalid("copy type %s stores %s _id %v as %v (BSON %s): the copies could not be found by their source's id; give field %q the _id's type",
 			r.ct.name, r.source.Name(), id, c.id, c.id.Type, r.ct.id)
 	}
 	return s, c, nil
+}
+
+// holdsID returns an error wrapping [patterns.ErrInvalid] when S's id
+// field cannot decode the source's _id id at all (an int field for an
+// ObjectID); copyOf asks it when decoding a source fails, to tell the copy
+// type's mistake from a source field's.
+func (r *Ref[S]) holdsID(id bson.RawValue) error {
+	b, err := bson.Marshal(bson.D{{Key: r.ct.id, Value: id}})
+	if err != nil {
+		return err
+	}
+	var s S
+	if err := bson.Unmarshal(b, &s); err != nil {
+		return errs.Invalid("copy type %s cannot hold %s _id %v (BSON %s) in its field %q (%v); give field %q the _id's type",
+			r.ct.name, r.source.Name(), id, id.Type, r.ct.id, err, r.ct.id)
+	}
+	return nil
 }

@@ -5,13 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -40,36 +39,50 @@ const (
 // Sync writes the source's current fields into every stale copy of the
 // source document with _id sourceID, target by target, and returns the
 // documents matched and modified per target, in the order of
-// [Config.Targets]. Copies that already equal the source are not
+// [Config.Targets]. Documents whose copies already equal the source are not
 // rewritten: each update filters on the copies that differ, field by
 // field.
 //
-// Round trips, on MongoDB (native path): one find of the source, one
-// updateMany per target (with arrayFilters for array targets), and one find
-// that reads the source again. If that last read shows the source changed
-// while Sync wrote (a concurrent Update or Sync may have written a newer
-// value before this one wrote an older one), Sync writes the new value and
-// reads again, up to 8 rounds; it then returns an error wrapping
+// Round trips: one find of the source; per target, one updateMany (with
+// arrayFilters for copies in arrays, where the server has
+// [patterns.FeatureArrayFilters]); then, if any copy was rewritten, one find
+// that reads the source again: 1 + targets commands when nothing was stale,
+// 2 + targets otherwise. That last read is what makes concurrent syncs
+// converge: a Sync (or Update) that read an older value may write it after
+// another wrote a newer one, and no update of the copies can check the
+// source, which lives in another collection (a Sync that rewrote nothing
+// cannot have done that, so it skips the read). If the read shows the
+// source changed while Sync wrote, Sync writes the new value and reads
+// again, up to 8 rounds; it then returns an error wrapping
 // [patterns.ErrConflict]. So when concurrent Syncs of one source have all
-// returned nil, its copies equal the source.
+// returned nil, its copies equal the source. (A transaction could replace
+// the read by its commit, a round trip too, and only on a replica set;
+// Update uses one where it can.)
 //
 // On a server without arrayFilters (FerretDB 1.x), array targets take the
 // portable path: one find of every document holding a copy of the source
-// (stale or not: FerretDB cannot select array elements by their fields),
-// then in Go the stale copies are rewritten by their array index, guarded
-// by their id, in one bulk update per [Config.BatchSize] documents. A
-// document whose array changed between the read and the write (an element
-// moved or removed) is not written; it is read and written again, up to 5
-// rounds, after which Sync returns an error wrapping [patterns.ErrConflict].
-// Each document is written whole or not at all; nothing is written silently
-// wrong. Single-document targets use updateMany on every server.
+// (stale or not: FerretDB 1.x cannot select array elements by their
+// fields), then in Go the stale copies are rewritten by their array index,
+// guarded by their id: [Config.BatchSize] documents per update command where
+// the server has [patterns.FeatureBatchedUpdates], else one per command.
+// A document whose array changed between the read and the write (an
+// element moved or removed) is not written; it is read and written again,
+// up to 5 rounds, after which Sync returns an error wrapping
+// [patterns.ErrConflict]. Each document is written whole or not at all;
+// nothing is written silently wrong. Single-document targets use
+// updateMany on every server.
 //
 // Concurrent readers see the copies change one document at a time, and
 // each target after the previous one: a document read between two steps
-// may hold the new copy while another holds the old.
+// may hold the new copy while another holds the old. On FerretDB 1.x the
+// promises about concurrent writers hold only for one client with a single
+// connection (see [patterns.FeatureConcurrentUpdates]).
 //
-// Sync is safe to run again after any error (updateMany is not retried by
-// the server): it writes only the copies that still differ.
+// Every update Sync sends sets values behind filters, so it is safe to
+// repeat: one that fails with a transient error that applied nothing
+// (FerretDB 2.x's "deadlock detected") is sent again, up to 5 times, and
+// Sync as a whole is safe to run again after any error: it writes only the
+// copies that still differ.
 //
 // Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
 // the source does not exist, in which case the copies are left as they are
@@ -79,11 +92,11 @@ const (
 // error, the counts say what was written before it.
 func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
 	if err := patterns.ValidateID(sourceID); err != nil {
-		return nil, fmt.Errorf("extref.Sync: %w", err)
+		return nil, pkg.Wrap("Sync", err)
 	}
 	counts, err := r.sync(ctx, sourceID)
 	if err != nil {
-		return counts, fmt.Errorf("extref.Sync: %w", err)
+		return counts, r.fail("Sync", sourceID, err)
 	}
 	return counts, nil
 }
@@ -91,7 +104,7 @@ func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
 // sync is Sync after the id check (Repair calls it with ids read from the
 // database).
 func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
-	m, err := r.detect(ctx)
+	d, err := r.decide(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -99,16 +112,19 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.converge(ctx, m, id, c)
+	return r.converge(ctx, d.plan, id, c)
 }
 
-// converge writes c to every target, then reads the source again and
-// repeats with the new value until the source stayed as written.
-func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]Count, error) {
+// converge writes c to every target, then, if it wrote anything, reads the
+// source again and repeats with the new value until the source stayed as
+// written. A round that wrote nothing cannot have put an older value over
+// a newer one, so it needs no second read.
+func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
 	total := r.counts()
 	for round := 1; ; round++ {
-		err := r.apply(ctx, m, c, total)
-		if err != nil {
+		before := modified(total)
+		err := r.apply(ctx, p, c, total)
+		if err != nil || modified(total) == before {
 			return total, err
 		}
 		_, next, err := r.load(ctx, id)
@@ -120,10 +136,19 @@ func (r *Ref[S]) converge(ctx context.Context, m *mode, id any, c copyValue) ([]
 		case bytes.Equal(next.raw, c.raw):
 			return total, nil
 		case round == syncRounds:
-			return total, fmt.Errorf("%w: %w: %s %v changed during each of %d rounds of writing its copies; they may hold an older value: run Sync again", patterns.ErrConflict, errSourceChanging, r.source.Name(), id, syncRounds)
+			return total, fmt.Errorf("changed during each of %d rounds of writing its copies, which may hold an older value (run Sync again): %w: %w", syncRounds, errSourceChanging, patterns.ErrConflict)
 		}
 		c = next
 	}
+}
+
+// modified sums the documents modified over all targets.
+func modified(counts []Count) int64 {
+	var n int64
+	for _, c := range counts {
+		n += c.Modified
+	}
+	return n
 }
 
 // counts returns zero counts, one per target.
@@ -137,13 +162,13 @@ func (r *Ref[S]) counts() []Count {
 
 // apply writes c to the stale copies of every target and adds what it did
 // to counts.
-func (r *Ref[S]) apply(ctx context.Context, m *mode, c copyValue, counts []Count) error {
+func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count) error {
 	for i, t := range r.targets {
 		var err error
-		if t.path.array == "" || m.arrayFilters {
-			err = r.applyNative(ctx, t, c, &counts[i])
+		if p.portable(t.path) {
+			err = r.applyPortable(ctx, p, t, c, &counts[i])
 		} else {
-			err = r.applyPortable(ctx, t, c, &counts[i])
+			err = r.applyMany(ctx, t, c, &counts[i])
 		}
 		if err != nil {
 			return fmt.Errorf("sync %s: %w", t.Target, err)
@@ -152,14 +177,18 @@ func (r *Ref[S]) apply(ctx context.Context, m *mode, c copyValue, counts []Count
 	return nil
 }
 
-// applyNative sends the target's one updateMany.
-func (r *Ref[S]) applyNative(ctx context.Context, t target, c copyValue, n *Count) error {
-	plan := t.path.native(r.ct, c)
+// applyMany sends the target's one updateMany.
+func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count) error {
+	u := t.paths.syncMany(r.ct, c)
 	opts := options.UpdateMany()
-	if plan.arrayFilters != nil {
-		opts.SetArrayFilters(plan.arrayFilters)
+	if u.arrayFilters != nil {
+		opts.SetArrayFilters(u.arrayFilters)
 	}
-	res, err := t.coll.UpdateMany(ctx, plan.filter, plan.update, opts)
+	var res *mongo.UpdateResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = t.coll.UpdateMany(ctx, u.filter, u.update, opts)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -171,54 +200,52 @@ func (r *Ref[S]) applyNative(ctx context.Context, t target, c copyValue, n *Coun
 // applyPortable syncs an array target without arrayFilters: read the
 // documents holding copies, rewrite their stale copies by index with a
 // guard on each copy's id, and read again the documents whose guard failed.
-func (r *Ref[S]) applyPortable(ctx context.Context, t target, c copyValue, n *Count) error {
+func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValue, n *Count) error {
 	var lost int64
 	for range guardRounds {
 		var err error
-		if lost, err = r.portableRound(ctx, t, c, n); err != nil || lost == 0 {
+		if lost, err = r.portableRound(ctx, p, t, c, n); err != nil || lost == 0 {
 			return err
 		}
 	}
-	return fmt.Errorf("%w: %d documents had their %s array changed between read and write in each of %d rounds: run Sync again", patterns.ErrConflict, lost, t.path.array, guardRounds)
+	return fmt.Errorf("%d documents had their %s array changed between read and write in each of %d rounds (run Sync again): %w", lost, t.path.array, guardRounds, patterns.ErrConflict)
 }
 
 // portableRound reads every document holding a copy of c and rewrites the
-// stale ones; it returns how many documents' guards failed.
-func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Count) (lost int64, err error) {
-	cur, err := t.coll.Find(ctx, t.path.holders(r.ct, c), options.Find().
-		SetProjection(bson.D{{Key: t.path.array, Value: 1}}).
+// stale ones, [plan.perCommand] documents per update command; it returns
+// how many documents' guards failed.
+func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
+	cur, err := t.coll.Find(ctx, t.paths.holders(c), options.Find().
+		SetProjection(t.path.arrayOnly()).
 		SetBatchSize(int32(r.batch)))
 	if err != nil {
 		return 0, err
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
+	per := p.perCommand(r.batch)
 	var models []mongo.WriteModel
 	flush := func() error {
 		if len(models) == 0 {
 			return nil
 		}
-		if r.afterScan != nil {
-			r.afterScan(ctx)
-		}
-		res, err := t.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-		if err != nil {
-			return err
-		}
-		n.Matched += res.MatchedCount
-		n.Modified += res.ModifiedCount
-		lost += int64(len(models)) - res.MatchedCount
+		matched, modified, err := r.rewriteAll(ctx, t.coll, models)
+		n.Matched += matched
+		n.Modified += modified
+		lost += int64(len(models)) - matched
 		models = models[:0]
-		return nil
+		return err
 	}
 	for cur.Next(ctx) {
 		arr, ok := lookup(cur.Current, t.path.array).ArrayOK()
 		if !ok {
 			continue
 		}
-		if filter, update, ok := t.path.rewrite(cur.Current.Lookup("_id"), arr, r.ct, c); ok {
+		id := cur.Current.Lookup("_id")
+		id.Value = slices.Clone(id.Value) // the model outlives the cursor's batch
+		if filter, update, ok := t.path.rewrite(id, arr, r.ct, c); ok {
 			models = append(models, mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update))
 		}
-		if len(models) == r.batch {
+		if len(models) == per {
 			if err := flush(); err != nil {
 				return lost, err
 			}
@@ -230,121 +257,25 @@ func (r *Ref[S]) portableRound(ctx context.Context, t target, c copyValue, n *Co
 	return lost, flush()
 }
 
-// Update applies update (an update document such as
-// {$set: {name: "Ann"}}, or a pipeline where the server has
-// [patterns.FeaturePipelineUpdates]) to the source document with _id
-// sourceID, then syncs its copies as [Ref.Sync] does, and returns the
-// per-target counts. opts pass through to the source's findAndModify
-// (arrayFilters, hint, upsert...); Update asks for the document after the
-// update, projected on the copied fields on MongoDB (FerretDB 1.x does not
-// implement that projection: there the whole document comes back).
-//
-// Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
-// or sharded cluster), the source's update and the copies' updates run in
-// one transaction: a findAndModify, one updateMany per target and a
-// commitTransaction; readers see the source and its copies change
-// together, and on error nothing is written. The driver retries the
-// transaction on transient errors.
-//
-// Elsewhere (a standalone server, FerretDB) Update sends the findAndModify
-// and then syncs as Sync does (no first read of the source). Between the
-// two steps readers see the new source with the old copies; if the sync
-// fails, or the process dies in that gap, the source keeps its change and
-// the copies stay stale until a Sync, Repair or Watch event: the error says
-// so, and Sync(sourceID) is the retry.
-//
-// Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
-// update document (a replacement would drop the source's other fields);
-// [patterns.ErrNotFound] when no source has that id (nothing written).
-func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
-	if err := patterns.ValidateID(sourceID); err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	if err := validUpdate(update); err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	m, err := r.detect(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	own := options.FindOneAndUpdate().SetReturnDocument(options.After)
-	if m.projectUpdate {
-		own.SetProjection(r.proj)
-	}
-	opts = append(opts, own)
-	updateSource := func(ctx context.Context) (copyValue, error) {
-		raw, err := r.source.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: sourceID}}, update, opts...).Raw()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return copyValue{}, fmt.Errorf("%w: %s has no document with _id %v", patterns.ErrNotFound, r.source.Name(), sourceID)
-		}
-		if err != nil {
-			return copyValue{}, fmt.Errorf("update %s %v: %w", r.source.Name(), sourceID, err)
-		}
-		_, c, err := r.copyOf(raw)
-		return c, err
-	}
-
-	if m.transactions {
-		sess, err := r.db.Client().StartSession()
-		if err != nil {
-			return nil, fmt.Errorf("extref.Update: %w", err)
-		}
-		defer sess.EndSession(context.WithoutCancel(ctx))
-		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-			c, err := updateSource(ctx)
-			if err != nil {
-				return nil, err
+// rewriteAll sends the portable path's updates of one batch: one updateOne
+// for a single document, else one unordered bulk write, and returns the
+// documents matched and modified. A transient failure is sent again: the
+// updates set values behind guards, so a repeat writes nothing twice.
+func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (matched, modified int64, err error) {
+	err = srverr.Retry(ctx, func() error {
+		if len(models) == 1 {
+			m := models[0].(*mongo.UpdateOneModel)
+			res, err := coll.UpdateOne(ctx, m.Filter, m.Update)
+			if err == nil {
+				matched, modified = res.MatchedCount, res.ModifiedCount
 			}
-			counts := r.counts()
-			return counts, r.apply(ctx, m, c, counts)
-		})
-		if err != nil {
-			return nil, fmt.Errorf("extref.Update: transaction (nothing written): %w", err)
+			return err
 		}
-		return res.([]Count), nil
-	}
-
-	c, err := updateSource(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("extref.Update: %w", err)
-	}
-	counts, err := r.converge(ctx, m, sourceID, c)
-	if err != nil {
-		return counts, fmt.Errorf("extref.Update: %s %v is updated but its copies may be stale (run Sync): %w", r.source.Name(), sourceID, err)
-	}
-	return counts, nil
-}
-
-// validUpdate accepts an update document whose top-level fields are all
-// update operators, or a non-empty pipeline.
-func validUpdate(u any) error {
-	if u == nil {
-		return errs.Invalid("update is nil")
-	}
-	t, data, err := bson.MarshalValue(u)
-	if err != nil {
-		return errs.Invalid("update of type %T cannot be encoded: %v", u, err)
-	}
-	switch t {
-	case bson.TypeEmbeddedDocument:
-		elems, err := bson.Raw(data).Elements()
-		if err != nil {
-			return errs.Invalid("update: %v", err)
+		res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+		if err == nil {
+			matched, modified = res.MatchedCount, res.ModifiedCount
 		}
-		if len(elems) == 0 {
-			return errs.Invalid("update is empty")
-		}
-		for _, e := range elems {
-			if !strings.HasPrefix(e.Key(), "$") {
-				return errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
-			}
-		}
-	case bson.TypeArray:
-		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
-			return errs.Invalid("update pipeline is empty or malformed")
-		}
-	default:
-		return errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
-	}
-	return nil
+		return err
+	})
+	return matched, modified, err
 }

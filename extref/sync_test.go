@@ -1,9 +1,11 @@
 package extref_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,30 +15,34 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestSyncRenamesExactlyOneCustomer: 2,000 orders referencing 50
-// customers. Renaming one customer rewrites exactly that customer's stale
-// copies (some were already up to date), and nothing else.
+// TestSyncRenamesExactlyOneCustomer: 2,000 orders (400 on a slow server)
+// referencing 50 customers. Renaming one customer rewrites exactly that
+// customer's stale copies (a quarter were already up to date), and nothing
+// else.
 func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
 	db := mongotest.DB(t)
 	r := customerRefs(t, db)
-	seedOrders(t, db, r, 50, 2000)
+	nOrders := mongotest.Scale(2000, 400)
+	seedOrders(t, db, r, 50, nOrders)
 	orders := db.Collection("orders")
 
 	const who = 7
+	holding := int64(nOrders / 50)
 	rename(t, db.Collection("customers"), who, "Renamed")
-	// 10 of the customer's 40 orders already carry the new name.
-	res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: who}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: 500}}}},
+	// The customer's orders in the first quarter already carry the new name.
+	res, err := orders.UpdateMany(ctx, bson.D{{Key: "customer.id", Value: who}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: nOrders / 4}}}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Renamed"}}}})
 	require.NoError(t, err)
-	require.EqualValues(t, 10, res.ModifiedCount)
+	require.EqualValues(t, holding/4, res.ModifiedCount)
 	before := snapshot(t, orders)
 
 	counts, err := r.Sync(ctx, who)
 	require.NoError(t, err)
-	require.Equal(t, []extref.Count{{Target: extref.Target{Collection: "orders", Path: "customer"}, Matched: 30, Modified: 30}}, counts)
+	stale := holding - res.ModifiedCount
+	require.Equal(t, []extref.Count{{Target: extref.Target{Collection: "orders", Path: "customer"}, Matched: stale, Modified: stale}}, counts)
 
 	after := snapshot(t, orders)
-	require.Len(t, after, 2000)
+	require.Len(t, after, nOrders)
 	for id, doc := range after {
 		var o Order
 		require.NoError(t, bson.Unmarshal(doc, &o))
@@ -55,20 +61,22 @@ func TestSyncRenamesExactlyOneCustomer(t *testing.T) {
 	require.Zero(t, counts[0].Modified, "a second Sync finds nothing stale")
 }
 
-// TestSyncRenamesExactlyOneProduct: 500 carts of 1 to 5 items referencing
-// 100 products. Renaming one product rewrites exactly the stale copies in
-// the carts that hold it, and the element of that product only.
+// TestSyncRenamesExactlyOneProduct: 500 carts (150 on a slow server) of 1
+// to 5 items referencing 100 products. Renaming one product rewrites
+// exactly the stale copies in the carts that hold it, and the element of
+// that product only.
 func TestSyncRenamesExactlyOneProduct(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
-		seedCarts(t, db, r, 100, 500)
+		r := productRefs(t, db, p)
+		nCarts := mongotest.Scale(500, 150)
+		seedCarts(t, db, r, 100, nCarts)
 		carts := db.Collection("carts")
 
 		const which = 42
 		holding, err := carts.CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: which}})
 		require.NoError(t, err)
-		require.Greater(t, holding, int64(5))
+		require.Greater(t, holding, int64(2))
 		rename(t, db.Collection("products"), which, "Renamed")
 		// One cart already carries the new name.
 		var fresh Cart
@@ -84,7 +92,7 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 		require.Equal(t, extref.Count{Target: extref.Target{Collection: "featured", Path: "product"}, Matched: 1, Modified: 1}, counts[1])
 
 		after := snapshot(t, carts)
-		require.Len(t, after, 500)
+		require.Len(t, after, nCarts)
 		for id, doc := range after {
 			var c, was Cart
 			require.NoError(t, bson.Unmarshal(doc, &c))
@@ -108,15 +116,17 @@ func TestSyncRenamesExactlyOneProduct(t *testing.T) {
 }
 
 // TestSyncCommands counts the round trips of one Sync: a find of the
-// source, then per target one updateMany on the native path (or, for the
-// array target on the portable path, a find of the carts holding the
-// product and one bulk update), then the find that confirms the source
-// did not change meanwhile.
+// source, then per target one updateMany (or, for the array target on the
+// portable path, a find of the carts holding the product and one update
+// command per BatchSize carts, or per cart on a server without batched
+// updates), then the find that confirms the source did not change
+// meanwhile, which a Sync that rewrote nothing does not need.
 func TestSyncCommands(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
-		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
-		seedCarts(t, db, r, 10, 30)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, r := withCarts(t, 10, 30, p)
+		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 3}})
+		require.NoError(t, err)
+		require.Greater(t, holding, int64(1))
 		rename(t, db.Collection("products"), 3, "Renamed")
 		counter := mongotest.NewCounter(t, db)
 
@@ -125,25 +135,42 @@ func TestSyncCommands(t *testing.T) {
 			require.NoError(t, err)
 		})
 		want := []string{"find", "update", "update", "find"}
-		if portable || !mongotest.Server().Has(patterns.FeatureArrayFilters) {
+		switch {
+		case has(p, patterns.FeatureArrayFilters):
+		case has(p, patterns.FeatureBatchedUpdates):
 			want = []string{"find", "find", "update", "update", "find"}
+		default:
+			want = []string{"find", "find"}
+			for range holding {
+				want = append(want, "update")
+			}
+			want = append(want, "update", "find")
 		}
 		require.Equal(t, want, sent)
+
+		sent = counter.Count(func() {
+			_, err := r.Sync(ctx, 3)
+			require.NoError(t, err)
+		})
+		want = []string{"find", "update", "update"}
+		if !has(p, patterns.FeatureArrayFilters) {
+			want = []string{"find", "find", "update"}
+		}
+		require.Equal(t, want, sent, "nothing stale: 1 + targets")
 	})
 }
 
 // TestSyncMissingSource: Sync of a source that does not exist fails with
 // ErrNotFound and leaves the copies as they are.
 func TestSyncMissingSource(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 3, 9)
+	db, r := withOrders(t, 3, 9)
 	_, err := db.Collection("customers").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}})
 	require.NoError(t, err)
 	before := snapshot(t, db.Collection("orders"))
 
 	counts, err := r.Sync(ctx, 2)
 	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.EqualError(t, err, "extref: Sync: source 2: not in customers: not found")
 	require.Nil(t, counts)
 	require.Equal(t, before, snapshot(t, db.Collection("orders")))
 }
@@ -211,4 +238,80 @@ func TestOfRejectsAnIDTypeThatLosesTheSource(t *testing.T) {
 	got, err := w.Of(ctx, 5)
 	require.NoError(t, err)
 	require.Equal(t, wide{ID: 5, Name: "Bo"}, got)
+}
+
+// TestSyncManyStaleCopiesInArrays: 150 carts hold a copy of one product in
+// their items, and the product is renamed. Sync rewrites all 150 within a
+// deadline: on a server without batched updates (FerretDB 1.x stalls on an
+// update command of about a hundred statements or more) the portable path
+// sends one statement per command.
+func TestSyncManyStaleCopiesInArrays(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := cartRefs(t, db, p)
+		_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
+		require.NoError(t, err)
+		ref, err := r.Of(ctx, 1)
+		require.NoError(t, err)
+		const n = 150
+		carts := make([]Cart, n)
+		for i := range carts {
+			carts[i] = Cart{ID: i + 1, Items: []Item{{Product: ProductRef{ID: 99, Name: "Other"}, Qty: 1}, {Product: ref, Qty: 2}}}
+		}
+		insertAll(t, db.Collection("carts"), carts)
+		rename(t, db.Collection("products"), 1, "New")
+
+		dctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		counts, err := r.Sync(dctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: n, Modified: n}, counts[0])
+		renamed, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.name", Value: "New"}})
+		require.NoError(t, err)
+		require.EqualValues(t, n, renamed)
+	})
+}
+
+// TestOfRejectsAnIDFieldThatCannotHoldTheSourceID: a copy type whose id
+// field cannot decode the source's _id at all (an int for an ObjectID) is
+// ErrInvalid, as one that would change it is, and says what to change.
+func TestOfRejectsAnIDFieldThatCannotHoldTheSourceID(t *testing.T) {
+	db := mongotest.DB(t)
+	r, err := extref.New[CustomerRef](db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}})
+	require.NoError(t, err)
+	id := bson.NewObjectID()
+	_, err = db.Collection("customers").InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "Ann"}})
+	require.NoError(t, err)
+
+	_, err = r.Of(ctx, id)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Contains(t, err.Error(), `give field "id" the _id's type`)
+	_, err = r.Sync(ctx, id)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
+
+// TestSyncSeveralCopiesInOneArray: a cart holds three copies of one
+// product, one of them already fresh, and one of another product. Sync
+// rewrites the stale copies, leaves the other product's, and counts the
+// cart once; a cart whose copies are all fresh is not counted.
+func TestSyncSeveralCopiesInOneArray(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		r, db, _ := cartsOf(t, p, []int{1, 2, 1, 1}, []int{1})
+		rename(t, db.Collection("products"), 1, "New")
+		_, err := db.Collection("carts").UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "items.2.product.name", Value: "New"}}}})
+		require.NoError(t, err)
+		_, err = db.Collection("carts").UpdateByID(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "items.0.product.name", Value: "New"}}}})
+		require.NoError(t, err)
+
+		counts, err := r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, extref.Count{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Matched: 1, Modified: 1}, counts[0])
+		var c Cart
+		require.NoError(t, db.Collection("carts").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
+		got := make([]string, len(c.Items))
+		for i, it := range c.Items {
+			got[i] = it.Product.Name
+		}
+		require.Equal(t, []string{"New", "Old", "New", "New"}, got)
+	})
 }

@@ -3,10 +3,12 @@ package extref_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -24,9 +26,7 @@ func setName(name string) bson.D {
 // TestUpdate renames a customer through the repository: the source and
 // its copies change, the counts say how many copies.
 func TestUpdate(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 5, 50)
+	db, r := withOrders(t, 5, 50)
 
 	counts, err := r.Update(ctx, 3, setName("Renamed"))
 	require.NoError(t, err)
@@ -45,34 +45,36 @@ func TestUpdate(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, counts[0].Modified)
 
-	// Options pass through to the source's update.
-	_, err = r.Update(ctx, 3, setName("Hinted"), options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}))
+	// Options pass through to the source's update: an upsert creates a
+	// source, which has no copies yet.
+	counts, err = r.Update(ctx, 99, setName("Upserted"), options.FindOneAndUpdate().SetUpsert(true))
 	require.NoError(t, err)
+	require.Zero(t, counts[0].Matched)
+	require.NoError(t, db.Collection("customers").FindOne(ctx, bson.D{{Key: "_id", Value: 99}}).Decode(&c))
+	require.Equal(t, "Upserted", c.Name)
 }
 
 func TestUpdateCommands(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 4)
-	counter := mongotest.NewCounter(t, db)
-	sent := counter.Count(func() {
-		_, err := r.Update(ctx, 1, setName("Renamed"))
-		require.NoError(t, err)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, r := withOrders(t, 2, 4, p)
+		counter := mongotest.NewCounter(t, db)
+		sent := counter.Count(func() {
+			_, err := r.Update(ctx, 1, setName("Renamed"))
+			require.NoError(t, err)
+		})
+		want := []string{"findAndModify", "update", "find"} // update, sync, confirm
+		if has(p, patterns.FeatureTransactions) {
+			// In a transaction no confirming read is needed; the
+			// commitTransaction that follows goes to the admin database,
+			// which the counter does not watch.
+			want = []string{"findAndModify", "update"}
+		}
+		require.Equal(t, want, sent)
 	})
-	want := []string{"findAndModify", "update", "find"} // update, sync, confirm
-	if mongotest.Server().Has(patterns.FeatureTransactions) {
-		// In a transaction no confirming read is needed; the
-		// commitTransaction that follows goes to the admin database, which
-		// the counter does not watch.
-		want = []string{"findAndModify", "update"}
-	}
-	require.Equal(t, want, sent)
 }
 
 func TestUpdateRejects(t *testing.T) {
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 4)
+	db, r := withOrders(t, 2, 4)
 	before := snapshot(t, db.Collection("orders"))
 	sources := snapshot(t, db.Collection("customers"))
 
@@ -94,18 +96,20 @@ func TestUpdateRejects(t *testing.T) {
 	require.Equal(t, sources, snapshot(t, db.Collection("customers")))
 }
 
-// TestUpdatePortable runs Update without a transaction, on MongoDB too.
-func TestUpdatePortable(t *testing.T) {
-	db := mongotest.DB(t)
-	r := productRefs(t, db, true)
-	seedCarts(t, db, r, 10, 40)
-	holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
-	require.NoError(t, err)
-	counts, err := r.Update(ctx, 4, setName("Renamed"))
-	require.NoError(t, err)
-	require.Equal(t, holding, counts[0].Modified)
-	require.EqualValues(t, 1, counts[1].Modified)
-	require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+// TestUpdateArrayTarget renames a product held in carts' items, on every
+// plan (with and without a transaction, arrayFilters or the portable
+// path).
+func TestUpdateArrayTarget(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, r := withCarts(t, 10, 40, p)
+		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 4}})
+		require.NoError(t, err)
+		counts, err := r.Update(ctx, 4, setName("Renamed"))
+		require.NoError(t, err)
+		require.Equal(t, holding, counts[0].Modified)
+		require.EqualValues(t, 1, counts[1].Modified)
+		require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+	})
 }
 
 // TestUpdateTransactionRollsBack: where Update runs in a transaction, a
@@ -113,9 +117,7 @@ func TestUpdatePortable(t *testing.T) {
 // unique index on the copies' email that the new email would violate.
 func TestUpdateTransactionRollsBack(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureTransactions)
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 2, 2) // one order per customer
+	db, r := withOrders(t, 2, 2)
 	_, err := db.Collection("orders").Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys: bson.D{{Key: "customer.email", Value: 1}}, Options: options.Index().SetUnique(true),
 	})
@@ -134,10 +136,8 @@ func TestUpdateTransactionRollsBack(t *testing.T) {
 // although the goroutines' syncs interleave (an older value may be written
 // after a newer one: Sync's confirming read catches it).
 func TestConcurrentUpdatesConverge(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
-		db := mongotest.DB(t)
-		r := productRefs(t, db, portable)
-		seedCarts(t, db, r, 5, 12)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, r := withCarts(t, 5, 12, p)
 		const workers, each = 8, 5
 		var wg sync.WaitGroup
 		errs := make(chan error, workers*each)
@@ -165,41 +165,122 @@ func TestConcurrentUpdatesConverge(t *testing.T) {
 			require.NoError(t, err)
 		}
 
-		var p Product
-		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
-		require.Equal(t, 0.5+workers*each, p.Price, "every increment applied once")
+		var product Product
+		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&product))
+		require.Equal(t, 0.5+workers*each, product.Price, "every increment applied once")
 		require.Equal(t, []int64{0, 0}, verifyStale(t, r), "every copy holds the final price")
 		holding, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.id", Value: 1}})
 		require.NoError(t, err)
 		require.Positive(t, holding)
-		synced, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.price", Value: p.Price}})
+		synced, err := db.Collection("carts").CountDocuments(ctx, bson.D{{Key: "items.product.price", Value: product.Price}})
 		require.NoError(t, err)
 		require.Equal(t, holding, synced)
 	})
 }
 
 // TestSyncRewritesAnOlderValueThatLandedLast makes the race that Sync's
-// confirming read exists for happen deterministically: Update A reads its
-// value and, before it writes the copies, Update B changes the source and
-// syncs its copies completely. A's write then puts the older value over
-// B's; A's confirming read sees the source moved on and writes again.
+// confirming read exists for happen deterministically: Update A updates the
+// source and, before it writes the copies, Update B (another process)
+// changes the source and syncs its copies completely. A's write then puts
+// the older value over B's; A's confirming read sees the source moved on
+// and writes again.
 func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
-	db := mongotest.DB(t)
-	r := productRefs(t, db, true)
-	seedCarts(t, db, r, 3, 10)
-	var fired atomic.Bool
-	extref.SetAfterScan(r, func(context.Context) {
-		if fired.CompareAndSwap(false, true) {
-			_, err := r.Update(ctx, 1, setName("Newer"))
-			require.NoError(t, err)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		if has(p, patterns.FeatureTransactions) {
+			t.Skip("skipped: in a transaction, B's writes conflict with A's instead (TestUpdateTransactionRollsBack shows the transaction)")
+		}
+		db := mongotest.DB(t)
+		a := cartRefs(t, db, p)
+		seedCarts(t, db, a, 3, 10)
+		b := cartRefs(t, mongotest.NewClient(t).Database(db.Name()), p)
+		var fired atomic.Bool
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if fired.CompareAndSwap(false, true) {
+				_, err := b.Update(ctx, 1, setName("Newer"))
+				assert.NoError(t, err)
+			}
+		})
+
+		_, err := a.Update(ctx, 1, setName("Older"))
+		require.NoError(t, err)
+		require.True(t, fired.Load())
+
+		var got Product
+		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got))
+		require.Equal(t, "Newer", got.Name)
+		require.Equal(t, []int64{0}, verifyStale(t, a), "the older value did not stay")
+	})
+}
+
+// TestUpdateNamesTheMissingFeature: an update pipeline, or an arrayFilters
+// option, on a server without the feature is refused before anything is
+// sent, with an UnsupportedError naming the feature; where the server has
+// it, the update applies.
+func TestUpdateNamesTheMissingFeature(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, r := withOrders(t, 2, 4, p)
+		counter := mongotest.NewCounter(t, db)
+
+		pipeline := mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "name", Value: bson.D{{Key: "$concat", Value: bson.A{"$name", " Jr."}}}}}}}}
+		sent := counter.Count(func() {
+			_, err := r.Update(ctx, 1, pipeline)
+			requireUnsupportedUnless(t, has(p, patterns.FeaturePipelineUpdates), patterns.FeaturePipelineUpdates, err)
+		})
+		if !has(p, patterns.FeaturePipelineUpdates) {
+			require.Empty(t, sent)
+		}
+
+		tagged := options.FindOneAndUpdate().SetArrayFilters([]any{bson.D{{Key: "t", Value: "old"}}})
+		sent = counter.Count(func() {
+			_, err := r.Update(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "tags.$[t]", Value: "new"}}}}, tagged)
+			requireUnsupportedUnless(t, has(p, patterns.FeatureArrayFilters), patterns.FeatureArrayFilters, err)
+		})
+		if !has(p, patterns.FeatureArrayFilters) {
+			require.Empty(t, sent)
 		}
 	})
+}
 
-	_, err := r.Update(ctx, 1, setName("Older"))
+// requireUnsupportedUnless requires err to be nil when ok, else an
+// UnsupportedError naming f.
+func requireUnsupportedUnless(t *testing.T, ok bool, f patterns.Feature, err error) {
+	t.Helper()
+	if ok {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	ue, isUE := errors.AsType[*patterns.UnsupportedError](err)
+	require.True(t, isUE, "%v", err)
+	require.Equal(t, f, ue.Feature)
+}
+
+// TestUpdatePassesOnWhatTheServerRefuses: an option the server does not
+// implement (FerretDB 1.x: collation; FerretDB 2.x: hint) comes back as
+// ErrUnsupported, with the server's words.
+func TestUpdatePassesOnWhatTheServerRefuses(t *testing.T) {
+	_, r := withOrders(t, 1, 1)
+	for _, o := range []*options.FindOneAndUpdateOptionsBuilder{
+		options.FindOneAndUpdate().SetCollation(&options.Collation{Locale: "fr"}),
+		options.FindOneAndUpdate().SetHint(bson.D{{Key: "_id", Value: 1}}),
+	} {
+		_, err := r.Update(ctx, 1, setName("Renamed"), o)
+		if err != nil {
+			require.ErrorIs(t, err, patterns.ErrUnsupported)
+			require.True(t, strings.HasPrefix(err.Error(), "extref: Update: source 1: "), err.Error())
+		}
+	}
+}
+
+// TestUpdateLeavesTheCallersOptionsAlone: Update adds options of its own
+// to the caller's without writing into the spare capacity of the caller's
+// slice.
+func TestUpdateLeavesTheCallersOptionsAlone(t *testing.T) {
+	_, r := withOrders(t, 1, 1)
+	mine := options.FindOneAndUpdate().SetUpsert(false)
+	backing := []options.Lister[options.FindOneAndUpdateOptions]{mine, mine}
+	opts := backing[:1]
+	_, err := r.Update(ctx, 1, setName("Renamed"), opts...)
 	require.NoError(t, err)
-
-	var p Product
-	require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p))
-	require.Equal(t, "Newer", p.Name)
-	require.Equal(t, []int64{0, 0}, verifyStale(t, r), "the older value did not stay")
+	require.Same(t, mine, backing[1], "the spare slot of the caller's array is untouched")
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -20,7 +21,7 @@ type Report struct {
 	Documents int64 // documents holding at least one copy
 	Copies    int64 // copies compared with their source
 	Stale     int64 // copies that differed from their source when read
-	Orphans   int64 // copies with no id or whose source does not exist
+	Orphans   int64 // copies with no id (missing or null) or whose source does not exist
 	Repaired  int64 // documents of this target rewritten by Repair's syncs
 }
 
@@ -32,14 +33,16 @@ type Report struct {
 //
 // It works in batches of [Config.BatchSize] target documents, with bounded
 // memory: per batch one round trip for the documents (a find, then
-// getMores) and one find of their sources by _id. It uses the index on each
-// target's copy id (see [Ref.Indexes]). It reads no snapshot: a copy
-// written or synced while Verify runs may be counted before or after the
-// change. A copy whose source is missing (deleted) is an orphan, not stale.
+// getMores) and one find of their sources by _id (none when no copy of the
+// batch has an id). It reads every document whose copy path holds
+// something, so it scans each target collection. It reads no snapshot: a
+// copy written or synced while Verify runs may be counted before or after
+// the change. A copy whose source is missing (deleted), or that has no id,
+// is an orphan, not stale. It needs no optional feature of the server.
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, false)
 	if err != nil {
-		return reports, fmt.Errorf("extref.Verify: %w", err)
+		return reports, r.fail("Verify", nil, err)
 	}
 	return reports, nil
 }
@@ -55,7 +58,7 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, true)
 	if err != nil {
-		return reports, fmt.Errorf("extref.Repair: %w", err)
+		return reports, r.fail("Repair", nil, err)
 	}
 	return reports, nil
 }
@@ -75,11 +78,9 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 }
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
-	where := t.path.inDocument()
 	batches := seq.Batches(ctx, r.batch, func(ctx context.Context) (*mongo.Cursor, error) {
-		return t.coll.Find(ctx,
-			bson.D{{Key: join(where, r.ct.id), Value: bson.D{{Key: "$exists", Value: true}}}},
-			options.Find().SetProjection(bson.D{{Key: where, Value: 1}}).SetBatchSize(int32(r.batch)))
+		return t.coll.Find(ctx, t.path.withCopies(),
+			options.Find().SetProjection(t.path.copiesOnly()).SetBatchSize(int32(r.batch)))
 	})
 	for batch, err := range batches {
 		if err == nil {
@@ -97,17 +98,17 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 	ids := map[string]bson.RawValue{}
 	for _, doc := range batch {
 		for cp := range t.path.copies(doc) {
-			if id := lookup(cp, r.ct.id); id.Type != 0 {
-				ids[idKey(id)] = id
+			if id := lookup(cp, r.ct.id); !nullish(id) {
+				ids[bsonid.Key(id)] = id
 			}
 		}
 	}
-	if len(ids) == 0 {
-		return nil
-	}
-	sources, err := r.sources(ctx, ids)
-	if err != nil {
-		return err
+	var sources map[string]source
+	if len(ids) > 0 {
+		var err error
+		if sources, err = r.sources(ctx, ids); err != nil {
+			return err
+		}
 	}
 	rep := &reports[i]
 	staleIDs := map[string]bson.RawValue{}
@@ -116,10 +117,11 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 		for cp := range t.path.copies(doc) {
 			held = true
 			rep.Copies++
-			key := idKey(lookup(cp, r.ct.id))
+			id := lookup(cp, r.ct.id)
+			key := bsonid.Key(id)
 			src, ok := sources[key]
 			switch {
-			case !ok:
+			case !ok || nullish(id):
 				rep.Orphans++
 			case r.staleCopy(cp, src.copy):
 				rep.Stale++
@@ -139,7 +141,7 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 			reports[j].Repaired += n.Modified
 		}
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
-			return fmt.Errorf("repair %s %v: %w", r.source.Name(), id, err)
+			return fmt.Errorf("source %s: %w", idText(id), err)
 		}
 	}
 	return nil
@@ -152,7 +154,7 @@ type source struct {
 }
 
 // sources reads the sources with the given ids in one find, keyed by
-// [idKey] of their _id.
+// [bsonid.Key] of their _id.
 func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map[string]source, error) {
 	in := make(bson.A, 0, len(ids))
 	for _, id := range ids {
@@ -160,10 +162,10 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	}
 	// One more than can match, so that the server sees the cursor is
 	// exhausted and no getMore follows.
-	cur, err := r.source.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: in}}}},
+	cur, err := r.source.Find(ctx, sourcesByID(in),
 		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", r.source.Name(), err)
+		return nil, fmt.Errorf("read from %s: %w", r.source.Name(), err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	out := make(map[string]source, len(in))
@@ -173,7 +175,7 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 			return nil, err
 		}
 		id := cur.Current.Lookup("_id")
-		out[idKey(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
+		out[bsonid.Key(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
 	}
 	return out, cur.Err()
 }

@@ -26,11 +26,9 @@ func corrupt(t *testing.T, coll *mongo.Collection, id int, update bson.D) {
 // Verify finds each of them (and not the harmless changes), Repair fixes
 // them, and a second Verify finds none.
 func TestVerifyRepair(t *testing.T) {
-	serverPaths(t, func(t *testing.T, portable bool) {
-		db := mongotest.DB(t)
-		customers := customerRefs(t, db)
-		seedOrders(t, db, customers, 10, 100) // order k belongs to customer (k-1)%10+1
-		products := productRefs(t, db, portable)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db, customers := withOrders(t, 10, 100, p)
+		products := productRefs(t, db, p)
 		seedCarts(t, db, products, 10, 50)
 		orders, carts, featured := db.Collection("orders"), db.Collection("carts"), db.Collection("featured")
 
@@ -118,4 +116,39 @@ func TestVerifyBatches(t *testing.T) {
 		require.EqualValues(t, 100, reports[0].Copies)
 	})
 	require.Equal(t, []string{"find", "find", "getMore", "find", "getMore", "find"}, sent)
+}
+
+// TestVerifyCountsCopiesWithoutAnID: a copy that has no id is an orphan,
+// whether or not another copy of its document has one.
+func TestVerifyCountsCopiesWithoutAnID(t *testing.T) {
+	db, customers := withOrders(t, 1, 1)
+	products := cartRefs(t, db)
+	_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Mug", Price: 3})
+	require.NoError(t, err)
+	mug, err := products.Of(ctx, 1)
+	require.NoError(t, err)
+
+	_, err = db.Collection("orders").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 2}, {Key: "customer", Value: bson.D{{Key: "name", Value: "Nobody"}}}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "customer", Value: bson.D{{Key: "id", Value: nil}, {Key: "name", Value: "Null"}}}},
+		bson.D{{Key: "_id", Value: 4}, {Key: "total", Value: 5}}, // no copy at all
+	})
+	require.NoError(t, err)
+	noID := bson.D{{Key: "product", Value: bson.D{{Key: "name", Value: "Nameless"}}}}
+	_, err = db.Collection("carts").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: 1}, {Key: "items", Value: bson.A{noID}}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "items", Value: bson.A{noID, Item{Product: mug}}}},
+		bson.D{{Key: "_id", Value: 3}, {Key: "items", Value: bson.A{}}},
+	})
+	require.NoError(t, err)
+
+	reports, err := customers.Verify(ctx)
+	require.NoError(t, err)
+	require.Equal(t, extref.Report{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 3, Copies: 3, Orphans: 2}, reports[0])
+	reports, err = products.Verify(ctx)
+	require.NoError(t, err)
+	require.Equal(t, extref.Report{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Documents: 2, Copies: 3, Orphans: 2}, reports[0])
+	reports, err = products.Repair(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, reports[0].Orphans, "orphans are reported, not repaired")
 }

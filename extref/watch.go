@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -38,7 +39,7 @@ var _ TokenStore = TokenCollection{}
 
 func (s TokenCollection) check() error {
 	if s.Collection == nil || s.Name == "" {
-		return errs.Invalid("extref.TokenCollection: Collection and Name are required")
+		return errs.Invalid("TokenCollection: Collection and Name are required")
 	}
 	return nil
 }
@@ -47,34 +48,37 @@ func (s TokenCollection) check() error {
 // when none is saved.
 func (s TokenCollection) LoadToken(ctx context.Context) (bson.Raw, error) {
 	if err := s.check(); err != nil {
-		return nil, err
+		return nil, pkg.Wrap("LoadToken", err)
 	}
 	var doc struct {
 		Token bson.Raw `bson:"token"`
 	}
-	err := s.Collection.FindOne(ctx, bson.D{{Key: "_id", Value: s.Name}}).Decode(&doc)
+	err := s.Collection.FindOne(ctx, byID(s.Name)).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("extref: load resume token %q: %w", s.Name, err)
+		return nil, pkg.Wrap("LoadToken", srverr.Classify(fmt.Errorf("token %q: %w", s.Name, err)))
 	}
 	return doc.Token, nil
 }
 
-// SaveToken saves token: one upsert by _id.
+// SaveToken saves token: one upsert by _id, sent again (up to 5 times)
+// after a transient failure that applied nothing (FerretDB 2.x's "deadlock
+// detected"), since it sets the same token either way.
 func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 	if err := s.check(); err != nil {
-		return err
+		return pkg.Wrap("SaveToken", err)
 	}
 	if len(token) == 0 {
-		return errs.Invalid("extref: save resume token %q: empty token", s.Name)
+		return pkg.Wrap("SaveToken", errs.Invalid("token %q: empty token", s.Name))
 	}
-	_, err := s.Collection.UpdateOne(ctx, bson.D{{Key: "_id", Value: s.Name}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: time.Now()}}}},
-		options.UpdateOne().SetUpsert(true))
+	err := srverr.Retry(ctx, func() error {
+		_, err := s.Collection.UpdateOne(ctx, byID(s.Name), saveToken(token, time.Now()), options.UpdateOne().SetUpsert(true))
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("extref: save resume token %q: %w", s.Name, err)
+		return pkg.Wrap("SaveToken", srverr.Classify(fmt.Errorf("token %q: %w", s.Name, err)))
 	}
 	return nil
 }
@@ -106,46 +110,41 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 // [patterns.FeatureChangeStreams] at once; call [Ref.Repair] periodically
 // instead.
 func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.Lister[options.ChangeStreamOptions]) error {
-	m, err := r.detect(ctx)
+	d, err := r.decide(ctx)
 	if err != nil {
-		return fmt.Errorf("extref.Watch: %w", err)
+		return r.fail("Watch", nil, err)
 	}
-	if err := m.srv.Require(patterns.FeatureChangeStreams); err != nil {
-		return fmt.Errorf("extref.Watch: %w", err)
+	if !d.changeStreams {
+		return r.fail("Watch", nil, d.unsupported(patterns.FeatureChangeStreams))
 	}
 	if tokens != nil {
 		token, err := tokens.LoadToken(ctx)
 		if err != nil {
-			return fmt.Errorf("extref.Watch: %w", err)
+			return r.fail("Watch", nil, fmt.Errorf("load the resume token: %w", err))
 		}
-		if token != nil {
-			opts = append(opts, options.ChangeStream().SetStartAfter(token))
-		}
+		opts = resumeAfter(opts, token)
 	}
-	pipeline := bson.A{bson.D{{Key: "$match", Value: bson.D{
-		{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}},
-	}}}}
-	stream, err := r.source.Watch(ctx, pipeline, opts...)
+	stream, err := r.source.Watch(ctx, changes(), opts...)
 	if err != nil {
-		return fmt.Errorf("extref.Watch: open the change stream on %s: %w", r.source.Name(), err)
+		return r.fail("Watch", nil, fmt.Errorf("open the change stream on %s: %w", r.source.Name(), err))
 	}
 	defer stream.Close(context.WithoutCancel(ctx))
 	for stream.Next(ctx) {
 		var ev event
 		if err := stream.Decode(&ev); err != nil {
-			return fmt.Errorf("extref.Watch: decode event: %w", err)
+			return r.fail("Watch", nil, fmt.Errorf("decode event: %w", err))
 		}
 		synced := false
 		if ev.touches(r.ct.fields) {
 			_, err := r.sync(ctx, ev.DocumentKey.ID)
 			if err != nil && !errors.Is(err, patterns.ErrNotFound) && !errors.Is(err, errSourceChanging) {
-				return fmt.Errorf("extref.Watch: %w", err)
+				return r.fail("Watch", ev.DocumentKey.ID, err)
 			}
 			synced = err == nil
 		}
 		if tokens != nil && (synced || stream.RemainingBatchLength() == 0) {
 			if err := tokens.SaveToken(ctx, stream.ResumeToken()); err != nil {
-				return fmt.Errorf("extref.Watch: %w", err)
+				return r.fail("Watch", nil, fmt.Errorf("save the resume token: %w", err))
 			}
 		}
 	}
@@ -153,9 +152,19 @@ func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.L
 		return err
 	}
 	if err := stream.Err(); err != nil {
-		return fmt.Errorf("extref.Watch: change stream on %s: %w", r.source.Name(), err)
+		return r.fail("Watch", nil, fmt.Errorf("change stream on %s: %w", r.source.Name(), err))
 	}
-	return fmt.Errorf("extref.Watch: the change stream on %s ended (the collection was dropped or renamed)", r.source.Name())
+	return r.fail("Watch", nil, fmt.Errorf("the change stream on %s ended (the collection was dropped or renamed)", r.source.Name()))
+}
+
+// resumeAfter returns opts followed by the option that starts the change
+// stream after token, or opts when token is nil. It never writes into the
+// spare capacity of the caller's array.
+func resumeAfter(opts []options.Lister[options.ChangeStreamOptions], token bson.Raw) []options.Lister[options.ChangeStreamOptions] {
+	if token == nil {
+		return opts
+	}
+	return append(slices.Clip(opts), options.ChangeStream().SetStartAfter(token))
 }
 
 // event is the part of a change event Watch reads.

@@ -2,6 +2,7 @@ package extref_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,16 +15,22 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
+// TestWatchUnsupported: on a plan without change streams, Watch returns at
+// once an UnsupportedError naming the feature.
 func TestWatchUnsupported(t *testing.T) {
-	if mongotest.Server().Has(patterns.FeatureChangeStreams) {
-		t.Skipf("skipped: %s has change streams", mongotest.Server())
-	}
-	r := customerRefs(t, mongotest.DB(t))
-	err := r.Watch(ctx, nil)
-	require.ErrorIs(t, err, patterns.ErrUnsupported)
-	var ue *patterns.UnsupportedError
-	require.ErrorAs(t, err, &ue)
-	require.Equal(t, patterns.FeatureChangeStreams, ue.Feature)
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		if has(p, patterns.FeatureChangeStreams) {
+			t.Skip("skipped: the plan has change streams (TestWatch)")
+		}
+		r := customerRefs(t, mongotest.DB(t), p)
+		err := r.Watch(ctx, nil)
+		require.ErrorIs(t, err, patterns.ErrUnsupported)
+		var ue *patterns.UnsupportedError
+		require.ErrorAs(t, err, &ue)
+		require.Equal(t, patterns.FeatureChangeStreams, ue.Feature)
+		require.Equal(t, mongotest.Server().String(), ue.Server)
+		require.True(t, strings.HasPrefix(err.Error(), "extref: Watch: unsupported by the server: "), err.Error())
+	})
 }
 
 // TestWatch: a change stream on customers keeps the orders' copies in
@@ -31,9 +38,7 @@ func TestWatchUnsupported(t *testing.T) {
 // renames made while it was down.
 func TestWatch(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureChangeStreams)
-	db := mongotest.DB(t)
-	r := customerRefs(t, db)
-	seedOrders(t, db, r, 3, 9)
+	db, r := withOrders(t, 3, 9)
 	tokens := extref.TokenCollection{Collection: db.Collection("tokens"), Name: "customers->orders"}
 
 	start := func() (stop func()) {

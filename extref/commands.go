@@ -1,0 +1,269 @@
+package extref
+
+import (
+	"strconv"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+)
+
+// This file builds every filter, update, projection and pipeline the
+// package sends, as pure functions of their inputs.
+
+// byID is the filter of one document by _id: {_id: id}.
+func byID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// sourceUpdate is the options Update gives the source's findAndModify
+// after the caller's, which it overrides: return the document after the
+// update, projected on the copied fields where the plan allows it, else
+// whole (no projection, so that a caller's cannot hide a copied field).
+func sourceUpdate(p plan, proj bson.D) *options.FindOneAndUpdateOptionsBuilder {
+	o := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if p.projectUpdate {
+		return o.SetProjection(proj)
+	}
+	return o.SetProjection(nil)
+}
+
+// copiedFields is the projection of a source document on the copied
+// fields: {name: 1, email: 1}. The _id comes with it.
+func copiedFields(ct copyType) bson.D {
+	proj := make(bson.D, len(ct.fields))
+	for i, f := range ct.fields {
+		proj[i] = bson.E{Key: f, Value: 1}
+	}
+	return proj
+}
+
+// sourcesByID is the filter of the sources with the given ids:
+// {_id: {$in: [ids...]}}.
+func sourcesByID(ids bson.A) bson.D {
+	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
+}
+
+// indexKeys are the keys of the index a target's queries use: the copy's
+// id, {customer.id: 1} or {items.product.id: 1} (multikey).
+func indexKeys(p copyPath, ct copyType) bson.D {
+	return bson.D{{Key: join(p.inDocument(), ct.id), Value: 1}}
+}
+
+// fieldPaths are the paths of a copy's id and copied fields under one
+// prefix, joined once when the repository is built.
+type fieldPaths struct {
+	id     string
+	fields []string // in the order of copyType.fields
+}
+
+func pathsAt(prefix string, ct copyType) fieldPaths {
+	fp := fieldPaths{id: join(prefix, ct.id), fields: make([]string, len(ct.fields))}
+	for i, f := range ct.fields {
+		fp.fields[i] = join(prefix, f)
+	}
+	return fp
+}
+
+// targetPaths are the paths a target's commands name.
+type targetPaths struct {
+	// match: the copy as the sync's filter sees it, in the document
+	// ("customer") or, inside $elemMatch, in the array element ("product").
+	match fieldPaths
+	// set: the copy as the sync's update writes it: "customer", or
+	// "items.$[e].product".
+	set fieldPaths
+	// array: the array holding the copies; "" for a single copy.
+	array string
+	// elemID: the array filter's field, "e.product.id".
+	elemID string
+	// holder: the copy's id from the document's root, "items.product.id".
+	holder string
+}
+
+// elem is the identifier of the array filter of an array target's update.
+const elem = "e"
+
+// pathsOf joins the paths of target path p's commands.
+func pathsOf(p copyPath, ct copyType) targetPaths {
+	tp := targetPaths{match: pathsAt(p.copy, ct), set: pathsAt(p.copy, ct), array: p.array, holder: join(p.inDocument(), ct.id)}
+	if p.array != "" {
+		tp.set = pathsAt(join(p.array, "$["+elem+"]", p.copy), ct)
+		tp.elemID = join(elem, p.copy, ct.id)
+	}
+	return tp
+}
+
+// staleCond returns the query condition that selects the copies of c, at
+// the paths at, that differ from c in at least one field:
+//
+//	{<prefix>.<id>: id, $or: [{<prefix>.<f>: {$ne: v}}, ..., {<prefix>.<g>: {$exists: true}}]}
+//
+// one clause per copied field ($exists for a field that S omits). Fields
+// are compared one by one rather than the copy as a whole, because a whole
+// embedded document compares field order too and may carry other fields.
+func staleCond(at fieldPaths, ct copyType, c copyValue) bson.D {
+	or := make(bson.A, len(ct.fields))
+	elems := make([]bson.E, 2*len(ct.fields)) // one backing array for the clauses
+	for i, f := range ct.fields {
+		cond, clause := elems[2*i:2*i+1:2*i+1], elems[2*i+1:2*i+2:2*i+2]
+		cond[0] = bson.E{Key: "$exists", Value: true}
+		if v := c.want(f); v.Type != 0 {
+			cond[0] = bson.E{Key: "$ne", Value: v}
+		}
+		clause[0] = bson.E{Key: at.fields[i], Value: bson.D(cond)}
+		or[i] = bson.D(clause)
+	}
+	return bson.D{{Key: at.id, Value: c.id}, {Key: "$or", Value: or}}
+}
+
+// setCopy returns the update that makes the copy at the paths at equal to
+// c: {$set: {<prefix>.<f>: v, ...}, $unset: {<prefix>.<g>: ""}}, each
+// operator only when it has fields. The id is not written: the filter
+// matched it.
+func setCopy(at fieldPaths, ct copyType, c copyValue) bson.D {
+	set, unset := make(bson.D, 0, len(ct.fields)), bson.D(nil)
+	for i, f := range ct.fields {
+		if v := c.want(f); v.Type != 0 {
+			set = append(set, bson.E{Key: at.fields[i], Value: v})
+		} else {
+			unset = append(unset, bson.E{Key: at.fields[i], Value: ""})
+		}
+	}
+	u := make(bson.D, 0, 2)
+	if len(set) > 0 {
+		u = append(u, bson.E{Key: "$set", Value: set})
+	}
+	if len(unset) > 0 {
+		u = append(u, bson.E{Key: "$unset", Value: unset})
+	}
+	return u
+}
+
+// syncMany is the one updateMany that syncs a target where the plan does
+// not take the portable path.
+type syncMany struct {
+	filter       bson.D
+	update       bson.D
+	arrayFilters []any // nil for a single embedded document
+}
+
+// syncMany builds the updateMany of the target.
+//
+// A single embedded document ("customer"):
+//
+//	filter {customer.id: id, $or: [{customer.name: {$ne: name}}, ...]}
+//	update {$set: {customer.name: name, ...}}
+//
+// Copies in array elements ("items[].product"): the filter selects the
+// documents with at least one stale copy of the source, and the array
+// filter every copy of the source in them:
+//
+//	filter       {items: {$elemMatch: {product.id: id, $or: [{product.name: {$ne: name}}, ...]}}}
+//	update       {$set: {items.$[e].product.name: name, ...}}
+//	arrayFilters [{e.product.id: id}]
+//
+// The array filter holds no $or: FerretDB 2.x refuses a logical operator
+// at the top of an array filter (MongoDB accepts it), and this form runs
+// on both. A copy that already equals the source, in a document that also
+// holds a stale one, is set to the values it holds: MongoDB counts the
+// document modified once either way, and a document whose copies are all
+// fresh is not matched, so Matched and Modified still count the documents
+// that held stale copies.
+func (tp targetPaths) syncMany(ct copyType, c copyValue) syncMany {
+	if tp.array == "" {
+		return syncMany{filter: staleCond(tp.match, ct, c), update: setCopy(tp.set, ct, c)}
+	}
+	return syncMany{
+		filter:       bson.D{{Key: tp.array, Value: bson.D{{Key: "$elemMatch", Value: staleCond(tp.match, ct, c)}}}},
+		update:       setCopy(tp.set, ct, c),
+		arrayFilters: []any{bson.D{{Key: tp.elemID, Value: c.id}}},
+	}
+}
+
+// holders returns the filter that selects every document holding a copy
+// of c, stale or not: {items.product.id: id}. The portable array path
+// starts from it, because FerretDB 1.x rejects $elemMatch on the fields of
+// array elements, so the stale elements are found in Go.
+func (tp targetPaths) holders(c copyValue) bson.D {
+	return bson.D{{Key: tp.holder, Value: c.id}}
+}
+
+// arrayOnly is the projection of a target document on p's array:
+// {items: 1}.
+func (p copyPath) arrayOnly() bson.D { return bson.D{{Key: p.array, Value: 1}} }
+
+// rewrite returns the update of one document of an array target that the
+// portable path sends: it sets the stale copies of c in the array arr by
+// their indexes, guarded by their ids, so that an element that moved or was
+// removed since arr was read makes the update match nothing instead of
+// writing the wrong element:
+//
+//	filter {_id: docID, items.3.product.id: id, ...}
+//	update {$set: {items.3.product.name: name, ...}}
+//
+// ok is false when no copy of c in arr is stale.
+func (p copyPath) rewrite(docID bson.RawValue, arr bson.RawArray, ct copyType, c copyValue) (filter, update bson.D, ok bool) {
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, nil, false
+	}
+	filter = bson.D{{Key: "_id", Value: docID}}
+	var set, unset bson.D
+	for i, v := range vals {
+		cp, isCopy := p.elementCopy(v)
+		if !isCopy || !bsonid.Equal(lookup(cp, ct.id), c.id) {
+			continue
+		}
+		at := join(p.array, strconv.Itoa(i), p.copy)
+		changed := false
+		for _, f := range ct.fields {
+			want := c.want(f)
+			if !stale(lookup(cp, f), want) {
+				continue
+			}
+			changed = true
+			if want.Type != 0 {
+				set = append(set, bson.E{Key: join(at, f), Value: want})
+			} else {
+				unset = append(unset, bson.E{Key: join(at, f), Value: ""})
+			}
+		}
+		if changed {
+			filter = append(filter, bson.E{Key: join(at, ct.id), Value: c.id})
+		}
+	}
+	if len(set) > 0 {
+		update = append(update, bson.E{Key: "$set", Value: set})
+	}
+	if len(unset) > 0 {
+		update = append(update, bson.E{Key: "$unset", Value: unset})
+	}
+	return filter, update, len(update) > 0
+}
+
+// withCopies is the filter of Verify's scan of a target: the documents
+// where the copy's path holds something, {customer: {$exists: true}} or
+// {items.product: {$exists: true}}, so that copies without an id are read
+// (and counted as orphans) too.
+func (p copyPath) withCopies() bson.D {
+	return bson.D{{Key: p.inDocument(), Value: bson.D{{Key: "$exists", Value: true}}}}
+}
+
+// copiesOnly is the projection of a target document on its copies:
+// {customer: 1} or {items.product: 1}.
+func (p copyPath) copiesOnly() bson.D { return bson.D{{Key: p.inDocument(), Value: 1}} }
+
+// changes is the pipeline of Watch's change stream: the updates and
+// replacements of source documents.
+func changes() bson.A {
+	return bson.A{bson.D{{Key: "$match", Value: bson.D{
+		{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}},
+	}}}}
+}
+
+// saveToken is the update of [TokenCollection.SaveToken]:
+// {$set: {token: token, savedAt: now}}, sent with upsert.
+func saveToken(token bson.Raw, now time.Time) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}
+}

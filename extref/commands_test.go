@@ -1,0 +1,251 @@
+package extref
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// requireBSON compares two values by their BSON encoding, shown as
+// extended JSON on failure.
+func requireBSON(t *testing.T, want, got any) {
+	t.Helper()
+	enc := func(v any) string {
+		b, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
+		require.NoError(t, err)
+		return bson.Raw(b).String()
+	}
+	require.Equal(t, enc(want), enc(got))
+}
+
+func copyValueOf(t *testing.T, s any, idField string) copyValue {
+	t.Helper()
+	raw, err := bson.Marshal(s)
+	require.NoError(t, err)
+	return copyValue{raw: raw, id: bson.Raw(raw).Lookup(idField)}
+}
+
+var oid = bson.ObjectID{0xc1}
+
+func ann(t *testing.T) (copyType, copyValue) {
+	ct, err := describe[customerRef]("id")
+	require.NoError(t, err)
+	return ct, copyValueOf(t, customerRef{ID: oid, Name: "Ann", Email: "ann@example.com"}, "id")
+}
+
+func mustParse(t *testing.T, s string) copyPath {
+	t.Helper()
+	p, err := parsePath(s)
+	require.NoError(t, err)
+	return p
+}
+
+// TestSyncMany pins the exact updateMany that syncs a target where the
+// plan has arrayFilters (and every single-document target), which the
+// server here may not run: it must stay what MongoDB is known to do right.
+func TestSyncMany(t *testing.T) {
+	ct, c := ann(t)
+	ne := func(v any) bson.D { return bson.D{{Key: "$ne", Value: v}} }
+	tests := []struct {
+		path string
+		want syncMany
+	}{
+		{"customer", syncMany{
+			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
+				bson.D{{Key: "customer.name", Value: ne("Ann")}},
+				bson.D{{Key: "customer.email", Value: ne("ann@example.com")}},
+			}}},
+			update: bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}, {Key: "customer.email", Value: "ann@example.com"}}}},
+		}},
+		{"items[].product", syncMany{
+			filter: bson.D{{Key: "items", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
+				{Key: "product.id", Value: oid}, {Key: "$or", Value: bson.A{
+					bson.D{{Key: "product.name", Value: ne("Ann")}},
+					bson.D{{Key: "product.email", Value: ne("ann@example.com")}},
+				}},
+			}}}}},
+			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
+			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}}},
+		}},
+		{"authors[]", syncMany{
+			filter: bson.D{{Key: "authors", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
+				{Key: "id", Value: oid}, {Key: "$or", Value: bson.A{
+					bson.D{{Key: "name", Value: ne("Ann")}},
+					bson.D{{Key: "email", Value: ne("ann@example.com")}},
+				}},
+			}}}}},
+			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
+			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}}},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			got := pathsOf(mustParse(t, tc.path), ct).syncMany(ct, c)
+			requireBSON(t, tc.want.filter, got.filter)
+			requireBSON(t, tc.want.update, got.update)
+			requireBSON(t, tc.want.arrayFilters, got.arrayFilters)
+		})
+	}
+}
+
+// TestArrayFiltersHoldNoOperator: on every known server whose plan syncs
+// array targets with arrayFilters, each array filter's top-level fields
+// are fields of the identifier, never an operator: FerretDB 2.x answers
+// "The top level field name must be alphanumeric string. Found '$or'".
+func TestArrayFiltersHoldNoOperator(t *testing.T) {
+	ct, c := ann(t)
+	for name, srv := range mongotest.KnownServers() {
+		p := planFor(srv)
+		for _, path := range []string{"items[].product", "authors[]", "order.lines[].customer"} {
+			cp := mustParse(t, path)
+			if p.portable(cp) {
+				continue
+			}
+			u := pathsOf(cp, ct).syncMany(ct, c)
+			require.Len(t, u.arrayFilters, 1, "%s %s", name, path)
+			for _, e := range u.arrayFilters[0].(bson.D) {
+				require.True(t, strings.HasPrefix(e.Key, elem+"."), "%s %s: array filter field %q", name, path, e.Key)
+			}
+		}
+	}
+}
+
+// TestSyncManyOmittedField: an omitempty field at its zero value is
+// absent from the copy, so the stale copies are those that have it and the
+// update removes it.
+func TestSyncManyOmittedField(t *testing.T) {
+	ct, _ := ann(t)
+	c := copyValueOf(t, customerRef{ID: oid, Name: "Ann"}, "id")
+	got := pathsOf(mustParse(t, "customer"), ct).syncMany(ct, c)
+	requireBSON(t, bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$ne", Value: "Ann"}}}},
+		bson.D{{Key: "customer.email", Value: bson.D{{Key: "$exists", Value: true}}}},
+	}}}, got.filter)
+	requireBSON(t, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}}},
+		{Key: "$unset", Value: bson.D{{Key: "customer.email", Value: ""}}},
+	}, got.update)
+}
+
+// TestRewrite pins the portable path's update of one document: only the
+// stale copies of the source, by index, each guarded by its id.
+func TestRewrite(t *testing.T) {
+	ct, c := ann(t)
+	other := bson.ObjectID{0xc2}
+	item := func(id bson.ObjectID, name, email string) bson.D {
+		p := bson.D{{Key: "id", Value: id}, {Key: "name", Value: name}}
+		if email != "" {
+			p = append(p, bson.E{Key: "email", Value: email})
+		}
+		return bson.D{{Key: "qty", Value: 1}, {Key: "product", Value: p}}
+	}
+	arr := func(items ...any) bson.RawArray {
+		_, data, err := bson.MarshalValue(bson.A(items))
+		require.NoError(t, err)
+		return data
+	}
+	docID := val(t, 42)
+	p := mustParse(t, "items[].product")
+
+	filter, update, ok := p.rewrite(docID, arr(
+		item(oid, "Old", "ann@example.com"), // stale name
+		"not a document",
+		item(other, "Old", "x@example.com"),  // another source
+		item(oid, "Ann", "ann@example.com"),  // fresh
+		item(oid, "Ann", "old@example.com"),  // stale email
+		bson.D{{Key: "product", Value: "x"}}, // no copy
+	), ct, c)
+	require.True(t, ok)
+	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "items.0.product.id", Value: oid}, {Key: "items.4.product.id", Value: oid}}, filter)
+	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{
+		{Key: "items.0.product.name", Value: "Ann"},
+		{Key: "items.4.product.email", Value: "ann@example.com"},
+	}}}, update)
+
+	_, _, ok = p.rewrite(docID, arr(item(oid, "Ann", "ann@example.com"), item(other, "Old", "")), ct, c)
+	require.False(t, ok, "nothing stale, nothing to write")
+
+	noEmail := copyValueOf(t, customerRef{ID: oid, Name: "Ann"}, "id")
+	_, update, ok = p.rewrite(docID, arr(item(oid, "Ann", "ann@example.com")), ct, noEmail)
+	require.True(t, ok)
+	requireBSON(t, bson.D{{Key: "$unset", Value: bson.D{{Key: "items.0.product.email", Value: ""}}}}, update)
+
+	filter, update, ok = mustParse(t, "authors[]").rewrite(docID, arr(bson.D{{Key: "id", Value: oid}, {Key: "name", Value: "Old"}}), ct, c)
+	require.True(t, ok)
+	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "authors.0.id", Value: oid}}, filter)
+	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "authors.0.name", Value: "Ann"}, {Key: "authors.0.email", Value: "ann@example.com"}}}}, update)
+}
+
+func TestCopies(t *testing.T) {
+	doc, err := bson.Marshal(bson.D{
+		{Key: "customer", Value: bson.D{{Key: "id", Value: 1}}},
+		{Key: "items", Value: bson.A{bson.D{{Key: "product", Value: bson.D{{Key: "id", Value: 2}}}}, 5, bson.D{{Key: "product", Value: bson.D{{Key: "id", Value: 3}}}}, bson.D{}}},
+	})
+	require.NoError(t, err)
+	ids := func(p string) []int32 {
+		var out []int32
+		for cp := range mustParse(t, p).copies(doc) {
+			out = append(out, cp.Lookup("id").Int32())
+		}
+		return out
+	}
+	require.Equal(t, []int32{1}, ids("customer"))
+	require.Equal(t, []int32{2, 3}, ids("items[].product"))
+	require.Empty(t, ids("billing"))
+	require.Empty(t, ids("customer[].x"), "not an array")
+}
+
+// TestSourceUpdate pins the options Update adds to the caller's, on every
+// known server: the document after the update, projected on the copied
+// fields only where findAndModify's projection is known to work, and never
+// with the caller's projection, which could hide a copied field.
+func TestSourceUpdate(t *testing.T) {
+	ct, _ := ann(t)
+	proj := copiedFields(ct)
+	requireBSON(t, bson.D{{Key: "name", Value: 1}, {Key: "email", Value: 1}}, proj)
+	servers := mongotest.KnownServers()
+	servers["portable"] = mongotest.Portable()
+	for name, srv := range servers {
+		p := planFor(srv)
+		callers := options.FindOneAndUpdate().SetProjection(bson.D{{Key: "notes", Value: 1}}).SetReturnDocument(options.Before).SetUpsert(true)
+		o, err := listers.Merged([]options.Lister[options.FindOneAndUpdateOptions]{callers, sourceUpdate(p, proj)})
+		require.NoError(t, err)
+		require.Equal(t, options.After, *o.ReturnDocument, name)
+		require.True(t, *o.Upsert, "%s: the caller's other options pass", name)
+		if srv.Has(patterns.FeatureFindAndModifyProjection) {
+			require.Equal(t, proj, o.Projection, name)
+		} else {
+			require.Nil(t, o.Projection, name)
+		}
+	}
+}
+
+// TestBuilders pins the other commands the package sends.
+func TestBuilders(t *testing.T) {
+	ct, c := ann(t)
+	requireBSON(t, bson.D{{Key: "_id", Value: 7}}, byID(7))
+	requireBSON(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, "x"}}}}}, sourcesByID(bson.A{1, "x"}))
+
+	items := mustParse(t, "items[].product")
+	requireBSON(t, bson.D{{Key: "items.product.id", Value: 1}}, indexKeys(items, ct))
+	requireBSON(t, bson.D{{Key: "items.product.id", Value: oid}}, pathsOf(items, ct).holders(c))
+	requireBSON(t, bson.D{{Key: "items", Value: 1}}, items.arrayOnly())
+	requireBSON(t, bson.D{{Key: "items.product", Value: bson.D{{Key: "$exists", Value: true}}}}, items.withCopies())
+	requireBSON(t, bson.D{{Key: "items.product", Value: 1}}, items.copiesOnly())
+	authors := mustParse(t, "authors[]")
+	requireBSON(t, bson.D{{Key: "authors.id", Value: oid}}, pathsOf(authors, ct).holders(c))
+	requireBSON(t, bson.D{{Key: "authors", Value: bson.D{{Key: "$exists", Value: true}}}}, authors.withCopies())
+
+	requireBSON(t, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}}}}}}, changes())
+	token := bson.Raw(bsonDoc(t, bson.D{{Key: "_data", Value: "82"}}))
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}, saveToken(token, now))
+}

@@ -1,0 +1,88 @@
+package extref
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+)
+
+// Config declares one extended reference. The copied fields are not listed
+// here: they are the fields of the copy type S given to [New].
+type Config struct {
+	// Source is the collection of the referenced documents (required).
+	Source string
+	// IDField is the BSON name of the copy's field that holds the source's
+	// _id. Zero value: [DefaultIDField].
+	IDField string
+	// Targets are the places that hold copies (at least one). Two targets
+	// of one collection must not overlap (one path inside the other).
+	Targets []Target
+	// BatchSize is how many target documents Verify and Repair read per
+	// round trip, and how many documents the portable array path reads per
+	// round trip and rewrites per command (where the server has
+	// [patterns.FeatureBatchedUpdates]; one per command elsewhere). At most
+	// 2³¹-1. Zero value: [DefaultBatchSize].
+	BatchSize int
+}
+
+// The defaults of [Config]'s fields, used where a field is zero.
+const (
+	DefaultIDField   = "id"
+	DefaultBatchSize = 500
+)
+
+// normalize fills in the defaults and checks everything that does not
+// depend on the copy type; errors wrap [patterns.ErrInvalid].
+func (c Config) normalize() (Config, error) {
+	if err := check.Collection(c.Source); err != nil {
+		return c, fmt.Errorf("source: %w", err)
+	}
+	if c.IDField == "" {
+		c.IDField = DefaultIDField
+	}
+	if err := check.Field(c.IDField); err != nil {
+		return c, fmt.Errorf("IDField: %w", err)
+	}
+	switch {
+	case c.BatchSize == 0:
+		c.BatchSize = DefaultBatchSize
+	case c.BatchSize < 0 || c.BatchSize > math.MaxInt32:
+		return c, errs.Invalid("BatchSize %d is negative or over the server's maximum (2³¹-1)", c.BatchSize)
+	}
+	if _, err := parseTargets(c.Targets); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// parseTargets checks the targets and parses their paths.
+func parseTargets(ts []Target) ([]copyPath, error) {
+	if len(ts) == 0 {
+		return nil, errs.Invalid("no targets")
+	}
+	paths := make([]copyPath, len(ts))
+	for i, t := range ts {
+		if err := check.Collection(t.Collection); err != nil {
+			return nil, fmt.Errorf("target %d: %w", i, err)
+		}
+		p, err := parsePath(t.Path)
+		if err != nil {
+			return nil, fmt.Errorf("target %d (%s): %w", i, t, err)
+		}
+		for j, o := range ts[:i] {
+			if o.Collection == t.Collection && overlaps(paths[j].inDocument(), p.inDocument()) {
+				return nil, errs.Invalid("targets %s and %s overlap", o, t)
+			}
+		}
+		paths[i] = p
+	}
+	return paths, nil
+}
+
+// overlaps reports whether one dotted path is the other or inside it.
+func overlaps(a, b string) bool {
+	return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(b, a+".")
+}

@@ -1,0 +1,158 @@
+package extref
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Update applies update (an update document such as
+// {$set: {name: "Ann"}}, or a pipeline where the server has
+// [patterns.FeaturePipelineUpdates]) to the source document with _id
+// sourceID, then syncs its copies as [Ref.Sync] does, and returns the
+// per-target counts. opts pass through to the source's findAndModify
+// (arrayFilters, hint, upsert...), except what Update sets itself: it asks
+// for the document after the update, projected on the copied fields where
+// the server has [patterns.FeatureFindAndModifyProjection] and whole
+// elsewhere (a projection in opts is overridden, since it could hide a
+// copied field).
+//
+// Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
+// or sharded cluster), the source's update and the copies' updates run in
+// one transaction: a findAndModify, one updateMany per target and a
+// commitTransaction; readers see the source and its copies change
+// together, and on error nothing is written. The driver retries the
+// transaction on transient errors.
+//
+// Elsewhere (a standalone server, FerretDB, whose transactions are absent
+// or silently wrong: see [patterns.FeatureTransactions]) Update sends the
+// findAndModify and then syncs as Sync does (no first read of the source:
+// the findAndModify returns it). Between the two steps readers see the new
+// source with the old copies; if the sync fails, or the process dies in
+// that gap, the source keeps its change and the copies stay stale until a
+// Sync, Repair or Watch event: the error says so, and Sync(sourceID) is the
+// retry. There, a findAndModify that fails with a transient error that
+// applied nothing (FerretDB 2.x's "deadlock detected") is sent again, up to
+// 5 times, and so are the sync's updates (see [Ref.Sync]).
+//
+// Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
+// update document (a replacement would drop the source's other fields);
+// [patterns.ErrNotFound] when no source has that id (nothing written); an
+// [*patterns.UnsupportedError] naming [patterns.FeaturePipelineUpdates] for
+// a pipeline, or [patterns.FeatureArrayFilters] for an arrayFilters
+// option, on a server without it (nothing sent); [patterns.ErrUnsupported]
+// for another option the server answers it does not implement.
+func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
+	if err := patterns.ValidateID(sourceID); err != nil {
+		return nil, pkg.Wrap("Update", err)
+	}
+	pipeline, err := validUpdate(update)
+	if err != nil {
+		return nil, r.fail("Update", sourceID, err)
+	}
+	given, err := listers.Merged(opts)
+	if err != nil {
+		return nil, r.fail("Update", sourceID, err)
+	}
+	d, err := r.decide(ctx)
+	if err != nil {
+		return nil, r.fail("Update", sourceID, err)
+	}
+	switch {
+	case pipeline && !d.pipelineUpdates:
+		return nil, r.fail("Update", sourceID, fmt.Errorf("update pipeline: %w", d.unsupported(patterns.FeaturePipelineUpdates)))
+	case given.ArrayFilters != nil && !d.arrayFilters:
+		return nil, r.fail("Update", sourceID, fmt.Errorf("arrayFilters option: %w", d.unsupported(patterns.FeatureArrayFilters)))
+	}
+	opts = append(slices.Clip(opts), sourceUpdate(d.plan, r.proj)) // never into the caller's array
+	updateSource := func(ctx context.Context) (copyValue, error) {
+		raw, err := r.source.FindOneAndUpdate(ctx, byID(sourceID), update, opts...).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
+		}
+		if err != nil {
+			return copyValue{}, fmt.Errorf("update in %s: %w", r.source.Name(), err)
+		}
+		_, c, err := r.copyOf(raw)
+		return c, err
+	}
+
+	if d.transactions {
+		sess, err := r.db.Client().StartSession()
+		if err != nil {
+			return nil, r.fail("Update", sourceID, err)
+		}
+		defer sess.EndSession(context.WithoutCancel(ctx))
+		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+			c, err := updateSource(ctx)
+			if err != nil {
+				return nil, err
+			}
+			counts := r.counts()
+			return counts, r.apply(ctx, d.plan, c, counts)
+		})
+		if err != nil {
+			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
+		}
+		return res.([]Count), nil
+	}
+
+	var c copyValue
+	err = srverr.Retry(ctx, func() (err error) {
+		c, err = updateSource(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, r.fail("Update", sourceID, err)
+	}
+	counts, err := r.converge(ctx, d.plan, sourceID, c)
+	if err != nil {
+		return counts, r.fail("Update", sourceID, fmt.Errorf("updated, but its copies may be stale (run Sync): %w", err))
+	}
+	return counts, nil
+}
+
+// validUpdate accepts an update document whose top-level fields are all
+// update operators, or a non-empty pipeline, which it reports.
+func validUpdate(u any) (pipeline bool, err error) {
+	if u == nil {
+		return false, errs.Invalid("update is nil")
+	}
+	t, data, err := bson.MarshalValue(u)
+	if err != nil {
+		return false, errs.Invalid("update of type %T cannot be encoded: %v", u, err)
+	}
+	switch t {
+	case bson.TypeEmbeddedDocument:
+		elems, err := bson.Raw(data).Elements()
+		if err != nil {
+			return false, errs.Invalid("update: %v", err)
+		}
+		if len(elems) == 0 {
+			return false, errs.Invalid("update is empty")
+		}
+		for _, e := range elems {
+			if !strings.HasPrefix(e.Key(), "$") {
+				return false, errs.Invalid("update field %q is not an update operator (a replacement document would drop the source's other fields)", e.Key())
+			}
+		}
+		return false, nil
+	case bson.TypeArray:
+		if vals, err := bson.RawArray(data).Values(); err != nil || len(vals) == 0 {
+			return true, errs.Invalid("update pipeline is empty or malformed")
+		}
+		return true, nil
+	}
+	return false, errs.Invalid("update of type %T encodes as a BSON %s; want an update document or a pipeline", u, t)
+}

@@ -1,0 +1,36 @@
+// Package listers reads the driver options a caller passes through a
+// repository, so that the repository can check what they ask for (an
+// option the server lacks, a projection that would hide fields) before
+// sending them.
+package listers
+
+import (
+	"reflect"
+
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+)
+
+// Merged applies opts in order to a zero O, as the driver does when it
+// builds the command, and returns the result: the last lister to set a
+// field wins, and nil listers (typed nil pointers too) and setters are
+// skipped, as the driver skips them. An option whose setter fails (the driver would refuse it
+// too) gives an error wrapping [patterns.ErrInvalid]. It sends nothing.
+func Merged[O any](opts []options.Lister[O]) (O, error) {
+	var o O
+	for _, l := range opts {
+		if l == nil || reflect.ValueOf(l).Kind() == reflect.Pointer && reflect.ValueOf(l).IsNil() {
+			continue
+		}
+		for _, set := range l.List() {
+			if set == nil {
+				continue
+			}
+			if err := set(&o); err != nil {
+				return o, errs.Invalid("options: %v", err)
+			}
+		}
+	}
+	return o, nil
+}
