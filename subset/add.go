@@ -201,7 +201,7 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 // what it inserted and returns the error.
 func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []entry) ([]entry, error) {
 	_, err := write(ctx, func() (*mongo.InsertManyResult, error) {
-		return r.items.InsertMany(ctx, docs(entries), options.InsertMany().SetOrdered(false))
+		return r.items.InsertMany(ctx, docs(entries), unordered)
 	})
 	if err == nil {
 		return entries, nil
@@ -266,6 +266,10 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	}
 	return out, nil
 }
+
+// unordered are the options of the insertMany of Add: the driver reads
+// them, never changes them, so one value serves every call.
+var unordered = options.InsertMany().SetOrdered(false)
 
 // storedItems reads the parent's items with the given ids (one find),
 // by bsonid.Key of their ids.

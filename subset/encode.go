@@ -29,19 +29,72 @@ type parentRef struct {
 
 // newParentRef validates a parent id given at the API.
 func newParentRef(field string, id any) (parentRef, error) {
-	if err := patterns.ValidateID(id); err != nil {
-		return parentRef{}, fmt.Errorf("parent id: %w", err)
-	}
 	t, v, err := bson.MarshalValue(id)
-	if err != nil { // ValidateID encodes it too, so this is unreachable in practice
-		return parentRef{}, fmt.Errorf("parent id: %w", err)
+	val := bson.RawValue{Type: t, Value: v}
+	if err != nil || !plainID(val) {
+		if err := patterns.ValidateID(id); err != nil {
+			return parentRef{}, fmt.Errorf("parent id: %w", err)
+		}
 	}
 	elem := make([]byte, 0, 2+len(field)+len(v))
 	elem = append(elem, byte(t))
 	elem = append(elem, field...)
 	elem = append(elem, 0)
 	elem = append(elem, v...)
-	return parentRef{id: id, elem: elem, val: bson.RawValue{Type: t, Value: v}}, nil
+	return parentRef{id: id, elem: elem, val: val}, nil
+}
+
+// validateID is patterns.ValidateID for an id given at the API, which
+// it leaves to decide only for ids other than a non-empty string, a
+// non-zero ObjectID or a non-zero integer: those it accepts without
+// encoding them (ValidateID's encoding costs allocations on every call).
+func validateID(id any) error {
+	switch v := id.(type) {
+	case string:
+		if v != "" {
+			return nil
+		}
+	case bson.ObjectID:
+		if !v.IsZero() {
+			return nil
+		}
+	case int:
+		if v != 0 {
+			return nil
+		}
+	case int32:
+		if v != 0 {
+			return nil
+		}
+	case int64:
+		if v != 0 {
+			return nil
+		}
+	}
+	return patterns.ValidateID(id)
+}
+
+// plainID reports whether v is an id of the common kinds that
+// patterns.ValidateID accepts: a non-empty string, a non-zero ObjectID or
+// a non-zero integer. It reads only the encoding; for every other value
+// the caller asks ValidateID, which decides (and words the error), at the
+// cost of encoding the id again.
+func plainID(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeString:
+		s, ok := v.StringValueOK()
+		return ok && s != ""
+	case bson.TypeObjectID:
+		o, ok := v.ObjectIDOK()
+		return ok && !o.IsZero()
+	case bson.TypeInt32:
+		i, ok := v.Int32OK()
+		return ok && i != 0
+	case bson.TypeInt64:
+		i, ok := v.Int64OK()
+		return ok && i != 0
+	}
+	return false
 }
 
 // String names the parent in errors: parent "kettle", parent 7.
@@ -135,17 +188,22 @@ const idElemPrefix = "\x07_id\x00"
 // place in items.
 func (r *Repo[P, I]) encodeAll(items []I, parent parentRef) ([]entry, error) {
 	out := make([]entry, len(items))
-	seen := make(map[string]int, len(items))
+	var seen map[string]int // by bsonid.Key; not needed for one item
+	if len(items) > 1 {
+		seen = make(map[string]int, len(items))
+	}
 	for i, item := range items {
 		e, err := r.encode(item, parent, true)
 		if err != nil {
 			return nil, fmt.Errorf("items[%d]: %w", i, err)
 		}
-		k := bsonid.Key(e.id)
-		if j, dup := seen[k]; dup {
-			return nil, errs.Invalid("items[%d]: id %s is given twice (items[%d])", i, idText(e.id), j)
+		if seen != nil {
+			k := bsonid.Key(e.id)
+			if j, dup := seen[k]; dup {
+				return nil, errs.Invalid("items[%d]: id %s is given twice (items[%d])", i, idText(e.id), j)
+			}
+			seen[k] = i
 		}
-		seen[k] = i
 		out[i] = e
 	}
 	return out, nil
@@ -200,8 +258,12 @@ func itemBudget(cfg Config) int {
 		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8)
 }
 
-// validateRawID applies patterns.ValidateID to an encoded id.
+// validateRawID applies patterns.ValidateID to an encoded id (decoded
+// first, unless plainID decides).
 func validateRawID(v bson.RawValue) error {
+	if plainID(v) {
+		return nil
+	}
 	var id any
 	if err := v.Unmarshal(&id); err != nil {
 		return errs.Invalid("id %s: %v", v, err)

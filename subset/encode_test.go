@@ -184,3 +184,30 @@ func TestIDText(t *testing.T) {
 	require.Equal(t, `{"$oid":"`+oid.Hex()+`"}`, idText(rawValue(t, oid)))
 	require.True(t, errors.Is(errNoParent, patterns.ErrNotFound))
 }
+
+// TestValidateIDAgreesWithPatterns checks the fast paths of validateID
+// and plainID against patterns.ValidateID, which they must never
+// contradict.
+func TestValidateIDAgreesWithPatterns(t *testing.T) {
+	ids := []any{
+		"a", "", bson.NewObjectID(), bson.ObjectID{}, 1, 0, int32(-3), int32(0), int64(9), int64(0),
+		7.5, 0.0, nil, bson.M{"$ne": nil}, bson.D{}, bson.A{1}, bson.Regex{Pattern: "."}, true, false,
+		bson.Null{}, bson.MinKey{}, make(chan int),
+	}
+	for _, id := range ids {
+		want := patterns.ValidateID(id)
+		got := validateID(id)
+		require.Equal(t, want == nil, got == nil, "%T %v: %v, %v", id, id, got, want)
+		if typ, data, err := bson.MarshalValue(id); err == nil {
+			raw := bson.RawValue{Type: typ, Value: data}
+			if plainID(raw) {
+				require.NoError(t, want, "%T %v", id, id)
+			}
+			if want == nil {
+				require.NoError(t, validateRawID(raw), "%T %v", id, id)
+			}
+		}
+		_, err := newParentRef("p", id)
+		require.Equal(t, want == nil, err == nil, "%T %v", id, id)
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // All returns every item of the parent from the items collection, in the
@@ -28,7 +27,7 @@ import (
 // The iteration is not a snapshot: items added or removed while it runs
 // may or may not appear.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
-	if err := patterns.ValidateID(parentID); err != nil {
+	if err := validateID(parentID); err != nil {
 		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
 	opts = append(slices.Clip(opts), options.Find().SetSort(r.cmd.order))
@@ -46,7 +45,7 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 // or repeat items when items before it are added or removed. A limit
 // outside 1 to 1<<20 gives [patterns.ErrInvalid].
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
-	if err := patterns.ValidateID(parentID); err != nil {
+	if err := validateID(parentID); err != nil {
 		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))
 	}
 	if limit < 1 || limit > maxN {
