@@ -33,7 +33,7 @@ const maxAttempts = 10
 // documentation). The update is guarded by {Field.IDField: {$nin: ids}},
 // so that it never pushes an item the subset already holds. A subset
 // field that $push cannot extend (null, say: a nil slice stored without
-// omitempty) is replaced by a recomputation, four commands more.
+// omitempty) is replaced by a recomputation, three commands more.
 //
 // Portable path (other servers, FerretDB among them): four commands. A
 // read of the parent's revision, the insertMany, and the recomputation of

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -37,43 +38,75 @@ func TestItemsOfHalfADocumentWithACapOfTwo(t *testing.T) {
 	require.Zero(t, count(t, db.Collection("items"), bson.D{}))
 }
 
-// TestAParentTooLargeForItsSubset has a parent whose own fields take 9
-// MiB, with a cap of 1: an item of 8 MiB is within the cap's limit, but
-// not beside them. The Add that would pass 16 MiB fails with ErrTooLarge
-// and leaves nothing (where the server refuses the update its error is
-// classified; where it would store it, the repository measures the
-// parent first), so that later recomputations still succeed. An Update
-// that would pass it keeps the new version in the items collection and
-// the old one in the subset, as documented. (The documents are large:
-// the embedded dev server takes about a second for each command here.)
+// TestAParentTooLargeForItsSubset has a cap of 1 and a parent with a
+// field of its own: an item of the largest size the cap allows fills a
+// parent that holds nothing else, so beside that field it would take the
+// parent past 16 MiB. The Add fails with ErrTooLarge and leaves nothing
+// (where the server refuses the update, its error is classified; where
+// it would store it, the repository measures the parent first), so that
+// later recomputations still succeed. (Each command that carries the
+// item takes the embedded dev server seconds.)
 func TestAParentTooLargeForItsSubset(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
-		db := mongotest.DB(t)
-		r := newRepo[bson.M, bson.M](t, db, config(1), plan)
-		insertParents(t, db, "a")
-		require.NoError(t, r.Add(ctx, "a", bson.M{"_id": int64(9), "parent": "a", "score": int64(0), "body": "small"}))
-		_, err := db.Collection("parents").UpdateOne(ctx, bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "blob", Value: strings.Repeat("b", 9<<20)}}}})
-		require.NoError(t, err)
-		big := func(id, score int) bson.M {
-			return bson.M{"_id": int64(id), "parent": "a", "score": int64(score), "body": strings.Repeat("x", 8<<20)}
-		}
-
-		err = r.Add(ctx, "a", big(2, 5))
+		r, items := tightParent(t, plan)
+		err := r.Add(ctx, "a", largest(t, 2, 5))
 		require.ErrorIs(t, err, patterns.ErrTooLarge)
 		require.ErrorContains(t, err, `subset: Add: parent "a": `)
-		require.Zero(t, count(t, db.Collection("items"), bson.D{{Key: "_id", Value: 2}}), "the item is taken back")
+		require.Zero(t, count(t, items, bson.D{{Key: "_id", Value: 2}}), "the item is taken back")
 		require.NoError(t, r.Rebuild(ctx, "a"), "what the items collection holds still fits")
-
-		err = r.Update(ctx, "a", big(9, 0))
-		require.ErrorIs(t, err, patterns.ErrTooLarge)
-		require.ErrorContains(t, err, `subset: Update: parent "a": item 9: `)
-		require.Equal(t, "small", body(t, r, "a", 0), "the subset keeps the old version of item 9")
+		require.Equal(t, "small", body(t, r, "a", 0))
 	})
 }
 
+// TestUpdateTooLargeForItsParent: an Update that would take the parent
+// past 16 MiB keeps the new version in the items collection and the old
+// one in the subset, as documented, and Rebuild says why until the parent
+// has room. It needs a server that refuses such an update, on which it
+// checks that every recomputation classifies the server's error (the
+// measuring path is the one TestAParentTooLargeForItsSubset takes on
+// every server).
+func TestUpdateTooLargeForItsParent(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureUpdateSizeLimit)
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		r, items := tightParent(t, plan)
+		err := r.Update(ctx, "a", largest(t, 9, 0))
+		require.ErrorIs(t, err, patterns.ErrTooLarge)
+		require.ErrorContains(t, err, `subset: Update: parent "a": item 9: `)
+		require.EqualValues(t, 1, count(t, items, bson.D{{Key: "_id", Value: 9}, {Key: "body", Value: bson.D{{Key: "$ne", Value: "small"}}}}), "the new version is stored")
+		require.Equal(t, "small", body(t, r, "a", 0), "the subset keeps the old version")
+		require.ErrorIs(t, r.Rebuild(ctx, "a"), patterns.ErrTooLarge)
+	})
+}
+
+// tightParent stores the parent "a" with a field of its own and, with a
+// cap of 1, a small item 9 in its subset.
+func tightParent(t *testing.T, plan subset.Plan) (*subset.Repo[bson.M, any], *mongo.Collection) {
+	t.Helper()
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[bson.M, any](t, db, config(1), plan)
+	_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "name", Value: "a parent"}})
+	require.NoError(t, err)
+	require.NoError(t, r.Add(ctx, "a", bson.M{"_id": int64(9), "parent": "a", "score": int64(0), "body": "small"}))
+	return r, db.Collection("items")
+}
+
+// largest returns an item of the largest size a cap of 1 allows under
+// the parent "a": the parent's _id, the subset and the revision fill 16
+// MiB with it.
+func largest(t *testing.T, id, score int64) bson.D {
+	t.Helper()
+	it := bson.D{{Key: "_id", Value: id}, {Key: "parent", Value: "a"}, {Key: "score", Value: score}, {Key: "body", Value: ""}}
+	full, err := bson.Marshal(bson.D{{Key: "_id", Value: "a"}, {Key: "top", Value: bson.A{it}}, {Key: "topRev", Value: int64(1)}})
+	require.NoError(t, err)
+	it[3].Value = strings.Repeat("x", patterns.MaxDocumentSize-len(full))
+	return it
+}
+
 // body returns the body of the i-th item of the parent's subset.
-func body(t *testing.T, r *subset.Repo[bson.M, bson.M], parentID string, i int) string {
+func body(t *testing.T, r *subset.Repo[bson.M, any], parentID string, i int) string {
 	t.Helper()
 	p, err := r.Get(context.Background(), parentID)
 	require.NoError(t, err)
