@@ -54,7 +54,10 @@ const maxAttempts = 10
 // push matches nothing because the subset holds some of the items already
 // (an earlier attempt, or a concurrent recomputation, put them there), Add
 // reads the subset's ids and pushes only the absent ones: one read and
-// one update more.
+// one update more. (Should that keep happening, because recomputations
+// keep putting some of its items in the subset first, Add gives up after
+// 10 pushes with [patterns.ErrConflict]; its items are stored, and Add
+// again or [Repo.Rebuild] finishes the job.)
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
 // the portable path checks it before inserting; the push path finds it

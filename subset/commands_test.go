@@ -123,33 +123,23 @@ func TestRecomputationCommands(t *testing.T) {
 			continue
 		}
 		t.Logf("push plan: %v", servers)
-		requireJSON(t, `[{"$set":{
-			"reviews":{"$let":{
-				"vars":{"top":{"$literal":[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]}},
-				"in":{"$slice":[{"$sortArray":{
-					"input":{"$concatArrays":["$$top",{"$filter":{
-						"input":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]},
-						"as":"e",
-						"cond":{"$and":[
-							{"$ne":[{"$type":"$$e._id"},"missing"]},
-							{"$not":[{"$in":["$$e._id",{"$concatArrays":["$$top._id",{"$literal":["r0"]}]}]}]}]}}}]},
-					"sortBy":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}}}},
-					{"$numberInt":"10"}]}}},
-			"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`, got)
-		empty := c.recomputation(p, nil, nil)
-		requireJSON(t, `[{"$set":{
-			"reviews":{"$let":{
-				"vars":{"top":{"$literal":[]}},
-				"in":{"$slice":[{"$sortArray":{
-					"input":{"$concatArrays":["$$top",{"$filter":{
-						"input":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]},
-						"as":"e",
-						"cond":{"$and":[
-							{"$ne":[{"$type":"$$e._id"},"missing"]},
-							{"$not":[{"$in":["$$e._id",{"$concatArrays":["$$top._id",{"$literal":[]}]}]}]}]}}}]},
-					"sortBy":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}}}},
-					{"$numberInt":"10"}]}}},
-			"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`, empty,
+		merge := func(top, stale string) string {
+			return `[{"$set":{
+				"reviews":{"$let":{
+					"vars":{"top":{"$literal":` + top + `}},
+					"in":{"$slice":[{"$sortArray":{
+						"input":{"$concatArrays":["$$top",{"$filter":{
+							"input":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]},
+							"as":"e",
+							"cond":{"$and":[
+								{"$ne":[{"$type":"$$e._id"},"missing"]},
+								{"$not":[{"$in":["$$e._id",{"$concatArrays":["$$top._id",{"$literal":` + stale + `}]}]}]}]}}}]},
+						"sortBy":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}}}},
+						{"$numberInt":"10"}]}}},
+				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`
+		}
+		requireJSON(t, merge(`[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]`, `["r0"]`), got)
+		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil),
 			"no items and no stale ids send empty arrays, never null")
 	}
 }

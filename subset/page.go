@@ -22,7 +22,9 @@ import (
 // find and a getMore per batch, and holds one batch in memory. opts pass
 // through to the driver (a batch size, a comment); the filter and the sort
 // are the repository's. An invalid parent id is yielded as an error
-// wrapping [patterns.ErrInvalid]; a missing parent yields nothing.
+// wrapping [patterns.ErrInvalid]; a missing parent yields nothing; an
+// error from the server or from decoding is yielded once and ends the
+// iteration. It takes the same path on every server.
 //
 // The iteration is not a snapshot: items added or removed while it runs
 // may or may not appear.
@@ -31,9 +33,19 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
 	opts = append(slices.Clip(opts), options.Find().SetSort(r.cmd.order))
-	return seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+	items := seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
 		return r.items.Find(ctx, r.cmd.items(parentID), opts...)
 	})
+	return func(yield func(I, error) bool) {
+		for it, err := range items {
+			if err != nil {
+				err = fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+			}
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
 }
 
 // Page returns up to limit items of the parent that come after the cursor
@@ -43,7 +55,8 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 // items from the index of [Repo.Indexes] in one batch: keyset pagination,
 // so a deep page costs what the first one costs, and a page does not skip
 // or repeat items when items before it are added or removed. A limit
-// outside 1 to 1<<20 gives [patterns.ErrInvalid].
+// outside 1 to 1<<20 gives [patterns.ErrInvalid]. It takes the same path
+// on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
 	if err := validateID(parentID); err != nil {
 		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))
@@ -113,7 +126,7 @@ func (c Cursor) MarshalText() ([]byte, error) {
 	}
 	raw, err := bson.Marshal(bson.D{{Key: "s", Value: c.sort}, {Key: "i", Value: c.id}})
 	if err != nil { // the values came from a stored document or were validated
-		return nil, pkg.Wrap("Cursor", err)
+		return nil, pkg.Wrap("MarshalText", err)
 	}
 	return base64.RawURLEncoding.AppendEncode(nil, raw), nil
 }
