@@ -40,7 +40,8 @@
 //     nothing, Add reads the subset's ids and pushes only the absent
 //     items. It needs [patterns.FeaturePushModifiers],
 //     [patterns.FeaturePipelineUpdates] and [patterns.FeatureSortArray]
-//     (see Recomputation).
+//     (see Recomputation), and [patterns.FeatureUpdateSizeLimit], since
+//     only the server knows the size of the parent a push makes.
 //   - Portable path, on every other server: the subset is recomputed from
 //     the items collection after the insert. "Push, then trim" would let a
 //     reader see more than N items where $push ignores $slice (FerretDB
