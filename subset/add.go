@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// maxAttempts bounds the retries of a guarded $push and of a
-// recomputation that keep losing to concurrent writers; past it the
-// operation returns patterns.ErrConflict.
+// maxAttempts bounds the guarded pushes of an Add that keep finding some
+// of its items put in the subset by others, and, as a safeguard, the
+// compare-and-sets of a recomputation (whose bound is two or three: see
+// recompute); past it the operation returns patterns.ErrConflict.
 const maxAttempts = 10
 
 // Add stores items under the parent: first in the items collection, then
@@ -24,101 +26,145 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Native path (MongoDB): two commands. An unordered insertMany, then one
-// updateOne on the parent that pushes the items with $each, $sort (the
-// configured order) and $slice (Cap), and increments the revision. The
-// update is guarded by {Field.IDField: {$nin: ids}}, so that it never
-// pushes an item the subset already holds. A subset field that $push
-// cannot extend (null, say: a nil slice stored without omitempty) is
-// replaced by a recomputation, three commands more.
+// Push path (MongoDB 5.2+): two commands. An unordered insertMany, then
+// one updateOne on the parent that pushes the items with $each, $sort (the
+// configured order) and $slice (Cap); it leaves the revision alone, so
+// that pushes never make a recomputation start again (see the package
+// documentation). The update is guarded by {Field.IDField: {$nin: ids}},
+// so that it never pushes an item the subset already holds. A subset
+// field that $push cannot extend (null, say: a nil slice stored without
+// omitempty) is replaced by a recomputation, three commands more.
 //
-// Portable path (servers whose $push ignores $sort and $slice, such as
-// FerretDB): four commands. A read of the parent's revision, the
-// insertMany, and the recomputation of the subset from the items
-// collection (an indexed find of the first Cap items and a compare-and-set
-// of the subset on the revision; see the package documentation). The
-// subset never holds more than Cap items, not even for a moment.
+// Portable path (other servers, FerretDB among them): four commands. A
+// read of the parent's revision, the insertMany, and the recomputation of
+// the subset from the items collection (an indexed find of the first Cap
+// items and a compare-and-set of the subset on the revision; see the
+// package documentation). The subset never holds more than Cap items, not
+// even for a moment.
 //
 // Between the two steps a reader sees the items in the items collection
 // ([Repo.All], [Repo.Page]) but not yet in the subset ([Repo.Get]).
 //
 // Retry-safe: after a failure at any step, calling Add again with the same
-// items leaves exactly one copy of each in each place. An item whose id is
-// already stored under the parent counts as added by the earlier attempt
-// and keeps its stored version (Add is not an upsert: use [Repo.Update] to
-// change an item). If the guarded push matches nothing because the subset
-// holds some of the items already (an earlier attempt, or a concurrent
-// recomputation, put them there), Add reads the subset's ids and pushes
-// only the absent ones: one read and one update more.
+// items leaves exactly one copy of each in each place. Its writes are
+// retried a few times after a transient failure (FerretDB 2.x's
+// "deadlock detected", which applied nothing). An item whose id is already stored under the parent counts
+// as added by the earlier attempt and keeps its stored version (Add is
+// not an upsert: use [Repo.Update] to change an item). If the guarded
+// push matches nothing because the subset holds some of the items already
+// (an earlier attempt, or a concurrent recomputation, put them there), Add
+// reads the subset's ids and pushes only the absent ones: one read and
+// one update more. (Should that keep happening, because recomputations
+// keep putting some of its items in the subset first, Add gives up after
+// 10 pushes with [patterns.ErrConflict]; its items are stored, and Add
+// again or [Repo.Rebuild] finishes the job.)
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
-// the portable path checks it before inserting; the native path finds it
+// the portable path checks it before inserting; the push path finds it
 // when the push matches nothing and deletes the items it inserted (a
 // reader may see them until then). A parent deleted concurrently is
 // handled the same way; see [Repo.Delete].
 //
+// A parent that the items would take past [patterns.MaxDocumentSize]
+// (because of its own fields: each item is limited so that Cap of them
+// fit) gives [patterns.ErrTooLarge]: the server refuses the update (on a
+// server without [patterns.FeatureUpdateSizeLimit] the repository
+// measures the parent before writing it), and Add deletes the items it
+// stored, after one more read of the parent, so that no later
+// recomputation meets them.
+//
 // Bad input gives [patterns.ErrInvalid] and writes nothing: an invalid
 // parent id, an item without a valid id or a scalar sort value, an item
 // whose ParentField names another parent, two items with one id, an id
-// stored under another parent. An item too large for a Cap-th of a
-// document gives [patterns.ErrTooLarge].
+// stored under another parent. An item too large for the cap (see
+// [Config].Cap) gives [patterns.ErrTooLarge] and writes nothing.
 func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
-		return fmt.Errorf("subset: Add: %w", err)
+		return fail("Add", err)
 	}
 	if len(items) == 0 {
 		return nil
 	}
 	entries, err := r.encodeAll(items, parent)
 	if err != nil {
-		return fmt.Errorf("subset: Add to parent %v: %w", parentID, err)
+		return fail("Add", fmt.Errorf("%s: %w", parent, err))
 	}
-	native, err := r.native(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
-		return fmt.Errorf("subset: Add: %w", err)
+		return fail("Add", err)
 	}
-	if native {
-		err = r.addNative(ctx, parent, entries)
+	if p.push {
+		err = r.addPush(ctx, p, parent, entries)
 	} else {
-		err = r.addPortable(ctx, parent, entries)
-	}
-	if errors.Is(err, patterns.ErrNotFound) {
-		// The parent is gone: take back what this call stored.
-		if _, derr := r.items.DeleteMany(ctx, r.itemsFilter(parent.id, ids(entries))); derr != nil {
-			err = errors.Join(err, fmt.Errorf("delete the items stored for the missing parent: %w", derr))
-		}
+		err = r.addPortable(ctx, p, parent, entries)
 	}
 	if err != nil {
-		return fmt.Errorf("subset: Add to parent %v: %w", parentID, err)
+		err = r.takeBack(ctx, p, parent, entries, err)
+		return fail("Add", fmt.Errorf("%s: %w", parent, err))
 	}
 	return nil
 }
 
-func (r *Repo[P, I]) addNative(ctx context.Context, parent parentRef, entries []entry) error {
+// takeBack deletes what an Add that failed for want of a parent, or for a
+// parent too large, stored: every one of its items when the parent is
+// missing; when the parent would be too large, those the subset does not
+// hold (read once more), so that no later recomputation meets them. It
+// returns cause, joined with its own failure if any.
+func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
+	var drop []bson.RawValue
+	switch {
+	case errors.Is(cause, patterns.ErrNotFound):
+		drop = ids(entries)
+	case errors.Is(cause, patterns.ErrTooLarge):
+		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
+		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
+			return errors.Join(cause, fmt.Errorf("read the parent to delete the items stored: %w", err))
+		}
+		for _, e := range entries {
+			if !st.holds(e.id) {
+				drop = append(drop, e.id)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return cause
+	}
+	if _, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, drop)) }); err != nil {
+		return errors.Join(cause, fmt.Errorf("delete the items stored: %w", err))
+	}
+	return cause
+}
+
+func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entries []entry) error {
 	pending, err := r.insert(ctx, parent, entries)
 	if err != nil {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		filter, update := r.pushUpdate(parent.id, pending)
-		res, err := r.parents.UpdateOne(ctx, filter, update)
-		if se, ok := errors.AsType[mongo.ServerError](err); ok && se.HasErrorCode(codeBadValue) {
-			// The subset field holds something $push cannot extend, most
-			// often null (a nil slice stored without omitempty): a
-			// recomputation sets it.
-			return r.rebuild(ctx, parent.id)
-		}
-		if err != nil {
+		res, err := write(ctx, func() (*mongo.UpdateResult, error) {
+			return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, ids(pending)), r.cmd.pushUpdate(docs(pending)))
+		})
+		if errors.Is(err, patterns.ErrTooLarge) {
 			return fmt.Errorf("push into the subset: %w", err)
 		}
-		if res.MatchedCount == 1 {
+		if err == nil && res.MatchedCount == 1 {
 			return nil
 		}
-		// No parent, or the subset holds some of the items already.
-		st, err := r.readParent(ctx, parent.id)
+		// No parent, the subset holds some of the items already, or the
+		// push failed.
+		st, rerr := r.readParent(ctx, p, r.cmd.parent(parent.id))
+		if rerr != nil {
+			return rerr
+		}
 		if err != nil {
-			return err
+			if st.notArray {
+				// The subset field holds something $push cannot extend,
+				// most often null (a nil slice stored without omitempty):
+				// a recomputation sets it.
+				return r.recompute(ctx, p, parent.id, st, true)
+			}
+			return fmt.Errorf("push into the subset: %w", err)
 		}
 		var absent []entry
 		for _, e := range pending {
@@ -131,59 +177,35 @@ func (r *Repo[P, I]) addNative(ctx context.Context, parent parentRef, entries []
 			return nil
 		}
 		if attempt == maxAttempts {
-			return fmt.Errorf("%w: the subset kept changing under %d guarded pushes; the items are stored, Add again or Rebuild", patterns.ErrConflict, attempt)
+			return fmt.Errorf("the subset kept changing under %d guarded pushes; the items are stored, Add again or Rebuild: %w", attempt, patterns.ErrConflict)
 		}
 	}
 }
 
-func (r *Repo[P, I]) addPortable(ctx context.Context, parent parentRef, entries []entry) error {
-	st, err := r.readParent(ctx, parent.id)
+func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, entries []entry) error {
+	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 	if err != nil {
 		return err
 	}
 	if _, err := r.insert(ctx, parent, entries); err != nil {
 		return err
 	}
-	return r.recompute(ctx, parent.id, st, false)
-}
-
-// pushUpdate builds the guarded $push of the native path: the filter
-// matches the parent only while its subset holds none of the entries, and
-// the update pushes them, sorts the subset in the configured order, keeps
-// the first Cap and increments the revision.
-func (r *Repo[P, I]) pushUpdate(parentID any, entries []entry) (filter, update bson.D) {
-	docs := make(bson.A, len(entries))
-	for i, e := range entries {
-		docs[i] = e.doc
-	}
-	filter = bson.D{
-		{Key: "_id", Value: parentID},
-		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(entries)}}},
-	}
-	update = bson.D{
-		{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{
-			{Key: "$each", Value: docs},
-			{Key: "$sort", Value: r.order},
-			{Key: "$slice", Value: r.cfg.Cap},
-		}}}},
-		{Key: "$inc", Value: bson.D{{Key: r.cfg.RevisionField, Value: int64(1)}}},
-	}
-	return filter, update
+	return r.recompute(ctx, p, parent.id, st, false)
 }
 
 // insert stores the entries in the items collection with one unordered
-// insertMany and returns the documents to push: the entries, except that an
-// item whose id was stored under the parent already (by an earlier
-// attempt, or concurrently) comes back in its stored version, read with
-// one more find. When an id is taken by an item that is not the parent's,
-// it deletes what it inserted and returns patterns.ErrInvalid; on any
-// other write error it deletes what it inserted and returns the error.
+// insertMany (retried after a transient failure: the duplicates a retry
+// meets are the items the earlier attempt stored) and returns the
+// documents to push: the entries, except that an item whose id was stored
+// under the parent already (by an earlier attempt, or concurrently) comes
+// back in its stored version, read with one more find. When an id is
+// taken by an item that is not the parent's, it deletes what it inserted
+// and returns patterns.ErrInvalid; on any other write error it deletes
+// what it inserted and returns the error.
 func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []entry) ([]entry, error) {
-	docs := make([]bson.Raw, len(entries))
-	for i, e := range entries {
-		docs[i] = e.doc
-	}
-	_, err := r.items.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	_, err := write(ctx, func() (*mongo.InsertManyResult, error) {
+		return r.items.InsertMany(ctx, docs(entries), unordered)
+	})
 	if err == nil {
 		return entries, nil
 	}
@@ -199,10 +221,10 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 			return nil, fmt.Errorf("insert the items: %w", err)
 		}
 		failed[we.Index] = true
-		if we.Code == codeDuplicateKey {
+		if mongo.IsDuplicateKeyError(we) {
 			dups = append(dups, entries[we.Index].id)
 		} else if other == nil {
-			other = fmt.Errorf("insert item %s: %w", entries[we.Index].id, we)
+			other = fmt.Errorf("insert item %s: %w", idText(entries[we.Index].id), srverr.Classify(we))
 		}
 	}
 	var inserted []bson.RawValue
@@ -215,7 +237,9 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		if len(inserted) == 0 {
 			return cause
 		}
-		if _, err := r.items.DeleteMany(ctx, r.itemsFilter(parent.id, inserted)); err != nil {
+		if _, err := write(ctx, func() (*mongo.DeleteResult, error) {
+			return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, inserted))
+		}); err != nil {
 			return errors.Join(cause, fmt.Errorf("delete the items inserted before the error: %w", err))
 		}
 		return cause
@@ -227,58 +251,49 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	if err != nil {
 		return nil, undo(err)
 	}
-	if len(stored) < len(dups) {
-		var foreign []bson.RawValue
-		for _, id := range dups {
-			if !slices.ContainsFunc(stored, func(e entry) bool { return e.id.Equal(id) }) {
-				foreign = append(foreign, id)
-			}
+	var foreign []string
+	for _, id := range dups {
+		if _, ok := stored[bsonid.Key(id)]; !ok {
+			foreign = append(foreign, idText(id))
 		}
+	}
+	if len(foreign) > 0 {
 		return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
 	}
-	out := slices.Clone(entries)
-	for i := range out {
-		if j := slices.IndexFunc(stored, func(e entry) bool { return e.id.Equal(out[i].id) }); j >= 0 {
-			out[i] = stored[j]
+	out := make([]entry, len(entries))
+	for i, e := range entries {
+		if s, ok := stored[bsonid.Key(e.id)]; ok {
+			e = s
 		}
+		out[i] = e
 	}
 	return out, nil
 }
 
-// Server error codes: a unique index violation, and a $push onto a field
-// that is not an array.
-const (
-	codeDuplicateKey = 11000
-	codeBadValue     = 2
-)
+// unordered are the options of the insertMany of Add: the driver reads
+// them, never changes them, so one value serves every call.
+var unordered = options.InsertMany().SetOrdered(false)
 
-// storedItems reads the parent's items with the given ids: one find.
-func (r *Repo[P, I]) storedItems(ctx context.Context, parentID any, itemIDs []bson.RawValue) ([]entry, error) {
-	cur, err := r.items.Find(ctx, r.itemsFilter(parentID, itemIDs))
+// storedItems reads the parent's items with the given ids (one find),
+// by bsonid.Key of their ids.
+func (r *Repo[P, I]) storedItems(ctx context.Context, parentID any, itemIDs []bson.RawValue) (map[string]entry, error) {
+	cur, err := r.items.Find(ctx, r.cmd.itemsIn(parentID, itemIDs))
 	if err != nil {
 		return nil, fmt.Errorf("read the stored items: %w", err)
 	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
+	var found []bson.Raw
+	if err := cur.All(ctx, &found); err != nil {
 		return nil, fmt.Errorf("read the stored items: %w", err)
 	}
-	out := make([]entry, 0, len(docs))
-	for _, d := range docs {
+	out := make(map[string]entry, len(found))
+	for _, d := range found {
 		id, err := d.LookupErr(r.cfg.IDField)
 		if err != nil {
 			return nil, fmt.Errorf("stored item without %s: %s", r.cfg.IDField, d)
 		}
-		out = append(out, entry{doc: d, id: id})
+		out[bsonid.Key(id)] = entry{doc: d, id: id}
 	}
 	return out, nil
-}
-
-// itemsFilter matches the parent's items with the given ids.
-func (r *Repo[P, I]) itemsFilter(parentID any, itemIDs []bson.RawValue) bson.D {
-	return bson.D{
-		{Key: r.cfg.ParentField, Value: parentID},
-		{Key: r.cfg.IDField, Value: bson.D{{Key: "$in", Value: itemIDs}}},
-	}
 }
 
 // ids returns the ids of the entries.
@@ -286,6 +301,15 @@ func ids(entries []entry) []bson.RawValue {
 	out := make([]bson.RawValue, len(entries))
 	for i, e := range entries {
 		out[i] = e.id
+	}
+	return out
+}
+
+// docs returns the documents of the entries.
+func docs(entries []entry) []bson.Raw {
+	out := make([]bson.Raw, len(entries))
+	for i, e := range entries {
+		out[i] = e.doc
 	}
 	return out
 }

@@ -15,10 +15,10 @@ import (
 )
 
 func TestAddKeepsTheMostRelevantWhateverTheOrder(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(3), path)
+		r := newRepo[parent, item](t, db, config(3), plan)
 		insertParents(t, db, "a")
 		var all []item
 		for _, batch := range [][]item{
@@ -57,11 +57,11 @@ func TestAddIsRetrySafe(t *testing.T) {
 			require.NoError(t, r.Rebuild(context.Background(), "a"))
 		}},
 	}
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
 				db := mongotest.DB(t)
-				r := newRepo[parent, item](t, db, config(2), path)
+				r := newRepo[parent, item](t, db, config(2), plan)
 				insertParents(t, db, "a")
 				tc.before(t, r, func(name string) *mongoColl { return &mongoColl{db.Collection(name)} })
 				require.NoError(t, r.Add(context.Background(), "a", items...))
@@ -72,9 +72,9 @@ func TestAddIsRetrySafe(t *testing.T) {
 }
 
 func TestAddToAMissingParentLeavesNothing(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(3), path)
+		r := newRepo[parent, item](t, db, config(3), plan)
 		err := r.Add(context.Background(), "nope", item{ID: 1, Score: 1}, item{ID: 2, Score: 2})
 		require.ErrorIs(t, err, patterns.ErrNotFound)
 		require.Zero(t, count(t, db.Collection("items"), bson.D{}), "no orphan items")
@@ -82,10 +82,10 @@ func TestAddToAMissingParentLeavesNothing(t *testing.T) {
 }
 
 func TestAddOfAnIDTakenByAnotherParent(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(3), path)
+		r := newRepo[parent, item](t, db, config(3), plan)
 		insertParents(t, db, "a", "b")
 		require.NoError(t, r.Add(ctx, "a", item{ID: 1, Score: 1}))
 		err := r.Add(ctx, "b", item{ID: 2, Score: 2}, item{ID: 1, Score: 3})
@@ -98,7 +98,7 @@ func TestAddOfAnIDTakenByAnotherParent(t *testing.T) {
 
 func TestAddRejectsBadInputAndWritesNothing(t *testing.T) {
 	db := mongotest.DB(t)
-	r := newRepo[bson.M, bson.M](t, db, config(3), "portable")
+	r := newRepo[bson.M, bson.M](t, db, config(3), portable)
 	insertParents(t, db, "a")
 	huge := strings.Repeat("x", patterns.MaxDocumentSize/3)
 	cases := []struct {
@@ -119,6 +119,7 @@ func TestAddRejectsBadInputAndWritesNothing(t *testing.T) {
 		{"document sort value", "a", []bson.M{{"_id": 1, "score": bson.M{"$gt": 1}}}, patterns.ErrInvalid},
 		{"item of another parent", "a", []bson.M{{"_id": 1, "score": 1, "parent": "b"}}, patterns.ErrInvalid},
 		{"one id twice", "a", []bson.M{{"_id": 1, "score": 1}, {"_id": 1, "score": 2}}, patterns.ErrInvalid},
+		{"one id twice, as 1 and 1.0", "a", []bson.M{{"_id": 1, "score": 1}, {"_id": 1.0, "score": 2}}, patterns.ErrInvalid},
 		{"bad item after a good one", "a", []bson.M{{"_id": 1, "score": 1}, {"_id": 2}}, patterns.ErrInvalid},
 		{"item larger than a third of a document", "a", []bson.M{{"_id": 1, "score": 1, "body": huge}}, patterns.ErrTooLarge},
 	}
@@ -136,17 +137,19 @@ func TestAddRejectsBadInputAndWritesNothing(t *testing.T) {
 
 func TestAddAcceptsTheParentIDInTheItem(t *testing.T) {
 	db := mongotest.DB(t)
-	r := newRepo[bson.M, bson.M](t, db, config(3), "portable")
+	r := newRepo[bson.M, bson.M](t, db, config(3), portable)
 	_, err := db.Collection("parents").InsertOne(context.Background(), bson.D{{Key: "_id", Value: int64(7)}})
 	require.NoError(t, err)
-	// An int parent id encodes as int32; the item's is an int64.
+	// An int parent id encodes as int32; the items' are an int64 and a
+	// double, which the server takes for the same id.
 	require.NoError(t, r.Add(context.Background(), 7, bson.M{"_id": 1, "score": 1, "parent": int64(7)}))
-	require.EqualValues(t, 1, count(t, db.Collection("items"), bson.D{{Key: "parent", Value: 7}}))
+	require.NoError(t, r.Add(context.Background(), 7, bson.M{"_id": 2, "score": 2, "parent": 7.0}))
+	require.EqualValues(t, 2, count(t, db.Collection("items"), bson.D{{Key: "parent", Value: 7}}))
 }
 
 func TestAddNothingSendsNothing(t *testing.T) {
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	c := mongotest.NewCounter(t, db)
 	require.Empty(t, c.Count(func() { require.NoError(t, r.Add(context.Background(), "a")) }))
 	require.ErrorIs(t, r.Add(context.Background(), ""), patterns.ErrInvalid, "the parent id is checked all the same")

@@ -27,11 +27,11 @@ func without(items []item, id int64) []item {
 }
 
 func TestRemove(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		setup := func(t *testing.T) (*subset.Repo[parent, item], *mongoColl) {
 			db := mongotest.DB(t)
-			r := newRepo[parent, item](t, db, config(3), path)
+			r := newRepo[parent, item](t, db, config(3), plan)
 			insertParents(t, db, "a")
 			require.NoError(t, r.Add(ctx, "a", five...))
 			return r, &mongoColl{db.Collection("items")}
@@ -61,6 +61,18 @@ func TestRemove(t *testing.T) {
 			requireState(t, r, "a", without(five, 5), 3)
 			require.ErrorIs(t, r.Remove(ctx, "a", int64(5)), patterns.ErrNotFound, "once done, the item is in neither place")
 		})
+		t.Run("under a missing parent", func(t *testing.T) {
+			r, items := setup(t)
+			// An orphan, as a Delete that failed after deleting the parent
+			// leaves it: Remove deletes it all the same, and says that there
+			// is no parent.
+			items.insert(t, withParent("gone", item{ID: 77, Score: 1})...)
+			err := r.Remove(ctx, "gone", int64(77))
+			require.ErrorIs(t, err, patterns.ErrNotFound)
+			require.EqualError(t, err, `subset: Remove: parent "gone": item 77: no such parent: not found`)
+			require.Zero(t, count(t, items.Collection, bson.D{{Key: "parent", Value: "gone"}}), "the orphan is deleted")
+			require.ErrorIs(t, r.Remove(ctx, "gone", int64(77)), patterns.ErrNotFound, "and a retry finds nothing")
+		})
 		t.Run("not found", func(t *testing.T) {
 			r, _ := setup(t)
 			require.ErrorIs(t, r.Remove(ctx, "a", int64(99)), patterns.ErrNotFound)
@@ -73,11 +85,11 @@ func TestRemove(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		setup := func(t *testing.T) *subset.Repo[parent, item] {
 			db := mongotest.DB(t)
-			r := newRepo[parent, item](t, db, config(3), path)
+			r := newRepo[parent, item](t, db, config(3), plan)
 			insertParents(t, db, "a")
 			require.NoError(t, r.Add(ctx, "a", five...))
 			return r
@@ -117,7 +129,7 @@ func TestUpdate(t *testing.T) {
 func TestRebuild(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	insertParents(t, db, "a", "b", "c")
 	// Items loaded without the repository, for a backfill.
 	items := &mongoColl{db.Collection("items")}
@@ -131,7 +143,7 @@ func TestRebuild(t *testing.T) {
 	require.ErrorIs(t, r.Rebuild(ctx, bson.D{}), patterns.ErrInvalid)
 
 	// A new cap, applied to every parent.
-	smaller := newRepo[parent, item](t, db, config(2), "portable")
+	smaller := newRepo[parent, item](t, db, config(2), portable)
 	var progress []int
 	n, err := smaller.RebuildAll(ctx, func(done int) { progress = append(progress, done) })
 	require.NoError(t, err)
@@ -150,7 +162,7 @@ func TestRebuild(t *testing.T) {
 func TestDelete(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	insertParents(t, db, "a", "b")
 	require.NoError(t, r.Add(ctx, "a", five...))
 	require.NoError(t, r.Add(ctx, "b", item{ID: 9, Score: 1}))
@@ -167,7 +179,7 @@ func TestDelete(t *testing.T) {
 func TestGet(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	_, err := r.Get(ctx, "a")
 	require.ErrorIs(t, err, patterns.ErrNotFound)
 	_, err = r.Get(ctx, bson.M{"$ne": nil})

@@ -9,6 +9,17 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
+// The defaults of [Config]: a field left at its zero value takes them.
+const (
+	// DefaultIDField identifies an item by its _id, unique across the
+	// items collection.
+	DefaultIDField = "_id"
+	// DefaultRevisionSuffix follows Config.Field to name the revision
+	// field when Config.RevisionField is empty: "reviews" gives
+	// "reviewsRev".
+	DefaultRevisionSuffix = "Rev"
+)
+
 // Config says where the parents and the items live and what "most
 // relevant" means. [New] validates it; the zero values noted below are
 // defaults, every other field is required.
@@ -24,13 +35,15 @@ type Config struct {
 	Items string
 	// ParentField is the item field that holds the parent's _id
 	// (productId). An item that lacks it gets it when stored; an item that
-	// has it must carry the parent's id.
+	// has it must carry the parent's id (compared as the server compares
+	// ids: the parent 7 accepts 7, int64(7) and 7.0).
 	ParentField string
 	// IDField is the item field that identifies an item. The zero value
-	// means "_id", unique across the items collection. Any other field
-	// identifies an item within its parent: the items collection then
-	// needs the unique index that [Repo.Indexes] declares, and every item
-	// gets a generated ObjectID _id when it is stored, in both places.
+	// is [DefaultIDField], "_id", unique across the items collection. Any
+	// other field identifies an item within its parent: the items
+	// collection then needs the unique index that [Repo.Indexes]
+	// declares, and every item gets a generated ObjectID _id when it is
+	// stored, in both places.
 	IDField string
 
 	// SortField is the path of the item field that orders items by
@@ -45,15 +58,17 @@ type Config struct {
 	// in the subset, in [Repo.All], in [Repo.Page] and in the index.
 	Descending bool
 
-	// Cap is N, the most items the subset holds: 1 to 1<<20. An item whose
-	// document is larger than [patterns.MaxDocumentSize]/Cap is rejected
-	// with [patterns.ErrTooLarge]: Cap of them would not fit in a parent.
+	// Cap is N, the most items the subset holds: 1 to 1<<20. An item is
+	// rejected with [patterns.ErrTooLarge] when Cap items of its size
+	// would not fit in a parent that holds nothing else (its _id, the
+	// subset and the revision, with BSON's overhead for each element):
+	// about [patterns.MaxDocumentSize]/Cap, a little less.
 	Cap int
 
 	// RevisionField is the parent's field of the revision counter that
-	// every write to the subset increments and recomputations compare and
-	// set (see the package documentation). The zero value means Field
-	// followed by "Rev" ("reviewsRev").
+	// every recomputation of the subset compares and increments (see the
+	// package documentation). The zero value means Field followed by
+	// [DefaultRevisionSuffix] ("reviewsRev").
 	RevisionField string
 }
 
@@ -61,10 +76,10 @@ type Config struct {
 // patterns.ErrInvalid and names the field.
 func (c Config) normalize() (Config, error) {
 	if c.IDField == "" {
-		c.IDField = "_id"
+		c.IDField = DefaultIDField
 	}
 	if c.RevisionField == "" && c.Field != "" {
-		c.RevisionField = c.Field + "Rev"
+		c.RevisionField = c.Field + DefaultRevisionSuffix
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
 		if err := check.Collection(coll.value); err != nil {

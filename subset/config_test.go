@@ -51,12 +51,21 @@ func TestNewValidatesTheConfig(t *testing.T) {
 		})
 	}
 	_, err := subset.New[parent, item](nil, config(3))
-	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.EqualError(t, err, "subset: New: nil database: invalid")
+	cfg := config(3)
+	cfg.Cap = 0
+	_, err = subset.New[parent, item](db, cfg)
+	require.EqualError(t, err, "subset: New: Config.Cap: 0; the subset holds from 1 to 1048576 items: invalid")
 
-	cfg := config(1 << 20)
+	cfg = config(1 << 20)
 	cfg.SortField = "meta.at"
 	_, err = subset.New[parent, item](db, cfg)
 	require.NoError(t, err, "a sort path and the largest cap")
+}
+
+func TestDefaults(t *testing.T) {
+	require.Equal(t, "_id", subset.DefaultIDField)
+	require.Equal(t, "Rev", subset.DefaultRevisionSuffix)
 }
 
 func TestIndexes(t *testing.T) {
@@ -92,7 +101,7 @@ func TestQueriesUseTheIndex(t *testing.T) {
 	}
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	insertParents(t, db, "a")
 	require.NoError(t, r.Add(ctx, "a", five...))
 	// The filters of the recomputation and of a page after the item

@@ -13,15 +13,15 @@ import (
 // TestRoundTrips counts the commands each operation sends, as the godoc
 // states them.
 func TestRoundTrips(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(3), path)
+		r := newRepo[parent, item](t, db, config(3), plan)
 		insertParents(t, db, "a")
 		c := mongotest.NewCounter(t, db)
 
 		add := []string{"insert", "update"}
-		if path == "portable" {
+		if plan != pushPlan {
 			add = []string{"find", "insert", "find", "update"}
 		}
 		require.Equal(t, add, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[:4]...)) }), "Add")

@@ -24,21 +24,31 @@
 // Every write changes the items collection first and the parent second;
 // between the two a reader sees the item in the full set but not (yet, or
 // still) in the subset. Each write is safe to retry after a failure at any
-// step. [Repo.Add] is the hot path:
+// step, and each of its commands that writes is retried after a transient
+// failure (FerretDB 2.x's "deadlock detected", which applied nothing, a few
+// times with a short backoff). [Repo.Add] is
+// the hot path; the repository takes one of two paths, chosen once from
+// the server's features ([patterns.Capabilities]):
 //
-//   - Native path, on MongoDB: two commands. An unordered insertMany of
-//     the items, then one update of the parent that pushes them with
-//     $each, $sort and $slice, so the server keeps the subset sorted and
-//     capped atomically, whatever the order in which items arrive. The
-//     update is guarded by {<subset>.<id>: {$nin: ids}} so that a retry, or
-//     a race with a recomputation that already put an item there, never
-//     stores an item twice; when the guard matches nothing, Add reads the
-//     subset's ids and pushes only the absent items.
-//   - Portable path, on servers whose $push silently ignores $sort and
-//     $slice (FerretDB 1.x, detected with [patterns.Capabilities]): the
-//     subset is recomputed from the items collection after the insert.
-//     "Push, then trim" would let a reader see more than N items; a
-//     recomputation never does.
+//   - Push path, on MongoDB 5.2 and later: Add sends two commands, an
+//     unordered insertMany of the items, then one update of the parent
+//     that pushes them with $each, $sort and $slice, so the server keeps
+//     the subset sorted and capped atomically, whatever the order in which
+//     items arrive. The update is guarded by {<subset>.<id>: {$nin: ids}}
+//     so that a retry, or a race with a recomputation that already put an
+//     item there, never stores an item twice; when the guard matches
+//     nothing, Add reads the subset's ids and pushes only the absent
+//     items. It needs [patterns.FeaturePushModifiers],
+//     [patterns.FeaturePipelineUpdates] and [patterns.FeatureSortArray]
+//     (see Recomputation), and [patterns.FeatureUpdateSizeLimit], since
+//     only the server knows the size of the parent a push makes.
+//   - Portable path, on every other server: the subset is recomputed from
+//     the items collection after the insert. "Push, then trim" would let a
+//     reader see more than N items where $push ignores $slice (FerretDB
+//     1.x); a recomputation never does. FerretDB 2.x has the $push
+//     modifiers, but $sortArray was not measured there, so it takes this
+//     path too: a push that the recomputations could not merge would make
+//     them start again under sustained pushes.
 //
 // [Repo.Remove], [Repo.Update] and [Repo.Rebuild] recompute on every
 // server, which is also how an item that leaves a full subset is replaced
@@ -47,36 +57,84 @@
 // # Recomputation
 //
 // The parent carries a revision counter (Config.RevisionField, by default
-// the subset field followed by "Rev") that every write to the subset
-// increments, pushes included. A recomputation reads the revision, reads
-// the first N items from the items collection with one indexed find, and
-// sets the subset with a compare-and-set: an update filtered on {_id, rev}
-// that also increments rev. If another writer got there first, the update
-// matches nothing and the recomputation starts again from a fresh read, so
-// a subset computed from a stale view of the items is never written. On
-// the portable path the retries are bounded without giving up: once the
-// revision has moved two past the first one read after a writer's change,
-// a recomputation that saw the change has succeeded, and the writer stops.
-// (That holds because on the portable path every write to a subset is a
-// recomputation; every repository over the same collections takes the
-// same path, since the path follows the server.)
-// On the native path pushes move the revision too, and a recomputation
-// gives up with [patterns.ErrConflict] after 10 lost races (the items
-// collection is right; the caller retries or calls [Repo.Rebuild]).
+// the subset field followed by "Rev") that every recomputation, and
+// nothing else, increments. A recomputation reads the revision r and the
+// subset's ids S, reads the first N items T from the items collection with
+// one indexed find, and writes the subset with a compare-and-set: an
+// update filtered on {_id, rev: r} that also increments rev. If another
+// recomputation got there first, the update matches nothing and the
+// recomputation reads the parent again.
+//
+// On the portable path the update sets the subset to T. On the push path,
+// where pushes do not move the revision, the update is a pipeline that
+// merges server-side: the new subset is the first N, sorted with
+// $sortArray in the configured order, of T and of the elements of the
+// current subset whose id is neither in T nor in S, that is, the
+// elements pushed since the parent was read. An element of S that T does
+// not hold is dropped (it was removed, changed or outranked); what T holds
+// is written as read from the items collection; nothing pushed meanwhile
+// is lost. So a push never makes a recomputation start again: the
+// compare-and-set fails only when another recomputation won.
+//
+// That bounds every recomputation, however many writers compete and
+// however many items arrive. Let f be the first revision read after the
+// caller's change to the items (a delete, a replace). The recomputation
+// that writes f+2 compared against f+1, which was written after f was
+// read, so it read the parent, and then the items, after the change; what
+// it wrote reflects the change. So the caller stops as soon as it reads a
+// revision of f+2 or more: [Repo.Remove], [Repo.Update] and [Repo.Rebuild]
+// send at most two compare-and-sets, and a portable Add (whose first read
+// comes before its insert) at most three. The argument needs every write
+// to the subset to be a recomputation or a push, which holds as long as
+// every repository over the same collections has the same Config: the
+// path follows the server.
+//
+// # Size
+//
+// A parent holds at most 16 MiB ([patterns.MaxDocumentSize]). An item is
+// refused with [patterns.ErrTooLarge] when Cap items of its size would not
+// fit in a parent holding nothing else (see [Config].Cap). A parent whose
+// own fields leave too little room for its subset is refused by the
+// server, whose error every operation returns wrapping
+// [patterns.ErrTooLarge]; on a server that would store it (without
+// [patterns.FeatureUpdateSizeLimit]: FerretDB 1.x) a recomputation reads
+// the whole parent, rather than its revision and subset ids, and measures
+// what it would write: a read of the parent's size in bytes, once per
+// attempt, instead of a few bytes. (Another write to the parent's other
+// fields between that read and the write is not seen.) [Repo.Add] then
+// deletes the items it stored; [Repo.Update] keeps the new version in the
+// items collection and the old one in the subset, as [Repo.Remove] and
+// [Repo.Rebuild] keep the subset, until the parent has room.
 //
 // # Costs
 //
-// In round trips: [Repo.Get] 1; [Repo.Add] 2 native, 4 portable;
-// [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page] 1;
-// [Repo.All] 1 per batch. A lost race adds 3 to a recomputation. Only
-// Add depends on an optional server feature (the $push modifiers); the
-// rest takes the same path everywhere. On FerretDB, which sorts in memory,
-// a recomputation reads all of a parent's items to find the first N.
+// In round trips: [Repo.Get] 1; [Repo.Add] 2 on the push path, 4 on the
+// portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
+// [Repo.Page] 1; [Repo.All] 1 per batch. A lost race adds 3 to a
+// recomputation (at most once after a fresh read, see above). On
+// FerretDB, which sorts in memory, a recomputation reads all of a parent's
+// items to find the first N.
+//
+// # Concurrency
+//
+// A [Repo] is safe for concurrent use by several goroutines and by
+// several processes: the subset is never larger than N, never holds an
+// item twice, and is the first N items once the writes end. On FerretDB
+// 1.x this holds only for one client with one connection
+// (options.Client().SetMaxPoolSize(1)), since that server loses concurrent
+// updates of one document: see [patterns.FeatureConcurrentUpdates].
 //
 // # Input
 //
 // Ids are any scalar BSON value and are checked with
 // [patterns.ValidateID]; documents are rejected so that an id taken from a
-// request cannot carry query operators. Bad configuration and bad input
-// give errors wrapping [patterns.ErrInvalid], and nothing is written.
+// request cannot carry query operators. Ids are compared as the server
+// compares them: 7, int64(7) and 7.0 are one id. Bad configuration and
+// bad input give errors wrapping [patterns.ErrInvalid], and nothing is
+// written. Every error reads "subset: <Operation>: <what>: <cause>".
 package subset
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "subset"

@@ -3,9 +3,11 @@ package subset
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -27,28 +29,100 @@ type parentRef struct {
 
 // newParentRef validates a parent id given at the API.
 func newParentRef(field string, id any) (parentRef, error) {
-	if err := patterns.ValidateID(id); err != nil {
-		return parentRef{}, fmt.Errorf("parent id: %w", err)
-	}
 	t, v, err := bson.MarshalValue(id)
-	if err != nil { // ValidateID encodes it too, so this is unreachable in practice
-		return parentRef{}, fmt.Errorf("parent id: %w", err)
+	val := bson.RawValue{Type: t, Value: v}
+	if err != nil || !plainID(val) {
+		if err := patterns.ValidateID(id); err != nil {
+			return parentRef{}, fmt.Errorf("parent id: %w", err)
+		}
 	}
 	elem := make([]byte, 0, 2+len(field)+len(v))
 	elem = append(elem, byte(t))
 	elem = append(elem, field...)
 	elem = append(elem, 0)
 	elem = append(elem, v...)
-	return parentRef{id: id, elem: elem, val: bson.RawValue{Type: t, Value: v}}, nil
+	return parentRef{id: id, elem: elem, val: val}, nil
+}
+
+// validateID is patterns.ValidateID for an id given at the API, which
+// it leaves to decide only for ids other than a non-empty string, a
+// non-zero ObjectID or a non-zero integer: those it accepts without
+// encoding them (ValidateID's encoding costs allocations on every call).
+func validateID(id any) error {
+	switch v := id.(type) {
+	case string:
+		if v != "" {
+			return nil
+		}
+	case bson.ObjectID:
+		if !v.IsZero() {
+			return nil
+		}
+	case int:
+		if v != 0 {
+			return nil
+		}
+	case int32:
+		if v != 0 {
+			return nil
+		}
+	case int64:
+		if v != 0 {
+			return nil
+		}
+	}
+	return patterns.ValidateID(id)
+}
+
+// plainID reports whether v is an id of the common kinds that
+// patterns.ValidateID accepts: a non-empty string, a non-zero ObjectID or
+// a non-zero integer. It reads only the encoding; for every other value
+// the caller asks ValidateID, which decides (and words the error), at the
+// cost of encoding the id again.
+func plainID(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeString:
+		s, ok := v.StringValueOK()
+		return ok && s != ""
+	case bson.TypeObjectID:
+		o, ok := v.ObjectIDOK()
+		return ok && !o.IsZero()
+	case bson.TypeInt32:
+		i, ok := v.Int32OK()
+		return ok && i != 0
+	case bson.TypeInt64:
+		i, ok := v.Int64OK()
+		return ok && i != 0
+	}
+	return false
+}
+
+// String names the parent in errors: parent "kettle", parent 7.
+func (p parentRef) String() string { return "parent " + idText(p.val) }
+
+// idText writes an id for an error message: a string quoted, a number as
+// it reads, anything else as Extended JSON.
+func idText(v bson.RawValue) string {
+	if s, ok := v.StringValueOK(); ok {
+		return strconv.Quote(s)
+	}
+	if n, ok := bsonid.Number(v); ok && (v.Type == bson.TypeInt32 || v.Type == bson.TypeInt64) {
+		return n
+	}
+	if f, ok := v.DoubleOK(); ok {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return v.String()
 }
 
 // encode turns an item into the document both places store. It rejects,
 // wrapping patterns.ErrInvalid, an item that does not encode as a
 // document, has no valid id, has no scalar sort value or names another
-// parent; and, wrapping patterns.ErrTooLarge, one larger than a Cap-th of
-// a document. It appends ParentField when the item lacks it; with newID
-// and an IDField other than _id, it prepends a generated _id when the item
-// has none, so that the copy in the subset equals the stored document.
+// parent; and, wrapping patterns.ErrTooLarge, one larger than
+// r.itemLimit. It appends ParentField when the item lacks it; with newID
+// and an IDField other than _id, it prepends a generated _id when the
+// item has none, so that the copy in the subset equals the stored
+// document.
 func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error) {
 	raw, err := bson.Marshal(item)
 	if err != nil {
@@ -64,15 +138,15 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 	}
 	sortKey, err := doc.LookupErr(r.sortPath...)
 	if err != nil {
-		return entry{}, errs.Invalid("item %s has no sort field %q", id, r.cfg.SortField)
+		return entry{}, errs.Invalid("item %s has no sort field %q", idText(id), r.cfg.SortField)
 	}
 	if err := checkScalar(sortKey); err != nil {
-		return entry{}, fmt.Errorf("item %s: sort field %q: %w", id, r.cfg.SortField, err)
+		return entry{}, fmt.Errorf("item %s: sort field %q: %w", idText(id), r.cfg.SortField, err)
 	}
 	p, err := doc.LookupErr(r.cfg.ParentField)
 	hasParent := err == nil
-	if hasParent && !sameID(p, parent.val) {
-		return entry{}, errs.Invalid("item %s: %s is %s, not the parent's id %s", id, r.cfg.ParentField, p, parent.val)
+	if hasParent && !bsonid.Equal(p, parent.val) {
+		return entry{}, errs.Invalid("item %s: %s is %s, not the parent's id %s", idText(id), r.cfg.ParentField, idText(p), idText(parent.val))
 	}
 	_, err = doc.LookupErr("_id")
 	genID := newID && err != nil // only when IDField is not _id: an item without IDField was rejected above
@@ -99,8 +173,8 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 		binary.LittleEndian.PutUint32(out, uint32(len(out)))
 		doc = out
 	}
-	if limit := patterns.MaxDocumentSize / r.cfg.Cap; len(doc) > limit {
-		return entry{}, fmt.Errorf("%w: item %s is %d bytes; with a cap of %d items, an item may take at most %d", patterns.ErrTooLarge, id, len(doc), r.cfg.Cap, limit)
+	if limit := r.itemLimit(parent); len(doc) > limit {
+		return entry{}, errs.TooLarge("item %s is %d bytes; with a cap of %d, an item may take at most %d", idText(id), len(doc), r.cfg.Cap, limit)
 	}
 	return entry{doc: doc, id: id}, nil
 }
@@ -109,26 +183,87 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 // byte and its key.
 const idElemPrefix = "\x07_id\x00"
 
-// encodeAll encodes items and rejects two items with the same id.
+// encodeAll encodes items and rejects two items with one id (the same id
+// to the server: 7 and 7.0 are one id). An error names the item by its
+// place in items.
 func (r *Repo[P, I]) encodeAll(items []I, parent parentRef) ([]entry, error) {
 	out := make([]entry, len(items))
+	var seen map[string]int // by bsonid.Key; not needed for one item
+	if len(items) > 1 {
+		seen = make(map[string]int, len(items))
+	}
 	for i, item := range items {
 		e, err := r.encode(item, parent, true)
 		if err != nil {
-			return nil, fmt.Errorf("item %d: %w", i, err)
+			return nil, fmt.Errorf("items[%d]: %w", i, err)
 		}
-		for _, prev := range out[:i] {
-			if prev.id.Equal(e.id) {
-				return nil, errs.Invalid("item %d: id %s is given twice", i, e.id)
+		if seen != nil {
+			k := bsonid.Key(e.id)
+			if j, dup := seen[k]; dup {
+				return nil, errs.Invalid("items[%d]: id %s is given twice (items[%d])", i, idText(e.id), j)
 			}
+			seen[k] = i
 		}
 		out[i] = e
 	}
 	return out, nil
 }
 
-// validateRawID applies patterns.ValidateID to an encoded id.
+// The sizes of BSON encodings, to know what a parent document takes.
+
+// elemSize is the size of a document element with the given key and a
+// value of n bytes: its type byte, its key and the key's NUL, its value.
+func elemSize(key string, n int) int { return 1 + len(key) + 1 + n }
+
+// indexKeys is the size of the keys of an array of n elements: each
+// element has a type byte, its index in decimal and a NUL.
+func indexKeys(n int) int {
+	size := 0
+	for bound, digits := 10, 1; ; bound, digits = bound*10, digits+1 {
+		low := bound / 10 // the indexes of this many digits are [low, bound)
+		if digits == 1 {
+			low = 0
+		}
+		high := min(n, bound)
+		if high <= low {
+			return size
+		}
+		size += (high - low) * (2 + digits)
+	}
+}
+
+// arraySize is the size of a BSON array of docs.
+func arraySize(docs []bson.Raw) int {
+	size := 4 + indexKeys(len(docs)) + 1
+	for _, d := range docs {
+		size += len(d)
+	}
+	return size
+}
+
+// itemLimit is the largest item the repository stores under the parent:
+// Cap items of that size fit in a parent that holds nothing else, its
+// _id, the subset (with the type byte and index key of each element) and
+// the revision (an int64).
+func (r *Repo[P, I]) itemLimit(parent parentRef) int {
+	return (r.itemBudget - len(parent.val.Value)) / r.cfg.Cap
+}
+
+// itemBudget is what a parent of Cap items leaves to the items and the
+// parent's id value: patterns.MaxDocumentSize less the document's length
+// and NUL, the _id element without its value, the subset element with its
+// index keys, and the revision.
+func itemBudget(cfg Config) int {
+	return patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
+		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8)
+}
+
+// validateRawID applies patterns.ValidateID to an encoded id (decoded
+// first, unless plainID decides).
 func validateRawID(v bson.RawValue) error {
+	if plainID(v) {
+		return nil
+	}
 	var id any
 	if err := v.Unmarshal(&id); err != nil {
 		return errs.Invalid("id %s: %v", v, err)
@@ -152,24 +287,4 @@ func checkScalar(v bson.RawValue) error {
 		return errs.Invalid("sort value: %v", err)
 	}
 	return nil
-}
-
-// sameID reports whether two encoded ids are the same value: the same
-// bytes, or the same integer stored as int32 and as int64 (a Go int
-// encodes as int32 when it fits).
-func sameID(a, b bson.RawValue) bool {
-	if a.Equal(b) {
-		return true
-	}
-	x, okA := intValue(a)
-	y, okB := intValue(b)
-	return okA && okB && x == y
-}
-
-func intValue(v bson.RawValue) (int64, bool) {
-	switch v.Type {
-	case bson.TypeInt32, bson.TypeInt64:
-		return v.AsInt64OK()
-	}
-	return 0, false
 }

@@ -1,24 +1,12 @@
 package subset
 
-import "go.mongodb.org/mongo-driver/v2/mongo"
+// Plan is the repository's path, for tests run per plan
+// (mongotest.RunPlans).
+type Plan = plan
 
-// NewPortable is New with the portable path forced, so that the tests
-// exercise it on every server.
-func NewPortable[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
-	r, err := New[P, I](db, cfg)
-	if err == nil {
-		r.path.Set(false)
-	}
-	return r, err
-}
+// PlanFor is the pure plan function.
+var PlanFor = planFor
 
-// NewNative is New with the native path forced. Only the allocation
-// benchmark uses it on a server without the $push modifiers (whose subsets
-// then grow past the cap): what it measures happens in the client.
-func NewNative[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
-	r, err := New[P, I](db, cfg)
-	if err == nil {
-		r.path.Set(true)
-	}
-	return r, err
-}
+// ForcePlan makes the repository take plan p instead of the one its
+// server would give it.
+func ForcePlan[P, I any](r *Repo[P, I], p Plan) { r.planned.Set(p) }

@@ -29,13 +29,13 @@ type poll struct {
 }
 
 func TestItemsIdentifiedWithinTheirParent(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
 		r := newRepo[poll, vote](t, db, subset.Config{
 			Parents: "polls", Field: "votes", Items: "votes", ParentField: "poll",
 			IDField: "author", SortField: "weight", Descending: true, Cap: 2,
-		}, path)
+		}, plan)
 		_, err := db.Collection("polls").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "p"}}, bson.D{{Key: "_id", Value: "q"}}})
 		require.NoError(t, err)
 
@@ -74,10 +74,10 @@ func TestItemsIdentifiedWithinTheirParent(t *testing.T) {
 // while the parent is deleted: afterwards no item of it remains, whichever
 // step of an Add the delete fell between.
 func TestConcurrentDeleteLeavesNoOrphans(t *testing.T) {
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(3), path)
+		r := newRepo[parent, item](t, db, config(3), plan)
 		for round := range 4 {
 			insertParents(t, db, "a")
 			started := make(chan struct{})

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // All returns every item of the parent from the items collection, in the
@@ -23,18 +22,30 @@ import (
 // find and a getMore per batch, and holds one batch in memory. opts pass
 // through to the driver (a batch size, a comment); the filter and the sort
 // are the repository's. An invalid parent id is yielded as an error
-// wrapping [patterns.ErrInvalid]; a missing parent yields nothing.
+// wrapping [patterns.ErrInvalid]; a missing parent yields nothing; an
+// error from the server or from decoding is yielded once and ends the
+// iteration. It takes the same path on every server.
 //
 // The iteration is not a snapshot: items added or removed while it runs
 // may or may not appear.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
-	if err := patterns.ValidateID(parentID); err != nil {
-		return seq.Err[I](fmt.Errorf("subset: All: parent id: %w", err))
+	if err := validateID(parentID); err != nil {
+		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
-	opts = append(slices.Clip(opts), options.Find().SetSort(r.order))
-	return seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.items.Find(ctx, bson.D{{Key: r.cfg.ParentField, Value: parentID}}, opts...)
+	opts = append(slices.Clip(opts), options.Find().SetSort(r.cmd.order))
+	items := seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+		return r.items.Find(ctx, r.cmd.items(parentID), opts...)
 	})
+	return func(yield func(I, error) bool) {
+		for it, err := range items {
+			if err != nil {
+				err = fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+			}
+			if !yield(it, err) {
+				return
+			}
+		}
+	}
 }
 
 // Page returns up to limit items of the parent that come after the cursor
@@ -44,58 +55,49 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 // items from the index of [Repo.Indexes] in one batch: keyset pagination,
 // so a deep page costs what the first one costs, and a page does not skip
 // or repeat items when items before it are added or removed. A limit
-// outside 1 to 1<<20 gives [patterns.ErrInvalid].
+// outside 1 to 1<<20 gives [patterns.ErrInvalid]. It takes the same path
+// on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
-	if err := patterns.ValidateID(parentID); err != nil {
-		return nil, Cursor{}, fmt.Errorf("subset: Page: parent id: %w", err)
+	if err := validateID(parentID); err != nil {
+		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))
 	}
 	if limit < 1 || limit > maxN {
-		return nil, Cursor{}, fmt.Errorf("subset: Page: %w", errs.Invalid("limit %d; want 1 to %d", limit, maxN))
+		return nil, Cursor{}, fail("Page", errs.Invalid("limit %d; want 1 to %d", limit, maxN))
 	}
-	cur, err := r.items.Find(ctx, r.pageFilter(parentID, after), r.firstN(limit+1))
+	out, next, err := r.page(ctx, parentID, after, limit)
 	if err != nil {
-		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: %w", parentID, err)
+		return nil, Cursor{}, fail("Page", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
-	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: %w", parentID, err)
+	return out, next, nil
+}
+
+func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	cur, err := r.items.Find(ctx, r.cmd.page(parentID, after), r.cmd.firstN(limit+1))
+	if err != nil {
+		return nil, Cursor{}, err
 	}
-	more := len(docs) > limit
-	docs = docs[:min(len(docs), limit)]
-	out := make([]I, len(docs))
-	for i, d := range docs {
+	var found []bson.Raw
+	if err := cur.All(ctx, &found); err != nil {
+		return nil, Cursor{}, err
+	}
+	more := len(found) > limit
+	found = found[:min(len(found), limit)]
+	out := make([]I, len(found))
+	for i, d := range found {
 		if err := bson.Unmarshal(d, &out[i]); err != nil {
-			return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: decode item: %w", parentID, err)
+			return nil, Cursor{}, fmt.Errorf("decode item: %w", err)
 		}
 	}
 	if !more {
 		return out, Cursor{}, nil
 	}
-	last := docs[len(docs)-1]
+	last := found[len(found)-1]
 	next := Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}
 	if err := checkScalar(next.sort); err != nil || next.id.IsZero() {
 		// Stored without the repository, and without a sort value or id.
-		return nil, Cursor{}, fmt.Errorf("subset: Page of parent %v: cannot continue after item %s: no scalar %s and %s", parentID, next.id, r.cfg.SortField, r.cfg.IDField)
+		return nil, Cursor{}, fmt.Errorf("cannot continue after item %s: no scalar %s and %s", idText(next.id), r.cfg.SortField, r.cfg.IDField)
 	}
 	return out, next, nil
-}
-
-// pageFilter matches the parent's items that come after c in the
-// configured order: {ParentField: id, $or: [{SortField: {$gt: s}},
-// {SortField: s, IDField: {$gt: i}}]}, with $lt when Descending.
-func (r *Repo[P, I]) pageFilter(parentID any, c Cursor) bson.D {
-	filter := bson.D{{Key: r.cfg.ParentField, Value: parentID}}
-	if c.IsZero() {
-		return filter
-	}
-	op := "$gt"
-	if r.cfg.Descending {
-		op = "$lt"
-	}
-	return append(filter, bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: r.cfg.SortField, Value: bson.D{{Key: op, Value: c.sort}}}},
-		bson.D{{Key: r.cfg.SortField, Value: c.sort}, {Key: r.cfg.IDField, Value: bson.D{{Key: op, Value: c.id}}}},
-	}})
 }
 
 // Cursor is a position in a parent's items: the sort value and the id of
@@ -124,7 +126,7 @@ func (c Cursor) MarshalText() ([]byte, error) {
 	}
 	raw, err := bson.Marshal(bson.D{{Key: "s", Value: c.sort}, {Key: "i", Value: c.id}})
 	if err != nil { // the values came from a stored document or were validated
-		return nil, fmt.Errorf("subset: encode cursor: %w", err)
+		return nil, pkg.Wrap("MarshalText", err)
 	}
 	return base64.RawURLEncoding.AppendEncode(nil, raw), nil
 }
@@ -149,22 +151,22 @@ func ParseCursor(s string) (Cursor, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("not base64url: %v", err))
+		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: not base64url: %v", s, err))
 	}
 	doc := bson.Raw(raw)
 	if err := doc.Validate(); err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("%v", err))
+		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: %v", s, err))
 	}
 	elems, err := doc.Elements()
 	if err != nil || len(elems) != 2 || elems[0].Key() != "s" || elems[1].Key() != "i" {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, errs.Invalid("not a cursor"))
+		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: not a cursor", s))
 	}
 	c := Cursor{sort: elems[0].Value(), id: elems[1].Value()}
 	if err := checkScalar(c.sort); err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: sort value: %w", s, err)
+		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: sort value: %w", s, err))
 	}
 	if err := validateRawID(c.id); err != nil {
-		return Cursor{}, fmt.Errorf("subset: cursor %q: %w", s, err)
+		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: %w", s, err))
 	}
 	return c, nil
 }

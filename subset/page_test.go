@@ -35,7 +35,7 @@ func TestPageWalksTheFullSetInOrder(t *testing.T) {
 			db := mongotest.DB(t)
 			cfg := config(3)
 			cfg.Descending = descending
-			r := newRepo[parent, item](t, db, cfg, "portable")
+			r := newRepo[parent, item](t, db, cfg, portable)
 			insertParents(t, db, "a", "b")
 			items := shuffled(11, rng)
 			require.NoError(t, r.Add(ctx, "a", items...))
@@ -70,7 +70,7 @@ func TestPageWalksTheFullSetInOrder(t *testing.T) {
 func TestPageNeitherSkipsNorRepeatsWhenEarlierItemsChange(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	insertParents(t, db, "a")
 	require.NoError(t, r.Add(ctx, "a", shuffled(9, rand.New(rand.NewPCG(3, 4)))...))
 	first, next, err := r.Page(ctx, "a", subset.Cursor{}, 4)
@@ -93,7 +93,7 @@ func TestPageNeitherSkipsNorRepeatsWhenEarlierItemsChange(t *testing.T) {
 
 func TestPageRejects(t *testing.T) {
 	db := mongotest.DB(t)
-	r := newRepo[parent, item](t, db, config(3), "portable")
+	r := newRepo[parent, item](t, db, config(3), portable)
 	for _, limit := range []int{0, -1, 1<<20 + 1} {
 		_, _, err := r.Page(context.Background(), "a", subset.Cursor{}, limit)
 		require.ErrorIs(t, err, patterns.ErrInvalid, "limit %d", limit)
@@ -103,7 +103,7 @@ func TestPageRejects(t *testing.T) {
 }
 
 func TestAllRejectsABadParentID(t *testing.T) {
-	r := newRepo[parent, item](t, mongotest.DB(t), config(3), "portable")
+	r := newRepo[parent, item](t, mongotest.DB(t), config(3), portable)
 	for _, err := range r.All(context.Background(), "") {
 		require.ErrorIs(t, err, patterns.ErrInvalid)
 	}

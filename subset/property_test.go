@@ -15,6 +15,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/subset"
 )
 
 // TestRandomSequencesKeepTheInvariant applies random sequences of Add,
@@ -24,13 +25,13 @@ import (
 // its first Cap items.
 func TestRandomSequencesKeepTheInvariant(t *testing.T) {
 	const capacity, steps = 4, 120
-	paths(t, func(t *testing.T, path string) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(capacity), path)
+		r := newRepo[parent, item](t, db, config(capacity), plan)
 		insertParents(t, db, "a", "b")
 		other := []item{{ID: 1000, Score: 3}}
 		require.NoError(t, r.Add(ctx, "b", other...))
@@ -89,18 +90,19 @@ func pick(rng *rand.Rand, model map[int64]item) int64 {
 	return ids[rng.IntN(len(ids))]
 }
 
-// TestConcurrentAddsToOneParent has 8 goroutines add 50 items each, one at
-// a time, to one parent, while a reader checks that the subset never holds
-// more than the cap or one item twice. Afterwards the items collection
-// holds the 400 items once each and the subset is the first Cap; on the
-// portable path, the updates sent stay within the bound of the revision
-// protocol, 3 compare-and-sets per Add.
+// TestConcurrentAddsToOneParent has 8 goroutines add 50 items each (10
+// on the embedded dev server), one at a time, to one parent, while a
+// reader checks that the subset never holds more than the cap or one item
+// twice. Afterwards the items collection holds every item once and the
+// subset is the first Cap; on the portable path, the updates sent stay
+// within the bound of the revision protocol, 3 compare-and-sets per Add.
 func TestConcurrentAddsToOneParent(t *testing.T) {
-	const workers, each, capacity = 8, 50, 10
-	paths(t, func(t *testing.T, path string) {
+	const workers, capacity = 8, 10
+	each := mongotest.Scale(50, 10)
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(capacity), path)
+		r := newRepo[parent, item](t, db, config(capacity), plan)
 		insertParents(t, db, "a")
 
 		var all []item
@@ -162,11 +164,11 @@ func TestConcurrentAddsToOneParent(t *testing.T) {
 			}
 		}
 		t.Logf("%d reads during the adds; the largest subset seen held %d items; %d updates for %d adds", reads.Load(), largest.Load(), updates, workers*each)
-		if path == "portable" {
+		if plan != pushPlan {
 			require.LessOrEqual(t, updates, 3*workers*each, "at most 3 compare-and-sets per Add, however many writers compete")
 		}
 		require.Positive(t, reads.Load())
 		require.EqualValues(t, capacity, largest.Load())
-		requireState(t, r, "a", all, capacity) // all 400 once, in order; the subset is the first 10
+		requireState(t, r, "a", all, capacity) // all once, in order; the subset is the first 10
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -35,55 +36,63 @@ var _ Store[struct{}, struct{}] = (*Repo[struct{}, struct{}])(nil)
 
 // Repo keeps, in each parent document of type P, the Cap most relevant of
 // the parent's items of type I, while every item lives in its own
-// collection. It is safe for concurrent use. Build it with [New].
+// collection. It is safe for concurrent use, by several goroutines and by
+// several processes (on FerretDB 1.x only through one client with one
+// connection: see [patterns.FeatureConcurrentUpdates]). Build it with
+// [New].
 type Repo[P, I any] struct {
 	parents, items *mongo.Collection
 	cfg            Config
-	sortPath       []string         // cfg.SortField split at the dots
-	idPath         string           // the ids in the subset: Field.IDField
-	order          bson.D           // {SortField: dir, IDField: dir}, everywhere
-	path           lazy.Value[bool] // true: the native path (see the package documentation)
+	cmd            commands
+	sortPath       []string // cfg.SortField split at the dots
+	itemBudget     int      // see itemBudget
+	planned        lazy.Value[plan]
 }
 
 // New returns a repository over the collections cfg names in db. It
 // validates cfg (every error wraps [patterns.ErrInvalid]) and sends
-// nothing: the path (native or portable) is chosen from
-// [patterns.Capabilities] on first use, once. Create the indexes of
-// [Repo.Indexes] before the first write.
+// nothing: the path is chosen from [patterns.Capabilities] on first use,
+// once per repository (two commands, once per client). Create the indexes
+// of [Repo.Indexes] before the first write.
 func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	if db == nil {
-		return nil, fmt.Errorf("subset: New: %w", errs.Invalid("nil database"))
+		return nil, pkg.Wrap("New", errs.Invalid("nil database"))
 	}
 	cfg, err := cfg.normalize()
 	if err != nil {
-		return nil, fmt.Errorf("subset: New: %w", err)
-	}
-	dir := 1
-	if cfg.Descending {
-		dir = -1
+		return nil, pkg.Wrap("New", err)
 	}
 	return &Repo[P, I]{
-		parents:  db.Collection(cfg.Parents),
-		items:    db.Collection(cfg.Items),
-		cfg:      cfg,
-		sortPath: strings.Split(cfg.SortField, "."),
-		idPath:   cfg.Field + "." + cfg.IDField,
-		order:    bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
+		parents:    db.Collection(cfg.Parents),
+		items:      db.Collection(cfg.Items),
+		cfg:        cfg,
+		cmd:        newCommands(cfg),
+		sortPath:   strings.Split(cfg.SortField, "."),
+		itemBudget: itemBudget(cfg),
 	}, nil
 }
 
-// native reports whether the repository takes the native path: whether
-// the server applies the $push modifiers $sort and $slice. The first call
-// asks [patterns.Capabilities] (cached per client); later calls read the
-// decision.
-func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
-	return r.path.Get(ctx, func(ctx context.Context) (bool, error) {
-		srv, err := patterns.Capabilities(ctx, r.parents.Database().Client())
-		if err != nil {
-			return false, err
-		}
-		return srv.Has(patterns.FeaturePushModifiers), nil
+// plan returns the repository's plan: on the first call it asks
+// [patterns.Capabilities] (cached per client); later calls read it.
+func (r *Repo[P, I]) plan(ctx context.Context) (plan, error) {
+	return lazy.Decide(ctx, &r.planned, r.parents.Database().Client(), planFor)
+}
+
+// fail is the error an exported method returns: "subset: <op>: <err>",
+// with a server's error classified (so that errors.Is finds
+// patterns.ErrTooLarge or patterns.ErrUnsupported on every server).
+func fail(op string, err error) error { return pkg.Wrap(op, srverr.Classify(err)) }
+
+// write sends a write that is safe to repeat, again after a transient
+// failure ([srverr.Retry]), and classifies its error.
+func write[T any](ctx context.Context, send func() (T, error)) (T, error) {
+	var res T
+	err := srverr.Retry(ctx, func() error {
+		var err error
+		res, err = send()
+		return err
 	})
+	return res, srverr.Classify(err)
 }
 
 // Indexes returns the indexes the repository's queries need, for
@@ -94,14 +103,14 @@ func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
 // IDField: 1}, which is what makes a retried [Repo.Add] store an item
 // once. The parents need only their _id index.
 func (r *Repo[P, I]) Indexes() []patterns.Index {
-	dir := r.order[0].Value.(int)
+	dir := r.cmd.order[0].Value.(int)
 	key, _ := esr.Key( // the fields were validated by New
 		esr.Equality(r.cfg.ParentField),
 		esr.Sort(r.cfg.SortField, dir),
 		esr.Sort(r.cfg.IDField, dir),
 	)
 	out := []patterns.Index{{Collection: r.items, Model: mongo.IndexModel{Keys: key}}}
-	if r.cfg.IDField != "_id" {
+	if r.cfg.IDField != DefaultIDField {
 		out = append(out, patterns.Index{Collection: r.items, Model: mongo.IndexModel{
 			Keys:    bson.D{{Key: r.cfg.ParentField, Value: 1}, {Key: r.cfg.IDField, Value: 1}},
 			Options: options.Index().SetUnique(true),
@@ -111,50 +120,65 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 }
 
 // Get returns the parent with its subset: one findOne on the parents,
-// served by _id. opts pass through to the driver (a projection, for
-// example). A missing parent gives [patterns.ErrNotFound].
+// served by _id, on every server. opts pass through to the driver (a
+// projection, for example). A missing parent gives [patterns.ErrNotFound].
 //
 // The subset it returns is one atomic snapshot of the parent document. It
 // may lag the items collection by the writes in flight: an item that
 // [Repo.Add] has stored but not yet put in the subset, or one that
 // [Repo.Remove] has deleted but not yet taken out.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error) {
-	var zero P
-	if err := patterns.ValidateID(parentID); err != nil {
-		return zero, fmt.Errorf("subset: Get: parent id: %w", err)
-	}
 	var p P
-	err := r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: parentID}}, opts...).Decode(&p)
+	if err := validateID(parentID); err != nil {
+		return p, fail("Get", fmt.Errorf("parent id: %w", err))
+	}
+	err := r.parents.FindOne(ctx, r.cmd.parent(parentID), opts...).Decode(&p)
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return zero, fmt.Errorf("subset: Get: parent %v: %w", parentID, patterns.ErrNotFound)
+		err = errNoParent
 	}
 	if err != nil {
-		return zero, fmt.Errorf("subset: Get: parent %v: %w", parentID, err)
+		var zero P
+		return zero, fail("Get", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
 	return p, nil
 }
 
-// Delete deletes the parent, then all its items: two commands. A reader
-// between them sees no parent while its items remain, and then no items.
-// Deleting the parent first is what keeps concurrent writers from leaving
-// orphans: a [Repo.Add] that stored its items before the parent was gone
-// either had them deleted by the second step or finds the parent missing
-// and deletes them itself. It is safe to retry; it returns
-// [patterns.ErrNotFound] when there was neither a parent nor an item.
+// errNoParent is what an operation on a missing parent returns, after
+// the parent's id.
+var errNoParent = fmt.Errorf("no such parent: %w", patterns.ErrNotFound)
+
+// idOf writes an id given at the API, valid, for an error message.
+func idOf(id any) string {
+	t, v, err := bson.MarshalValue(id)
+	if err != nil {
+		return fmt.Sprint(id)
+	}
+	return idText(bson.RawValue{Type: t, Value: v})
+}
+
+// Delete deletes the parent, then all its items: two commands, each
+// retried after a transient failure (FerretDB 2.x's "deadlock
+// detected"). A reader between them sees no parent while its items
+// remain, and then no items. Deleting the parent first is what keeps
+// concurrent writers from leaving orphans: a [Repo.Add] that stored its
+// items before the parent was gone either had them deleted by the second
+// step or finds the parent missing and deletes them itself. It is safe to
+// retry; it returns [patterns.ErrNotFound] when there was neither a
+// parent nor an item.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
-	if err := patterns.ValidateID(parentID); err != nil {
-		return fmt.Errorf("subset: Delete: parent id: %w", err)
+	if err := validateID(parentID); err != nil {
+		return fail("Delete", fmt.Errorf("parent id: %w", err))
 	}
-	p, err := r.parents.DeleteOne(ctx, bson.D{{Key: "_id", Value: parentID}})
+	p, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.parents.DeleteOne(ctx, r.cmd.parent(parentID)) })
 	if err != nil {
-		return fmt.Errorf("subset: Delete: parent %v: %w", parentID, err)
+		return fail("Delete", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
-	i, err := r.items.DeleteMany(ctx, bson.D{{Key: r.cfg.ParentField, Value: parentID}})
+	i, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.items(parentID)) })
 	if err != nil {
-		return fmt.Errorf("subset: Delete: items of parent %v: %w", parentID, err)
+		return fail("Delete", fmt.Errorf("parent %s: delete its items: %w", idOf(parentID), err))
 	}
 	if p.DeletedCount == 0 && i.DeletedCount == 0 {
-		return fmt.Errorf("subset: Delete: parent %v: %w", parentID, patterns.ErrNotFound)
+		return fail("Delete", fmt.Errorf("parent %s: no such parent and no items: %w", idOf(parentID), patterns.ErrNotFound))
 	}
 	return nil
 }

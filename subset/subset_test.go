@@ -44,32 +44,22 @@ func config(capacity int) subset.Config {
 	}
 }
 
-// paths runs fn on each path the server allows: "native" where it applies
-// the $push modifiers, and "portable", forced, everywhere.
-func paths(t *testing.T, fn func(t *testing.T, path string)) {
+// newRepo builds a repository on plan p and creates its indexes.
+func newRepo[P, I any](t testing.TB, db *mongo.Database, cfg subset.Config, p subset.Plan) *subset.Repo[P, I] {
 	t.Helper()
-	for _, path := range []string{"native", "portable"} {
-		t.Run(path, func(t *testing.T) {
-			if path == "native" {
-				mongotest.Require(t, patterns.FeaturePushModifiers)
-			}
-			fn(t, path)
-		})
-	}
-}
-
-// newRepo builds a repository on the given path and creates its indexes.
-func newRepo[P, I any](t testing.TB, db *mongo.Database, cfg subset.Config, path string) *subset.Repo[P, I] {
-	t.Helper()
-	build := subset.New[P, I]
-	if path == "portable" {
-		build = subset.NewPortable[P, I]
-	}
-	r, err := build(db, cfg)
+	r, err := subset.New[P, I](db, cfg)
 	require.NoError(t, err)
+	subset.ForcePlan(r, p)
 	require.NoError(t, patterns.EnsureIndexes(context.Background(), r.Indexes()...))
 	return r
 }
+
+// portable is the plan of a server without any optional feature, which
+// every server can take.
+var portable = subset.PlanFor(mongotest.Portable())
+
+// pushPlan is the plan of MongoDB 8, which pushes into the subset.
+var pushPlan = subset.PlanFor(mongotest.Native())
 
 // insertParents stores empty parents with the given ids.
 func insertParents(t testing.TB, db *mongo.Database, ids ...string) {

@@ -1,0 +1,187 @@
+package subset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Remove deletes one item of the parent from the items collection, then
+// recomputes the subset from the items collection, so that when the item
+// leaves a full subset the next most relevant item takes its place. It
+// sends four commands: deleteOne, a read of the parent's revision, a find
+// of the first Cap items and the compare-and-set of the subset. Under
+// concurrent writers it sends at most two compare-and-sets, with a read
+// of the parent after each lost race, however many others compete (see
+// the package documentation): it does not fail because others add items.
+// Between the delete and the set, a reader of the subset may still see
+// the item. Its writes are retried after a transient failure
+// (FerretDB 2.x's "deadlock detected").
+//
+// It is safe to retry: when the item is no longer stored but the subset
+// still holds it (an earlier Remove failed after its delete), Remove
+// finishes that job. It returns [patterns.ErrNotFound] when the item is in
+// neither place, and when the parent does not exist; an item of a missing
+// parent (an orphan, which [Repo.Delete] deletes too) is deleted all the
+// same.
+//
+// An Add of the same item running concurrently with its Remove may leave
+// the item in the subset only: a [Repo.Rebuild] repairs it.
+func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
+	if err := validateID(parentID); err != nil {
+		return fail("Remove", fmt.Errorf("parent id: %w", err))
+	}
+	if err := validateID(itemID); err != nil {
+		return fail("Remove", fmt.Errorf("parent %s: item id: %w", idOf(parentID), err))
+	}
+	if err := r.remove(ctx, parentID, itemID); err != nil {
+		return fail("Remove", fmt.Errorf("parent %s: item %s: %w", idOf(parentID), idOf(itemID), err))
+	}
+	return nil
+}
+
+func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
+	p, err := r.plan(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteOne(ctx, r.cmd.item(parentID, itemID)) })
+	if err != nil {
+		return fmt.Errorf("delete the item: %w", err)
+	}
+	if res.DeletedCount == 1 {
+		st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+		if err != nil {
+			return err
+		}
+		return r.recompute(ctx, p, parentID, st, true)
+	}
+	st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
+	if errors.Is(err, patterns.ErrNotFound) {
+		return fmt.Errorf("no such item, and no parent holding it: %w", patterns.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	return r.recompute(ctx, p, parentID, st, true)
+}
+
+// Update replaces one item of the parent (the item with the same id) in
+// the items collection, then recomputes the subset from the items
+// collection, so that an item whose sort value changed enters, moves in or
+// leaves the subset. It sends four commands and bounds its
+// compare-and-sets like [Repo.Remove], and a reader may see the old
+// version in the subset until the last one. It is safe to retry, and its
+// writes are retried after a transient failure, as Remove's. The item
+// is validated like one given to [Repo.Add] ([patterns.ErrInvalid],
+// [patterns.ErrTooLarge], nothing written); a missing item or parent gives
+// [patterns.ErrNotFound].
+//
+// When the new version would take the parent past 16 MiB (because of the
+// parent's own fields), Update returns [patterns.ErrTooLarge] after
+// replacing the item: the items collection holds the new version, the
+// subset keeps the old one until the parent has room and [Repo.Rebuild]
+// runs. Remove and Rebuild report the same condition the same way.
+func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) error {
+	parent, err := newParentRef(r.cfg.ParentField, parentID)
+	if err != nil {
+		return fail("Update", err)
+	}
+	e, err := r.encode(item, parent, false)
+	if err != nil {
+		return fail("Update", fmt.Errorf("%s: %w", parent, err))
+	}
+	if err := r.update(ctx, parent, e); err != nil {
+		return fail("Update", fmt.Errorf("%s: item %s: %w", parent, idText(e.id), err))
+	}
+	return nil
+}
+
+func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) error {
+	p, err := r.plan(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := write(ctx, func() (*mongo.UpdateResult, error) {
+		return r.items.ReplaceOne(ctx, r.cmd.item(parent.id, e.id), e.doc)
+	})
+	if err != nil {
+		return fmt.Errorf("replace the item: %w", err)
+	}
+	if res.MatchedCount == 0 {
+		return fmt.Errorf("no such item: %w", patterns.ErrNotFound)
+	}
+	return r.rebuild(ctx, p, parent.id)
+}
+
+// Rebuild recomputes the parent's subset from the items collection: to
+// repair it, to fill it for parents whose items were loaded without the
+// repository, or to apply a new Cap. It sends three commands (a read of
+// the revision, a find of the first Cap items, the compare-and-set), at
+// most two compare-and-sets under concurrent writers (see [Repo.Remove]),
+// and writes the subset in one atomic update, so a reader sees the old
+// subset or the new one. A missing parent gives [patterns.ErrNotFound]; a
+// parent that its first Cap items would take past 16 MiB gives
+// [patterns.ErrTooLarge] and keeps its subset.
+func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) error {
+	if err := validateID(parentID); err != nil {
+		return fail("Rebuild", fmt.Errorf("parent id: %w", err))
+	}
+	p, err := r.plan(ctx)
+	if err == nil {
+		err = r.rebuild(ctx, p, parentID)
+	}
+	if err != nil {
+		return fail("Rebuild", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+	}
+	return nil
+}
+
+func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
+	st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+	if err != nil {
+		return err
+	}
+	return r.recompute(ctx, p, parentID, st, true)
+}
+
+// RebuildAll runs [Repo.Rebuild] on every parent, in _id order, and calls
+// progress (when not nil) with the number rebuilt so far after each. It
+// returns that number. It reads the parents' ids with one cursor (a find
+// and a getMore per batch) and sends three commands per parent; a parent
+// deleted while it runs is skipped. It stops at the first error, which
+// names the parent: run it again to resume (rebuilding is idempotent).
+func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
+	p, err := r.plan(ctx)
+	if err != nil {
+		return 0, fail("RebuildAll", err)
+	}
+	cur, err := r.parents.Find(ctx, r.cmd.everyParent(), r.cmd.allParents())
+	if err != nil {
+		return 0, fail("RebuildAll", err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	n := 0
+	for cur.Next(ctx) {
+		id := cur.Current.Lookup("_id")
+		err := r.rebuild(ctx, p, id)
+		if errors.Is(err, patterns.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return n, fail("RebuildAll", fmt.Errorf("parent %s: %w", idText(id), err))
+		}
+		n++
+		if progress != nil {
+			progress(n)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return n, fail("RebuildAll", err)
+	}
+	return n, nil
+}

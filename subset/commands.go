@@ -1,0 +1,219 @@
+package subset
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// commands builds every filter, update, projection and pipeline the
+// repository sends, from the configuration alone: pure functions, pinned
+// by commands_test.go for every plan (the push plan's cannot run on the
+// embedded dev server).
+type commands struct {
+	field, rev           string // the parent's subset and revision fields
+	parentField, idField string // the item's parent id and id fields
+	idPath               string // the ids in the subset: field.idField
+	order                bson.D // {SortField: d, IDField: d}, everywhere
+	cap                  int
+}
+
+func newCommands(cfg Config) commands {
+	dir := 1
+	if cfg.Descending {
+		dir = -1
+	}
+	return commands{
+		field: cfg.Field, rev: cfg.RevisionField,
+		parentField: cfg.ParentField, idField: cfg.IDField,
+		idPath: cfg.Field + "." + cfg.IDField,
+		order:  bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
+		cap:    cfg.Cap,
+	}
+}
+
+// The parents.
+
+// parent matches the parent: {_id: id}.
+func (c commands) parent(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}}
+}
+
+// parentHolding matches the parent while its subset holds the item:
+// {_id: id, <field>.<idField>: itemID}.
+func (c commands) parentHolding(parentID any, itemID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: c.idPath, Value: itemID}}
+}
+
+// parentState is the projection of what a recomputation reads of a
+// parent, its revision and the ids in its subset; nil (the whole parent)
+// on a plan that measures the parent's size.
+func (c commands) parentState(p plan) bson.D {
+	if p.measure {
+		return nil
+	}
+	return bson.D{{Key: c.rev, Value: 1}, {Key: c.idPath, Value: 1}}
+}
+
+// pushFilter is the guard of the push plan's Add: the parent, while its
+// subset holds none of the ids.
+func (c commands) pushFilter(parentID any, ids []bson.RawValue) bson.D {
+	return bson.D{
+		{Key: "_id", Value: parentID},
+		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
+	}
+}
+
+// pushUpdate pushes the documents into the subset, sorts it in the
+// configured order and keeps the first Cap: one atomic update, which
+// leaves the revision alone (see the package documentation).
+func (c commands) pushUpdate(docs []bson.Raw) bson.D {
+	return bson.D{{Key: "$push", Value: bson.D{{Key: c.field, Value: bson.D{
+		{Key: "$each", Value: docs},
+		{Key: "$sort", Value: c.order},
+		{Key: "$slice", Value: c.cap},
+	}}}}}
+}
+
+// casFilter is the compare-and-set of a recomputation: the parent, at
+// the revision it was read at ($exists: false before the first
+// recomputation).
+func (c commands) casFilter(parentID any, st parentState) bson.D {
+	rev := bson.E{Key: c.rev, Value: st.rev}
+	if !st.hasRev {
+		rev.Value = bson.D{{Key: "$exists", Value: false}}
+	}
+	return bson.D{{Key: "_id", Value: parentID}, rev}
+}
+
+// recomputation is the update of a recomputation on plan p: mergeUpdate
+// on the push plan, setUpdate otherwise.
+func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue) any {
+	if p.push {
+		return c.mergeUpdate(top, stale)
+	}
+	return c.setUpdate(top)
+}
+
+// setUpdate is the portable plan's recomputation: it sets the subset to
+// top and increments the revision.
+func (c commands) setUpdate(top []bson.Raw) bson.D {
+	if top == nil {
+		top = []bson.Raw{} // an empty array, not null
+	}
+	return bson.D{
+		{Key: "$set", Value: bson.D{{Key: c.field, Value: top}}},
+		{Key: "$inc", Value: bson.D{{Key: c.rev, Value: int64(1)}}},
+	}
+}
+
+// mergeUpdate is the push plan's recomputation, a pipeline update that
+// sets the subset to the first Cap, in the configured order, of top (the
+// first Cap items as read from the items collection) and of the elements
+// pushed since the parent was read: those of the current subset whose id
+// is neither in top nor in stale (the ids the subset held when read that
+// top does not hold). It increments the revision. In the expression
+// language:
+//
+//	[{$set: {
+//	  <field>: {$let: {vars: {top: {$literal: top}}, in: {$slice: [{$sortArray: {
+//	    input: {$concatArrays: ["$$top", {$filter: {
+//	      input: {$cond: [{$isArray: "$<field>"}, "$<field>", []]}, as: "e",
+//	      cond: {$and: [
+//	        {$ne: [{$type: "$$e.<idField>"}, "missing"]},
+//	        {$not: [{$in: ["$$e.<idField>", {$concatArrays: ["$$top.<idField>", {$literal: stale}]}]}]}]}}}]},
+//	    sortBy: {<sortField>: d, <idField>: d}}}, Cap]}}},
+//	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]}}}]
+//
+// The items are literals, so that a string starting with '$' in an item
+// is not read as a field path. A subset field that is not an array counts
+// as empty, and an element without an id is dropped, as a set would.
+// $sortArray sorts as $push's $sort does; $in compares ids as the server
+// compares them (7 is 7.0).
+func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
+	if top == nil {
+		top = []bson.Raw{}
+	}
+	if stale == nil {
+		stale = []bson.RawValue{} // $concatArrays of null is null
+	}
+	field, elemID := "$"+c.field, "$$e."+c.idField
+	pushed := bson.D{{Key: "$filter", Value: bson.D{
+		{Key: "input", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isArray", Value: field}}, field, bson.A{}}}}},
+		{Key: "as", Value: "e"},
+		{Key: "cond", Value: bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: "$ne", Value: bson.A{bson.D{{Key: "$type", Value: elemID}}, "missing"}}},
+			bson.D{{Key: "$not", Value: bson.A{bson.D{{Key: "$in", Value: bson.A{
+				elemID,
+				bson.D{{Key: "$concatArrays", Value: bson.A{"$$top." + c.idField, bson.D{{Key: "$literal", Value: stale}}}}},
+			}}}}}},
+		}}}},
+	}}}
+	subset := bson.D{{Key: "$let", Value: bson.D{
+		{Key: "vars", Value: bson.D{{Key: "top", Value: bson.D{{Key: "$literal", Value: top}}}}},
+		{Key: "in", Value: bson.D{{Key: "$slice", Value: bson.A{
+			bson.D{{Key: "$sortArray", Value: bson.D{
+				{Key: "input", Value: bson.D{{Key: "$concatArrays", Value: bson.A{"$$top", pushed}}}},
+				{Key: "sortBy", Value: c.order},
+			}}},
+			c.cap,
+		}}}},
+	}}}
+	rev := bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$" + c.rev, int64(0)}}}, int64(1)}}}
+	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}}}}
+}
+
+// everyParent matches every parent, for RebuildAll.
+func (c commands) everyParent() bson.D { return bson.D{} }
+
+// allParents reads the ids of every parent, in _id order, for RebuildAll.
+func (c commands) allParents() *options.FindOptionsBuilder {
+	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}})
+}
+
+// The items.
+
+// items matches the parent's items: {<parentField>: id}.
+func (c commands) items(parentID any) bson.D {
+	return bson.D{{Key: c.parentField, Value: parentID}}
+}
+
+// item matches one item of the parent.
+func (c commands) item(parentID, itemID any) bson.D {
+	return bson.D{{Key: c.parentField, Value: parentID}, {Key: c.idField, Value: itemID}}
+}
+
+// itemsIn matches the parent's items with the given ids.
+func (c commands) itemsIn(parentID any, ids []bson.RawValue) bson.D {
+	return bson.D{
+		{Key: c.parentField, Value: parentID},
+		{Key: c.idField, Value: bson.D{{Key: "$in", Value: ids}}},
+	}
+}
+
+// firstN reads the first n items in the configured order in one round
+// trip: a batch one larger than the limit lets the server close the
+// cursor in its first reply (FerretDB keeps it open, and the driver sends
+// a getMore, when they are equal).
+func (c commands) firstN(n int) *options.FindOptionsBuilder {
+	return options.Find().SetSort(c.order).SetLimit(int64(n)).SetBatchSize(int32(n + 1))
+}
+
+// page matches the parent's items that come after the cursor in the
+// configured order: {<parentField>: id, $or: [{<sortField>: {$gt: s}},
+// {<sortField>: s, <idField>: {$gt: i}}]}, with $lt when descending; the
+// parent's items when the cursor is the zero Cursor.
+func (c commands) page(parentID any, after Cursor) bson.D {
+	filter := c.items(parentID)
+	if after.IsZero() {
+		return filter
+	}
+	op := "$gt"
+	if c.order[0].Value == -1 {
+		op = "$lt"
+	}
+	sortField := c.order[0].Key
+	return append(filter, bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: sortField, Value: bson.D{{Key: op, Value: after.sort}}}},
+		bson.D{{Key: sortField, Value: after.sort}, {Key: c.idField, Value: bson.D{{Key: op, Value: after.id}}}},
+	}})
+}

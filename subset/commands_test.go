@@ -1,0 +1,175 @@
+package subset
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+// reviewsConfig is the configuration of the pinned commands: the ten
+// best reviews of a product, by stars, most first.
+func reviewsConfig(idField string) Config {
+	cfg, err := Config{
+		Parents: "products", Field: "reviews",
+		Items: "reviews", ParentField: "productId", IDField: idField,
+		SortField: "stars", Descending: true, Cap: 10,
+	}.normalize()
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+func raw(t testing.TB, d bson.D) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(d)
+	require.NoError(t, err)
+	return b
+}
+
+func rawValue(t testing.TB, v any) bson.RawValue {
+	t.Helper()
+	typ, data, err := bson.MarshalValue(v)
+	require.NoError(t, err)
+	return bson.RawValue{Type: typ, Value: data}
+}
+
+// requireJSON checks what goes on the wire, in canonical Extended JSON.
+func requireJSON(t *testing.T, want string, v any, msg ...any) {
+	t.Helper()
+	got, err := bson.MarshalExtJSON(bson.D{{Key: "v", Value: v}}, true, false)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"v":`+want+`}`, string(got), msg...)
+}
+
+// plans are the distinct plans of the servers the library knows.
+func plans(t *testing.T) map[plan][]string {
+	out := map[plan][]string{}
+	for name, srv := range mongotest.KnownServers() {
+		p := planFor(srv)
+		out[p] = append(out[p], name)
+	}
+	require.Len(t, out, 3, "push; portable measuring; portable on a server that limits sizes")
+	return out
+}
+
+// TestParentCommands pins the filters and projections on the parents,
+// for every plan.
+func TestParentCommands(t *testing.T) {
+	c := newCommands(reviewsConfig(""))
+	requireJSON(t, `{"_id":"p1"}`, c.parent("p1"))
+	requireJSON(t, `{"_id":"p1","reviews._id":{"$numberInt":"7"}}`, c.parentHolding("p1", 7))
+	requireJSON(t, `{}`, c.everyParent())
+	var o options.FindOptions
+	for _, set := range c.allParents().List() {
+		require.NoError(t, set(&o))
+	}
+	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection)
+	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Sort)
+
+	for p, servers := range plans(t) {
+		proj := c.parentState(p)
+		if p.measure {
+			require.Nil(t, proj, "%v read the whole parent, to know its size", servers)
+		} else {
+			requireJSON(t, `{"reviewsRev":{"$numberInt":"1"},"reviews._id":{"$numberInt":"1"}}`, proj)
+		}
+	}
+
+	rev := parentState{rev: 7, hasRev: true}
+	requireJSON(t, `{"_id":"p1","reviewsRev":{"$exists":false}}`, c.casFilter("p1", parentState{}))
+	requireJSON(t, `{"_id":"p1","reviewsRev":{"$numberLong":"7"}}`, c.casFilter("p1", rev))
+}
+
+// TestPushCommands pins the push plan's Add: the guard, $each, $sort in
+// the configured order with the id as tie-break in the same direction,
+// $slice at the cap, and no revision.
+func TestPushCommands(t *testing.T) {
+	c := newCommands(reviewsConfig(""))
+	id1, id2 := bson.NewObjectID(), bson.NewObjectID()
+	d1 := raw(t, bson.D{{Key: "_id", Value: id1}, {Key: "stars", Value: 5}, {Key: "productId", Value: "p1"}})
+	d2 := raw(t, bson.D{{Key: "_id", Value: id2}, {Key: "productId", Value: "p1"}, {Key: "stars", Value: 3}})
+	o1, o2 := `{"$oid":"`+id1.Hex()+`"}`, `{"$oid":"`+id2.Hex()+`"}`
+	requireJSON(t, `{"_id":"p1","reviews._id":{"$nin":[`+o1+`,`+o2+`]}}`,
+		c.pushFilter("p1", []bson.RawValue{rawValue(t, id1), rawValue(t, id2)}))
+	requireJSON(t, `{"$push":{"reviews":{"$each":[`+
+		`{"_id":`+o1+`,"stars":{"$numberInt":"5"},"productId":"p1"},`+
+		`{"_id":`+o2+`,"productId":"p1","stars":{"$numberInt":"3"}}],`+
+		`"$sort":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}},"$slice":{"$numberInt":"10"}}}}`,
+		c.pushUpdate([]bson.Raw{d1, d2}))
+
+	asc := reviewsConfig("reviewId")
+	asc.Descending = false
+	requireJSON(t, `{"$push":{"reviews":{"$each":[],"$sort":{"stars":{"$numberInt":"1"},"reviewId":{"$numberInt":"1"}},"$slice":{"$numberInt":"10"}}}}`,
+		newCommands(asc).pushUpdate([]bson.Raw{}))
+}
+
+// TestRecomputationCommands pins the update of a recomputation on every
+// plan: the merge pipeline on the push plan, a $set of the subset
+// otherwise; both increment the revision.
+func TestRecomputationCommands(t *testing.T) {
+	c := newCommands(reviewsConfig(""))
+	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}, {Key: "note", Value: "$costly"}})}
+	stale := []bson.RawValue{rawValue(t, "r0")}
+	for p, servers := range plans(t) {
+		got := c.recomputation(p, top, stale)
+		if !p.push {
+			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
+			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil))
+			continue
+		}
+		t.Logf("push plan: %v", servers)
+		merge := func(top, stale string) string {
+			return `[{"$set":{
+				"reviews":{"$let":{
+					"vars":{"top":{"$literal":` + top + `}},
+					"in":{"$slice":[{"$sortArray":{
+						"input":{"$concatArrays":["$$top",{"$filter":{
+							"input":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]},
+							"as":"e",
+							"cond":{"$and":[
+								{"$ne":[{"$type":"$$e._id"},"missing"]},
+								{"$not":[{"$in":["$$e._id",{"$concatArrays":["$$top._id",{"$literal":` + stale + `}]}]}]}]}}}]},
+						"sortBy":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}}}},
+						{"$numberInt":"10"}]}}},
+				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`
+		}
+		requireJSON(t, merge(`[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]`, `["r0"]`), got)
+		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil),
+			"no items and no stale ids send empty arrays, never null")
+	}
+}
+
+// TestItemCommands pins the filters and options on the items, in both
+// directions.
+func TestItemCommands(t *testing.T) {
+	for _, tc := range []struct {
+		descending bool
+		op, dir    string
+	}{{true, "$lt", "-1"}, {false, "$gt", "1"}} {
+		cfg := reviewsConfig("reviewId")
+		cfg.Descending = tc.descending
+		c := newCommands(cfg)
+		requireJSON(t, `{"productId":"p1"}`, c.items("p1"))
+		requireJSON(t, `{"productId":"p1","reviewId":"r9"}`, c.item("p1", "r9"))
+		requireJSON(t, `{"productId":"p1","reviewId":{"$in":["r8","r9"]}}`, c.itemsIn("p1", []bson.RawValue{rawValue(t, "r8"), rawValue(t, "r9")}))
+
+		requireJSON(t, `{"productId":"p1"}`, c.page("p1", Cursor{}))
+		after := Cursor{sort: rawValue(t, 4), id: rawValue(t, "r9")}
+		requireJSON(t, `{"productId":"p1","$or":[`+
+			`{"stars":{"`+tc.op+`":{"$numberInt":"4"}}},`+
+			`{"stars":{"$numberInt":"4"},"reviewId":{"`+tc.op+`":"r9"}}]}`, c.page("p1", after))
+
+		var o options.FindOptions
+		for _, set := range c.firstN(10).List() {
+			require.NoError(t, set(&o))
+		}
+		requireJSON(t, `{"stars":{"$numberInt":"`+tc.dir+`"},"reviewId":{"$numberInt":"`+tc.dir+`"}}`, o.Sort)
+		require.EqualValues(t, 10, *o.Limit)
+		require.EqualValues(t, 11, *o.BatchSize, "one batch, closed in the first reply")
+	}
+}

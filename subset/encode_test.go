@@ -1,0 +1,213 @@
+package subset
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+type review struct {
+	ID        any    `bson:"_id"`
+	ProductID any    `bson:"productId,omitempty"`
+	Stars     int    `bson:"stars"`
+	Text      string `bson:"text,omitempty"`
+}
+
+// reviewRepo builds a repository that sends nothing in these tests.
+func reviewRepo(t testing.TB, cfg Config) *Repo[bson.M, review] {
+	t.Helper()
+	r, err := New[bson.M, review](mongotest.Client().Database("subset_unit"), cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// TestEncode checks the stored document: the parent field appended when
+// the item lacks it, and a generated _id only when IDField is not _id and
+// the item has none.
+func TestEncode(t *testing.T) {
+	type keyed struct {
+		ReviewID string `bson:"reviewId"`
+		Stars    int    `bson:"stars"`
+	}
+	r, err := New[bson.M, keyed](mongotest.Client().Database("subset_unit"), Config{
+		Parents: "products", Field: "reviews", Items: "reviews", ParentField: "productId",
+		IDField: "reviewId", SortField: "stars", Cap: 3,
+	})
+	require.NoError(t, err)
+	p, err := newParentRef("productId", "p1")
+	require.NoError(t, err)
+	e, err := r.encode(keyed{ReviewID: "r1", Stars: 2}, p, true)
+	require.NoError(t, err)
+	var got bson.D
+	require.NoError(t, bson.Unmarshal(e.doc, &got))
+	require.Len(t, got, 4)
+	require.Equal(t, "_id", got[0].Key)
+	require.IsType(t, bson.ObjectID{}, got[0].Value)
+	require.Equal(t, bson.D{{Key: "reviewId", Value: "r1"}, {Key: "stars", Value: int32(2)}, {Key: "productId", Value: "p1"}}, got[1:])
+	require.Equal(t, "r1", e.id.StringValue())
+
+	e, err = r.encode(keyed{ReviewID: "r1", Stars: 2}, p, false)
+	require.NoError(t, err)
+	got = nil
+	require.NoError(t, bson.Unmarshal(e.doc, &got))
+	require.Equal(t, bson.D{{Key: "reviewId", Value: "r1"}, {Key: "stars", Value: int32(2)}, {Key: "productId", Value: "p1"}}, got, "an update keeps the stored _id")
+}
+
+// TestEncodeComparesParentIDsAsTheServer accepts an item whose parent
+// field holds the parent's id in another numeric type: the server finds
+// it with the parent's id all the same.
+func TestEncodeComparesParentIDsAsTheServer(t *testing.T) {
+	r := reviewRepo(t, reviewsConfig(""))
+	p, err := newParentRef("productId", 7)
+	require.NoError(t, err)
+	seven, err := bson.ParseDecimal128("7.00")
+	require.NoError(t, err)
+	for _, same := range []any{int32(7), int64(7), 7.0, seven} {
+		_, err := r.encode(review{ID: "r1", ProductID: same, Stars: 1}, p, true)
+		require.NoError(t, err, "%T", same)
+	}
+	for _, other := range []any{7.5, "7", int64(8)} {
+		_, err := r.encode(review{ID: "r1", ProductID: other, Stars: 1}, p, true)
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%T %v", other, other)
+	}
+}
+
+// TestSizes checks the arithmetic of sizes against the BSON encoder.
+func TestSizes(t *testing.T) {
+	doc := raw(t, bson.D{{Key: "x", Value: 1}})
+	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 101, 1000, 12345} {
+		arr := make(bson.A, n)
+		docs := make([]bson.Raw, n)
+		for i := range arr {
+			arr[i], docs[i] = doc, doc
+		}
+		_, b, err := bson.MarshalValue(arr)
+		require.NoError(t, err)
+		require.Equal(t, len(b), arraySize(docs), "%d elements", n)
+	}
+	whole := raw(t, bson.D{{Key: "_id", Value: "p"}, {Key: "reviews", Value: bson.A{doc, doc}}, {Key: "reviewsRev", Value: int64(3)}})
+	require.Equal(t, len(whole), 5+elemSize("_id", len("p")+5)+elemSize("reviews", arraySize([]bson.Raw{doc, doc}))+elemSize("reviewsRev", 8))
+}
+
+// TestItemLimitCountsTheOverhead checks that Cap items of the largest
+// size accepted fill a parent to exactly 16 MiB or less, and that one
+// byte more is refused: the per-item limit counts the _id, the subset's
+// element keys and the revision, not only MaxDocumentSize/Cap.
+func TestItemLimitCountsTheOverhead(t *testing.T) {
+	for _, capacity := range []int{1, 2, 11} {
+		cfg := reviewsConfig("")
+		cfg.Cap = capacity
+		r := reviewRepo(t, cfg)
+		for _, parentID := range []any{strings.Repeat("q", 100), 7} {
+			p, err := newParentRef("productId", parentID)
+			require.NoError(t, err)
+			limit := r.itemLimit(p)
+			item := func(i, size int) review {
+				rv := review{ID: int64(i), ProductID: parentID, Stars: 1}
+				base := len(raw(t, bson.D{{Key: "_id", Value: int64(i)}, {Key: "productId", Value: parentID}, {Key: "stars", Value: 1}, {Key: "text", Value: ""}}))
+				rv.Text = strings.Repeat("x", size-base)
+				return rv
+			}
+			var full []bson.Raw
+			for i := range capacity {
+				e, err := r.encode(item(i+1, limit), p, true)
+				require.NoError(t, err)
+				require.Len(t, e.doc, limit)
+				full = append(full, e.doc)
+			}
+			parent := raw(t, bson.D{{Key: "_id", Value: parentID}, {Key: "reviews", Value: full}, {Key: "reviewsRev", Value: int64(1)}})
+			require.LessOrEqual(t, len(parent), patterns.MaxDocumentSize, "cap %d", capacity)
+			require.Greater(t, len(parent)+capacity, patterns.MaxDocumentSize, "cap %d: the limit is the largest that fits", capacity)
+			_, err = r.encode(item(1, limit+1), p, true)
+			require.ErrorIs(t, err, patterns.ErrTooLarge)
+		}
+	}
+}
+
+// TestEncodeAllRejectsOneIDTwice rejects two items with one id, as the
+// server sees ids: 1 and 1.0 are one.
+func TestEncodeAllRejectsOneIDTwice(t *testing.T) {
+	r := reviewRepo(t, reviewsConfig(""))
+	p, err := newParentRef("productId", "p1")
+	require.NoError(t, err)
+	_, err = r.encodeAll([]review{{ID: 1, Stars: 1}, {ID: 2, Stars: 1}, {ID: 1.0, Stars: 2}}, p)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.EqualError(t, err, "items[2]: id 1 is given twice (items[0]): invalid")
+}
+
+// TestEncodeAllIsLinear times encodeAll on n and 16n distinct items: a
+// check of duplicates that compared every pair (721 ms of client time
+// for 10,000 items) makes the ratio about 256; a set makes it about 16.
+// The bound between leaves room for a loaded machine.
+func TestEncodeAllIsLinear(t *testing.T) {
+	r := reviewRepo(t, reviewsConfig(""))
+	p, err := newParentRef("productId", "p1")
+	require.NoError(t, err)
+	items := func(n int) []review {
+		out := make([]review, n)
+		for i := range out {
+			out[i] = review{ID: fmt.Sprintf("review-%06d", i), Stars: i % 5}
+		}
+		return out
+	}
+	best := func(items []review) time.Duration {
+		fastest := time.Duration(1 << 62)
+		for range 3 {
+			start := time.Now()
+			_, err := r.encodeAll(items, p)
+			require.NoError(t, err)
+			fastest = min(fastest, time.Since(start))
+		}
+		return fastest
+	}
+	small, large := best(items(1000)), best(items(16000))
+	t.Logf("encodeAll: 1,000 items %v, 16,000 items %v (ratio %.1f)", small, large, float64(large)/float64(small))
+	require.Less(t, float64(large)/float64(small), 64.0, "16 times the items take about 16 times as long, not 256")
+}
+
+// TestIDText checks how ids read in errors.
+func TestIDText(t *testing.T) {
+	for v, want := range map[any]string{
+		"kettle": `"kettle"`, 7: "7", int64(7): "7", 7.5: "7.5",
+	} {
+		require.Equal(t, want, idText(rawValue(t, v)))
+	}
+	oid := bson.NewObjectID()
+	require.Equal(t, `{"$oid":"`+oid.Hex()+`"}`, idText(rawValue(t, oid)))
+	require.True(t, errors.Is(errNoParent, patterns.ErrNotFound))
+}
+
+// TestValidateIDAgreesWithPatterns checks the fast paths of validateID
+// and plainID against patterns.ValidateID, which they must never
+// contradict.
+func TestValidateIDAgreesWithPatterns(t *testing.T) {
+	ids := []any{
+		"a", "", bson.NewObjectID(), bson.ObjectID{}, 1, 0, int32(-3), int32(0), int64(9), int64(0),
+		7.5, 0.0, nil, bson.M{"$ne": nil}, bson.D{}, bson.A{1}, bson.Regex{Pattern: "."}, true, false,
+		bson.Null{}, bson.MinKey{}, make(chan int),
+	}
+	for _, id := range ids {
+		want := patterns.ValidateID(id)
+		got := validateID(id)
+		require.Equal(t, want == nil, got == nil, "%T %v: %v, %v", id, id, got, want)
+		if typ, data, err := bson.MarshalValue(id); err == nil {
+			raw := bson.RawValue{Type: typ, Value: data}
+			if plainID(raw) {
+				require.NoError(t, want, "%T %v", id, id)
+			}
+			if want == nil {
+				require.NoError(t, validateRawID(raw), "%T %v", id, id)
+			}
+		}
+		_, err := newParentRef("p", id)
+		require.Equal(t, want == nil, err == nil, "%T %v", id, id)
+	}
+}
