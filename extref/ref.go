@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -134,35 +133,9 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 // and with server errors classified ([srverr.Classify]).
 func (r *Ref[S]) fail(op string, id any, err error) error {
 	if id != nil {
-		err = fmt.Errorf("source %s: %w", idText(id), err)
+		err = fmt.Errorf("source %s: %w", bsonid.Text(id), err)
 	}
 	return pkg.Wrap(op, srverr.Classify(err))
-}
-
-// idText formats an id for errors: a string quoted, a number in digits,
-// anything else in extended JSON.
-func idText(id any) string {
-	v, ok := id.(bson.RawValue)
-	if !ok {
-		t, data, err := bson.MarshalValue(id)
-		if err != nil {
-			return fmt.Sprintf("%v", id)
-		}
-		v = bson.RawValue{Type: t, Value: data}
-	}
-	switch v.Type {
-	case bson.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bson.TypeInt32:
-		return strconv.FormatInt(int64(v.Int32()), 10)
-	case bson.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bson.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bson.TypeObjectID:
-		return v.ObjectID().Hex()
-	}
-	return v.String()
 }
 
 // load reads the source and returns its copy, decoded and encoded.

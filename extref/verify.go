@@ -141,7 +141,7 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 			reports[j].Repaired += n.Modified
 		}
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
-			return fmt.Errorf("source %s: %w", idText(id), err)
+			return fmt.Errorf("source %s: %w", bsonid.Text(id), err)
 		}
 	}
 	return nil

@@ -30,8 +30,11 @@ var (
 	// feature and the server.
 	ErrUnsupported = errors.New("unsupported by the server")
 
-	// ErrTooLarge: the write would make a document larger than
-	// [MaxDocumentSize]. Nothing was written.
+	// ErrTooLarge: a write would make a document larger than
+	// [MaxDocumentSize], and it was not made. A single-write operation
+	// wrote nothing; an operation of several steps says in its
+	// documentation what its earlier steps may have written (subset's
+	// Update replaces the item before it finds the subset cannot hold it).
 	ErrTooLarge = errors.New("document too large")
 )
 

@@ -224,7 +224,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		if mongo.IsDuplicateKeyError(we) {
 			dups = append(dups, entries[we.Index].id)
 		} else if other == nil {
-			other = fmt.Errorf("insert item %s: %w", idText(entries[we.Index].id), srverr.Classify(we))
+			other = fmt.Errorf("insert item %s: %w", bsonid.Text(entries[we.Index].id), srverr.Classify(we))
 		}
 	}
 	var inserted []bson.RawValue
@@ -254,7 +254,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	var foreign []string
 	for _, id := range dups {
 		if _, ok := stored[bsonid.Key(id)]; !ok {
-			foreign = append(foreign, idText(id))
+			foreign = append(foreign, bsonid.Text(id))
 		}
 	}
 	if len(foreign) > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -96,7 +97,7 @@ func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) error {
 		return fail("Update", fmt.Errorf("%s: %w", parent, err))
 	}
 	if err := r.update(ctx, parent, e); err != nil {
-		return fail("Update", fmt.Errorf("%s: item %s: %w", parent, idText(e.id), err))
+		return fail("Update", fmt.Errorf("%s: item %s: %w", parent, bsonid.Text(e.id), err))
 	}
 	return nil
 }
@@ -173,7 +174,7 @@ func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int))
 			continue
 		}
 		if err != nil {
-			return n, fail("RebuildAll", fmt.Errorf("parent %s: %w", idText(id), err))
+			return n, fail("RebuildAll", fmt.Errorf("parent %s: %w", bsonid.Text(id), err))
 		}
 		n++
 		if progress != nil {

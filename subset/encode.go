@@ -3,7 +3,6 @@ package subset
 import (
 	"encoding/binary"
 	"fmt"
-	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -98,22 +97,7 @@ func plainID(v bson.RawValue) bool {
 }
 
 // String names the parent in errors: parent "kettle", parent 7.
-func (p parentRef) String() string { return "parent " + idText(p.val) }
-
-// idText writes an id for an error message: a string quoted, a number as
-// it reads, anything else as Extended JSON.
-func idText(v bson.RawValue) string {
-	if s, ok := v.StringValueOK(); ok {
-		return strconv.Quote(s)
-	}
-	if n, ok := bsonid.Number(v); ok && (v.Type == bson.TypeInt32 || v.Type == bson.TypeInt64) {
-		return n
-	}
-	if f, ok := v.DoubleOK(); ok {
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	}
-	return v.String()
-}
+func (p parentRef) String() string { return "parent " + bsonid.Text(p.val) }
 
 // encode turns an item into the document both places store. It rejects,
 // wrapping patterns.ErrInvalid, an item that does not encode as a
@@ -138,15 +122,15 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 	}
 	sortKey, err := doc.LookupErr(r.sortPath...)
 	if err != nil {
-		return entry{}, errs.Invalid("item %s has no sort field %q", idText(id), r.cfg.SortField)
+		return entry{}, errs.Invalid("item %s has no sort field %q", bsonid.Text(id), r.cfg.SortField)
 	}
 	if err := checkScalar(sortKey); err != nil {
-		return entry{}, fmt.Errorf("item %s: sort field %q: %w", idText(id), r.cfg.SortField, err)
+		return entry{}, fmt.Errorf("item %s: sort field %q: %w", bsonid.Text(id), r.cfg.SortField, err)
 	}
 	p, err := doc.LookupErr(r.cfg.ParentField)
 	hasParent := err == nil
 	if hasParent && !bsonid.Equal(p, parent.val) {
-		return entry{}, errs.Invalid("item %s: %s is %s, not the parent's id %s", idText(id), r.cfg.ParentField, idText(p), idText(parent.val))
+		return entry{}, errs.Invalid("item %s: %s is %s, not the parent's id %s", bsonid.Text(id), r.cfg.ParentField, bsonid.Text(p), bsonid.Text(parent.val))
 	}
 	_, err = doc.LookupErr("_id")
 	genID := newID && err != nil // only when IDField is not _id: an item without IDField was rejected above
@@ -174,7 +158,7 @@ func (r *Repo[P, I]) encode(item I, parent parentRef, newID bool) (entry, error)
 		doc = out
 	}
 	if limit := r.itemLimit(parent); len(doc) > limit {
-		return entry{}, errs.TooLarge("item %s is %d bytes; with a cap of %d, an item may take at most %d", idText(id), len(doc), r.cfg.Cap, limit)
+		return entry{}, errs.TooLarge("item %s is %d bytes; with a cap of %d, an item may take at most %d", bsonid.Text(id), len(doc), r.cfg.Cap, limit)
 	}
 	return entry{doc: doc, id: id}, nil
 }
@@ -200,7 +184,7 @@ func (r *Repo[P, I]) encodeAll(items []I, parent parentRef) ([]entry, error) {
 		if seen != nil {
 			k := bsonid.Key(e.id)
 			if j, dup := seen[k]; dup {
-				return nil, errs.Invalid("items[%d]: id %s is given twice (items[%d])", i, idText(e.id), j)
+				return nil, errs.Invalid("items[%d]: id %s is given twice (items[%d])", i, bsonid.Text(e.id), j)
 			}
 			seen[k] = i
 		}

@@ -174,14 +174,7 @@ func TestEncodeAllIsLinear(t *testing.T) {
 }
 
 // TestIDText checks how ids read in errors.
-func TestIDText(t *testing.T) {
-	for v, want := range map[any]string{
-		"kettle": `"kettle"`, 7: "7", int64(7): "7", 7.5: "7.5",
-	} {
-		require.Equal(t, want, idText(rawValue(t, v)))
-	}
-	oid := bson.NewObjectID()
-	require.Equal(t, `{"$oid":"`+oid.Hex()+`"}`, idText(rawValue(t, oid)))
+func TestErrNoParentIsNotFound(t *testing.T) {
 	require.True(t, errors.Is(errNoParent, patterns.ErrNotFound))
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 )
@@ -95,7 +96,7 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 	next := Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}
 	if err := checkScalar(next.sort); err != nil || next.id.IsZero() {
 		// Stored without the repository, and without a sort value or id.
-		return nil, Cursor{}, fmt.Errorf("cannot continue after item %s: no scalar %s and %s", idText(next.id), r.cfg.SortField, r.cfg.IDField)
+		return nil, Cursor{}, fmt.Errorf("cannot continue after item %s: no scalar %s and %s", bsonid.Text(next.id), r.cfg.SortField, r.cfg.IDField)
 	}
 	return out, next, nil
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
@@ -153,7 +154,7 @@ func idOf(id any) string {
 	if err != nil {
 		return fmt.Sprint(id)
 	}
-	return idText(bson.RawValue{Type: t, Value: v})
+	return bsonid.Text(bson.RawValue{Type: t, Value: v})
 }
 
 // Delete deletes the parent, then all its items: two commands, each

@@ -8,6 +8,7 @@ package bsonid
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -87,4 +88,31 @@ func Number(v bson.RawValue) (string, bool) {
 		return r.RatString(), true
 	}
 	return "", false
+}
+
+// Text writes an id (a bson.RawValue, or any value the driver encodes) for
+// an error message, as every repository names ids: a string quoted, a
+// number in digits, an ObjectID in hex, anything else in Extended JSON.
+func Text(id any) string {
+	v, ok := id.(bson.RawValue)
+	if !ok {
+		t, data, err := bson.MarshalValue(id)
+		if err != nil {
+			return fmt.Sprintf("%v", id)
+		}
+		v = bson.RawValue{Type: t, Value: data}
+	}
+	switch v.Type {
+	case bson.TypeString:
+		return strconv.Quote(v.StringValue())
+	case bson.TypeInt32:
+		return strconv.FormatInt(int64(v.Int32()), 10)
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bson.TypeObjectID:
+		return v.ObjectID().Hex()
+	}
+	return v.String()
 }

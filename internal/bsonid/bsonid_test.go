@@ -75,3 +75,13 @@ func FuzzKey(f *testing.F) {
 		}
 	})
 }
+
+func TestText(t *testing.T) {
+	oid := bson.NewObjectID()
+	for id, want := range map[any]string{
+		"kettle": `"kettle"`, 7: "7", int64(-3): "-3", 7.5: "7.5", oid: oid.Hex(), true: "true",
+	} {
+		require.Equal(t, want, bsonid.Text(id))
+		require.Equal(t, want, bsonid.Text(val(t, id)), "the same from a RawValue")
+	}
+}
