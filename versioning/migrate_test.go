@@ -208,7 +208,14 @@ func TestMigrateAllReportsWriteErrors(t *testing.T) {
 			db, coll := usersDB(t)
 			const n = 20
 			seedNumbered(t, coll, n)
-			// Two documents that migrate to the same "first".
+			// Every document holds a distinct "first" before the migration
+			// (a unique index refuses documents that lack the field: they
+			// all index as null), and two migrate to the same one.
+			for i := range n {
+				_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("u%02d", i)}},
+					bson.D{{Key: "$set", Value: bson.D{{Key: "first", Value: fmt.Sprintf("seed%02d", i)}}}})
+				require.NoError(t, err)
+			}
 			_, err := coll.UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"u05", "u06"}}}}},
 				bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "Twin Same"}}}})
 			require.NoError(t, err)
