@@ -92,7 +92,25 @@ func TestStampUpdateIsPinned(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.pipeline, pipeline)
 			require.Equal(t, tt.want, ejsonValue(t, got))
+			if pipeline {
+				requireDriverEncodesPipeline(t, got)
+			}
 		})
+	}
+}
+
+// requireDriverEncodesPipeline encodes a pipeline update as the driver
+// does when it builds the update command: each stage alone, as a
+// document (marshalUpdateValue in the driver's mongo package). A stage
+// the driver cannot encode there would fail every pipeline update in the
+// client, before anything is sent.
+func requireDriverEncodesPipeline(t testing.TB, update any) {
+	t.Helper()
+	stages, ok := update.(bson.A)
+	require.True(t, ok, "a pipeline is a bson.A, got %T", update)
+	for i, st := range stages {
+		_, err := bson.Marshal(st)
+		require.NoError(t, err, "stage %d (%T) does not encode as a document", i, st)
 	}
 }
 

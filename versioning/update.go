@@ -108,12 +108,16 @@ func stampUpdate(update any, field, revField string, version int32, rev bson.Obj
 		if len(stages) == 0 {
 			return nil, false, errs.Invalid("the update pipeline is empty")
 		}
+		// The driver encodes each element of a pipeline as a document of
+		// its own: the stages go as documents (bson.Raw), which it can
+		// encode alone, not as bson.RawValue, which it cannot.
 		out := make(bson.A, 0, len(stages)+1)
 		for i, s := range stages {
-			if s.Type != bson.TypeEmbeddedDocument {
+			doc, ok := s.DocumentOK()
+			if !ok {
 				return nil, false, errs.Invalid("stage %d of the update pipeline is a BSON %s, not a document", i, s.Type)
 			}
-			out = append(out, s)
+			out = append(out, doc)
 		}
 		return append(out, bson.D{{Key: "$set", Value: stamp}}), true, nil
 	case bson.TypeEmbeddedDocument:
