@@ -121,8 +121,11 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		return r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(batch, 1<<30))))
 	})
 
-	olds := make([]bson.Raw, 0, batch)
-	models := make([]*mongo.ReplaceOneModel, 0, batch)
+	// The batch grows as documents arrive: BatchSize bounds it, the
+	// server's reply (at most 16 MiB) bounds it too, and a large BatchSize
+	// over a small collection costs nothing.
+	var olds []bson.Raw
+	var models []*mongo.ReplaceOneModel
 	// flush writes what the batch read so far and reports progress. Each
 	// batch is written before the cursor's next getMore: one bulk write per
 	// batch.

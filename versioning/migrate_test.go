@@ -3,6 +3,7 @@ package versioning
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -245,4 +246,25 @@ func seedNumbered(t testing.TB, coll *mongo.Collection, n int) {
 		docs[i] = v1(fmt.Sprintf("u%02d", i), fmt.Sprintf("User%02d Last", i), "u@example.com")
 	}
 	seed(t, coll, docs...)
+}
+
+// TestMigrateAllAllocatesAsDocumentsArrive: a huge BatchSize bounds the
+// batch, it does not size the memory: over one document, MigrateAll
+// allocates what that document needs, not BatchSize slots.
+func TestMigrateAllAllocatesAsDocumentsArrive(t *testing.T) {
+	ctx := context.Background()
+	db, coll := usersDB(t)
+	seedNumbered(t, coll, 1)
+	r := newUsers(t, db)
+	_, err := r.Stats(ctx) // the plan is decided, the connection warm
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	res, err := r.MigrateAll(ctx, MigrateOptions{BatchSize: 1 << 22})
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, MigrateResult{Migrated: 1}, res)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("MigrateAll of 1 document with BatchSize 1<<22 allocated %d bytes", allocated)
+	require.Less(t, allocated, uint64(1<<20), "allocated %d bytes for one document", allocated)
 }

@@ -20,10 +20,11 @@ import (
 //
 // The update is filtered on the current version, so it never lands on a
 // document of another shape. A document at the current version costs one
-// command (update). An older one is first migrated and written back with
-// the compare-and-set of [Repo.Get] (one find and one replaceOne, whatever
-// Config.NoWriteBack says), then updated; a document that changes between
-// these steps is read again. Between the steps a reader may see the
+// command (update). An older one costs four: the update, which matches
+// nothing; a find; the write-back of the migrated document with the
+// compare-and-set of [Repo.Get] (a replaceOne, whatever
+// Config.NoWriteBack says); and the update again. A document that changes
+// between these steps is read again. Between the steps a reader may see the
 // migrated document without the update; never the update applied to an
 // old shape.
 //
