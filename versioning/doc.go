@@ -82,13 +82,15 @@
 // A repository decides once, from the server's features, how it uses the
 // server (two commands on first use, once per client):
 //   - MongoDB 6.0+ has every feature the package uses.
-//   - FerretDB 2.x has pipeline updates, but not
+//   - FerretDB 2.x has pipeline updates and arrayFilters, but not
 //     [patterns.FeatureBatchedUpdates]: MigrateAll writes one replaceOne
 //     per document.
 //   - FerretDB 1.x and servers the library does not recognise have none:
-//     Update with a pipeline returns [patterns.ErrUnsupported] naming
-//     [patterns.FeaturePipelineUpdates]; MigrateAll writes one replaceOne
-//     per document. On FerretDB 1.x every write filtered on more than the
+//     Update with a pipeline or with arrayFilters returns
+//     [patterns.ErrUnsupported] naming [patterns.FeaturePipelineUpdates] or
+//     [patterns.FeatureArrayFilters] before sending it (FerretDB 1.x
+//     would answer NotImplemented); MigrateAll writes one replaceOne per
+//     document. On FerretDB 1.x every write filtered on more than the
 //     _id (write-backs, Update, Replace, MigrateAll's writes) scans the
 //     collection.
 package versioning

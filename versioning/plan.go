@@ -15,6 +15,10 @@ type plan struct {
 	// ([patterns.FeaturePipelineUpdates]); without it, a pipeline is
 	// refused with ErrUnsupported before anything is sent.
 	PipelineUpdates bool
+	// ArrayFilters: Update passes arrayFilters on
+	// ([patterns.FeatureArrayFilters]); without it, they are refused with
+	// ErrUnsupported before anything is sent.
+	ArrayFilters bool
 }
 
 // planFor returns the plan for srv: the native paths where srv has the
@@ -23,6 +27,7 @@ func planFor(srv *patterns.Server) plan {
 	return plan{
 		BulkMigrate:     srv.Has(patterns.FeatureBatchedUpdates),
 		PipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
+		ArrayFilters:    srv.Has(patterns.FeatureArrayFilters),
 	}
 }
 

@@ -403,6 +403,36 @@ func TestPipelineUpdate(t *testing.T) {
 	})
 }
 
+// TestUpdateWithArrayFilters: arrayFilters pass through where the plan
+// has them; elsewhere Update refuses them naming the feature, sending
+// nothing (FerretDB 1.x would answer NotImplemented).
+func TestUpdateWithArrayFilters(t *testing.T) {
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
+		ctx := context.Background()
+		db, coll := usersDB(t)
+		r := newUsers(t, db, p)
+		seed(t, coll, append(v3("a", "Ada", "Lovelace", "ada@example.com"), bson.E{Key: "tags", Value: bson.A{"x", "y", "x"}}))
+		before := stored(t, coll, "a")
+		c := mongotest.NewCounter(t, db)
+		update := bson.D{{Key: "$set", Value: bson.D{{Key: "tags.$[t]", Value: "z"}}}}
+		err := r.Update(ctx, "a", update, options.UpdateOne().SetArrayFilters([]any{bson.D{{Key: "t", Value: "x"}}}))
+		if !p.ArrayFilters {
+			require.ErrorIs(t, err, patterns.ErrUnsupported)
+			var ue *patterns.UnsupportedError
+			require.ErrorAs(t, err, &ue)
+			require.Equal(t, patterns.FeatureArrayFilters, ue.Feature)
+			require.EqualError(t, err, `versioning: Update: document "a" of users: unsupported by the server: the server lacks arrayFilters`)
+			require.Empty(t, c.Commands(), "refused before anything is sent")
+			require.Equal(t, before, stored(t, coll, "a"))
+			return
+		}
+		require.NoError(t, err)
+		after := stored(t, coll, "a")
+		require.Equal(t, `["z","y","z"]`, after.Lookup("tags").String())
+		require.Equal(t, int32(3), after.Lookup("schemaVersion").Int32())
+	})
+}
+
 func TestImplicitCurrentVersion(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()

@@ -36,8 +36,9 @@ import (
 // [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration]. After 4
 // attempts that each met a changed document, [patterns.ErrConflict]: the
 // document may have been migrated, the update was not applied. A pipeline
-// needs [patterns.FeaturePipelineUpdates] (MongoDB 4.2+, FerretDB 2.x): on
-// a server lacking it, Update returns [patterns.ErrUnsupported] naming it,
+// needs [patterns.FeaturePipelineUpdates] (MongoDB 4.2+, FerretDB 2.x) and
+// arrayFilters need [patterns.FeatureArrayFilters]: on a server lacking
+// them, Update returns [patterns.ErrUnsupported] naming the feature,
 // before sending anything but the detection of the server (once per
 // client).
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
@@ -69,6 +70,9 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	}
 	if pipeline && !p.PipelineUpdates {
 		return unsupported(patterns.FeaturePipelineUpdates)
+	}
+	if uo.ArrayFilters != nil && !p.ArrayFilters {
+		return unsupported(patterns.FeatureArrayFilters)
 	}
 	return r.updateOne(ctx, id, stamped, opts)
 }
