@@ -31,7 +31,8 @@ func idFilter(id any) bson.D {
 // casFilter matches the stored document old only if nobody wrote it since
 // it was read: same _id, same version and same revision, or, for each
 // field that was absent, still absent. It guards every write-back, every
-// write of MigrateAll.
+// write of MigrateAll and, on a server without the 16 MiB limit on
+// updates, Update's findAndModify.
 func (s schema) casFilter(old bson.Raw) bson.D {
 	f := make(bson.D, 1, 3)
 	f[0] = bson.E{Key: "_id", Value: old.Lookup("_id")}
@@ -59,6 +60,14 @@ func (s schema) currentFilter(id any) bson.D {
 // or non-numeric version field matches.
 func (s schema) notNewerFilter(id any) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: int32(s.current)}}}}}}
+}
+
+// restoreFilter matches the document id while it still holds the
+// revision rev that Update's findAndModify stamped: the guard of putting
+// back the document an oversized update replaced, so that a later write
+// is never undone.
+func (s schema) restoreFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
+	return bson.D{{Key: "_id", Value: id}, {Key: s.revField, Value: bson.D{{Key: "$eq", Value: rev}}}}
 }
 
 // scanFilter matches every document MigrateAll must look at: below the

@@ -59,6 +59,7 @@ func TestFiltersArePinned(t *testing.T) {
 
 	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, users.currentFilter("u1")))
 	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
+	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1).Lookup("_id"), rev)))
 	require.Equal(t, `{"schemaVersion":{"$not":{"$gte":3}}}`, ejson(t, users.scanFilter()))
 	require.Equal(t, `[{"$group":{"_id":"$schemaVersion","n":{"$sum":1}}}]`, ejsonValue(t, users.statsPipeline()))
 	require.Equal(t, `{"schemaVersion":1}`, ejson(t, users.versionIndex()))

@@ -1,6 +1,7 @@
 package versioning
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -113,4 +114,23 @@ func TestMigrateOptionsNormalize(t *testing.T) {
 		_, err := o.normalize()
 		require.ErrorIs(t, err, patterns.ErrInvalid, "%+v", o)
 	}
+}
+
+func TestEncodeLimitsTheStampedDocument(t *testing.T) {
+	type doc struct {
+		ID string `bson:"_id"`
+		S  string `bson:"s"`
+	}
+	r, err := New[doc](mongotest.Client().Database("unused"), chain())
+	require.NoError(t, err)
+	small, err := r.encode(doc{ID: "a"})
+	require.NoError(t, err)
+	fits := doc{ID: "a", S: strings.Repeat("x", patterns.MaxDocumentSize-len(small))}
+	got, err := r.encode(fits)
+	require.NoError(t, err)
+	require.Len(t, got, patterns.MaxDocumentSize, "exactly 16 MiB, stamp included, is stored")
+	fits.S += "x"
+	_, err = r.encode(fits)
+	require.ErrorIs(t, err, patterns.ErrTooLarge)
+	require.EqualError(t, err, "16777217 bytes, over the 16777216-byte limit: document too large")
 }

@@ -39,7 +39,9 @@
 // written against T never lands on an older shape: an older document is
 // migrated first. The revision is what makes the write-back safe against
 // writers that keep the version, such as the previous release during a
-// rolling deploy: see [Repo] for exactly what is protected.
+// rolling deploy: see [Repo] for exactly what is protected. No write ever
+// stores a document past 16 MiB ([patterns.ErrTooLarge]), whatever the
+// server.
 //
 // # Newer documents
 //
@@ -82,17 +84,18 @@
 // A repository decides once, from the server's features, how it uses the
 // server (two commands on first use, once per client):
 //   - MongoDB 6.0+ has every feature the package uses.
-//   - FerretDB 2.x has pipeline updates and arrayFilters, but not
-//     [patterns.FeatureBatchedUpdates]: MigrateAll writes one replaceOne
-//     per document.
+//   - FerretDB 2.x has pipeline updates, arrayFilters and the 16 MiB limit
+//     on updates, but not [patterns.FeatureBatchedUpdates]: MigrateAll
+//     writes one replaceOne per document.
 //   - FerretDB 1.x and servers the library does not recognise have none:
 //     Update with a pipeline or with arrayFilters returns
 //     [patterns.ErrUnsupported] naming [patterns.FeaturePipelineUpdates] or
-//     [patterns.FeatureArrayFilters] before sending it (FerretDB 1.x
-//     would answer NotImplemented); MigrateAll writes one replaceOne per
-//     document. On FerretDB 1.x every write filtered on more than the
-//     _id (write-backs, Update, Replace, MigrateAll's writes) scans the
-//     collection.
+//     [patterns.FeatureArrayFilters]; Update checks the size of its result
+//     itself, since the server lacks [patterns.FeatureUpdateSizeLimit]
+//     (see [Repo.Update]: one more command); MigrateAll writes one
+//     replaceOne per document. On FerretDB 1.x every write filtered on
+//     more than the _id (write-backs, Update, Replace, MigrateAll's
+//     writes) scans the collection.
 package versioning
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -19,6 +19,13 @@ type plan struct {
 	// ([patterns.FeatureArrayFilters]); without it, they are refused with
 	// ErrUnsupported before anything is sent.
 	ArrayFilters bool
+	// ServerSizeLimit: the server refuses an update that would make a
+	// document larger than 16 MiB ([patterns.FeatureUpdateSizeLimit]), so
+	// Update sends one updateOne filtered on the current version. Without
+	// it, Update reads the document, applies the update with a
+	// findAndModify guarded on what it read and returning the result, and
+	// puts the document it read back when the result passes 16 MiB.
+	ServerSizeLimit bool
 }
 
 // planFor returns the plan for srv: the native paths where srv has the
@@ -28,6 +35,7 @@ func planFor(srv *patterns.Server) plan {
 		BulkMigrate:     srv.Has(patterns.FeatureBatchedUpdates),
 		PipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
 		ArrayFilters:    srv.Has(patterns.FeatureArrayFilters),
+		ServerSizeLimit: srv.Has(patterns.FeatureUpdateSizeLimit),
 	}
 }
 

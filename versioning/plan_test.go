@@ -10,14 +10,14 @@ import (
 
 func TestPlanFor(t *testing.T) {
 	servers := mongotest.KnownServers()
-	native := plan{BulkMigrate: true, PipelineUpdates: true, ArrayFilters: true}
+	native := plan{BulkMigrate: true, PipelineUpdates: true, ArrayFilters: true, ServerSizeLimit: true}
 	for name, want := range map[string]plan{
 		"MongoDB 8 replica set": native,
 		"MongoDB 6 standalone":  native,
-		// FerretDB 2.7 has pipeline updates and arrayFilters, not update
-		// commands of several statements (not measured): MigrateAll
-		// writes one document at a time there.
-		"FerretDB 2.7":  {PipelineUpdates: true, ArrayFilters: true},
+		// FerretDB 2.7 has pipeline updates, arrayFilters and the 16 MiB
+		// limit, not update commands of several statements (not measured):
+		// MigrateAll writes one document at a time there.
+		"FerretDB 2.7":  {PipelineUpdates: true, ArrayFilters: true, ServerSizeLimit: true},
 		"FerretDB 1.24": {},
 		"other":         {},
 	} {

@@ -2,6 +2,8 @@ package versioning
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -18,29 +20,46 @@ import (
 // aggregation pipeline (mongo.Pipeline); options pass through to the
 // driver, except Upsert, refused (use Insert).
 //
-// The update is filtered on the current version, so it never lands on a
-// document of another shape. A document at the current version costs one
-// command (update). An older one costs four: the update, which matches
-// nothing; a find; the write-back of the migrated document with the
-// compare-and-set of [Repo.Get] (a replaceOne, whatever
-// Config.NoWriteBack says); and the update again. A document that changes
-// between these steps is read again. Between the steps a reader may see
-// the migrated document without the update; never the update applied to
-// an old shape. Every write is guarded, so each is sent again after a
-// transient failure (FerretDB 2.x's deadlock, which applied nothing).
+// The update lands only on the document at the current version, so it
+// never applies to a document of another shape: an older one is first
+// migrated and written back with the compare-and-set of [Repo.Get]
+// (whatever Config.NoWriteBack says), then updated. Between these steps a
+// reader may see the migrated document without the update; never the
+// update applied to an old shape. Every write is guarded, so each is sent
+// again after a transient failure (FerretDB 2.x's deadlock, which applied
+// nothing), and a document that changes between the steps is read again.
+//
+// Commands, on a server that refuses documents past 16 MiB itself
+// ([patterns.FeatureUpdateSizeLimit]: MongoDB, FerretDB 2.x): one
+// (update) for a document at the current version; four for an older one
+// (the update, which matches nothing; a find; the write-back, a
+// replaceOne; the update again).
+//
+// On a server without that limit (FerretDB 1.x, which would store the
+// result), the size of the result is checked by the repository: Update
+// reads the document (find) and applies the update with a findAndModify
+// guarded on the revision it read, which returns the result; two commands
+// for a current document, three for an older one (find, write-back,
+// findAndModify). If the result passes 16 MiB, Update puts the document it
+// read back (a replaceOne guarded on the revision its update stamped) and
+// returns [patterns.ErrTooLarge]. Until then, for one round trip, readers
+// may see the oversized document; and if a concurrent writer changes it
+// within that round trip, it is not put back (that write would be lost)
+// and the error says that the update stays.
 //
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
 // whose value is not a document, one given twice, an operator that touches
 // the version or revision field (the repository owns them), or Upsert;
-// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration]. After 4
-// attempts that each met a changed document, [patterns.ErrConflict]: the
-// document may have been migrated, the update was not applied. A pipeline
-// needs [patterns.FeaturePipelineUpdates] (MongoDB 4.2+, FerretDB 2.x) and
-// arrayFilters need [patterns.FeatureArrayFilters]: on a server lacking
-// them, Update returns [patterns.ErrUnsupported] naming the feature,
-// before sending anything but the detection of the server (once per
-// client).
+// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration];
+// [patterns.ErrTooLarge] when the result would pass 16 MiB, whatever the
+// server. After 4 attempts that each met a changed document,
+// [patterns.ErrConflict]: the document may have been migrated, the update
+// was not applied. A pipeline needs [patterns.FeaturePipelineUpdates]
+// (MongoDB 4.2+, FerretDB 2.x) and arrayFilters need
+// [patterns.FeatureArrayFilters]: on a server lacking them, Update returns
+// [patterns.ErrUnsupported] naming the feature, before sending anything
+// but the detection of the server (once per client).
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Update", err)
@@ -74,12 +93,15 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	if uo.ArrayFilters != nil && !p.ArrayFilters {
 		return unsupported(patterns.FeatureArrayFilters)
 	}
-	return r.updateOne(ctx, id, stamped, opts)
+	if p.ServerSizeLimit {
+		return r.updateOne(ctx, id, stamped, opts)
+	}
+	return r.updateChecked(ctx, id, stamped, rev, &uo)
 }
 
-// updateOne sends the update filtered on the current version; after a
-// miss, the document is read, migrated and written back, and the update
-// sent again.
+// updateOne is Update where the server refuses an oversized result: an
+// updateOne filtered on the current version; after a miss, the document
+// is read, migrated and written back, and the update sent again.
 func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options.Lister[options.UpdateOneOptions]) error {
 	return r.guarded(ctx, id, func() (bool, error) {
 		var res *mongo.UpdateResult
@@ -99,4 +121,84 @@ func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options
 		_, err = r.writeBackDoc(ctx, raw, migrated)
 		return err
 	})
+}
+
+// updateChecked is Update where the server does not refuse an oversized
+// result: read the document, bring it to the current version, apply the
+// update with a findAndModify guarded on what was read and returning the
+// result, and put the document read back if the result passes 16 MiB.
+func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.ObjectID, uo *options.UpdateOneOptions) error {
+	fo := findAndModifyOptions(uo)
+	for range maxAttempts {
+		raw, err := r.findRaw(ctx, id)
+		if err != nil {
+			return err
+		}
+		v, err := r.versionOf(raw)
+		if err != nil {
+			return err
+		}
+		if v != r.current { // older (migrate it first) or newer (refused)
+			_, migrated, err := r.upgrade(raw)
+			if err != nil {
+				return err
+			}
+			won, err := r.writeBackDoc(ctx, raw, migrated)
+			if err != nil {
+				return err
+			}
+			if !won {
+				continue
+			}
+			raw = migrated
+		}
+		var after bson.Raw
+		err = srverr.Retry(ctx, func() (err error) {
+			after, err = r.coll.FindOneAndUpdate(ctx, r.casFilter(raw), stamped, fo).Raw()
+			return err
+		})
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			continue // changed since the read
+		case err != nil:
+			return err
+		case len(after) > patterns.MaxDocumentSize:
+			return r.restore(ctx, raw, rev, len(after))
+		}
+		return nil
+	}
+	return conflict()
+}
+
+// restore puts back the document before that an update stamped with rev
+// replaced with one of size bytes, over 16 MiB, unless a write changed it
+// since, and returns the error Update reports.
+func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectID, size int) error {
+	restored, err := r.replaceOne(ctx, r.restoreFilter(before.Lookup("_id"), rev), before)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update stays: %w: %w",
+			size, patterns.MaxDocumentSize, srverr.Classify(err), patterns.ErrTooLarge)
+	case !restored:
+		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and a concurrent write changed the document before the previous one was put back, so the update stays",
+			size, patterns.MaxDocumentSize)
+	}
+	return errs.TooLarge("%d bytes after the update, over the %d-byte limit (the previous document was put back)", size, patterns.MaxDocumentSize)
+}
+
+// findAndModifyOptions are the options of Update's findAndModify: those
+// the caller gave for the updateOne, and the result returned.
+func findAndModifyOptions(uo *options.UpdateOneOptions) *options.FindOneAndUpdateOptionsBuilder {
+	fo := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	fo.Opts = append(fo.Opts, func(o *options.FindOneAndUpdateOptions) error {
+		o.ArrayFilters = uo.ArrayFilters
+		o.BypassDocumentValidation = uo.BypassDocumentValidation
+		o.Collation = uo.Collation
+		o.Comment = uo.Comment
+		o.Hint = uo.Hint
+		o.Let = uo.Let
+		o.Sort = uo.Sort
+		return nil
+	})
+	return fo
 }

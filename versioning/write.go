@@ -16,7 +16,9 @@ import (
 // the driver generates when v has none. One command (insert), sent again
 // after a transient failure (FerretDB 2.x's deadlock, which applied
 // nothing). A duplicate _id is the server's error, as returned by the
-// driver.
+// driver. A document larger than 16 MiB is refused with
+// [patterns.ErrTooLarge] before anything is sent, on every server (FerretDB
+// 1.x would store it).
 func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 	doc, err := r.encode(v)
 	if err != nil {
@@ -40,7 +42,8 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 // [patterns.ErrNotFound], [ErrNewerSchema], or a concurrent change, which
 // is retried (up to 4 times, then [patterns.ErrConflict]). The guarded
 // replaceOne is also sent again after a transient failure (FerretDB 2.x's
-// deadlock).
+// deadlock). A document larger than 16 MiB is refused with
+// [patterns.ErrTooLarge] before anything is sent, on every server.
 func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Replace", err)
@@ -85,7 +88,7 @@ func (r *Repo[T]) Delete(ctx context.Context, id any) error {
 }
 
 // encode returns v as the document Insert and Replace send: stamped with
-// the current version and a new revision.
+// the current version and a new revision, and at most 16 MiB.
 func (r *Repo[T]) encode(v T) (bson.Raw, error) {
 	raw, err := bson.Marshal(v)
 	if err != nil {
@@ -94,6 +97,9 @@ func (r *Repo[T]) encode(v T) (bson.Raw, error) {
 	doc, err := r.stampDoc(raw, bson.NewObjectID())
 	if err != nil {
 		return nil, errs.Invalid("encode %T: %v", v, err)
+	}
+	if len(doc) > patterns.MaxDocumentSize {
+		return doc, tooLarge(len(doc))
 	}
 	return doc, nil
 }
