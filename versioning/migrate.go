@@ -31,8 +31,8 @@ type MigrateOptions struct {
 	Progress func(done, total int)
 
 	// MaxFailures stops the run once that many documents have failed; 0
-	// means no limit (negative is invalid). A broken migration then fails fast instead of
-	// visiting the whole collection.
+	// means no limit (negative is invalid). A broken migration then fails
+	// fast instead of visiting the whole collection.
 	MaxFailures int
 }
 

@@ -60,6 +60,10 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 // documents not yet migrated. Run [Repo.MigrateAll] before relying on
 // such filters.
 //
+// Old documents are written back as by [Repo.Get]: a write-back that
+// loses to a concurrent writer re-reads the document, and Find yields what
+// it re-read, migrated. Find needs no optional feature of the server.
+//
 // A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
 // failed write-back) is yielded as an error and iteration goes on if the
 // loop continues; an error of the cursor ends it.

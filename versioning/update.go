@@ -53,7 +53,8 @@ import (
 // the version or revision field (the repository owns them), or Upsert;
 // [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration];
 // [patterns.ErrTooLarge] when the result would pass 16 MiB, whatever the
-// server. After 4 attempts that each met a changed document,
+// server (on a server without the limit, with the exception said above).
+// After 4 attempts that each met a changed document,
 // [patterns.ErrConflict]: the document may have been migrated, the update
 // was not applied. A pipeline needs [patterns.FeaturePipelineUpdates]
 // (MongoDB 4.2+, FerretDB 2.x) and arrayFilters need
