@@ -106,6 +106,16 @@ func usersDB(t testing.TB) (*mongo.Database, *mongo.Collection) {
 	return db, db.Collection("users")
 }
 
+// withAda returns a fresh database holding one current document, "a",
+// the users repository over it taking plan p, and the document as stored.
+func withAda(t testing.TB, p versioning.Plan) (*versioning.Repo[User], *mongo.Database, *mongo.Collection, bson.Raw) {
+	t.Helper()
+	db, coll := usersDB(t)
+	r := newUsers(t, db, p)
+	seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
+	return r, db, coll, stored(t, coll, "a")
+}
+
 func seed(t testing.TB, coll *mongo.Collection, docs ...any) {
 	t.Helper()
 	_, err := coll.InsertMany(context.Background(), docs)

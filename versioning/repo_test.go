@@ -214,10 +214,7 @@ func TestUpdateMigratesOldDocumentsFirst(t *testing.T) {
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
-		db, coll := usersDB(t)
-		r := newUsers(t, db, p)
-		seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
-		before := stored(t, coll, "a")
+		r, _, coll, before := withAda(t, p)
 
 		for _, id := range []any{nil, "", bson.M{"$ne": nil}, bson.D{{Key: "$gt", Value: ""}}, 0} {
 			_, err := r.Get(ctx, id)

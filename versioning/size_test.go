@@ -19,10 +19,7 @@ import (
 func TestWritesRefuseDocumentsPast16MiB(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
-		db, coll := usersDB(t)
-		r := newUsers(t, db, p)
-		seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
-		before := stored(t, coll, "a")
+		r, db, coll, before := withAda(t, p)
 		big := strings.Repeat("x", 17<<20)
 		c := mongotest.NewCounter(t, db)
 
@@ -49,10 +46,7 @@ func TestWritesRefuseDocumentsPast16MiB(t *testing.T) {
 func TestUpdatePast16MiBIsUndone(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
-		db, coll := usersDB(t)
-		r := newUsers(t, db, p)
-		seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
-		before := stored(t, coll, "a")
+		r, db, coll, before := withAda(t, p)
 		c := mongotest.NewCounter(t, db)
 
 		// A small document and a large update: the embedded server takes
@@ -79,9 +73,7 @@ func TestUpdatePast16MiBMeetingAWriter(t *testing.T) {
 			t.Skip("the server refuses the update: nothing to put back")
 		}
 		ctx := context.Background()
-		db, coll := usersDB(t)
-		r := newUsers(t, db, p)
-		seed(t, coll, v3("a", "Ada", "Lovelace", "ada@example.com"))
+		r, db, coll, _ := withAda(t, p)
 		big := strings.Repeat("y", 17<<20)
 		other := mongotest.NewClient(t).Database(db.Name()).Collection("users")
 		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
