@@ -5,21 +5,25 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
-
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
-// Defaults of [Config].
+// Defaults of [Config] and [MigrateOptions].
 const (
-	// DefaultField is the field that holds a document's schema version.
-	DefaultField = "schemaVersion"
+	// DefaultVersionField is the field that holds a document's schema
+	// version.
+	DefaultVersionField = "schemaVersion"
 	// DefaultRevisionField is the field that holds a document's revision:
 	// a new ObjectID at every write through a [Repo].
 	DefaultRevisionField = "_rev"
+	// DefaultImplicit is the version of a document without the version
+	// field: one written before versioning was adopted.
+	DefaultImplicit = 1
+	// DefaultBatchSize is the number of documents [Repo.MigrateAll] reads
+	// and writes per round trip.
+	DefaultBatchSize = 500
 )
 
 // Migration upgrades a stored document from version From to From+1.
@@ -37,14 +41,14 @@ type Migration struct {
 }
 
 // Config configures a [Repo]. Collection, Current and, when Current is
-// above 1, Migrations are required; the other fields have working zero
-// values.
+// above the implicit version, Migrations are required; the other fields
+// have working zero values.
 type Config struct {
 	// Collection holds the documents.
 	Collection string
 
 	// Current is the version of the shape T: the version every write
-	// stamps and every read returns. At least 1.
+	// stamps and every read returns. From 1 to MaxInt32.
 	Current int
 
 	// Migrations form a chain without gaps from the oldest version this
@@ -53,18 +57,19 @@ type Config struct {
 	// version read.
 	Migrations []Migration
 
-	// Field holds the schema version in each document, as an integer;
-	// empty means [DefaultField].
-	Field string
+	// VersionField holds the schema version in each document, as an
+	// integer; empty means [DefaultVersionField].
+	VersionField string
 
 	// RevisionField holds the document's revision, a new ObjectID at
 	// every write through a Repo; the write-back of a migrated document is
 	// conditional on it (see [Repo]). Empty means [DefaultRevisionField].
 	RevisionField string
 
-	// Implicit is the version of a document that lacks Field (documents
-	// written before versioning was adopted); 0 means 1. It must be a
-	// version this code reads: between the oldest migration and Current.
+	// Implicit is the version of a document that lacks VersionField
+	// (documents written before versioning was adopted); 0 means
+	// [DefaultImplicit]. It must be a version this code reads: between
+	// the oldest migration and Current.
 	Implicit int
 
 	// NoWriteBack turns off the write-back of documents migrated by Get
@@ -73,84 +78,62 @@ type Config struct {
 	NoWriteBack bool
 }
 
-// New returns a repository over db's collection cfg.Collection. It checks
-// the configuration and returns an error wrapping [patterns.ErrInvalid]
-// naming what is wrong: a missing collection, an invalid or reserved field
-// name, Current below 1, a migration without a function, two migrations
-// from one version, a migration from Current or beyond, a gap in the chain,
-// or an implicit version outside the versions this code reads.
-//
-// New sends nothing and creates no index: see [Repo.Indexes].
-func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
-	r, err := newRepo[T](db, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("versioning.New: %w", err)
+// normalize returns c with its defaults filled in and its migrations
+// sorted by From (a copy: the caller's slice is left alone), or an error
+// wrapping patterns.ErrInvalid naming what is wrong.
+func (c Config) normalize() (Config, error) {
+	if err := check.Collection(c.Collection); err != nil {
+		return c, err
 	}
-	return r, nil
-}
-
-func newRepo[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
-	if db == nil {
-		return nil, errs.Invalid("nil database")
-	}
-	if cfg.Collection == "" || strings.ContainsAny(cfg.Collection, "$\x00") {
-		return nil, errs.Invalid("collection name %q: want a non-empty name without '$' or NUL", cfg.Collection)
-	}
-	field := cmp.Or(cfg.Field, DefaultField)
-	rev := cmp.Or(cfg.RevisionField, DefaultRevisionField)
-	for _, f := range []struct{ what, name string }{{"Field", field}, {"RevisionField", rev}} {
+	c.VersionField = cmp.Or(c.VersionField, DefaultVersionField)
+	c.RevisionField = cmp.Or(c.RevisionField, DefaultRevisionField)
+	c.Implicit = cmp.Or(c.Implicit, DefaultImplicit)
+	for _, f := range []struct{ what, name string }{{"VersionField", c.VersionField}, {"RevisionField", c.RevisionField}} {
 		if err := check.Field(f.name); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.what, err)
+			return c, fmt.Errorf("%s: %w", f.what, err)
 		}
 		if f.name == "_id" {
-			return nil, errs.Invalid("%s: %q is the document id", f.what, f.name)
+			return c, errs.Invalid("%s: %q is the document id", f.what, f.name)
 		}
 	}
-	if field == rev {
-		return nil, errs.Invalid("Field and RevisionField are both %q", field)
+	if c.VersionField == c.RevisionField {
+		return c, errs.Invalid("VersionField and RevisionField are both %q", c.VersionField)
 	}
-	if cfg.Current < 1 || cfg.Current > math.MaxInt32 {
-		return nil, errs.Invalid("Current is %d: want a version from 1 to %d", cfg.Current, math.MaxInt32)
+	if c.Current < 1 || c.Current > math.MaxInt32 {
+		return c, errs.Invalid("Current is %d: want a version from 1 to %d", c.Current, math.MaxInt32)
 	}
 
-	migs := slices.SortedFunc(slices.Values(cfg.Migrations), func(a, b Migration) int { return a.From - b.From })
-	oldest := cfg.Current
-	if len(migs) > 0 {
-		oldest = migs[0].From
-	}
+	c.Migrations = slices.SortedFunc(slices.Values(c.Migrations), func(a, b Migration) int { return cmp.Compare(a.From, b.From) })
+	oldest := c.oldest()
 	if oldest < 1 {
-		return nil, errs.Invalid("a migration from version %d: versions start at 1", oldest)
+		return c, errs.Invalid("a migration from version %d: versions start at 1", oldest)
 	}
-	steps := make([]func(*Doc) error, len(migs))
-	for i, m := range migs {
+	for i, m := range c.Migrations {
 		switch want := oldest + i; {
 		case m.Up == nil:
-			return nil, errs.Invalid("the migration from version %d has no Up function", m.From)
-		case m.From >= cfg.Current:
-			return nil, errs.Invalid("a migration from version %d, but Current is %d", m.From, cfg.Current)
+			return c, errs.Invalid("the migration from version %d has no Up function", m.From)
+		case m.From >= c.Current:
+			return c, errs.Invalid("a migration from version %d, but Current is %d", m.From, c.Current)
 		case m.From < want:
-			return nil, errs.Invalid("two migrations from version %d", m.From)
+			return c, errs.Invalid("two migrations from version %d", m.From)
 		case m.From > want:
-			return nil, errs.Invalid("no migration from version %d: the chain from %d to %d has a gap", want, oldest, cfg.Current)
+			return c, errs.Invalid("no migration from version %d: the chain from %d to %d has a gap", want, oldest, c.Current)
 		}
-		steps[i] = m.Up
 	}
-	if len(migs) > 0 && migs[len(migs)-1].From != cfg.Current-1 {
-		return nil, errs.Invalid("no migration from version %d: the chain from %d must reach Current %d", migs[len(migs)-1].From+1, oldest, cfg.Current)
+	if n := len(c.Migrations); n > 0 && c.Migrations[n-1].From != c.Current-1 {
+		return c, errs.Invalid("no migration from version %d: the chain from %d must reach Current %d", c.Migrations[n-1].From+1, oldest, c.Current)
 	}
+	if c.Implicit < oldest || c.Implicit > c.Current {
+		return c, errs.Invalid("Implicit is version %d: documents without %q must be at a version this code reads, %d to %d (set Implicit)", c.Implicit, c.VersionField, oldest, c.Current)
+	}
+	return c, nil
+}
 
-	implicit := cmp.Or(cfg.Implicit, 1)
-	if implicit < oldest || implicit > cfg.Current {
-		return nil, errs.Invalid("Implicit is version %d: documents without %q must be at a version this code reads, %d to %d (set Implicit)", implicit, field, oldest, cfg.Current)
+// oldest is the oldest version the chain reads: the first migration's,
+// or Current without migrations. The migrations must be sorted.
+func (c Config) oldest() int {
+	if len(c.Migrations) > 0 {
+		return c.Migrations[0].From
 	}
-	return &Repo[T]{
-		coll:      db.Collection(cfg.Collection),
-		field:     field,
-		revField:  rev,
-		current:   cfg.Current,
-		oldest:    oldest,
-		implicit:  implicit,
-		steps:     steps,
-		writeBack: !cfg.NoWriteBack,
-	}, nil
+	return c.Current
 }

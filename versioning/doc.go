@@ -10,8 +10,9 @@
 // [Doc] (a bson.D with Get, Set, Rename and Delete helpers that keep field
 // order), from version k to k+1. [New] checks the chain has no gap from
 // the oldest version to the current one. A document without the version
-// field is at Config.Implicit (1 by default): the documents written before
-// versioning was adopted.
+// field (Config.VersionField, "schemaVersion" by default) is at
+// Config.Implicit (1 by default): the documents written before versioning
+// was adopted.
 //
 //	users, err := versioning.New[User](db, versioning.Config{
 //		Collection: "users",
@@ -34,11 +35,13 @@
 //
 // [Repo.Insert], [Repo.Replace] and [Repo.Update] stamp the current
 // version and a new revision (an ObjectID in Config.RevisionField, "_rev"
-// by default). Update is filtered on the current version, so an update
+// by default). Update lands only on the current version, so an update
 // written against T never lands on an older shape: an older document is
 // migrated first. The revision is what makes the write-back safe against
 // writers that keep the version, such as the previous release during a
-// rolling deploy: see [Repo] for exactly what is protected.
+// rolling deploy: see [Repo] for exactly what is protected. No write ever
+// stores a document past 16 MiB ([patterns.ErrTooLarge]), whatever the
+// server.
 //
 // # Newer documents
 //
@@ -54,21 +57,48 @@
 // traffic. [Repo.Stats] counts documents per version; [Repo.Indexes]
 // returns the version index its scan needs.
 //
+// # Concurrency
+//
+// A [Repo] is safe for concurrent use by goroutines and by processes
+// sharing the collection: every write is guarded by what it read, and
+// each guarded write is sent again after a transient failure (FerretDB
+// 2.x's "deadlock detected", which applied nothing). On FerretDB 1.x this
+// holds only for one client with one connection: see
+// [patterns.FeatureConcurrentUpdates].
+//
 // # Failures
 //
 // A migration that fails, a version no migration starts from, a version
 // field that is not an integer, or a migrated document that does not fit T
 // is an [ErrMigration] (a [*MigrationError] naming the versions for a
-// failing step); the stored document is untouched, and Get returns the
-// error wrapped with the collection and the id.
+// failing step); the stored document is untouched. Errors read
+//
+//	versioning: <Operation>: document <id> of <collection>: <what>: <cause>
+//
+// for example
+//
+//	versioning: Get: document "ada" of users: stored at version 4, this code knows up to 3: document schema is newer than this code knows
 //
 // # Servers
 //
-// Everything works on MongoDB 6.0+ and on FerretDB 1.x, except Update
-// with an aggregation pipeline, which needs
-// [patterns.FeaturePipelineUpdates] and returns [patterns.ErrUnsupported]
-// without it. On FerretDB, MigrateAll writes one replaceOne per document
-// instead of bulk writes (see [Repo.MigrateAll]), and every write filtered
-// on more than the _id (write-backs, Update, Replace) scans the
-// collection, since FerretDB 1.x pushes down only a filter on _id alone.
+// A repository decides once, from the server's features, how it uses the
+// server (two commands on first use, once per client):
+//   - MongoDB 6.0+ has every feature the package uses.
+//   - FerretDB 2.x has pipeline updates, arrayFilters and the 16 MiB limit
+//     on updates, but not [patterns.FeatureBatchedUpdates]: MigrateAll
+//     writes one replaceOne per document.
+//   - FerretDB 1.x and servers the library does not recognise have none:
+//     Update with a pipeline or with arrayFilters returns
+//     [patterns.ErrUnsupported] naming [patterns.FeaturePipelineUpdates] or
+//     [patterns.FeatureArrayFilters]; Update checks the size of its result
+//     itself, since the server lacks [patterns.FeatureUpdateSizeLimit]
+//     (see [Repo.Update]: one more command); MigrateAll writes one
+//     replaceOne per document. On FerretDB 1.x every write filtered on
+//     more than the _id (write-backs, Update, Replace, MigrateAll's
+//     writes) scans the collection.
 package versioning
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "versioning"

@@ -3,10 +3,15 @@ package versioning
 import (
 	"errors"
 	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Errors of this package, tested with [errors.Is]. Repository methods wrap
-// them with the collection, the operation and the document id.
+// them with the operation, the document and the collection.
 var (
 	// ErrNewerSchema: the stored document is at a version newer than the
 	// repository's current one. It happens during a rolling deploy, when
@@ -36,11 +41,48 @@ type MigrationError struct {
 	Err      error // the cause
 }
 
-// Error names the versions and the cause. The repository's methods wrap
-// it with the collection and the document id.
+// Error names the versions and the cause, then [ErrMigration]. The
+// repository's methods wrap it with the operation and the document.
 func (e *MigrationError) Error() string {
-	return fmt.Sprintf("%v: from version %d to %d: %v", ErrMigration, e.From, e.To, e.Err)
+	return fmt.Sprintf("from version %d to %d: %v: %v", e.From, e.To, e.Err, ErrMigration)
 }
 
 // Unwrap returns [ErrMigration] and the cause.
 func (e *MigrationError) Unwrap() []error { return []error{ErrMigration, e.Err} }
+
+// newer is the error for a document at version v, newer than this code.
+func (s schema) newer(v int) error {
+	return fmt.Errorf("stored at version %d, this code knows up to %d: %w", v, s.current, ErrNewerSchema)
+}
+
+// notFound is the error for a document that does not exist.
+func notFound() error {
+	return fmt.Errorf("no such document: %w", patterns.ErrNotFound)
+}
+
+// ofDoc says which document of the collection err is about, and adds to a
+// server's error the sentinel its kind matches ([srverr.Classify]).
+func (r *Repo[T]) ofDoc(id any, err error) error {
+	return fmt.Errorf("document %s of %s: %w", describe(id), r.coll.Name(), srverr.Classify(err))
+}
+
+// ofColl says which collection err is about, as ofDoc does.
+func (r *Repo[T]) ofColl(err error) error {
+	return fmt.Errorf("collection %s: %w", r.coll.Name(), srverr.Classify(err))
+}
+
+// describe is how errors name a document id: strings quoted, other values
+// as fmt prints them (an ObjectID as ObjectID("...")).
+func describe(id any) string {
+	switch v := id.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case bson.RawValue:
+		var x any
+		if v.Unmarshal(&x) == nil {
+			return describe(x)
+		}
+		return v.String()
+	}
+	return fmt.Sprint(id)
+}

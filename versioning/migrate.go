@@ -4,24 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
-
-// DefaultBatchSize is the number of documents MigrateAll reads and writes
-// per round trip when MigrateOptions.BatchSize is 0.
-const DefaultBatchSize = 500
 
 // MigrateOptions tunes [Repo.MigrateAll]. The zero value works.
 type MigrateOptions struct {
-	// BatchSize is the number of documents read per batch of the cursor
-	// and written per bulk write; it bounds memory. 0 means
-	// [DefaultBatchSize].
+	// BatchSize is the most documents read per batch of the cursor and
+	// written per bulk write; it bounds memory (so does the server's
+	// reply, at most 16 MiB): the batch grows as documents arrive, so a
+	// large BatchSize costs nothing over a small collection. 0 means
+	// [DefaultBatchSize]; at most MaxInt32.
 	BatchSize int
 
 	// Progress, when set, is called after each batch with the documents
@@ -31,8 +31,8 @@ type MigrateOptions struct {
 	Progress func(done, total int)
 
 	// MaxFailures stops the run once that many documents have failed; 0
-	// means no limit. A broken migration then fails fast instead of
-	// visiting the whole collection.
+	// means no limit (negative is invalid). A broken migration then fails
+	// fast instead of visiting the whole collection.
 	MaxFailures int
 }
 
@@ -56,6 +56,27 @@ type Failure struct {
 	Err error // a [*MigrationError], an error wrapping [ErrMigration], or the server's write error
 }
 
+// maxCursorBatch bounds the batch size MigrateAll asks of its cursor: no
+// reply holds more documents (a reply is at most 16 MiB, a document at
+// least 5 bytes), and FerretDB 1.x does not answer a find with a filter
+// and a batch size of MaxInt32.
+const maxCursorBatch = 1 << 22
+
+// normalize returns o with its defaults filled in, or an error wrapping
+// patterns.ErrInvalid.
+func (o MigrateOptions) normalize() (MigrateOptions, error) {
+	if o.BatchSize < 0 || o.BatchSize > math.MaxInt32 {
+		return o, errs.Invalid("BatchSize is %d: want 0 (the default, %d) to %d", o.BatchSize, DefaultBatchSize, math.MaxInt32)
+	}
+	if o.MaxFailures < 0 {
+		return o, errs.Invalid("MaxFailures is %d: want 0 (no limit) or more", o.MaxFailures)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	return o, nil
+}
+
 // MigrateAll migrates every document below the current version (and every
 // document whose version field does not hold an integer, to report it).
 // It reads them with one cursor (find, then a getMore per batch), migrates
@@ -63,48 +84,50 @@ type Failure struct {
 // replaceOnes, each guarded by the compare-and-set filter of [Repo.Get]:
 // so a document a reader or writer changed since the scan read it is
 // skipped, not overwritten, and no document is ever migrated twice. Memory
-// is bounded by one batch (and the list of failures).
+// is bounded by one batch (and the list of failures). Setting
+// MigrateOptions.Progress adds one count command at the start.
 //
-// On FerretDB 1.x it writes one replaceOne per document instead, with the
-// same filters: FerretDB keeps an SQLite connection open for each
-// statement of an update command until the command ends, which makes a
-// bulk write slower per document than single writes and hangs it from
-// about 100 statements; it also fails a whole command on a unique-index
-// violation instead of reporting that one write. The path is chosen once
-// per repository, from [patterns.Capabilities] (cached per client). There,
-// every write guarded by more than the _id scans the collection (FerretDB
-// 1.x pushes down only a filter on _id alone): a dev server's cost, not
-// MongoDB's.
+// Where the server lacks [patterns.FeatureBatchedUpdates] (FerretDB 1.x
+// and 2.x, servers the library does not recognise), it writes one
+// replaceOne per document instead, with the same filters, each sent again
+// after a transient failure (FerretDB 2.x's deadlock, which applied
+// nothing): the constant explains why. The path is part of the
+// repository's plan, decided once per repository. On FerretDB 1.x every
+// write guarded by more than the _id scans the collection: a dev server's
+// cost, not MongoDB's.
 //
 // It is resumable: documents migrated stay migrated, so after a
 // cancellation or an error, running it again migrates the rest. Several
 // runs may overlap (two instances of a service): each document is written
 // by one of them, the others count it skipped. Readers meanwhile see
 // documents before or after their migration, each complete; Get migrates
-// on the fly the ones not reached yet.
+// on the fly the ones not reached yet. On FerretDB 1.x, these promises
+// about concurrent runs and writers hold for one client with one
+// connection: see [patterns.FeatureConcurrentUpdates].
 //
 // Documents newer than Config.Current are left alone. Create the index
 // from [Repo.Indexes] first, or the scan reads the whole collection.
 //
 // The result counts the batches completed. The error is nil only when the
-// scan finished and no document failed: it is the context's or the
-// server's error if the run stopped, and wraps [ErrMigration] when
-// documents failed (listed in the result) or MaxFailures was reached.
+// scan finished and no document failed: it is [patterns.ErrInvalid] for
+// bad options, the context's or the server's error if the run stopped,
+// and wraps [ErrMigration] when documents failed (listed in the result)
+// or MaxFailures was reached.
 func (r *Repo[T]) MigrateAll(ctx context.Context, opts MigrateOptions) (MigrateResult, error) {
 	res, err := r.migrateAll(ctx, opts)
 	if err != nil {
-		return res, r.errorf("MigrateAll", nil, err)
+		return res, pkg.Wrap("MigrateAll", r.ofColl(err))
 	}
 	return res, nil
 }
 
 func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateResult, error) {
 	var res MigrateResult
-	batch := opts.BatchSize
-	if batch <= 0 {
-		batch = DefaultBatchSize
+	opts, err := opts.normalize()
+	if err != nil {
+		return res, err
 	}
-	path, err := r.writePath(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
 		return res, err
 	}
@@ -117,20 +140,23 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 		total = int(n)
 	}
-	batches := seq.Batches(ctx, batch, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(batch, 1<<30))))
+	batches := seq.Batches(ctx, opts.BatchSize, func(ctx context.Context) (*mongo.Cursor, error) {
+		return r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(opts.BatchSize, maxCursorBatch))))
 	})
 
-	olds := make([]bson.Raw, 0, batch)
-	models := make([]*mongo.ReplaceOneModel, 0, batch)
+	// The batch grows as documents arrive: BatchSize bounds it, the
+	// server's reply (at most 16 MiB) bounds it too, and a large BatchSize
+	// over a small collection costs nothing.
+	var olds, news []bson.Raw
 	// flush writes what the batch read so far and reports progress. Each
-	// batch is written before the cursor's next getMore: one bulk write per
-	// batch.
+	// batch is written before the cursor's next getMore.
 	flush := func() error {
-		if err := r.writeBatch(ctx, path, olds, models, &res); err != nil {
+		if err := r.writeBatch(ctx, p, olds, news, &res); err != nil {
 			return err
 		}
-		olds, models = olds[:0], models[:0]
+		clear(olds) // let the documents go while the slices are reused
+		clear(news)
+		olds, news = olds[:0], news[:0]
 		if opts.Progress != nil {
 			done := res.Migrated + res.Skipped + len(res.Failed)
 			total = max(total, done)
@@ -151,13 +177,13 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 				res.Skipped++
 			default:
 				olds = append(olds, raw)
-				models = append(models, mongo.NewReplaceOneModel().SetFilter(r.casFilter(raw)).SetReplacement(migrated))
+				news = append(news, migrated)
 			}
 			if opts.MaxFailures > 0 && len(res.Failed) >= opts.MaxFailures {
 				if err := flush(); err != nil {
 					return res, err
 				}
-				return res, fmt.Errorf("%w: stopped after %d failed documents (MaxFailures)", ErrMigration, len(res.Failed))
+				return res, fmt.Errorf("stopped after %d failed documents (MaxFailures): %w", len(res.Failed), ErrMigration)
 			}
 		}
 		if err := flush(); err != nil {
@@ -165,77 +191,57 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 	}
 	if n := len(res.Failed); n > 0 {
-		return res, fmt.Errorf("%w: %d documents failed, the first %v: %w", ErrMigration, n, res.Failed[0].ID, res.Failed[0].Err)
+		first := res.Failed[0]
+		if errors.Is(first.Err, ErrMigration) {
+			return res, fmt.Errorf("%d documents failed, the first %s: %w", n, describe(first.ID), first.Err)
+		}
+		return res, fmt.Errorf("%d documents failed, the first %s: %w: %w", n, describe(first.ID), first.Err, ErrMigration)
 	}
 	return res, nil
 }
 
-// writePath is how MigrateAll writes a batch, chosen once per repository
-// from the server (see [Repo.MigrateAll]).
-type writePath int
-
-const (
-	pathBulk writePath = iota + 1 // one unordered bulkWrite per batch (MongoDB)
-	pathEach                      // one replaceOne per document (FerretDB 1.x, unrecognised servers)
-)
-
-// writePath returns the repository's write path, deciding it on first
-// use: bulk writes where the server has [patterns.FeatureBatchedUpdates].
-func (r *Repo[T]) writePath(ctx context.Context) (writePath, error) {
-	return r.path.Get(ctx, func(ctx context.Context) (writePath, error) {
-		srv, err := patterns.Capabilities(ctx, r.coll.Database().Client())
-		if err != nil {
-			return 0, err
-		}
-		if srv.Has(patterns.FeatureBatchedUpdates) {
-			return pathBulk, nil
-		}
-		return pathEach, nil
-	})
-}
-
-// writeBatch writes one batch of migrated documents and adds the outcome
-// to res: a replaceOne that matched is a migrated document, one that did
-// not lost a race, one the server refused failed. An error that is not
-// about one document (the network, the context, a bulk write failing as a
-// whole) stops the run.
-func (r *Repo[T]) writeBatch(ctx context.Context, path writePath, olds []bson.Raw, models []*mongo.ReplaceOneModel, res *MigrateResult) error {
-	if len(models) == 0 {
+// writeBatch writes one batch of migrated documents, news[i] in place of
+// olds[i], and adds the outcome to res: a replaceOne that matched is a
+// migrated document, one that did not lost a race, one the server refused
+// failed. An error that is not about one document (the network, the
+// context, a bulk write failing as a whole) stops the run.
+func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw, res *MigrateResult) error {
+	if len(olds) == 0 {
 		return nil
 	}
-	if path == pathEach {
-		for i, m := range models {
-			one, err := r.coll.ReplaceOne(ctx, m.Filter, m.Replacement)
+	if !p.BulkMigrate {
+		for i, old := range olds {
+			matched, err := r.replaceOne(ctx, r.casFilter(old), news[i])
 			switch {
-			case err == nil && one.MatchedCount == 1:
+			case err == nil && matched:
 				res.Migrated++
 			case err == nil:
 				res.Skipped++
 			case ctx.Err() != nil || mongo.IsNetworkError(err) || mongo.IsTimeout(err):
-				return fmt.Errorf("replace migrated document %v: %w", idOf(olds[i]), err)
+				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
 			default:
-				// The server refused this one document (FerretDB reports
-				// a unique-index violation as a command error, not a
-				// write error).
-				res.Failed = append(res.Failed, Failure{ID: idOf(olds[i]), Err: fmt.Errorf("write the migrated document: %w", err)})
+				// The server refused this one document (FerretDB 1.x
+				// reports a unique-index violation as a command error,
+				// not a write error).
+				res.Failed = append(res.Failed, Failure{ID: idOf(old), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(err))})
 			}
 		}
 		return nil
 	}
-	writes := make([]mongo.WriteModel, len(models))
-	for i, m := range models {
-		writes[i] = m
+	writes := make([]mongo.WriteModel, len(olds))
+	for i, old := range olds {
+		writes[i] = &mongo.ReplaceOneModel{Filter: r.casFilter(old), Replacement: news[i]}
 	}
 	bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
 	bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
 	if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
-		return fmt.Errorf("bulk write of %d migrated documents: %w", len(models), err)
+		return fmt.Errorf("bulk write of %d migrated documents: %w", len(olds), err)
 	}
 	for _, we := range bwe.WriteErrors {
-		res.Failed = append(res.Failed, Failure{ID: idOf(olds[we.Index]), Err: fmt.Errorf("write the migrated document: %w", we.WriteError)})
+		res.Failed = append(res.Failed, Failure{ID: idOf(olds[we.Index]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
 	}
 	matched := int(bw.MatchedCount)
 	res.Migrated += matched
-	res.Skipped += len(models) - matched - len(bwe.WriteErrors)
+	res.Skipped += len(olds) - matched - len(bwe.WriteErrors)
 	return nil
 }

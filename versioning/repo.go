@@ -12,7 +12,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -57,158 +57,70 @@ var _ Store[struct{}] = (*Repo[struct{}])(nil)
 // the same document may overwrite it. Have such code set the revision to a
 // new ObjectID, or stop it while old documents remain (see MigrateAll).
 //
-// A Repo is safe for concurrent use. Besides its configuration it holds
-// only the write path of MigrateAll, detected once.
+// A Repo is safe for concurrent use, by goroutines and by processes
+// sharing the collection. On FerretDB 1.x this holds only for one client
+// with one connection: see [patterns.FeatureConcurrentUpdates]. Besides
+// its configuration a Repo holds only its plan: how it uses its server,
+// decided from the server's features on first use (two commands, once
+// per client; a failed detection is not kept).
 type Repo[T any] struct {
+	schema
 	coll      *mongo.Collection
-	field     string // the version field
-	revField  string // the revision field
-	current   int
-	oldest    int
-	implicit  int                // the version of a document without field
 	steps     []func(*Doc) error // steps[k-oldest] migrates k to k+1
 	writeBack bool
 
-	path lazy.Value[writePath] // how MigrateAll writes, decided on first use
+	planned lazy.Value[plan]
 }
 
-// Indexes returns the index that MigrateAll's scan needs: the version
-// field, ascending. Create it with [patterns.EnsureIndexes]; without it
-// MigrateAll and Stats scan the whole collection.
+// New returns a repository over db's collection cfg.Collection. It checks
+// the configuration and returns an error wrapping [patterns.ErrInvalid]
+// naming what is wrong: a nil database, an invalid collection name, an
+// invalid or reserved field name, Current out of range, a migration
+// without a function, two migrations from one version, a migration from
+// Current or beyond, a gap in the chain, or an implicit version outside
+// the versions this code reads.
+//
+// New sends nothing and creates no index: see [Repo.Indexes].
+func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
+	if db == nil {
+		return nil, pkg.Wrap("New", errs.Invalid("nil database"))
+	}
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, pkg.Wrap("New", err)
+	}
+	steps := make([]func(*Doc) error, len(cfg.Migrations))
+	for i, m := range cfg.Migrations {
+		steps[i] = m.Up
+	}
+	return &Repo[T]{
+		schema: schema{
+			field:    cfg.VersionField,
+			revField: cfg.RevisionField,
+			current:  cfg.Current,
+			implicit: cfg.Implicit,
+			oldest:   cfg.oldest(),
+		},
+		coll:      db.Collection(cfg.Collection),
+		steps:     steps,
+		writeBack: !cfg.NoWriteBack,
+	}, nil
+}
+
+// Indexes returns the index that MigrateAll's scan and Stats use: the
+// version field, ascending. Create it with [patterns.EnsureIndexes];
+// without it MigrateAll and Stats read the whole collection.
 func (r *Repo[T]) Indexes() []patterns.Index {
-	return []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: bson.D{{Key: r.field, Value: 1}}}}}
+	return []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: r.versionIndex()}}}
 }
 
-// Get returns the document id as T.
-//
-// A document at the current version costs one command (find). An older
-// one is migrated in memory and, unless Config.NoWriteBack, written back
-// with a compare-and-set (one replaceOne); if a concurrent writer changed
-// it since the read, Get reads it again (one find) and migrates what it
-// finds, up to 4 times, and then returns the last document it read,
-// migrated, without storing it. Concurrent readers of one old document may
-// each migrate it; one write-back wins and the others re-read the winner's
-// document.
-//
-// Errors: [patterns.ErrInvalid] for a bad id, [patterns.ErrNotFound],
-// [ErrNewerSchema] for a document newer than Config.Current, and
-// [ErrMigration] (a [*MigrationError] for a failing step) for a document
-// that cannot be migrated, which is left untouched. An error of the
-// write-back itself (a unique index, a validator) is returned too.
-func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
-	t, err := r.get(ctx, id)
+// plan returns the repository's plan, deciding it on first use.
+func (r *Repo[T]) plan(ctx context.Context) (plan, error) {
+	p, err := lazy.Decide(ctx, &r.planned, r.coll.Database().Client(), planFor)
 	if err != nil {
-		return t, r.errorf("Get", id, err)
+		return p, fmt.Errorf("detect the server: %w", err)
 	}
-	return t, nil
-}
-
-func (r *Repo[T]) get(ctx context.Context, id any) (T, error) {
-	var zero T
-	if err := patterns.ValidateID(id); err != nil {
-		return zero, err
-	}
-	raw, err := r.findRaw(ctx, id)
-	if err != nil {
-		return zero, err
-	}
-	return r.load(ctx, raw)
-}
-
-// Find returns the documents that match filter, each as T: one find and
-// one getMore per batch, plus, for each document below the current
-// version, what [Repo.Get] spends to write it back. Memory is bounded by
-// the cursor's batch. Options pass through to the driver, except a
-// projection, refused with [patterns.ErrInvalid]: a migration needs the
-// whole document.
-//
-// The filter runs on the documents as stored, at whatever version: a
-// filter on a field that a migration introduces or renames misses the
-// documents not yet migrated. Run [Repo.MigrateAll] before relying on
-// such filters.
-//
-// A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
-// failed write-back) is yielded as an error and iteration goes on if the
-// loop continues; an error of the cursor ends it.
-func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
-	if filter == nil {
-		filter = bson.D{}
-	}
-	fo, err := merged(opts)
-	if err != nil {
-		return seq.Err[T](r.errorf("Find", nil, err))
-	}
-	if fo.Projection != nil {
-		return seq.Err[T](r.errorf("Find", nil, errs.Invalid("a projection would hide fields from the migrations")))
-	}
-	raws := seq.Cursor[bson.Raw](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.coll.Find(ctx, filter, opts...)
-	})
-	return func(yield func(T, error) bool) {
-		for raw, err := range raws {
-			if err != nil {
-				var zero T
-				yield(zero, r.errorf("Find", nil, err))
-				return
-			}
-			t, err := r.load(ctx, raw)
-			if err != nil {
-				err = r.errorf("Find", idOf(raw), err)
-			}
-			if !yield(t, err) {
-				return
-			}
-		}
-	}
-}
-
-// Insert inserts v stamped with the current version and a new revision
-// (whatever v's own fields of those names hold) and returns its _id, which
-// the driver generates when v has none. One command (insert). A duplicate
-// _id is the server's error, as returned by the driver.
-func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
-	doc, err := r.stamp(v)
-	if err != nil {
-		return nil, r.errorf("Insert", nil, err)
-	}
-	res, err := r.coll.InsertOne(ctx, doc)
-	if err != nil {
-		return nil, r.errorf("Insert", nil, err)
-	}
-	return res.InsertedID, nil
-}
-
-// Replace replaces the document id with v, stamped with the current
-// version and a new revision. One command (replaceOne), guarded so that a
-// document newer than Config.Current is never downgraded: it is refused
-// with [ErrNewerSchema]. When nothing matched, one find tells why:
-// [patterns.ErrNotFound], [ErrNewerSchema], or a concurrent change, which
-// is retried (up to 4 times, then [patterns.ErrConflict]).
-func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
-	if err := r.replace(ctx, id, v); err != nil {
-		return r.errorf("Replace", id, err)
-	}
-	return nil
-}
-
-func (r *Repo[T]) replace(ctx context.Context, id any, v T) error {
-	if err := patterns.ValidateID(id); err != nil {
-		return err
-	}
-	doc, err := r.stamp(v)
-	if err != nil {
-		return err
-	}
-	return r.guarded(ctx, id, func() (bool, error) {
-		res, err := r.coll.ReplaceOne(ctx, r.notNewerFilter(id), doc)
-		return err == nil && res.MatchedCount == 1, err
-	}, func(raw bson.Raw) error {
-		// Not matched: newer, or changed since (retry).
-		if v, err := r.versionOf(raw); err == nil && v > r.current {
-			return r.newer(v)
-		}
-		return nil
-	})
+	return p, nil
 }
 
 // guarded runs write, a write filtered on the document id and its version,
@@ -229,23 +141,36 @@ func (r *Repo[T]) guarded(ctx context.Context, id any, write func() (bool, error
 			return err
 		}
 	}
-	return fmt.Errorf("%w: the document kept changing (%d attempts)", patterns.ErrConflict, maxAttempts)
+	return conflict()
 }
 
-// Delete deletes the document id, whatever its version. One command
-// (delete); [patterns.ErrNotFound] when there is none.
-func (r *Repo[T]) Delete(ctx context.Context, id any) error {
-	if err := patterns.ValidateID(id); err != nil {
-		return r.errorf("Delete", id, err)
+// conflict is the error of a guarded write that kept missing.
+func conflict() error {
+	return fmt.Errorf("the document kept changing (%d attempts): %w", maxAttempts, patterns.ErrConflict)
+}
+
+// findRaw reads the document id as stored.
+func (r *Repo[T]) findRaw(ctx context.Context, id any) (bson.Raw, error) {
+	raw, err := r.coll.FindOne(ctx, idFilter(id)).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, notFound()
 	}
-	res, err := r.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
-	if err == nil && res.DeletedCount == 0 {
-		err = patterns.ErrNotFound
-	}
+	return raw, err
+}
+
+// replaceOne replaces the document filter matches with doc, retrying a
+// transient failure (every replacement the repository sends is guarded,
+// so sending it again is safe), and reports whether it matched.
+func (r *Repo[T]) replaceOne(ctx context.Context, filter bson.D, doc bson.Raw) (bool, error) {
+	var res *mongo.UpdateResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = r.coll.ReplaceOne(ctx, filter, doc)
+		return err
+	})
 	if err != nil {
-		return r.errorf("Delete", id, err)
+		return false, err
 	}
-	return nil
+	return res.MatchedCount == 1, nil
 }
 
 // merged applies driver options to see what they ask for, as the driver
@@ -255,60 +180,9 @@ func merged[O any](opts []options.Lister[O]) (O, error) {
 	for _, l := range opts {
 		for _, set := range l.List() {
 			if err := set(&o); err != nil {
-				return o, fmt.Errorf("%w: options: %v", patterns.ErrInvalid, err)
+				return o, errs.Invalid("options: %v", err)
 			}
 		}
 	}
 	return o, nil
-}
-
-// findRaw reads the document id as stored.
-func (r *Repo[T]) findRaw(ctx context.Context, id any) (bson.Raw, error) {
-	raw, err := r.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, patterns.ErrNotFound
-	}
-	return raw, err
-}
-
-// load returns the stored document raw as T, migrating it when it is
-// older and writing it back when configured; a lost write-back re-reads.
-func (r *Repo[T]) load(ctx context.Context, raw bson.Raw) (T, error) {
-	for attempt := 1; ; attempt++ {
-		t, migrated, err := r.upgrade(raw)
-		if err != nil || migrated == nil || !r.writeBack {
-			return t, err
-		}
-		won, err := r.writeBackDoc(ctx, raw, migrated)
-		if err != nil {
-			var zero T
-			return zero, err
-		}
-		if won || attempt == maxAttempts {
-			return t, nil
-		}
-		if raw, err = r.findRaw(ctx, raw.Lookup("_id")); err != nil {
-			var zero T
-			return zero, err
-		}
-	}
-}
-
-// writeBackDoc replaces the stored document old with migrated if nobody
-// wrote it since it was read, and reports whether it did.
-func (r *Repo[T]) writeBackDoc(ctx context.Context, old, migrated bson.Raw) (bool, error) {
-	res, err := r.coll.ReplaceOne(ctx, r.casFilter(old), migrated)
-	if err != nil {
-		return false, fmt.Errorf("write back the migrated document: %w", err)
-	}
-	return res.MatchedCount == 1, nil
-}
-
-// errorf says where an error happened: the collection, the operation and
-// the document id when there is one.
-func (r *Repo[T]) errorf(op string, id any, err error) error {
-	if id == nil {
-		return fmt.Errorf("versioning: %s: %s: %w", r.coll.Name(), op, err)
-	}
-	return fmt.Errorf("versioning: %s: %s %v: %w", r.coll.Name(), op, id, err)
 }

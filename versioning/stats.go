@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // Stats is the number of documents at each schema version.
@@ -18,24 +17,30 @@ type Stats struct {
 }
 
 // Stats counts the documents at each version with one aggregate command
-// ($group on the version field with $sum, which every server supports).
-// It reads the whole collection (or the version index), so on a large
+// ($group on the version field with $sum, which every server has). It
+// reads the whole collection (or the version index), so on a large
 // collection it is an administrative call, not one for every request.
 // Counts are as of the aggregation; concurrent writes may move documents
 // between versions while it runs.
 func (r *Repo[T]) Stats(ctx context.Context) (Stats, error) {
-	cur, err := r.coll.Aggregate(ctx, mongo.Pipeline{
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$" + r.field}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
-	})
+	s, err := r.stats(ctx)
 	if err != nil {
-		return Stats{}, r.errorf("Stats", nil, err)
+		return Stats{}, pkg.Wrap("Stats", r.ofColl(err))
+	}
+	return s, nil
+}
+
+func (r *Repo[T]) stats(ctx context.Context) (Stats, error) {
+	cur, err := r.coll.Aggregate(ctx, r.statsPipeline())
+	if err != nil {
+		return Stats{}, err
 	}
 	var groups []struct {
 		Version bson.RawValue `bson:"_id"`
 		N       int64         `bson:"n"`
 	}
 	if err := cur.All(ctx, &groups); err != nil {
-		return Stats{}, r.errorf("Stats", nil, err)
+		return Stats{}, err
 	}
 	s := Stats{Versions: map[int]int64{}}
 	for _, g := range groups {

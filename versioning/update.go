@@ -2,13 +2,15 @@ package versioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -18,37 +20,60 @@ import (
 // aggregation pipeline (mongo.Pipeline); options pass through to the
 // driver, except Upsert, refused (use Insert).
 //
-// The update is filtered on the current version, so it never lands on a
-// document of another shape. A document at the current version costs one
-// command (update). An older one is first migrated and written back with
-// the compare-and-set of [Repo.Get] (one find and one replaceOne, whatever
-// Config.NoWriteBack says), then updated; a document that changes between
-// these steps is read again. Between the steps a reader may see the
-// migrated document without the update; never the update applied to an
-// old shape.
+// The update lands only on the document at the current version, so it
+// never applies to a document of another shape: an older one is first
+// migrated and written back with the compare-and-set of [Repo.Get]
+// (whatever Config.NoWriteBack says), then updated. Between these steps a
+// reader may see the migrated document without the update; never the
+// update applied to an old shape. Every write is guarded, so each is sent
+// again after a transient failure (FerretDB 2.x's deadlock, which applied
+// nothing), and a document that changes between the steps is read again.
+//
+// Commands, on a server that refuses documents past 16 MiB itself
+// ([patterns.FeatureUpdateSizeLimit]: MongoDB, FerretDB 2.x): one
+// (update) for a document at the current version; four for an older one
+// (the update, which matches nothing; a find; the write-back, a
+// replaceOne; the update again).
+//
+// On a server without that limit (FerretDB 1.x, which would store the
+// result), the size of the result is checked by the repository: Update
+// reads the document (find) and applies the update with a findAndModify
+// guarded on the revision it read, which returns the result; two commands
+// for a current document, three for an older one (find, write-back,
+// findAndModify). If the result passes 16 MiB, Update puts the document it
+// read back (a replaceOne guarded on the revision its update stamped) and
+// returns [patterns.ErrTooLarge]. Until then, for one round trip, readers
+// may see the oversized document; and if a concurrent writer changes it
+// within that round trip, it is not put back (that write would be lost)
+// and the error says that the update stays.
 //
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
 // whose value is not a document, one given twice, an operator that touches
 // the version or revision field (the repository owns them), or Upsert;
-// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration]. After 4
-// attempts that each met a changed document, [patterns.ErrConflict]: the
-// document may have been migrated, the update was not applied. A pipeline
-// needs [patterns.FeaturePipelineUpdates] (MongoDB 4.2+): on a server
-// lacking it, Update returns [patterns.ErrUnsupported] naming it (the
-// capability is detected once per client and cached).
+// [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration];
+// [patterns.ErrTooLarge] when the result would pass 16 MiB, whatever the
+// server (on a server without the limit, with the exception said above).
+// After 4 attempts that each met a changed document,
+// [patterns.ErrConflict]: the document may have been migrated, the update
+// was not applied. A pipeline needs [patterns.FeaturePipelineUpdates]
+// (MongoDB 4.2+, FerretDB 2.x) and arrayFilters need
+// [patterns.FeatureArrayFilters]: on a server lacking them, Update returns
+// [patterns.ErrUnsupported] naming the feature, before sending anything
+// but the detection of the server (once per client).
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
+	if err := patterns.ValidateID(id); err != nil {
+		return pkg.Wrap("Update", err)
+	}
 	if err := r.update(ctx, id, update, opts); err != nil {
-		return r.errorf("Update", id, err)
+		return pkg.Wrap("Update", r.ofDoc(id, err))
 	}
 	return nil
 }
 
 func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lister[options.UpdateOneOptions]) error {
-	if err := patterns.ValidateID(id); err != nil {
-		return err
-	}
-	stamped, pipeline, err := stampUpdate(update, r.field, r.revField, int32(r.current), bson.NewObjectID())
+	rev := bson.NewObjectID()
+	stamped, pipeline, err := r.stampUpdate(update, rev)
 	if err != nil {
 		return err
 	}
@@ -59,17 +84,32 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	if uo.Upsert != nil && *uo.Upsert {
 		return errs.Invalid("upsert: an update cannot create a document at a known version; use Insert")
 	}
-	if pipeline {
-		srv, err := patterns.Capabilities(ctx, r.coll.Database().Client())
-		if err != nil {
-			return err
-		}
-		if err := srv.Require(patterns.FeaturePipelineUpdates); err != nil {
-			return err
-		}
+	p, err := r.plan(ctx)
+	if err != nil {
+		return err
 	}
+	if pipeline && !p.PipelineUpdates {
+		return unsupported(patterns.FeaturePipelineUpdates)
+	}
+	if uo.ArrayFilters != nil && !p.ArrayFilters {
+		return unsupported(patterns.FeatureArrayFilters)
+	}
+	if p.ServerSizeLimit {
+		return r.updateOne(ctx, id, stamped, opts)
+	}
+	return r.updateChecked(ctx, id, stamped, rev, &uo)
+}
+
+// updateOne is Update where the server refuses an oversized result: an
+// updateOne filtered on the current version; after a miss, the document
+// is read, migrated and written back, and the update sent again.
+func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options.Lister[options.UpdateOneOptions]) error {
 	return r.guarded(ctx, id, func() (bool, error) {
-		res, err := r.coll.UpdateOne(ctx, r.currentFilter(id), stamped, opts...)
+		var res *mongo.UpdateResult
+		err := srverr.Retry(ctx, func() (err error) {
+			res, err = r.coll.UpdateOne(ctx, r.currentFilter(id), stamped, opts...)
+			return err
+		})
 		return err == nil && res.MatchedCount == 1, err
 	}, func(raw bson.Raw) error {
 		// Not at the current version: bring it there and try again. A
@@ -84,92 +124,82 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	})
 }
 
-// stampUpdate checks an update and adds the version and revision to it.
-// For a document of operators, it returns a bson.D whose $set (the user's,
-// extended, or a new one at the end) also sets both fields; for a pipeline
-// (pipeline is true), a bson.A with a final $set stage that sets them,
-// which wins whatever the earlier stages did. It refuses, wrapping
-// [patterns.ErrInvalid], what is described on [Repo.Update].
-func stampUpdate(update any, field, revField string, version int32, rev bson.ObjectID) (stamped any, pipeline bool, err error) {
-	if update == nil {
-		return nil, false, errs.Invalid("update is nil")
-	}
-	typ, data, err := bson.MarshalValue(update)
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: encode the update %T: %v", patterns.ErrInvalid, update, err)
-	}
-	stamp := bson.D{{Key: field, Value: version}, {Key: revField, Value: rev}}
-	switch typ {
-	case bson.TypeArray:
-		stages, err := bson.Raw(data).Values()
+// updateChecked is Update where the server does not refuse an oversized
+// result: read the document, bring it to the current version, apply the
+// update with a findAndModify guarded on what was read and returning the
+// result, and put the document read back if the result passes 16 MiB.
+func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.ObjectID, uo *options.UpdateOneOptions) error {
+	fo := findAndModifyOptions(uo)
+	for range maxAttempts {
+		raw, err := r.findRaw(ctx, id)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: the update pipeline: %v", patterns.ErrInvalid, err)
+			return err
 		}
-		if len(stages) == 0 {
-			return nil, false, errs.Invalid("the update pipeline is empty")
-		}
-		out := make(bson.A, 0, len(stages)+1)
-		for i, s := range stages {
-			if s.Type != bson.TypeEmbeddedDocument {
-				return nil, false, errs.Invalid("stage %d of the update pipeline is a BSON %s, not a document", i, s.Type)
-			}
-			out = append(out, s)
-		}
-		return append(out, bson.D{{Key: "$set", Value: stamp}}), true, nil
-	case bson.TypeEmbeddedDocument:
-	default:
-		return nil, false, errs.Invalid("update is a BSON %s: want a document of update operators or a pipeline", typ)
-	}
-	ops, err := bson.Raw(data).Elements()
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: the update: %v", patterns.ErrInvalid, err)
-	}
-	if len(ops) == 0 {
-		return nil, false, errs.Invalid("update is empty")
-	}
-	out := make(bson.D, 0, len(ops)+1)
-	hasSet := false
-	for _, op := range ops {
-		name, val := op.Key(), op.Value()
-		if !strings.HasPrefix(name, "$") {
-			return nil, false, errs.Invalid("update field %q is not an update operator; use Replace to replace a document", name)
-		}
-		if val.Type != bson.TypeEmbeddedDocument {
-			return nil, false, errs.Invalid("update operator %s takes a document, not a BSON %s", name, val.Type)
-		}
-		for _, prev := range out {
-			if prev.Key == name {
-				return nil, false, errs.Invalid("update operator %s appears twice", name)
-			}
-		}
-		args, err := val.Document().Elements()
+		v, err := r.versionOf(raw)
 		if err != nil {
-			return nil, false, fmt.Errorf("%w: update operator %s: %v", patterns.ErrInvalid, name, err)
+			return err
 		}
-		var fields bson.D
-		for _, a := range args {
-			paths := []string{a.Key()}
-			if to, ok := a.Value().StringValueOK(); ok && name == "$rename" {
-				paths = append(paths, to)
+		if v != r.current { // older (migrate it first) or newer (refused)
+			_, migrated, err := r.upgrade(raw)
+			if err != nil {
+				return err
 			}
-			for _, p := range paths {
-				if p == field || strings.HasPrefix(p, field+".") || p == revField || strings.HasPrefix(p, revField+".") {
-					return nil, false, errs.Invalid("update operator %s touches %q: the repository sets the version and revision fields", name, p)
-				}
+			won, err := r.writeBackDoc(ctx, raw, migrated)
+			if err != nil {
+				return err
 			}
-			if name == "$set" {
-				fields = append(fields, bson.E{Key: a.Key(), Value: a.Value()})
+			if !won {
+				continue
 			}
+			raw = migrated
 		}
-		if name == "$set" {
-			hasSet = true
-			out = append(out, bson.E{Key: name, Value: append(fields, stamp...)})
-			continue
+		var after bson.Raw
+		err = srverr.Retry(ctx, func() (err error) {
+			after, err = r.coll.FindOneAndUpdate(ctx, r.casFilter(raw), stamped, fo).Raw()
+			return err
+		})
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			continue // changed since the read
+		case err != nil:
+			return err
+		case len(after) > patterns.MaxDocumentSize:
+			return r.restore(ctx, raw, rev, len(after))
 		}
-		out = append(out, bson.E{Key: name, Value: val})
+		return nil
 	}
-	if !hasSet {
-		out = append(out, bson.E{Key: "$set", Value: stamp})
+	return conflict()
+}
+
+// restore puts back the document before that an update stamped with rev
+// replaced with one of size bytes, over 16 MiB, unless a write changed it
+// since, and returns the error Update reports.
+func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectID, size int) error {
+	restored, err := r.replaceOne(ctx, r.restoreFilter(before.Lookup("_id"), rev), before)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update stays: %w: %w",
+			size, patterns.MaxDocumentSize, srverr.Classify(err), patterns.ErrTooLarge)
+	case !restored:
+		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and a concurrent write changed the document before the previous one was put back, so the update stays",
+			size, patterns.MaxDocumentSize)
 	}
-	return out, false, nil
+	return errs.TooLarge("%d bytes after the update, over the %d-byte limit (the previous document was put back)", size, patterns.MaxDocumentSize)
+}
+
+// findAndModifyOptions are the options of Update's findAndModify: those
+// the caller gave for the updateOne, and the result returned.
+func findAndModifyOptions(uo *options.UpdateOneOptions) *options.FindOneAndUpdateOptionsBuilder {
+	fo := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	fo.Opts = append(fo.Opts, func(o *options.FindOneAndUpdateOptions) error {
+		o.ArrayFilters = uo.ArrayFilters
+		o.BypassDocumentValidation = uo.BypassDocumentValidation
+		o.Collation = uo.Collation
+		o.Comment = uo.Comment
+		o.Hint = uo.Hint
+		o.Let = uo.Let
+		o.Sort = uo.Sort
+		return nil
+	})
+	return fo
 }

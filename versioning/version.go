@@ -21,22 +21,22 @@ func parseVersion(field string, v bson.RawValue) (int, error) {
 	case bson.TypeDouble:
 		n = v.Double()
 	default:
-		return 0, fmt.Errorf("%w: field %q is a BSON %s, not an integer version", ErrMigration, field, v.Type)
+		return 0, fmt.Errorf("field %q is a BSON %s, not an integer version: %w", field, v.Type, ErrMigration)
 	}
 	if n != math.Trunc(n) || n < math.MinInt32 || n > math.MaxInt32 {
-		return 0, fmt.Errorf("%w: field %q is %v, not an integer version", ErrMigration, field, v)
+		return 0, fmt.Errorf("field %q is %v, not an integer version: %w", field, v, ErrMigration)
 	}
 	return int(n), nil
 }
 
 // versionOf returns the schema version of a stored document: its version
 // field, or the implicit version when the field is absent or null.
-func (r *Repo[T]) versionOf(raw bson.Raw) (int, error) {
-	v, err := raw.LookupErr(r.field)
+func (s schema) versionOf(raw bson.Raw) (int, error) {
+	v, err := raw.LookupErr(s.field)
 	if err != nil || v.Type == bson.TypeNull {
-		return r.implicit, nil
+		return s.implicit, nil
 	}
-	return parseVersion(r.field, v)
+	return parseVersion(s.field, v)
 }
 
 // idOf returns a stored document's _id as a Go value, for errors and

@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -27,46 +26,78 @@ func ejsonValue(t testing.TB, v any) string {
 	return doc[len(`{"u":`) : len(doc)-1]
 }
 
-func unitRepo(t testing.TB, edit ...func(*Config)) *Repo[User] {
+func mustRaw(t testing.TB, d bson.D) bson.Raw {
 	t.Helper()
-	return newUsers(t, mongotest.Client().Database("unused"), edit...)
+	b, err := bson.Marshal(d)
+	require.NoError(t, err)
+	return b
 }
 
-func TestFiltersArePinned(t *testing.T) {
-	r := unitRepo(t)
-	rev := bson.NewObjectID()
-	raw := func(d bson.D) bson.Raw {
-		b, err := bson.Marshal(d)
-		require.NoError(t, err)
-		return b
-	}
+// users is the schema of the tests: versions 1 to 3, the default fields.
+var users = schema{field: "schemaVersion", revField: "_rev", current: 3, implicit: 1, oldest: 1}
 
+// Every builder is the same for every plan: the plans choose which
+// builders an operation uses (sent_test.go pins the commands each plan
+// sends, as the driver encodes them).
+func TestFiltersArePinned(t *testing.T) {
+	rev := bson.NewObjectID()
+	oid := `{"$oid":"` + rev.Hex() + `"}`
+	v1 := bson.D{{Key: "_id", Value: "u1"}, {Key: "name", Value: "Ada Lovelace"}}
+
+	require.Equal(t, `{"_id":"u1"}`, ejson(t, idFilter("u1")))
 	require.Equal(t,
 		`{"_id":"u1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}}`,
-		ejson(t, r.casFilter(raw(v1("u1", "Ada Lovelace", "ada@example.com")))),
+		ejson(t, users.casFilter(mustRaw(t, v1))),
 		"a document without version or revision is replaced only while both are still absent")
 	require.Equal(t,
-		`{"_id":"u1","schemaVersion":{"$eq":2},"_rev":{"$eq":{"$oid":"`+rev.Hex()+`"}}}`,
-		ejson(t, r.casFilter(raw(append(v2("u1", "Ada Lovelace", "ada@example.com"), bson.E{Key: "_rev", Value: rev})))),
+		`{"_id":"u1","schemaVersion":{"$eq":2},"_rev":{"$eq":`+oid+`}}`,
+		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2}, {Key: "_rev", Value: rev}}))),
 		"the version and revision read, with their BSON types")
 	require.Equal(t,
 		`{"_id":"u1","schemaVersion":{"$eq":2.0},"_rev":{"$exists":false}}`,
-		ejson(t, r.casFilter(raw(bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
+		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
 
-	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, r.currentFilter("u1")))
-	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, r.notNewerFilter("u1")))
-	require.Equal(t, `{"schemaVersion":{"$not":{"$gte":3}}}`, ejson(t, r.scanFilter()))
+	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, users.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
+	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1).Lookup("_id"), rev)))
+	require.Equal(t, `{"schemaVersion":{"$not":{"$gte":3}}}`, ejson(t, users.scanFilter()))
+	require.Equal(t, `[{"$group":{"_id":"$schemaVersion","n":{"$sum":1}}}]`, ejsonValue(t, users.statsPipeline()))
+	require.Equal(t, `{"schemaVersion":1}`, ejson(t, users.versionIndex()))
 
 	// Documents without the field are current: they match updates, and
 	// MigrateAll leaves them alone.
-	cur := unitRepo(t, func(c *Config) { c.Implicit, c.Field = 3, "v" })
+	cur := schema{field: "v", revField: "_rev", current: 3, implicit: 3, oldest: 1}
 	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null]}}`, ejson(t, cur.currentFilter("u1")))
 	require.Equal(t, `{"v":{"$ne":null,"$not":{"$gte":3}}}`, ejson(t, cur.scanFilter()))
+}
 
-	require.Equal(t, []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: bson.D{{Key: "schemaVersion", Value: 1}}}}}, r.Indexes())
+func TestStampDocIsPinned(t *testing.T) {
+	rev := bson.NewObjectID()
+	oid := `{"$oid":"` + rev.Hex() + `"}`
+	for _, tt := range []struct {
+		name string
+		doc  bson.D
+		want string
+	}{
+		{"appends both", bson.D{{Key: "_id", Value: "a"}, {Key: "first", Value: "Ada"}},
+			`{"_id":"a","first":"Ada","schemaVersion":3,"_rev":` + oid + `}`},
+		{"keeps their places", bson.D{{Key: "_id", Value: "a"}, {Key: "schemaVersion", Value: 1}, {Key: "first", Value: "Ada"}, {Key: "_rev", Value: "old"}},
+			`{"_id":"a","schemaVersion":3,"first":"Ada","_rev":` + oid + `}`},
+		{"no _id", bson.D{{Key: "first", Value: "Ada"}},
+			`{"first":"Ada","schemaVersion":3,"_rev":` + oid + `}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := users.stampDoc(mustRaw(t, tt.doc), rev)
+			require.NoError(t, err)
+			require.NoError(t, got.Validate())
+			require.Equal(t, tt.want, ejson(t, got))
+			require.Equal(t, int32(3), got.Lookup("schemaVersion").Int32(), "the version is an int32")
+		})
+	}
 }
 
 func TestStampUpdateIsPinned(t *testing.T) {
+	s := schema{field: "v", revField: "_rev", current: 3, implicit: 1, oldest: 1}
 	rev := bson.NewObjectID()
 	oid := `{"$oid":"` + rev.Hex() + `"}`
 	tests := []struct {
@@ -85,18 +116,39 @@ func TestStampUpdateIsPinned(t *testing.T) {
 			`{"$set":{"vx":1,"_revision":1,"v":3,"_rev":` + oid + `}}`, false},
 		{"a pipeline ends with the stamp", mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$add", Value: bson.A{"$n", 1}}}}}}}},
 			`[{"$set":{"n":{"$add":["$n",1]}}},{"$set":{"v":3,"_rev":` + oid + `}}]`, true},
+		{"a bson.A pipeline", bson.A{bson.M{"$unset": "x"}},
+			`[{"$unset":"x"},{"$set":{"v":3,"_rev":` + oid + `}}]`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, pipeline, err := stampUpdate(tt.update, "v", "_rev", 3, rev)
+			got, pipeline, err := s.stampUpdate(tt.update, rev)
 			require.NoError(t, err)
 			require.Equal(t, tt.pipeline, pipeline)
 			require.Equal(t, tt.want, ejsonValue(t, got))
+			if pipeline {
+				requireDriverEncodesPipeline(t, got)
+			}
 		})
 	}
 }
 
+// requireDriverEncodesPipeline encodes a pipeline update as the driver
+// does when it builds the update command: each stage alone, as a
+// document (marshalUpdateValue in the driver's mongo package). A stage
+// the driver cannot encode there would fail every pipeline update in the
+// client, before anything is sent.
+func requireDriverEncodesPipeline(t testing.TB, update any) {
+	t.Helper()
+	stages, ok := update.(bson.A)
+	require.True(t, ok, "a pipeline is a bson.A, got %T", update)
+	for i, st := range stages {
+		_, err := bson.Marshal(st)
+		require.NoError(t, err, "stage %d (%T) does not encode as a document", i, st)
+	}
+}
+
 func TestStampUpdateRejects(t *testing.T) {
+	s := schema{field: "v", revField: "_rev", current: 3, implicit: 1, oldest: 1}
 	tests := []struct {
 		name   string
 		update any
@@ -120,7 +172,7 @@ func TestStampUpdateRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := stampUpdate(tt.update, "v", "_rev", 3, bson.NewObjectID())
+			_, _, err := s.stampUpdate(tt.update, bson.NewObjectID())
 			require.ErrorIs(t, err, patterns.ErrInvalid)
 			require.ErrorContains(t, err, tt.want)
 		})
@@ -128,8 +180,8 @@ func TestStampUpdateRejects(t *testing.T) {
 }
 
 // FuzzStampUpdate feeds arbitrary documents to stampUpdate: it either
-// refuses them with ErrInvalid or returns an update whose only writes to
-// the version and revision fields are the stamp.
+// refuses them with ErrInvalid or returns an update the driver can encode
+// whose only writes to the version and revision fields are the stamp.
 func FuzzStampUpdate(f *testing.F) {
 	for _, seed := range []any{
 		bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}},
@@ -141,22 +193,26 @@ func FuzzStampUpdate(f *testing.F) {
 		require.NoError(f, err)
 		f.Add(b)
 	}
+	s := schema{field: "v", revField: "_rev", current: 3, implicit: 1, oldest: 1}
 	rev := bson.NewObjectID()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u, err := bson.Raw(data).LookupErr("u")
 		if err != nil || bson.Raw(data).Validate() != nil {
 			return
 		}
-		got, pipeline, err := stampUpdate(u, "v", "_rev", 3, rev)
+		got, pipeline, err := s.stampUpdate(u, rev)
 		if err != nil {
 			require.ErrorIs(t, err, patterns.ErrInvalid)
 			return
 		}
 		if pipeline {
+			requireDriverEncodesPipeline(t, got)
 			stages := got.(bson.A)
 			require.Equal(t, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: int32(3)}, {Key: "_rev", Value: rev}}}}, stages[len(stages)-1])
 			return
 		}
+		_, err = bson.Marshal(got)
+		require.NoError(t, err)
 		stamps := 0
 		for _, op := range got.(bson.D) {
 			if op.Key == "$set" {
@@ -169,7 +225,7 @@ func FuzzStampUpdate(f *testing.F) {
 				}
 				continue
 			}
-			elems, err := op.Value.(bson.RawValue).Document().Elements()
+			elems, err := op.Value.(bson.Raw).Elements()
 			require.NoError(t, err)
 			for _, e := range elems {
 				require.NotRegexp(t, `^(v|_rev)(\.|$)`, e.Key())

@@ -1,0 +1,32 @@
+package versioning
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+func TestPlanFor(t *testing.T) {
+	native := plan{BulkMigrate: true, PipelineUpdates: true, ArrayFilters: true, ServerSizeLimit: true}
+	want := map[string]plan{
+		"MongoDB 8 replica set": native,
+		"MongoDB 6 standalone":  native,
+		// FerretDB 2.7 has pipeline updates, arrayFilters and the 16 MiB
+		// limit, not update commands of several statements (not measured):
+		// MigrateAll writes one document at a time there.
+		"FerretDB 2.7":  {PipelineUpdates: true, ArrayFilters: true, ServerSizeLimit: true},
+		"FerretDB 1.24": {},
+		"other":         {},
+	}
+	for name, srv := range mongotest.KnownServers() {
+		w, ok := want[name]
+		require.True(t, ok, "known server %q has no row", name)
+		require.Equal(t, w, planFor(srv), name)
+		delete(want, name)
+	}
+	require.Empty(t, want, "rows for servers no longer known")
+	require.Equal(t, native, planFor(mongotest.Native()))
+	require.Equal(t, plan{}, planFor(mongotest.Portable()))
+}

@@ -1,0 +1,133 @@
+package versioning
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Get returns the document id as T.
+//
+// A document at the current version costs one command (find). An older
+// one is migrated in memory and, unless Config.NoWriteBack, written back
+// with a compare-and-set (one replaceOne, sent again after a transient
+// failure such as FerretDB 2.x's deadlock, which applied nothing); if a
+// concurrent writer changed it since the read, Get reads it again (one
+// find) and migrates what it finds, up to 4 times, and then returns the
+// last document it read, migrated, without storing it. Concurrent readers
+// of one old document may each migrate it; one write-back wins and the
+// others re-read the winner's document. Get needs no optional feature of
+// the server.
+//
+// Errors: [patterns.ErrInvalid] for a bad id, [patterns.ErrNotFound],
+// [ErrNewerSchema] for a document newer than Config.Current, and
+// [ErrMigration] (a [*MigrationError] for a failing step) for a document
+// that cannot be migrated, which is left untouched. An error of the
+// write-back itself (a unique index, a validator) is returned too.
+func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
+	var zero T
+	if err := patterns.ValidateID(id); err != nil {
+		return zero, pkg.Wrap("Get", err)
+	}
+	raw, err := r.findRaw(ctx, id)
+	if err != nil {
+		return zero, pkg.Wrap("Get", r.ofDoc(id, err))
+	}
+	t, err := r.load(ctx, raw)
+	if err != nil {
+		return zero, pkg.Wrap("Get", r.ofDoc(id, err))
+	}
+	return t, nil
+}
+
+// Find returns the documents that match filter, each as T: one find and
+// one getMore per batch, plus, for each document below the current
+// version, what [Repo.Get] spends to write it back. Memory is bounded by
+// the cursor's batch. Options pass through to the driver, except a
+// projection, refused with [patterns.ErrInvalid]: a migration needs the
+// whole document.
+//
+// The filter runs on the documents as stored, at whatever version: a
+// filter on a field that a migration introduces or renames misses the
+// documents not yet migrated. Run [Repo.MigrateAll] before relying on
+// such filters.
+//
+// Old documents are written back as by [Repo.Get]: a write-back that
+// loses to a concurrent writer re-reads the document, and Find yields what
+// it re-read, migrated. Find needs no optional feature of the server.
+//
+// A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
+// failed write-back) is yielded as an error and iteration goes on if the
+// loop continues; an error of the cursor ends it.
+func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
+	if filter == nil {
+		filter = bson.D{}
+	}
+	fo, err := merged(opts)
+	if err != nil {
+		return seq.Err[T](pkg.Wrap("Find", err))
+	}
+	if fo.Projection != nil {
+		return seq.Err[T](pkg.Wrap("Find", errs.Invalid("a projection would hide fields from the migrations")))
+	}
+	raws := seq.Cursor[bson.Raw](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+		return r.coll.Find(ctx, filter, opts...)
+	})
+	return func(yield func(T, error) bool) {
+		for raw, err := range raws {
+			if err != nil {
+				var zero T
+				yield(zero, pkg.Wrap("Find", r.ofColl(err)))
+				return
+			}
+			t, err := r.load(ctx, raw)
+			if err != nil {
+				err = pkg.Wrap("Find", r.ofDoc(raw.Lookup("_id"), err))
+			}
+			if !yield(t, err) {
+				return
+			}
+		}
+	}
+}
+
+// load returns the stored document raw as T, migrating it when it is
+// older and writing it back when configured; a lost write-back re-reads.
+func (r *Repo[T]) load(ctx context.Context, raw bson.Raw) (T, error) {
+	for attempt := 1; ; attempt++ {
+		t, migrated, err := r.upgrade(raw)
+		if err != nil || migrated == nil || !r.writeBack {
+			return t, err
+		}
+		won, err := r.writeBackDoc(ctx, raw, migrated)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		if won || attempt == maxAttempts {
+			return t, nil
+		}
+		if raw, err = r.findRaw(ctx, raw.Lookup("_id")); err != nil {
+			var zero T
+			return zero, err
+		}
+	}
+}
+
+// writeBackDoc replaces the stored document old with migrated if nobody
+// wrote it since it was read, and reports whether it did.
+func (r *Repo[T]) writeBackDoc(ctx context.Context, old, migrated bson.Raw) (bool, error) {
+	won, err := r.replaceOne(ctx, r.casFilter(old), migrated)
+	if err != nil {
+		return false, fmt.Errorf("write back the migrated document: %w", err)
+	}
+	return won, nil
+}

@@ -1,0 +1,257 @@
+package versioning_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/versioning"
+)
+
+// recorder keeps the commands a client sends to one database, as the
+// driver encoded them, in relaxed extended JSON without the fields the
+// driver adds (session, cluster time and the like) and with every
+// ObjectID written <oid>.
+type recorder struct {
+	db   string
+	mu   sync.Mutex
+	sent []string
+}
+
+var (
+	oidRE    = regexp.MustCompile(`\{"\$oid":"[0-9a-f]{24}"\}`)
+	cursorRE = regexp.MustCompile(`"getMore":[0-9]+`)
+)
+
+func (rec *recorder) started(_ context.Context, e *event.CommandStartedEvent) {
+	if e.DatabaseName != rec.db {
+		return
+	}
+	var cmd bson.D
+	if err := bson.Unmarshal(e.Command, &cmd); err != nil {
+		panic(err)
+	}
+	cmd = slices.DeleteFunc(cmd, func(f bson.E) bool {
+		switch f.Key {
+		case "lsid", "$db", "$clusterTime", "txnNumber", "$readPreference", "readConcern", "writeConcern", "maxTimeMS", "apiVersion":
+			return true
+		}
+		return false
+	})
+	b, err := bson.MarshalExtJSON(cmd, false, false)
+	if err != nil {
+		panic(err)
+	}
+	rec.mu.Lock()
+	line := oidRE.ReplaceAllString(string(b), "<oid>")
+	rec.sent = append(rec.sent, cursorRE.ReplaceAllString(line, `"getMore":<cursor>`))
+	rec.mu.Unlock()
+}
+
+// take returns the commands recorded since the last call.
+func (rec *recorder) take() []string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	out := rec.sent
+	rec.sent = nil
+	return out
+}
+
+// TestCommandsSentPerPlan pins the commands every operation sends under
+// each plan of the servers the library knows, as the driver encodes them:
+// recorded by a command monitor of a client of the test's own. Every plan
+// runs here, native ones included, whatever the server in use: the
+// subject is what the client sends (a pipeline update the driver could
+// not encode would fail here before reaching any server); what the server
+// answers is not (FerretDB 1.x refuses a pipeline update and arrayFilters,
+// and the test ignores those errors).
+func TestCommandsSentPerPlan(t *testing.T) {
+	servers := mongotest.KnownServers()
+	plans := []struct {
+		name string
+		plan versioning.Plan
+	}{
+		{"MongoDB", versioning.PlanFor(servers["MongoDB 8 replica set"])},
+		{"FerretDB 2.7", versioning.PlanFor(servers["FerretDB 2.7"])},
+		{"FerretDB 1.24", versioning.PlanFor(servers["FerretDB 1.24"])},
+	}
+	require.Equal(t, versioning.PlanFor(mongotest.Portable()), plans[2].plan, "FerretDB 1.x takes the portable plan")
+	require.Equal(t, versioning.PlanFor(mongotest.Native()), plans[0].plan)
+	for _, pc := range plans {
+		t.Run(pc.name, func(t *testing.T) {
+			ctx := context.Background()
+			name := mongotest.DB(t).Name() // dropped when the test ends
+			rec := &recorder{db: name}
+			client, err := mongo.Connect(options.Client().ApplyURI(mongotest.URI()).SetMonitor(&event.CommandMonitor{Started: rec.started}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+			db := client.Database(name)
+			coll := db.Collection("users")
+			seed(t, coll,
+				v3("c", "Ada", "Lovelace", "ada@example.com"),
+				v1("o", "Alan Turing", "alan@example.com"),
+				v2("o2", "Grace Hopper", "grace@example.com"),
+				v1("m1", "Edsger Dijkstra", "e@example.com"), v1("m2", "Barbara Liskov", "b@example.com"), v1("m3", "John Backus", "j@example.com"),
+			)
+			r := newUsers(t, db, pc.plan)
+			rec.take()
+
+			var got strings.Builder
+			run := func(op string, f func() error) {
+				err := f()
+				fmt.Fprintf(&got, "%s\n", op)
+				for _, c := range rec.take() {
+					fmt.Fprintf(&got, "\t%s\n", c)
+				}
+				if pc.plan == versioning.PlanFor(mongotest.Server()) || pc.plan == versioning.PlanFor(mongotest.Portable()) {
+					// The server in use takes this plan: it works, but
+					// for what the plan refuses.
+					if !errors.Is(err, patterns.ErrUnsupported) {
+						require.NoError(t, err, op)
+					}
+				}
+			}
+			run("Get current", func() error { _, err := r.Get(ctx, "c"); return err })
+			run("Get old", func() error { _, err := r.Get(ctx, "o"); return err })
+			run("Insert", func() error { _, err := r.Insert(ctx, User{ID: "i", First: "Ida"}); return err })
+			run("Replace", func() error { return r.Replace(ctx, "i", User{ID: "i", First: "Ida", Last: "Rhodes"}) })
+			run("Delete", func() error { return r.Delete(ctx, "i") })
+			run("Update current", func() error { return r.Update(ctx, "c", incVisits) })
+			run("Update old", func() error { return r.Update(ctx, "o2", incVisits) })
+			run("Update pipeline", func() error {
+				return r.Update(ctx, "c", mongo.Pipeline{{{Key: "$set", Value: bson.D{{Key: "visits", Value: bson.D{{Key: "$add", Value: bson.A{"$visits", 1}}}}}}}})
+			})
+			run("Update arrayFilters", func() error {
+				return r.Update(ctx, "c", bson.D{{Key: "$set", Value: bson.D{{Key: "tags.$[t]", Value: "z"}}}},
+					options.UpdateOne().SetArrayFilters([]any{bson.D{{Key: "t", Value: "x"}}}))
+			})
+			run("MigrateAll", func() error {
+				_, err := r.MigrateAll(ctx, versioning.MigrateOptions{BatchSize: 2})
+				return err
+			})
+			run("Stats", func() error { _, err := r.Stats(ctx); return err })
+			want := wantSent(pc.plan)
+			if got.String() != want {
+				t.Logf("sent:\n%s", got.String())
+			}
+			require.Equal(t, strings.Split(want, "\n"), strings.Split(got.String(), "\n"))
+		})
+	}
+}
+
+// The commands each operation of TestCommandsSentPerPlan sends, by what
+// the plan says: an operation's heading, then its commands.
+
+// sentReadsAndWrites: the same on every plan.
+const sentReadsAndWrites = `Get current
+	{"find":"users","filter":{"_id":"c"},"limit":1,"singleBatch":true}
+Get old
+	{"find":"users","filter":{"_id":"o"},"limit":1,"singleBatch":true}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"o","email":"alan@example.com","first":"Alan","last":"Turing","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+Insert
+	{"insert":"users","ordered":true,"documents":[{"_id":"i","first":"Ida","last":"","email":"","locale":"","visits":0,"schemaVersion":3,"_rev":<oid>}]}
+Replace
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"i","schemaVersion":{"$not":{"$gt":3}}},"u":{"_id":"i","first":"Ida","last":"Rhodes","email":"","locale":"","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
+Delete
+	{"delete":"users","ordered":true,"deletes":[{"q":{"_id":"i"},"limit":1}]}
+`
+
+// sentUpdates where the server refuses documents past 16 MiB
+// (ServerSizeLimit): an update of a current document is one update; of
+// an old one, an update that misses, a find, the write-back and the update
+// again.
+const sentUpdates = `Update current
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+Update old
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+`
+
+// sentCheckedUpdates where it does not: a find, then a findAndModify
+// guarded on what was read (the write-back between them for an old
+// document), returning the result to size it.
+const sentCheckedUpdates = `Update current
+	{"find":"users","filter":{"_id":"c"},"limit":1,"singleBatch":true}
+	{"findAndModify":"users","new":true,"query":{"_id":"c","schemaVersion":{"$eq":3},"_rev":{"$exists":false}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
+Update old
+	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"findAndModify":"users","new":true,"query":{"_id":"o2","schemaVersion":{"$eq":3},"_rev":{"$eq":<oid>}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
+`
+
+// sentPipeline and sentArrayFilters where the plan has them; elsewhere
+// they are refused before anything is sent.
+const (
+	sentPipeline = `Update pipeline
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":[{"$set":{"visits":{"$add":["$visits",1]}}},{"$set":{"schemaVersion":3,"_rev":<oid>}}]}]}
+`
+	sentArrayFilters = `Update arrayFilters
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":{"$set":{"tags.$[t]":"z","schemaVersion":3,"_rev":<oid>}},"arrayFilters":[{"t":"x"}]}]}
+`
+)
+
+// sentBulkMigrate: MigrateAll writes a batch per bulk write (BulkMigrate),
+// update commands of two statements, then one; sentEachMigrate: one
+// replaceOne per document.
+const (
+	sentBulkMigrate = `MigrateAll
+	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}}}
+	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}},{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"getMore":<cursor>,"collection":"users","batchSize":2}
+	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+`
+	sentEachMigrate = `MigrateAll
+	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}}}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"getMore":<cursor>,"collection":"users","batchSize":2}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+`
+)
+
+// sentStats: the same on every plan.
+const sentStats = `Stats
+	{"aggregate":"users","pipeline":[{"$group":{"_id":"$schemaVersion","n":{"$sum":1}}}],"cursor":{}}
+`
+
+// wantSent is what TestCommandsSentPerPlan expects a repository taking
+// plan p to send.
+func wantSent(p versioning.Plan) string {
+	s := sentReadsAndWrites
+	if p.ServerSizeLimit {
+		s += sentUpdates
+	} else {
+		s += sentCheckedUpdates
+	}
+	if p.PipelineUpdates {
+		s += sentPipeline
+	} else {
+		s += "Update pipeline\n"
+	}
+	if p.ArrayFilters {
+		s += sentArrayFilters
+	} else {
+		s += "Update arrayFilters\n"
+	}
+	if p.BulkMigrate {
+		s += sentBulkMigrate
+	} else {
+		s += sentEachMigrate
+	}
+	return s + sentStats
+}

@@ -1,0 +1,119 @@
+package versioning
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Insert inserts v stamped with the current version and a new revision
+// (whatever v's own fields of those names hold) and returns its _id, which
+// the driver generates when v has none. One command (insert), sent again
+// after a transient failure (FerretDB 2.x's deadlock, which applied
+// nothing). A duplicate _id is the server's error, as returned by the
+// driver. A document larger than 16 MiB is refused with
+// [patterns.ErrTooLarge] before anything is sent, on every server (FerretDB
+// 1.x would store it).
+func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
+	doc, err := r.encode(v)
+	if err != nil {
+		return nil, pkg.Wrap("Insert", r.ofValue(doc, err))
+	}
+	var res *mongo.InsertOneResult
+	err = srverr.Retry(ctx, func() (err error) {
+		res, err = r.coll.InsertOne(ctx, doc)
+		return err
+	})
+	if err != nil {
+		return nil, pkg.Wrap("Insert", r.ofValue(doc, err))
+	}
+	return res.InsertedID, nil
+}
+
+// Replace replaces the document id with v, stamped with the current
+// version and a new revision. One command (replaceOne), guarded so that a
+// document newer than Config.Current is never downgraded: it is refused
+// with [ErrNewerSchema]. When nothing matched, one find tells why:
+// [patterns.ErrNotFound], [ErrNewerSchema], or a concurrent change, which
+// is retried (up to 4 times, then [patterns.ErrConflict]). The guarded
+// replaceOne is also sent again after a transient failure (FerretDB 2.x's
+// deadlock). A document larger than 16 MiB is refused with
+// [patterns.ErrTooLarge] before anything is sent, on every server.
+func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
+	if err := patterns.ValidateID(id); err != nil {
+		return pkg.Wrap("Replace", err)
+	}
+	doc, err := r.encode(v)
+	if err == nil {
+		err = r.guarded(ctx, id, func() (bool, error) {
+			return r.replaceOne(ctx, r.notNewerFilter(id), doc)
+		}, func(raw bson.Raw) error {
+			// Not matched: newer, or changed since (retry).
+			if v, err := r.versionOf(raw); err == nil && v > r.current {
+				return r.newer(v)
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		return pkg.Wrap("Replace", r.ofDoc(id, err))
+	}
+	return nil
+}
+
+// Delete deletes the document id, whatever its version. One command
+// (delete), sent again after a transient failure; [patterns.ErrNotFound]
+// when there is none.
+func (r *Repo[T]) Delete(ctx context.Context, id any) error {
+	if err := patterns.ValidateID(id); err != nil {
+		return pkg.Wrap("Delete", err)
+	}
+	var res *mongo.DeleteResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = r.coll.DeleteOne(ctx, idFilter(id))
+		return err
+	})
+	if err == nil && res.DeletedCount == 0 {
+		err = notFound()
+	}
+	if err != nil {
+		return pkg.Wrap("Delete", r.ofDoc(id, err))
+	}
+	return nil
+}
+
+// encode returns v as the document Insert and Replace send: stamped with
+// the current version and a new revision, and at most 16 MiB.
+func (r *Repo[T]) encode(v T) (bson.Raw, error) {
+	raw, err := bson.Marshal(v)
+	if err != nil {
+		return nil, errs.Invalid("encode %T: %v", v, err)
+	}
+	doc, err := r.stampDoc(raw, bson.NewObjectID())
+	if err != nil {
+		return nil, errs.Invalid("encode %T: %v", v, err)
+	}
+	if len(doc) > patterns.MaxDocumentSize {
+		return doc, tooLarge(len(doc))
+	}
+	return doc, nil
+}
+
+// tooLarge is the error for a document of n bytes, over 16 MiB.
+func tooLarge(n int) error {
+	return errs.TooLarge("%d bytes, over the %d-byte limit", n, patterns.MaxDocumentSize)
+}
+
+// ofValue names the document of an Insert when it has an _id, and only
+// the collection otherwise.
+func (r *Repo[T]) ofValue(doc bson.Raw, err error) error {
+	if id, lerr := doc.LookupErr("_id"); lerr == nil {
+		return r.ofDoc(id, err)
+	}
+	return r.ofColl(err)
+}
