@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -71,7 +72,7 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 	if filter == nil {
 		filter = bson.D{}
 	}
-	fo, err := merged(opts)
+	fo, err := listers.Merged(opts)
 	if err != nil {
 		return seq.Err[T](pkg.Wrap("Find", err))
 	}

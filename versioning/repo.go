@@ -172,17 +172,3 @@ func (r *Repo[T]) replaceOne(ctx context.Context, filter bson.D, doc bson.Raw) (
 	}
 	return res.MatchedCount == 1, nil
 }
-
-// merged applies driver options to see what they ask for, as the driver
-// will; an option that fails to apply is ErrInvalid.
-func merged[O any](opts []options.Lister[O]) (O, error) {
-	var o O
-	for _, l := range opts {
-		for _, set := range l.List() {
-			if err := set(&o); err != nil {
-				return o, errs.Invalid("options: %v", err)
-			}
-		}
-	}
-	return o, nil
-}

@@ -95,9 +95,7 @@ func TestCommandsSentPerPlan(t *testing.T) {
 			ctx := context.Background()
 			name := mongotest.DB(t).Name() // dropped when the test ends
 			rec := &recorder{db: name}
-			client, err := mongo.Connect(options.Client().ApplyURI(mongotest.URI()).SetMonitor(&event.CommandMonitor{Started: rec.started}))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+			client := mongotest.Connect(t, mongotest.URI(), &event.CommandMonitor{Started: rec.started}, nil)
 			db := client.Database(name)
 			coll := db.Collection("users")
 			seed(t, coll,

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -77,7 +78,7 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 	if err != nil {
 		return err
 	}
-	uo, err := merged(opts)
+	uo, err := listers.Merged(opts)
 	if err != nil {
 		return err
 	}
