@@ -21,9 +21,32 @@ import (
 //   - values the BSON encoder cannot encode.
 //
 // Every repository checks its ids with it; an application may check ids
-// taken from a request the same way. It costs one small BSON encoding and
-// no round trip.
+// taken from a request the same way. It sends nothing; the common ids (a
+// non-empty string, a non-zero ObjectID or integer) are accepted without
+// an allocation, others cost one small BSON encoding.
 func ValidateID(id any) error {
+	switch v := id.(type) {
+	case string:
+		if v != "" {
+			return nil
+		}
+	case bson.ObjectID:
+		if !v.IsZero() {
+			return nil
+		}
+	case int:
+		if v != 0 {
+			return nil
+		}
+	case int32:
+		if v != 0 {
+			return nil
+		}
+	case int64:
+		if v != 0 {
+			return nil
+		}
+	}
 	if id == nil {
 		return fmt.Errorf("id is nil: %w", ErrInvalid)
 	}

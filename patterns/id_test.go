@@ -80,3 +80,10 @@ func FuzzValidateID(f *testing.F) {
 		}
 	})
 }
+
+func TestValidateIDOfCommonIDsDoesNotAllocate(t *testing.T) {
+	oid := bson.NewObjectID()
+	for _, id := range []any{"sku-1", oid, 42, int32(7), int64(-9)} {
+		require.Zero(t, testing.AllocsPerRun(100, func() { _ = patterns.ValidateID(id) }), "%T", id)
+	}
+}
