@@ -23,13 +23,13 @@ const maxMisses = 100
 //
 // While the parent is open, items are pushed into its array under an
 // atomic guard: the parent's flag is not true, its array has no element at
-// index Threshold-k (so the k items fit) and holds none of the items. Once
-// the parent cannot take the next item (it holds Threshold items, or the
+// index Cap-k (so the k items fit) and holds none of the items. Once
+// the parent cannot take the next item (it holds Cap items, or the
 // item would make it exceed 16 MiB), it is closed: the flag is set, and
 // every later item goes to overflow documents, even if Remove makes room
 // in the parent again (that keeps the append order). Overflow documents
 // are filled in seq order: items go to the newest document while it has
-// room for them (Config.PerOverflow items and 16 MiB, both guarded in the
+// room for them (Config.OverflowCap items and 16 MiB, both guarded in the
 // filter of the write), then to a new one with the next seq, created by an
 // upsert that the unique {parent, seq} index makes safe when two appenders
 // race to create it (the loser retries). A writer never moves to a lower
@@ -44,7 +44,7 @@ const maxMisses = 100
 //
 // Before anything is written it returns an error wrapping
 // [patterns.ErrInvalid] for a bad parent id or item (an item that does not
-// encode as a document, has no valid ItemID field, or repeats an id), and
+// encode as a document, has no valid IDField field, or repeats an id), and
 // [patterns.ErrTooLarge] for an item that no document can hold: one whose
 // encoded size, with its array element overhead, exceeds what an empty
 // overflow document leaves of 16 MiB after its fixed fields. (A parent too
@@ -82,10 +82,10 @@ const maxMisses = 100
 // [Repo.Indexes] exists (1 listIndexes) and fails with an error wrapping
 // [patterns.ErrInvalid] if it does not.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
-	if err := pid("Append", parentID); err != nil {
+	if err := validParent("Append", parentID); err != nil {
 		return err
 	}
-	return r.wrap("Append", parentID, r.append(ctx, parentID, items))
+	return fail("Append", parentID, r.append(ctx, parentID, items))
 }
 
 func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error {
@@ -97,15 +97,15 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	native, err := r.native(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
 		return err
 	}
-	n := r.cfg.Threshold
+	n := r.cfg.Cap
 	// one: the server refused a push as too large, so push one item at a
 	// time to find how many the parent still takes.
 	one := false
-	if native && len(pending) <= n {
+	if p.serverSizeLimit && len(pending) <= n {
 		pushed, err := r.pushParent(ctx, parentID, n-len(pending), pending)
 		switch {
 		case isTooLarge(err):
@@ -117,7 +117,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		}
 	}
 	for misses := 0; misses < maxMisses; {
-		st, err := r.readParent(ctx, parentID, native)
+		st, err := r.readParent(ctx, p, parentID)
 		if err != nil {
 			return err
 		}
@@ -158,7 +158,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 
 // lost is the error of an Append that lost too many races.
 func lost(where string) error {
-	return fmt.Errorf("%w: %d writes to %s in a row lost to concurrent writers", patterns.ErrConflict, maxMisses, where)
+	return fmt.Errorf("%d writes to %s in a row lost to concurrent writers: %w", maxMisses, where, patterns.ErrConflict)
 }
 
 // parentState is what Append knows of a parent from a read.
@@ -170,23 +170,17 @@ type parentState struct {
 	ids  map[idKey]bool
 }
 
-// readParent reads the state of the parent: on the native path its flag,
-// tail and item ids; on the portable path the whole parent, to know its
-// size.
-func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) (parentState, error) {
-	var projection bson.D
-	if native {
-		projection = r.parentStateProjection()
-	}
-	raw, err := r.findParent(ctx, parentID, projection)
+// readParent reads the state of the parent (see [Repo.stateProjection]).
+func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (parentState, error) {
+	raw, err := r.findParent(ctx, parentID, r.stateProjection(p))
 	if err != nil {
 		return parentState{}, err
 	}
 	st := parentState{open: !r.flagged(raw), size: -1, ids: map[idKey]bool{}}
-	if !native {
+	if !p.serverSizeLimit {
 		st.size = len(raw)
 	}
-	if t, ok := raw.Lookup(r.cfg.Tail).AsInt64OK(); ok {
+	if t, ok := raw.Lookup(r.cfg.TailField).AsInt64OK(); ok {
 		st.tail = t
 	}
 	arr, err := r.array(raw)
@@ -200,7 +194,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) 
 	st.n = len(vals)
 	for _, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil {
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil {
 				st.ids[keyOf(id)] = true
 			}
 		}
@@ -210,7 +204,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) 
 
 // flagged reports whether the parent's flag is true.
 func (r *Repo[P, I]) flagged(parent bson.Raw) bool {
-	b, ok := parent.Lookup(r.cfg.Flag).BooleanOK()
+	b, ok := parent.Lookup(r.cfg.FlagField).BooleanOK()
 	return ok && b
 }
 
@@ -235,7 +229,7 @@ func (r *Repo[P, I]) array(parent bson.Raw) (bson.RawArray, error) {
 func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
 	size := st.size
 	k := 0
-	for ; k < len(items) && st.n+k < r.cfg.Threshold; k++ {
+	for ; k < len(items) && st.n+k < r.cfg.Cap; k++ {
 		if size >= 0 {
 			size += elementSize(st.n+k, len(items[k].raw))
 			if size > patterns.MaxDocumentSize {
@@ -311,12 +305,12 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 			from = tail.Seq + 1
 		}
 		// Open the document seq `from`: announce it on the parent first.
-		res, err := r.parents.UpdateOne(ctx, d("_id", parentID), r.openUpdate(from))
+		res, err := r.parents.UpdateOne(ctx, parentFilter(parentID), r.closeUpdate(from))
 		if err != nil {
 			return err
 		}
 		if res.MatchedCount == 0 {
-			return fmt.Errorf("%w: parent %v was deleted", patterns.ErrNotFound, parentID)
+			return errNoParent
 		}
 		k, size := r.fitOverflow(&tailDoc{}, items, budget) // >= 1: encodeItems checked it
 		ok, err := r.pushOverflow(ctx, parentID, from, items[:k], size, budget, true)
@@ -353,7 +347,7 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 	for i := range docs {
 		doc := &docs[i]
 		for _, it := range doc.Items {
-			if id, err := it.LookupErr(r.cfg.ItemID); err == nil {
+			if id, err := it.LookupErr(r.cfg.IDField); err == nil {
 				present[keyOf(id)] = true
 			}
 		}
@@ -366,10 +360,10 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 
 // fitOverflow returns how many of the leading items fit in the document
 // after the tail's items, and their size with element overhead (counted
-// for the largest index, PerOverflow-1, so that it is an upper bound).
+// for the largest index, OverflowCap-1, so that it is an upper bound).
 func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, size int) {
-	for ; k < len(items) && tail.Count+k < r.cfg.PerOverflow; k++ {
-		s := elementSize(r.cfg.PerOverflow-1, len(items[k].raw))
+	for ; k < len(items) && tail.Count+k < r.cfg.OverflowCap; k++ {
+		s := elementSize(r.cfg.OverflowCap-1, len(items[k].raw))
 		if tail.Bytes+size+s > budget {
 			break
 		}

@@ -8,14 +8,16 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // seedOutlier stores a parent with n items of about 100 bytes (50
 // embedded, the rest 100 per overflow document) through Append.
 func seedOutlier(b *testing.B, n int) *Repo[post, comment] {
-	cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 100}
-	r, _ := newRepo(b, cfg, modePortable)
+	cfg := Config{Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 100}
+	r, _ := newRepo(b, cfg, PlanFor(mongotest.Portable()))
 	ctx := context.Background()
 	_, err := r.Insert(ctx, post{ID: 1})
 	require.NoError(b, err)
@@ -110,10 +112,10 @@ func perItem(b *testing.B, n int, allocated uint64) {
 // portable path reads the parent first.
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
-	cfg := Config{Parent: "posts", Field: "comments", Threshold: 1 << 30, PerOverflow: 100}
-	for _, path := range paths {
-		b.Run("repo-"+path.name, func(b *testing.B) {
-			r, _ := newPost(b, cfg, path.mode)
+	cfg := Config{Parents: "posts", Field: "comments", Cap: 1 << 30, OverflowCap: 100}
+	for name, p := range map[string]Plan{"native": PlanFor(mongotest.Native()), "portable": PlanFor(mongotest.Portable())} {
+		b.Run("repo-"+name, func(b *testing.B) {
+			r, _ := newPost(b, cfg, p)
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
@@ -125,7 +127,7 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 	b.Run("driver-push", func(b *testing.B) {
-		r, _ := newPost(b, cfg, modePortable)
+		r, _ := newPost(b, cfg, PlanFor(mongotest.Portable()))
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {

@@ -23,46 +23,50 @@ const (
 	fItems  = "items"
 )
 
-// The command documents the repository sends, built by pure functions so
-// that the unit tests pin them exactly (the native ones cannot run on
-// FerretDB). Each takes only what varies between calls.
+// The documents the repository sends, built by pure functions so that
+// commands_test.go pins them exactly for every plan (the native ones
+// cannot run on FerretDB 1.x). Each takes only what varies between calls.
 
-func d(pairs ...any) bson.D {
-	out := make(bson.D, 0, len(pairs)/2)
-	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, bson.E{Key: pairs[i].(string), Value: pairs[i+1]})
+// parentFilter matches the parent.
+func parentFilter(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}}
+}
+
+// stateProjection is what Append reads of a parent to decide where items
+// go. With the server's size limit, the flag, the tail hint and the item
+// ids (the length of the array follows from them), not the items; without
+// it, the whole parent (nil: no projection), whose size Append needs.
+func (r *Repo[P, I]) stateProjection(p plan) bson.D {
+	if !p.serverSizeLimit {
+		return nil
 	}
-	return out
+	return bson.D{{Key: r.cfg.FlagField, Value: 1}, {Key: r.cfg.TailField, Value: 1}, {Key: r.idPath, Value: 1}}
 }
 
 // pushParentFilter matches the parent while it is open (flag not true),
 // holds at most `at` items (no element at index at) and holds none of the
 // items: the atomic guard of a parent push.
 func (r *Repo[P, I]) pushParentFilter(parentID any, at int, items []item) bson.D {
-	return d(
-		"_id", parentID,
-		r.cfg.Flag, d("$ne", true),
-		r.cfg.Field+"."+strconv.Itoa(at), d("$exists", false),
-		r.idPath, d("$nin", ids(items)),
-	)
+	return bson.D{
+		{Key: "_id", Value: parentID},
+		{Key: r.cfg.FlagField, Value: bson.D{{Key: "$ne", Value: true}}},
+		{Key: r.cfg.Field + "." + strconv.Itoa(at), Value: bson.D{{Key: "$exists", Value: false}}},
+		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(items)}}},
+	}
 }
 
 // pushParentUpdate appends items to the parent's array.
 func (r *Repo[P, I]) pushParentUpdate(items []item) bson.D {
-	return d("$push", d(r.cfg.Field, d("$each", raws(items))))
+	return bson.D{{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: "$each", Value: raws(items)}}}}}}
 }
 
-// parentStateProjection is what the native path reads of a parent when a
-// push fails: the flag, the tail hint and the item ids (the length of the
-// array follows from them), not the items.
-func (r *Repo[P, I]) parentStateProjection() bson.D {
-	return d(r.cfg.Flag, 1, r.cfg.Tail, 1, r.idPath, 1)
-}
-
-// openUpdate marks the parent as overflowed and raises its tail hint to
+// closeUpdate marks the parent as overflowed and raises its tail hint to
 // seq, before the overflow document seq is written.
-func (r *Repo[P, I]) openUpdate(seq int64) bson.D {
-	return d("$set", d(r.cfg.Flag, true), "$max", d(r.cfg.Tail, seq))
+func (r *Repo[P, I]) closeUpdate(seq int64) bson.D {
+	return bson.D{
+		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: true}}},
+		{Key: "$max", Value: bson.D{{Key: r.cfg.TailField, Value: seq}}},
+	}
 }
 
 // overflowQuery finds the overflow documents of the parent from seq
@@ -70,76 +74,110 @@ func (r *Repo[P, I]) openUpdate(seq int64) bson.D {
 // (so that a retried Append does not store them twice). Each branch is
 // served by one index of [Repo.Indexes].
 func (r *Repo[P, I]) overflowQuery(parentID any, from int64, items []item) bson.D {
-	return d("$or", bson.A{
-		d(fParent, parentID, fSeq, d("$gte", from)),
-		d(fParent, parentID, r.itemsIDPath, d("$in", ids(items))),
-	})
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: bson.D{{Key: "$gte", Value: from}}}},
+		bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}},
+	}}}
 }
 
 // overflowQueryProjection reads the bookkeeping and the item ids of the
 // documents overflowQuery finds, not the items.
 func (r *Repo[P, I]) overflowQueryProjection() bson.D {
-	return d(fSeq, 1, fCount, 1, fBytes, 1, r.itemsIDPath, 1)
+	return bson.D{{Key: fSeq, Value: 1}, {Key: fCount, Value: 1}, {Key: fBytes, Value: 1}, {Key: r.itemsIDPath, Value: 1}}
 }
 
 // pushOverflowFilter matches the overflow document seq of the parent while
 // it has room for n more items of size bytes (an element overhead
 // included) within budget.
 func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, n, size, budget int) bson.D {
-	return d(
-		fParent, parentID,
-		fSeq, seq,
-		fCount, d("$lte", int64(r.cfg.PerOverflow-n)),
-		fBytes, d("$lte", int64(budget-size)),
-	)
+	return bson.D{
+		{Key: fParent, Value: parentID},
+		{Key: fSeq, Value: seq},
+		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - n)}}},
+		{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - size)}}},
+	}
 }
 
 // pushOverflowUpdate appends items of total size bytes to an overflow
 // document; as an upsert it creates the document (parent and seq come
 // from the filter's equalities).
 func pushOverflowUpdate(items []item, size int) bson.D {
-	return d(
-		"$inc", d(fCount, int64(len(items)), fBytes, int64(size)),
-		"$push", d(fItems, d("$each", raws(items))),
-	)
+	return bson.D{
+		{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(len(items))}, {Key: fBytes, Value: int64(size)}}},
+		{Key: "$push", Value: bson.D{{Key: fItems, Value: bson.D{{Key: "$each", Value: raws(items)}}}}},
+	}
+}
+
+// overflowFilter matches the overflow documents of the parent.
+func overflowFilter(parentID any) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}}
 }
 
 // overflowOrder sorts a parent's overflow documents in append order.
-var overflowOrder = d(fSeq, 1)
+var overflowOrder = bson.D{{Key: fSeq, Value: 1}}
 
 // overflowItemsProjection reads only the items of overflow documents.
-var overflowItemsProjection = d("_id", 0, fItems, 1)
+var overflowItemsProjection = bson.D{{Key: "_id", Value: 0}, {Key: fItems, Value: 1}}
+
+// embeddedProjection is what Items reads of the parent: its array and
+// its flag.
+func (r *Repo[P, I]) embeddedProjection() bson.D {
+	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
+}
+
+// countProjection is what Count reads of the parent: the ids of its items
+// (their number) and its flag.
+func (r *Repo[P, I]) countProjection() bson.D {
+	return bson.D{{Key: r.idPath, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
+}
 
 // countPipeline sums the counts of a parent's overflow documents.
 func countPipeline(parentID any) mongo.Pipeline {
 	return mongo.Pipeline{
-		d("$match", d(fParent, parentID)),
-		d("$group", d("_id", nil, "n", d("$sum", "$"+fCount))),
+		{{Key: "$match", Value: bson.D{{Key: fParent, Value: parentID}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: "$" + fCount}}}}}},
 	}
 }
 
 // removeParentNative removes the item from the parent's array by a $pull
-// condition: one command on MongoDB. FerretDB 1.x reads the condition as an
-// exact element and silently removes nothing, hence the portable path.
+// condition: one command where the server has
+// [patterns.FeaturePullConditions].
 func (r *Repo[P, I]) removeParentNative(parentID, itemID any) (filter, update bson.D) {
-	return d("_id", parentID, r.idPath, itemID),
-		d("$pull", d(r.cfg.Field, d(r.cfg.ItemID, itemID)))
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+		bson.D{{Key: "$pull", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}}}
 }
 
 // removeOverflowNative removes the item from the overflow document holding
 // it and lowers its count.
 func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter, update bson.D) {
-	return d(fParent, parentID, r.itemsIDPath, itemID),
-		d("$pull", d(fItems, d(r.cfg.ItemID, itemID)), "$inc", d(fCount, int64(-1)))
+	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}},
+		bson.D{
+			{Key: "$pull", Value: bson.D{{Key: fItems, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}},
+			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-1)}}},
+		}
 }
 
+// arrayProjection is what the portable Remove reads of the parent: its
+// array, to find the elements holding the id.
+func (r *Repo[P, I]) arrayProjection() bson.D {
+	return bson.D{{Key: r.cfg.Field, Value: 1}}
+}
+
+// holderFilter matches the overflow document of the parent holding the
+// item; holderProjection reads its items.
+func (r *Repo[P, I]) holderFilter(parentID, itemID any) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}}
+}
+
+var holderProjection = bson.D{{Key: fItems, Value: 1}}
+
 // removeParentPortable removes the given elements of the parent's array,
-// compared whole (read first: FerretDB matches $pull and $pullAll values
-// exactly). The filter also requires the item, so that a removal that lost
-// a race matches nothing.
+// compared whole (read first: without [patterns.FeaturePullConditions],
+// $pull matches values exactly). The filter also requires the item, so
+// that a removal that lost a race matches nothing.
 func (r *Repo[P, I]) removeParentPortable(parentID, itemID any, elems bson.A) (filter, update bson.D) {
-	return d("_id", parentID, r.idPath, itemID),
-		d("$pullAll", d(r.cfg.Field, elems))
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+		bson.D{{Key: "$pullAll", Value: bson.D{{Key: r.cfg.Field, Value: elems}}}}
 }
 
 // removeOverflowPortable removes the given elements, compared whole, from
@@ -147,6 +185,19 @@ func (r *Repo[P, I]) removeParentPortable(parentID, itemID any, elems bson.A) (f
 // filter requires the item, so that a removal that lost a race does not
 // lower the count again.
 func (r *Repo[P, I]) removeOverflowPortable(docID, itemID any, elems bson.A) (filter, update bson.D) {
-	return d("_id", docID, r.itemsIDPath, itemID),
-		d("$pullAll", d(fItems, elems), "$inc", d(fCount, int64(-len(elems))))
+	return bson.D{{Key: "_id", Value: docID}, {Key: r.itemsIDPath, Value: itemID}},
+		bson.D{
+			{Key: "$pullAll", Value: bson.D{{Key: fItems, Value: elems}}},
+			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-len(elems))}}},
+		}
+}
+
+// seqIndexKeys and itemIndexKeys are the keys of the indexes of
+// [Repo.Indexes].
+func seqIndexKeys() bson.D {
+	return bson.D{{Key: fParent, Value: 1}, {Key: fSeq, Value: 1}}
+}
+
+func (r *Repo[P, I]) itemIndexKeys() bson.D {
+	return bson.D{{Key: fParent, Value: 1}, {Key: r.itemsIDPath, Value: 1}}
 }

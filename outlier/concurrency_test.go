@@ -19,12 +19,12 @@ import (
 // several overflow documents).
 func TestConcurrentAppend(t *testing.T) {
 	const writers, each = 8, 40
-	for _, path := range paths {
+	appendPlans(t, func(t *testing.T, p Plan) {
 		for _, batch := range []int{1, 5} {
-			t.Run(fmt.Sprintf("%s/batch%d", path.name, batch), func(t *testing.T) {
+			t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
 				ctx := context.Background()
-				cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
-				r, db := newPost(t, cfg, path.mode)
+				cfg := Config{Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 20}
+				r, db := newPost(t, cfg, p)
 				counter := mongotest.NewCounter(t, db)
 
 				var wg sync.WaitGroup
@@ -88,5 +88,5 @@ func TestConcurrentAppend(t *testing.T) {
 				require.Equal(t, items, streamed)
 			})
 		}
-	}
+	})
 }

@@ -5,11 +5,11 @@
 // collection. Ordinary parents stay one document and one read; only the
 // outliers pay for the second read.
 //
-// A parent, a blog post with Config{Field: "comments", Threshold: 50}:
+// A parent, a blog post with Config{Field: "comments", Cap: 50}:
 //
 //	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false}
 //
-// An outlier, with its overflow documents of Config.PerOverflow items:
+// An outlier, with its overflow documents of Config.OverflowCap items:
 //
 //	{_id: 7, title: "...", comments: [...50...], has_extra: true, extra_tail: 3}
 //	{parent: 7, seq: 0, count: 20, bytes: 4821, items: [...20...]}
@@ -20,7 +20,7 @@
 // ({"comments.49": {$exists: false}} for one item) and, once the parent is
 // full, into the newest overflow document under a guard on its count and
 // bytes, opening the next one by an upsert that the unique {parent, seq}
-// index arbitrates. The flag (has_extra, configured in Config.Flag and
+// index arbitrates. The flag (has_extra, configured in Config.FlagField and
 // nowhere else) turns true, before the first overflow document is
 // written, exactly when the parent overflows. Items keep their append
 // order, each appender's among the others'; Append is retry-safe by item
@@ -52,3 +52,8 @@
 // appenders agree on each overflow document; Append checks once that it
 // exists before it overflows a parent.
 package outlier
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "outlier"

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -18,7 +19,7 @@ import (
 // Before anything is written it returns an error wrapping
 // [patterns.ErrInvalid] when P does not encode as a document, its flag is
 // true or its tail hint is set (both belong to the repository), its array
-// field is not an array of at most Threshold items with distinct, valid
+// field is not an array of at most Cap items with distinct, valid
 // ids; and [patterns.ErrTooLarge] when the document exceeds 16 MiB. A
 // parent with the same _id is the server's duplicate key error
 // ([mongo.IsDuplicateKeyError]).
@@ -28,11 +29,11 @@ import (
 func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 	doc, err := r.newParent(parent)
 	if err != nil {
-		return nil, fmt.Errorf("outlier.Insert: %w", err)
+		return nil, pkg.Wrap("Insert", err)
 	}
 	res, err := r.parents.InsertOne(ctx, doc)
 	if err != nil {
-		return nil, fmt.Errorf("outlier.Insert: %w", err)
+		return nil, pkg.Wrap("Insert", srverr.Classify(err))
 	}
 	return res.InsertedID, nil
 }
@@ -51,13 +52,13 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	hasArray := false
 	for _, e := range elems {
 		switch e.Key() {
-		case r.cfg.Flag:
+		case r.cfg.FlagField:
 			if b, ok := e.Value().BooleanOK(); !ok || b {
-				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.Flag, e.Value())
+				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.FlagField, e.Value())
 			}
 			continue // written below
-		case r.cfg.Tail:
-			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.Tail)
+		case r.cfg.TailField:
+			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.TailField)
 		case r.cfg.Field:
 			if err := r.checkEmbedded(e.Value()); err != nil {
 				return nil, err
@@ -69,12 +70,12 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	if !hasArray {
 		doc = append(doc, bson.E{Key: r.cfg.Field, Value: bson.A{}})
 	}
-	doc = append(doc, bson.E{Key: r.cfg.Flag, Value: false})
+	doc = append(doc, bson.E{Key: r.cfg.FlagField, Value: false})
 	if b, err := bson.Marshal(doc); err != nil || len(b) > patterns.MaxDocumentSize {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: the parent encodes to %d bytes, over %d", patterns.ErrTooLarge, len(b), patterns.MaxDocumentSize)
+		return nil, errs.TooLarge("the parent encodes to %d bytes, over %d", len(b), patterns.MaxDocumentSize)
 	}
 	return doc, nil
 }
@@ -89,8 +90,8 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 	if err != nil {
 		return err
 	}
-	if len(vals) > r.cfg.Threshold {
-		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Threshold)
+	if len(vals) > r.cfg.Cap {
+		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Cap)
 	}
 	seen := make(map[idKey]bool, len(vals))
 	for i, v := range vals {
@@ -103,7 +104,7 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
 		}
 		if seen[it.key] {
-			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.ItemID, it.id)
+			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.IDField, it.id)
 		}
 		seen[it.key] = true
 	}

@@ -14,7 +14,7 @@ import (
 // item is one item encoded once for every write it takes part in.
 type item struct {
 	raw bson.Raw      // the encoded item
-	id  bson.RawValue // its ItemID field
+	id  bson.RawValue // its IDField field
 	key idKey         // id, normalised for comparison
 }
 
@@ -44,7 +44,7 @@ func keyOf(v bson.RawValue) idKey {
 func elementSize(i, n int) int { return 1 + len(strconv.Itoa(i)) + 1 + n }
 
 // encodeItems encodes items and checks them before anything is written:
-// each must encode as a document with a valid ItemID field, ids must be
+// each must encode as a document with a valid IDField field, ids must be
 // distinct, and each must fit in an empty overflow document of size budget
 // (an item that fits nowhere is [patterns.ErrTooLarge]).
 func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
@@ -60,12 +60,12 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
 		if j, dup := seen[e.key]; dup {
-			return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.ItemID, e.id)
+			return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.IDField, e.id)
 		}
 		seen[e.key] = i
-		if size := elementSize(r.cfg.PerOverflow-1, len(raw)); size > budget {
-			return nil, fmt.Errorf("%w: item %d (%s %s) encodes to %d bytes; an overflow document has room for %d bytes of items, so no document can hold it",
-				patterns.ErrTooLarge, i, r.cfg.ItemID, e.id, len(raw), budget-(size-len(raw)))
+		if size := elementSize(r.cfg.OverflowCap-1, len(raw)); size > budget {
+			return nil, errs.TooLarge("item %d (%s %s) encodes to %d bytes; an overflow document has room for %d bytes of items, so no document can hold it",
+				i, r.cfg.IDField, e.id, len(raw), budget-(size-len(raw)))
 		}
 		out[i] = e
 	}
@@ -74,16 +74,16 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 
 // itemOf reads and validates the id of an encoded item.
 func (r *Repo[P, I]) itemOf(raw bson.Raw) (item, error) {
-	id, err := raw.LookupErr(r.cfg.ItemID)
+	id, err := raw.LookupErr(r.cfg.IDField)
 	if err != nil {
-		return item{}, errs.Invalid("item has no %q field", r.cfg.ItemID)
+		return item{}, errs.Invalid("item has no %q field", r.cfg.IDField)
 	}
 	var v any
 	if err := id.Unmarshal(&v); err != nil {
-		return item{}, errs.Invalid("item %s: %v", r.cfg.ItemID, err)
+		return item{}, errs.Invalid("item %s: %v", r.cfg.IDField, err)
 	}
 	if err := patterns.ValidateID(v); err != nil {
-		return item{}, fmt.Errorf("item %s: %w", r.cfg.ItemID, err)
+		return item{}, fmt.Errorf("item %s: %w", r.cfg.IDField, err)
 	}
 	return item{raw: raw, id: id, key: keyOf(id)}, nil
 }

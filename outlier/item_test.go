@@ -92,7 +92,7 @@ func TestEncodeItems(t *testing.T) {
 	}
 
 	// The largest item an empty overflow document holds, and one byte more.
-	overhead := elementSize(r.cfg.PerOverflow-1, 0)
+	overhead := elementSize(r.cfg.OverflowCap-1, 0)
 	fit := note{ID: 1}
 	empty, err := bson.Marshal(fit)
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ type overflowItems[I any] struct {
 // no overflow item is missed; a missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	var p P
-	if err := pid("Get", parentID); err != nil {
+	if err := validParent("Get", parentID); err != nil {
 		return p, nil, err
 	}
 	parent, items, err := r.readEmbedded(ctx, parentID, nil)
@@ -45,25 +45,25 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 		err = bson.Unmarshal(parent, &p)
 	}
 	if err != nil || !r.flagged(parent) {
-		return p, items, r.wrap("Get", parentID, err)
+		return p, items, fail("Get", parentID, err)
 	}
 	// The tail hint says how many documents there are (seqs 0..tail, and
 	// maybe tail+1 being opened): ask for them all in the first reply.
-	tail, _ := parent.Lookup(r.cfg.Tail).AsInt64OK()
-	cur, err := r.overflow.Find(ctx, d(fParent, parentID), options.Find().
+	tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
+	cur, err := r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
 		SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(min(tail+2, math.MaxInt32))))
 	if err != nil {
-		return p, nil, r.wrap("Get", parentID, err)
+		return p, nil, fail("Get", parentID, err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	for cur.Next(ctx) {
 		var doc overflowItems[I]
 		if err := cur.Decode(&doc); err != nil {
-			return p, nil, r.wrap("Get", parentID, err)
+			return p, nil, fail("Get", parentID, err)
 		}
 		items = append(items, doc.Items...)
 	}
-	return p, items, r.wrap("Get", parentID, cur.Err())
+	return p, items, fail("Get", parentID, cur.Err())
 }
 
 // Items streams the parent's items in append order without loading them
@@ -80,14 +80,14 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // except that the overflow is read batch by batch: an item removed or
 // appended while the cursor runs may or may not be seen.
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
-	if err := pid("Items", parentID); err != nil {
+	if err := validParent("Items", parentID); err != nil {
 		return seq.Err[I](err)
 	}
 	return func(yield func(I, error) bool) {
 		var zero I
-		parent, items, err := r.readEmbedded(ctx, parentID, d(r.cfg.Field, 1, r.cfg.Flag, 1))
+		parent, items, err := r.readEmbedded(ctx, parentID, r.embeddedProjection())
 		if err != nil {
-			yield(zero, r.wrap("Items", parentID, err))
+			yield(zero, fail("Items", parentID, err))
 			return
 		}
 		for _, it := range items {
@@ -99,12 +99,12 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 			return
 		}
 		docs := seq.Cursor[overflowItems[I]](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-			return r.overflow.Find(ctx, d(fParent, parentID), options.Find().
-				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(r.cfg.BatchSize))
+			return r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
+				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(r.cfg.BatchSize)))
 		})
 		for doc, err := range docs {
 			if err != nil {
-				yield(zero, r.wrap("Items", parentID, err))
+				yield(zero, fail("Items", parentID, err))
 				return
 			}
 			for _, it := range doc.Items {
@@ -141,30 +141,30 @@ func (r *Repo[P, I]) readEmbedded(ctx context.Context, parentID any, projection 
 // the {parent, seq} index). Between the two, the result is as for
 // [Repo.Get]. A missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
-	if err := pid("Count", parentID); err != nil {
+	if err := validParent("Count", parentID); err != nil {
 		return 0, err
 	}
-	parent, err := r.findParent(ctx, parentID, d(r.idPath, 1, r.cfg.Flag, 1))
+	parent, err := r.findParent(ctx, parentID, r.countProjection())
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	arr, err := r.array(parent)
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	vals, err := arr.Values()
 	if err != nil || !r.flagged(parent) {
-		return len(vals), r.wrap("Count", parentID, err)
+		return len(vals), fail("Count", parentID, err)
 	}
 	cur, err := r.overflow.Aggregate(ctx, countPipeline(parentID))
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	var sums []struct {
 		N int `bson:"n"`
 	}
 	if err := cur.All(ctx, &sums); err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	n := len(vals)
 	for _, s := range sums {

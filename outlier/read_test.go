@@ -14,7 +14,7 @@ func TestItemsStreams(t *testing.T) {
 	ctx := context.Background()
 	cfg := small()
 	cfg.BatchSize = 2 // overflow documents per round trip: 4 items
-	r, db := newPost(t, cfg, modePortable)
+	r, db := newPost(t, cfg, PlanFor(mongotest.Portable()))
 	want := comments("c", 0, 13) // 3 embedded, 10 in 5 overflow documents
 	require.NoError(t, r.Append(ctx, 1, want...))
 	counter := mongotest.NewCounter(t, db)

@@ -19,7 +19,7 @@ import (
 // stays overflowed (flag true) even if every overflow item is removed.
 // Appends keep going to the newest overflow document, never back to the
 // parent or into an older document, which is what keeps the append order.
-// A parent that Remove left with fewer than Threshold items takes no new
+// A parent that Remove left with fewer than Cap items takes no new
 // items once overflowed.
 //
 // Cost on MongoDB: 1 command when the item is in the parent (an update
@@ -33,25 +33,25 @@ import (
 // not. If the item is in neither place (or the parent does not exist) it
 // returns [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
-	if err := pid("Remove", parentID); err != nil {
+	if err := validParent("Remove", parentID); err != nil {
 		return err
 	}
 	if err := patterns.ValidateID(itemID); err != nil {
-		return fmt.Errorf("outlier.Remove: item id: %w", err)
+		return fail("Remove", parentID, fmt.Errorf("item id: %w", err))
 	}
-	native, err := r.native(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
-		return r.wrap("Remove", parentID, err)
+		return fail("Remove", parentID, err)
 	}
 	remove := r.removePortable
-	if native {
+	if p.pullByCondition {
 		remove = r.removeNative
 	}
 	removed, err := remove(ctx, parentID, itemID)
 	if err == nil && !removed {
-		err = fmt.Errorf("%w: no item with %s %v", patterns.ErrNotFound, r.cfg.ItemID, itemID)
+		err = fmt.Errorf("item %s: no such item: %w", idString(itemID), patterns.ErrNotFound)
 	}
-	return r.wrap("Remove", parentID, err)
+	return fail("Remove", parentID, err)
 }
 
 func (r *Repo[P, I]) removeNative(ctx context.Context, parentID, itemID any) (bool, error) {
@@ -71,7 +71,7 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 		return false, err
 	}
 	key := keyOf(bson.RawValue{Type: t, Value: data})
-	parent, err := r.findParent(ctx, parentID, d(r.cfg.Field, 1))
+	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
 	if err != nil {
 		return false, err
 	}
@@ -87,8 +87,8 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 		res, err := r.parents.UpdateOne(ctx, filter, update)
 		return err == nil && res.MatchedCount == 1, err
 	}
-	doc, err := r.overflow.FindOne(ctx, d(fParent, parentID, r.itemsIDPath, itemID),
-		options.FindOne().SetProjection(d(fItems, 1))).Raw()
+	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
+		options.FindOne().SetProjection(holderProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return false, nil
 	}
@@ -118,7 +118,7 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
 	var out bson.A
 	for _, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil && keyOf(id) == key {
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && keyOf(id) == key {
 				out = append(out, v)
 			}
 		}
@@ -135,18 +135,18 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
 // Delete again removes them (it always sends the deleteMany) and returns
 // [patterns.ErrNotFound], as it does for a parent that does not exist.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
-	if err := pid("Delete", parentID); err != nil {
+	if err := validParent("Delete", parentID); err != nil {
 		return err
 	}
-	res, err := r.parents.DeleteOne(ctx, d("_id", parentID))
+	res, err := r.parents.DeleteOne(ctx, parentFilter(parentID))
 	if err != nil {
-		return r.wrap("Delete", parentID, err)
+		return fail("Delete", parentID, err)
 	}
-	if _, err := r.overflow.DeleteMany(ctx, d(fParent, parentID)); err != nil {
-		return r.wrap("Delete", parentID, err)
+	if _, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID)); err != nil {
+		return fail("Delete", parentID, err)
 	}
 	if res.DeletedCount == 0 {
-		return r.wrap("Delete", parentID, fmt.Errorf("%w: no parent with _id %v in %s", patterns.ErrNotFound, parentID, r.parents.Name()))
+		return fail("Delete", parentID, errNoParent)
 	}
 	return nil
 }

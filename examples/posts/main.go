@@ -39,7 +39,7 @@ func main() { demo.Run("example_posts", blog) }
 // blog is what a service would do: everything but the connection.
 func blog(ctx context.Context, db *mongo.Database) error {
 	posts, err := outlier.New[Post, Comment](db, outlier.Config{
-		Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20,
+		Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 20,
 	})
 	if err != nil {
 		return err
