@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -167,7 +168,7 @@ type parentState struct {
 	tail int64 // the tail hint, 0 when absent
 	n    int   // items in the array
 	size int   // the parent's encoded size; -1 when not read (the server checks it)
-	ids  map[idKey]bool
+	ids  map[string]bool
 }
 
 // readParent reads the state of the parent (see [Repo.stateProjection]).
@@ -176,7 +177,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (pare
 	if err != nil {
 		return parentState{}, err
 	}
-	st := parentState{open: !r.flagged(raw), size: -1, ids: map[idKey]bool{}}
+	st := parentState{open: !r.flagged(raw), size: -1, ids: map[string]bool{}}
 	if !p.serverSizeLimit {
 		st.size = len(raw)
 	}
@@ -195,7 +196,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (pare
 	for _, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
 			if id, err := doc.LookupErr(r.cfg.IDField); err == nil {
-				st.ids[keyOf(id)] = true
+				st.ids[bsonid.Key(id)] = true
 			}
 		}
 	}
@@ -343,12 +344,12 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 		return nil, nil, err
 	}
 	var tail *tailDoc
-	present := map[idKey]bool{}
+	present := map[string]bool{}
 	for i := range docs {
 		doc := &docs[i]
 		for _, it := range doc.Items {
 			if id, err := it.LookupErr(r.cfg.IDField); err == nil {
-				present[keyOf(id)] = true
+				present[bsonid.Key(id)] = true
 			}
 		}
 		if doc.Seq >= from && (tail == nil || doc.Seq > tail.Seq) {

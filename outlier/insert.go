@@ -93,7 +93,7 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 	if len(vals) > r.cfg.Cap {
 		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Cap)
 	}
-	seen := make(map[idKey]bool, len(vals))
+	seen := make(map[string]bool, len(vals))
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {

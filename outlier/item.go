@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -15,27 +16,7 @@ import (
 type item struct {
 	raw bson.Raw      // the encoded item
 	id  bson.RawValue // its IDField field
-	key idKey         // id, normalised for comparison
-}
-
-// idKey is an item id in a form that compares like the server compares
-// ids: the numbers 7, int64(7) and 7.0 are one id, as they are to a query.
-type idKey string
-
-// keyOf normalises an id: integral numbers (int32, int64, and doubles
-// within the int64 range) to their int64 value, everything else to its
-// BSON type and bytes.
-func keyOf(v bson.RawValue) idKey {
-	switch v.Type {
-	case bson.TypeInt32, bson.TypeInt64:
-		n, _ := v.AsInt64OK()
-		return idKey("n" + strconv.FormatInt(n, 10))
-	case bson.TypeDouble:
-		if f := v.Double(); f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			return idKey("n" + strconv.FormatInt(int64(f), 10))
-		}
-	}
-	return idKey(append([]byte{byte(v.Type)}, v.Value...))
+	key string        // bsonid.Key(id): equal for ids the server finds equal
 }
 
 // elementSize is what appending a value of size n at index i adds to a
@@ -49,7 +30,7 @@ func elementSize(i, n int) int { return 1 + len(strconv.Itoa(i)) + 1 + n }
 // (an item that fits nowhere is [patterns.ErrTooLarge]).
 func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 	out := make([]item, len(items))
-	seen := make(map[idKey]int, len(items))
+	seen := make(map[string]int, len(items))
 	for i, it := range items {
 		raw, err := bson.Marshal(it)
 		if err != nil {
@@ -85,7 +66,7 @@ func (r *Repo[P, I]) itemOf(raw bson.Raw) (item, error) {
 	if err := patterns.ValidateID(v); err != nil {
 		return item{}, fmt.Errorf("item %s: %w", r.cfg.IDField, err)
 	}
-	return item{raw: raw, id: id, key: keyOf(id)}, nil
+	return item{raw: raw, id: id, key: bsonid.Key(id)}, nil
 }
 
 // overflowBudget is how many bytes of array elements an overflow document
@@ -108,7 +89,7 @@ func overflowBudget(parentID any) (int, error) {
 }
 
 // without returns the items whose keys are not in present, keeping order.
-func without(items []item, present map[idKey]bool) []item {
+func without(items []item, present map[string]bool) []item {
 	if len(present) == 0 {
 		return items
 	}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -70,7 +71,7 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 	if err != nil {
 		return false, err
 	}
-	key := keyOf(bson.RawValue{Type: t, Value: data})
+	key := bsonid.Key(bson.RawValue{Type: t, Value: data})
 	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
 	if err != nil {
 		return false, err
@@ -110,7 +111,7 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 
 // matching returns the elements of arr whose item id has the key, as
 // stored, for a $pullAll.
-func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
+func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 	vals, err := arr.Values()
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
 	var out bson.A
 	for _, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && keyOf(id) == key {
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && bsonid.Key(id) == key {
 				out = append(out, v)
 			}
 		}
