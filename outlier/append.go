@@ -2,7 +2,6 @@ package outlier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -107,13 +107,12 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	// time to find how many the parent still takes.
 	one := false
 	if p.serverSizeLimit && len(pending) <= n {
-		pushed, err := r.pushParent(ctx, parentID, n-len(pending), pending)
-		switch {
-		case isTooLarge(err):
-			one = true
+		switch out, err := r.pushParent(ctx, parentID, n-len(pending), pending); {
 		case err != nil:
 			return err
-		case pushed:
+		case out == refused:
+			one = true
+		case out == pushed:
 			return nil
 		}
 	}
@@ -135,20 +134,20 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		if k == 0 {
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
 		}
-		pushed, err := r.pushParent(ctx, parentID, st.n, pending[:k])
+		out, err := r.pushParent(ctx, parentID, st.n, pending[:k])
 		switch {
-		case isTooLarge(err) && k == 1:
-			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
-		case isTooLarge(err):
-			one = true
 		case err != nil:
 			return err
-		case pushed && k == len(pending):
+		case out == refused && k == 1:
+			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+		case out == refused:
+			one = true
+		case out == pushed && k == len(pending):
 			return nil
-		case pushed && !one:
+		case out == pushed && !one:
 			// The parent took all it could: it is full for the next item.
 			return r.appendOverflow(ctx, parentID, st.tail, pending[k:], budget)
-		case pushed:
+		case out == pushed:
 			pending, misses = pending[k:], 0
 		default:
 			misses++
@@ -241,22 +240,36 @@ func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
 	return k
 }
 
+// outcome is what became of a guarded push.
+type outcome int
+
+const (
+	missed  outcome = iota // the guard matched nothing: nothing was written
+	pushed                 // the items were written
+	refused                // the server refused it: the document would pass 16 MiB
+)
+
 // pushParent pushes items into the parent if it is open, holds at most at
-// items and none of these. It reports whether it did.
-func (r *Repo[P, I]) pushParent(ctx context.Context, parentID any, at int, items []item) (bool, error) {
-	res, err := r.parents.UpdateOne(ctx, r.pushParentFilter(parentID, at, items), r.pushParentUpdate(items))
-	if err != nil {
-		return false, err
-	}
-	return res.MatchedCount == 1, nil
+// items and none of these. It retries FerretDB 2.x's transient deadlock
+// (srverr.Retry): the failed attempt applied nothing, and the guard on the
+// item ids makes the push idempotent.
+func (r *Repo[P, I]) pushParent(ctx context.Context, parentID any, at int, items []item) (outcome, error) {
+	return outcomeOf(updateOne(ctx, r.parents, r.pushParentFilter(parentID, at, items), r.pushParentUpdate(items)))
 }
 
-// isTooLarge reports whether the server refused a write because the
-// document would exceed 16 MiB (MongoDB: 17419 on update, 10334
-// BSONObjectTooLarge).
-func isTooLarge(err error) bool {
-	var se mongo.ServerError
-	return errors.As(err, &se) && (se.HasErrorCode(17419) || se.HasErrorCode(10334))
+// outcomeOf reads the result of a guarded push. A refusal because the
+// document would pass 16 MiB is an outcome, not an error, on every server
+// (see srverr.TooLarge): Append then closes the parent.
+func outcomeOf(res *mongo.UpdateResult, err error) (outcome, error) {
+	switch {
+	case srverr.TooLarge(err):
+		return refused, nil
+	case err != nil:
+		return missed, err
+	case res.MatchedCount+res.UpsertedCount == 1:
+		return pushed, nil
+	}
+	return missed, nil
 }
 
 // tailDoc is what Append knows of the newest overflow document. Its
@@ -306,7 +319,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 			from = tail.Seq + 1
 		}
 		// Open the document seq `from`: announce it on the parent first.
-		res, err := r.parents.UpdateOne(ctx, parentFilter(parentID), r.closeUpdate(from))
+		res, err := updateOne(ctx, r.parents, parentFilter(parentID), r.closeUpdate(from))
 		if err != nil {
 			return err
 		}
@@ -377,9 +390,9 @@ func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, si
 // it has room, creating it when upsert is set. It reports whether it did:
 // false when the document lacked room (or, with upsert, when another
 // writer created it first and it lacks room: the unique index refuses the
-// second document).
+// second document). Its guard is on the count and bytes of the document.
 func (r *Repo[P, I]) pushOverflow(ctx context.Context, parentID any, seq int64, items []item, size, budget int, upsert bool) (bool, error) {
-	res, err := r.overflow.UpdateOne(ctx,
+	res, err := updateOne(ctx, r.overflow,
 		r.pushOverflowFilter(parentID, seq, len(items), size, budget),
 		pushOverflowUpdate(items, size),
 		options.UpdateOne().SetUpsert(upsert))

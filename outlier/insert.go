@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
@@ -31,7 +32,11 @@ func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 	if err != nil {
 		return nil, pkg.Wrap("Insert", err)
 	}
-	res, err := r.parents.InsertOne(ctx, doc)
+	var res *mongo.InsertOneResult
+	err = srverr.Retry(ctx, func() (err error) {
+		res, err = r.parents.InsertOne(ctx, doc)
+		return err
+	})
 	if err != nil {
 		return nil, pkg.Wrap("Insert", srverr.Classify(err))
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -57,12 +58,12 @@ func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 
 func (r *Repo[P, I]) removeNative(ctx context.Context, parentID, itemID any) (bool, error) {
 	filter, update := r.removeParentNative(parentID, itemID)
-	res, err := r.parents.UpdateOne(ctx, filter, update)
+	res, err := updateOne(ctx, r.parents, filter, update)
 	if err != nil || res.MatchedCount == 1 {
 		return err == nil, err
 	}
 	filter, update = r.removeOverflowNative(parentID, itemID)
-	res, err = r.overflow.UpdateOne(ctx, filter, update)
+	res, err = updateOne(ctx, r.overflow, filter, update)
 	return err == nil && res.MatchedCount == 1, err
 }
 
@@ -85,7 +86,7 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 			return false, err
 		}
 		filter, update := r.removeParentPortable(parentID, itemID, elems)
-		res, err := r.parents.UpdateOne(ctx, filter, update)
+		res, err := updateOne(ctx, r.parents, filter, update)
 		return err == nil && res.MatchedCount == 1, err
 	}
 	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
@@ -105,7 +106,7 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 		return false, err
 	}
 	filter, update := r.removeOverflowPortable(doc.Lookup("_id"), itemID, elems)
-	res, err := r.overflow.UpdateOne(ctx, filter, update)
+	res, err := updateOne(ctx, r.overflow, filter, update)
 	return err == nil && res.MatchedCount == 1, err
 }
 
@@ -139,11 +140,19 @@ func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := validParent("Delete", parentID); err != nil {
 		return err
 	}
-	res, err := r.parents.DeleteOne(ctx, parentFilter(parentID))
+	var res *mongo.DeleteResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = r.parents.DeleteOne(ctx, parentFilter(parentID))
+		return err
+	})
 	if err != nil {
 		return fail("Delete", parentID, err)
 	}
-	if _, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID)); err != nil {
+	err = srverr.Retry(ctx, func() error {
+		_, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID))
+		return err
+	})
+	if err != nil {
 		return fail("Delete", parentID, err)
 	}
 	if res.DeletedCount == 0 {

@@ -162,6 +162,20 @@ func sameKey(got bson.Raw, want bson.D) bool {
 	return true
 }
 
+// updateOne sends an update, again after a transient failure (FerretDB
+// 2.x's deadlock, which applied nothing; see [srverr.Retry]). Every update
+// of the repository is safe to send again: each is guarded by what it
+// changes (the pushes by the item ids or the room left, the removals by
+// the item's presence) or idempotent (the close, the new array).
+func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (*mongo.UpdateResult, error) {
+	var res *mongo.UpdateResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = coll.UpdateOne(ctx, filter, update, opts...)
+		return err
+	})
+	return res, err
+}
+
 // findParent reads the parent, with the projection if any; a missing
 // parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) findParent(ctx context.Context, parentID any, projection bson.D) (bson.Raw, error) {
