@@ -132,6 +132,12 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 			k = min(k, 1)
 		}
 		if k == 0 {
+			if st.size > patterns.MaxDocumentSize {
+				// A parent written by other means, too full for the fields
+				// the close writes: on MongoDB the server would refuse it.
+				return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
+					st.size, r.cfg.FlagField, r.cfg.TailField)
+			}
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
 		}
 		out, err := r.pushParent(ctx, parentID, st.n, pending[:k])
@@ -166,7 +172,11 @@ type parentState struct {
 	open bool  // the flag is not true: items may still go into the parent
 	tail int64 // the tail hint, 0 when absent
 	n    int   // items in the array
-	size int   // the parent's encoded size; -1 when not read (the server checks it)
+	// size is the parent's encoded size once its flag is a bool and its
+	// tail hint an int64, as every push and the close make them (so that
+	// the close, which changes their values, never grows it); -1 when not
+	// read (the server checks it).
+	size int
 	ids  map[string]bool
 }
 
@@ -176,11 +186,16 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (pare
 	if err != nil {
 		return parentState{}, err
 	}
+	return r.stateOf(p, raw)
+}
+
+// stateOf reads the state of a parent read with [Repo.stateProjection].
+func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	st := parentState{open: !r.flagged(raw), size: -1, ids: map[string]bool{}}
 	if !p.serverSizeLimit {
-		st.size = len(raw)
+		st.size = len(raw) + growth(raw, r.cfg.FlagField, 1) + growth(raw, r.cfg.TailField, 8)
 	}
-	if t, ok := raw.Lookup(r.cfg.TailField).AsInt64OK(); ok {
+	if t, ok := raw.Lookup(r.cfg.TailField).AsInt64OK(); ok && t > 0 {
 		st.tail = t
 	}
 	arr, err := r.array(raw)
@@ -200,6 +215,16 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (pare
 		}
 	}
 	return st, nil
+}
+
+// growth is how many bytes setting the field key of doc to a value of n
+// bytes adds to it (negative: removes).
+func growth(doc bson.Raw, key string, n int) int {
+	v, err := doc.LookupErr(key)
+	if err != nil {
+		return 1 + len(key) + 1 + n // type, name, NUL, value
+	}
+	return n - len(v.Value)
 }
 
 // flagged reports whether the parent's flag is true.

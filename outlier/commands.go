@@ -55,13 +55,22 @@ func (r *Repo[P, I]) pushParentFilter(parentID any, at int, items []item) bson.D
 	}
 }
 
-// pushParentUpdate appends items to the parent's array.
+// pushParentUpdate appends items to the parent's array and sets the flag
+// to false and the tail hint to int64 0, what they are while the parent is
+// open: the push, whose size the server (or Append) checks with them,
+// leaves room for closeUpdate, which changes their values and not their
+// sizes.
 func (r *Repo[P, I]) pushParentUpdate(items []item) bson.D {
-	return bson.D{{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: "$each", Value: raws(items)}}}}}}
+	return bson.D{
+		{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: "$each", Value: raws(items)}}}}},
+		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: false}, {Key: r.cfg.TailField, Value: int64(0)}}},
+	}
 }
 
 // closeUpdate marks the parent as overflowed and raises its tail hint to
-// seq, before the overflow document seq is written.
+// seq, before the overflow document seq is written. On a parent that
+// Insert or a push wrote it adds no byte: both fields are there already,
+// a bool and an int64.
 func (r *Repo[P, I]) closeUpdate(seq int64) bson.D {
 	return bson.D{
 		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: true}}},

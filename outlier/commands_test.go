@@ -41,6 +41,7 @@ func TestCommands(t *testing.T) {
 	}, r.pushParentFilter(7, 48, items))
 	require.Equal(t, bson.D{
 		E("$push", bson.D{E("comments", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
+		E("$set", bson.D{E("has_extra", false), E("extra_tail", int64(0))}),
 	}, r.pushParentUpdate(items))
 	require.Equal(t, bson.D{
 		E("$set", bson.D{E("has_extra", true)}),

@@ -7,7 +7,7 @@
 //
 // A parent, a blog post with Config{Field: "comments", Cap: 50}:
 //
-//	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false}
+//	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false, extra_tail: 0}
 //
 // An outlier, with its overflow documents of Config.OverflowCap items:
 //

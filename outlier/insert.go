@@ -75,7 +75,7 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	if !hasArray {
 		doc = append(doc, bson.E{Key: r.cfg.Field, Value: bson.A{}})
 	}
-	doc = append(doc, bson.E{Key: r.cfg.FlagField, Value: false})
+	doc = append(doc, bson.E{Key: r.cfg.FlagField, Value: false}, bson.E{Key: r.cfg.TailField, Value: int64(0)})
 	if b, err := bson.Marshal(doc); err != nil || len(b) > patterns.MaxDocumentSize {
 		if err != nil {
 			return nil, err

@@ -367,7 +367,7 @@ func TestInsert(t *testing.T) {
 	require.IsType(t, bson.ObjectID{}, id)
 	raw, err := r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Raw()
 	require.NoError(t, err)
-	require.Equal(t, `{"_id": {"$oid":"`+id.(bson.ObjectID).Hex()+`"},"title": "generated id","comments": [],"has_extra": false}`, raw.String())
+	require.Equal(t, `{"_id": {"$oid":"`+id.(bson.ObjectID).Hex()+`"},"title": "generated id","comments": [],"has_extra": false,"extra_tail": {"$numberLong":"0"}}`, raw.String())
 
 	no := false
 	id, err = r.Insert(ctx, withComments{ID: 2, Comments: comments("c", 0, 3), HasExtra: &no})
