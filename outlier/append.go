@@ -127,9 +127,23 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		if !st.open {
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
 		}
+		if st.noArray {
+			if err := r.newArray(ctx, parentID); err != nil {
+				return err
+			}
+			misses++ // read again: the array is there now
+			continue
+		}
 		k := r.fitParent(st, pending)
 		if one {
 			k = min(k, 1)
+		}
+		if k < len(pending) {
+			// Some items go to overflow: check, before writing any, that
+			// Append can overflow.
+			if err := r.checkIndexed(ctx); err != nil {
+				return err
+			}
 		}
 		if k == 0 {
 			if st.size > patterns.MaxDocumentSize {
@@ -178,6 +192,10 @@ type parentState struct {
 	// read (the server checks it).
 	size int
 	ids  map[string]bool
+	// noArray: the array field is null or absent (with the server's size
+	// limit, where the ids are read, it may also hold a value of another
+	// type), so nothing can be pushed to it before newArray.
+	noArray bool
 }
 
 // readParent reads the state of the parent (see [Repo.stateProjection]).
@@ -198,6 +216,10 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	if t, ok := raw.Lookup(r.cfg.TailField).AsInt64OK(); ok && t > 0 {
 		st.tail = t
 	}
+	if v, err := raw.LookupErr(r.cfg.Field); err != nil || v.Type == bson.TypeNull {
+		st.noArray = true
+		return st, nil
+	}
 	arr, err := r.array(raw)
 	if err != nil {
 		return parentState{}, err
@@ -215,6 +237,23 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 		}
 	}
 	return st, nil
+}
+
+// newArray gives the parent an empty array where its array field is null
+// or absent. If that matches nothing, the field holds a value that is not
+// an array (an error wrapping [patterns.ErrInvalid]) or a concurrent
+// Append gave it one first.
+func (r *Repo[P, I]) newArray(ctx context.Context, parentID any) error {
+	res, err := updateOne(ctx, r.parents, r.newArrayFilter(parentID), r.newArrayUpdate())
+	if err != nil || res.MatchedCount == 1 {
+		return err
+	}
+	raw, err := r.findParent(ctx, parentID, r.arrayProjection())
+	if err != nil {
+		return err
+	}
+	_, err = r.array(raw)
+	return err
 }
 
 // growth is how many bytes setting the field key of doc to a value of n

@@ -44,12 +44,14 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 }
 
 // pushParentFilter matches the parent while it is open (flag not true),
-// holds at most `at` items (no element at index at) and holds none of the
-// items: the atomic guard of a parent push.
+// has an array (not null or absent: $push fails on null), holds at most
+// `at` items (no element at index at) and holds none of the items: the
+// atomic guard of a parent push.
 func (r *Repo[P, I]) pushParentFilter(parentID any, at int, items []item) bson.D {
 	return bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: r.cfg.FlagField, Value: bson.D{{Key: "$ne", Value: true}}},
+		{Key: r.cfg.Field, Value: bson.D{{Key: "$ne", Value: nil}}},
 		{Key: r.cfg.Field + "." + strconv.Itoa(at), Value: bson.D{{Key: "$exists", Value: false}}},
 		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(items)}}},
 	}
@@ -76,6 +78,17 @@ func (r *Repo[P, I]) closeUpdate(seq int64) bson.D {
 		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: true}}},
 		{Key: "$max", Value: bson.D{{Key: r.cfg.TailField, Value: seq}}},
 	}
+}
+
+// newArrayFilter and newArrayUpdate give the parent an empty array where
+// its array field is null or absent (a parent written by other means, a
+// nil slice stored without omitempty), so that items can be pushed.
+func (r *Repo[P, I]) newArrayFilter(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.cfg.Field, Value: nil}}
+}
+
+func (r *Repo[P, I]) newArrayUpdate() bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field, Value: bson.A{}}}}}
 }
 
 // overflowQuery finds the overflow documents of the parent from seq

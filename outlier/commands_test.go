@@ -36,6 +36,7 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, bson.D{
 		E("_id", 7),
 		E("has_extra", bson.D{E("$ne", true)}),
+		E("comments", bson.D{E("$ne", nil)}),
 		E("comments.48", bson.D{E("$exists", false)}),
 		E("comments.cid", bson.D{E("$nin", bson.A{a.id, b.id})}),
 	}, r.pushParentFilter(7, 48, items))
@@ -47,6 +48,9 @@ func TestCommands(t *testing.T) {
 		E("$set", bson.D{E("has_extra", true)}),
 		E("$max", bson.D{E("extra_tail", int64(3))}),
 	}, r.closeUpdate(3))
+
+	require.Equal(t, bson.D{E("_id", 7), E("comments", nil)}, r.newArrayFilter(7))
+	require.Equal(t, bson.D{E("$set", bson.D{E("comments", bson.A{})})}, r.newArrayUpdate())
 
 	require.Equal(t, bson.D{E("$or", bson.A{
 		bson.D{E("parent", 7), E("seq", bson.D{E("$gte", int64(2))})},

@@ -14,19 +14,23 @@ import (
 
 // Insert inserts a new parent and returns its _id (generated when P has
 // none). The stored document is P as encoded, with the array field (empty
-// if P has none) and the flag set to false: a parent starts open. One
-// command (insert).
+// if P has none, or has it nil), the flag false and the tail hint 0: a
+// parent starts open, with the room its close needs. One command
+// (insert), sent again after FerretDB 2.x's transient deadlock, which
+// applied nothing.
 //
 // Before anything is written it returns an error wrapping
-// [patterns.ErrInvalid] when P does not encode as a document, its flag is
-// true or its tail hint is set (both belong to the repository), its array
-// field is not an array of at most Cap items with distinct, valid
-// ids; and [patterns.ErrTooLarge] when the document exceeds 16 MiB. A
-// parent with the same _id is the server's duplicate key error
-// ([mongo.IsDuplicateKeyError]).
+// [patterns.ErrInvalid] when P does not encode as a document, its _id is
+// not a valid id (see [patterns.ValidateID]: no other method could reach
+// the parent), its flag is true or its tail hint is set (both belong to
+// the repository), or its array field is not an array of at most Cap
+// items with distinct, valid ids; and [patterns.ErrTooLarge] when the
+// document exceeds 16 MiB. A parent with the same _id is the server's
+// duplicate key error ([mongo.IsDuplicateKeyError]).
 //
-// Parents inserted by other means work too: a missing array is an empty
-// one, a missing flag is false.
+// Parents inserted by other means work too: a missing or null array is an
+// empty one (Append gives it an array first, one command more), a missing
+// flag is false.
 func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 	doc, err := r.newParent(parent)
 	if err != nil {
@@ -57,6 +61,14 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	hasArray := false
 	for _, e := range elems {
 		switch e.Key() {
+		case "_id":
+			var id any
+			if err := e.Value().Unmarshal(&id); err != nil {
+				return nil, errs.Invalid("_id: %v", err)
+			}
+			if err := patterns.ValidateID(id); err != nil {
+				return nil, fmt.Errorf("_id: %w", err)
+			}
 		case r.cfg.FlagField:
 			if b, ok := e.Value().BooleanOK(); !ok || b {
 				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.FlagField, e.Value())
@@ -65,10 +77,14 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 		case r.cfg.TailField:
 			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.TailField)
 		case r.cfg.Field:
+			hasArray = true
+			if e.Value().Type == bson.TypeNull {
+				doc = append(doc, bson.E{Key: e.Key(), Value: bson.A{}}) // a nil slice
+				continue
+			}
 			if err := r.checkEmbedded(e.Value()); err != nil {
 				return nil, err
 			}
-			hasArray = true
 		}
 		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
 	}

@@ -299,26 +299,81 @@ func TestNotFound(t *testing.T) {
 }
 
 func TestIndexRequired(t *testing.T) {
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	r, err := New[post, comment](db, small())
-	require.NoError(t, err)
-	_, err = r.Insert(ctx, post{ID: 1})
-	require.NoError(t, err)
-	require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...), "the parent needs no index")
-	err = r.Append(ctx, 1, comment{ID: "c03"})
-	require.ErrorIs(t, err, patterns.ErrInvalid)
-	require.ErrorContains(t, err, "lacks the unique index")
-	parent, docs := stored(t, r, 1)
-	require.False(t, parent.Lookup("has_extra").Boolean(), "refused before the flag is set")
-	require.Empty(t, docs)
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		for id := 1; id <= 2; id++ {
+			_, err = r.Insert(ctx, post{ID: id})
+			require.NoError(t, err)
+		}
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...), "the parent needs no index")
+		err = r.Append(ctx, 1, comment{ID: "c03"})
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		require.ErrorContains(t, err, "lacks the unique index")
+		parent, docs := stored(t, r, 1)
+		require.False(t, parent.Lookup("has_extra").Boolean(), "refused before the flag is set")
+		require.Empty(t, docs)
 
-	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-	counter := mongotest.NewCounter(t, db)
-	cmds := counter.Count(func() { require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"})) })
-	require.Contains(t, cmds, "listIndexes")
-	cmds = counter.Count(func() { require.NoError(t, r.Append(ctx, 1, comment{ID: "c04"})) })
-	require.NotContains(t, cmds, "listIndexes", "checked once")
+		// Items that would fill the parent and overflow: refused before
+		// any is written, as ErrInvalid promises.
+		require.NoError(t, r.Append(ctx, 2, comment{ID: "c00"}))
+		err = r.Append(ctx, 2, comments("c", 1, 5)...)
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		parent, _ = stored(t, r, 2)
+		require.Equal(t, []string{"c00"}, embedded(t, parent), "nothing was written")
+
+		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+		counter := mongotest.NewCounter(t, db)
+		cmds := counter.Count(func() { require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"})) })
+		require.Contains(t, cmds, "listIndexes")
+		cmds = counter.Count(func() { require.NoError(t, r.Append(ctx, 1, comment{ID: "c04"})) })
+		require.NotContains(t, cmds, "listIndexes", "checked once")
+		require.NoError(t, r.Append(ctx, 2, comments("c", 1, 5)...))
+		_, items, err := r.Get(ctx, 2)
+		require.NoError(t, err)
+		require.Equal(t, idsOf(comments("c", 0, 5)), idsOf(items))
+	})
+}
+
+// TestNullArray: a parent whose array field is null (a nil slice stored
+// without omitempty) or absent reads as empty and takes items: Append
+// gives it an array first.
+func TestNullArray(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, db := newRepo(t, small(), p)
+		_, err := db.Collection("posts").InsertMany(ctx, []any{
+			bson.D{{Key: "_id", Value: 1}, {Key: "comments", Value: nil}},
+			bson.D{{Key: "_id", Value: 2}},
+		})
+		require.NoError(t, err)
+		for id := 1; id <= 2; id++ {
+			_, items, err := r.Get(ctx, id)
+			require.NoError(t, err)
+			require.Empty(t, items)
+			require.NoError(t, r.Append(ctx, id, comments("c", 0, 2)...))
+			require.NoError(t, r.Append(ctx, id, comments("c", 2, 5)...))
+			_, items, err = r.Get(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, idsOf(comments("c", 0, 5)), idsOf(items))
+		}
+
+		// Insert stores a nil slice as an empty array.
+		type withComments struct {
+			ID       int       `bson:"_id"`
+			Comments []comment `bson:"comments"`
+		}
+		r2, err := New[withComments, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r2, p)
+		_, err = r2.Insert(ctx, withComments{ID: 3})
+		require.NoError(t, err)
+		parent, _ := stored(t, r, 3)
+		require.Equal(t, bson.TypeArray, parent.Lookup("comments").Type)
+	})
 }
 
 // TestFlagBeforeOverflow: an Append that failed after setting the flag
@@ -385,6 +440,9 @@ func TestInsert(t *testing.T) {
 		"repeated id":     {ID: 3, Comments: []comment{{ID: "a"}, {ID: "a"}}},
 		"flag set":        {ID: 3, HasExtra: &yes},
 		"tail set":        {ID: 3, Tail: &tail},
+		"empty string id": {ID: ""},
+		"document id":     {ID: bson.D{{Key: "$gt", Value: 0}}},
+		"zero id":         {ID: 0},
 	} {
 		_, err := r.Insert(ctx, bad)
 		require.ErrorIs(t, err, patterns.ErrInvalid, name)
