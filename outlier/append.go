@@ -102,12 +102,23 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	if err != nil {
 		return err
 	}
+	if !p.serverSizeLimit {
+		t, v, err := bson.MarshalValue(parentID)
+		if err != nil {
+			return err
+		}
+		unlock, err := r.appending.lock(ctx, bsonid.Key(bson.RawValue{Type: t, Value: v}))
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	n := r.cfg.Cap
 	// one: the server refused a push as too large, so push one item at a
 	// time to find how many the parent still takes.
 	one := false
 	if p.serverSizeLimit && len(pending) <= n {
-		switch out, err := r.pushParent(ctx, parentID, n-len(pending), pending); {
+		switch out, err := r.pushParent(ctx, p, parentID, 0, pending); {
 		case err != nil:
 			return err
 		case out == refused:
@@ -154,7 +165,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 			}
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
 		}
-		out, err := r.pushParent(ctx, parentID, st.n, pending[:k])
+		out, err := r.pushParent(ctx, p, parentID, st.n, pending[:k])
 		switch {
 		case err != nil:
 			return err
@@ -313,12 +324,13 @@ const (
 	refused                // the server refused it: the document would pass 16 MiB
 )
 
-// pushParent pushes items into the parent if it is open, holds at most at
-// items and none of these. It retries FerretDB 2.x's transient deadlock
+// pushParent pushes items into the parent if it is open, has room for
+// them (see [Repo.pushParentFilter]; n is the number of items read, for
+// the plan that guards on it) and holds none of them. It retries FerretDB 2.x's transient deadlock
 // (srverr.Retry): the failed attempt applied nothing, and the guard on the
 // item ids makes the push idempotent.
-func (r *Repo[P, I]) pushParent(ctx context.Context, parentID any, at int, items []item) (outcome, error) {
-	return outcomeOf(updateOne(ctx, r.parents, r.pushParentFilter(parentID, at, items), r.pushParentUpdate(items)))
+func (r *Repo[P, I]) pushParent(ctx context.Context, p plan, parentID any, n int, items []item) (outcome, error) {
+	return outcomeOf(updateOne(ctx, r.parents, r.pushParentFilter(p, parentID, n, items), r.pushParentUpdate(items)))
 }
 
 // outcomeOf reads the result of a guarded push. A refusal because the

@@ -44,10 +44,18 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 }
 
 // pushParentFilter matches the parent while it is open (flag not true),
-// has an array (not null or absent: $push fails on null), holds at most
-// `at` items (no element at index at) and holds none of the items: the
-// atomic guard of a parent push.
-func (r *Repo[P, I]) pushParentFilter(parentID any, at int, items []item) bson.D {
+// has an array (not null or absent: $push fails on null), can take the k
+// items and holds none of them: the atomic guard of a push into the
+// parent. "Can take" is a count. With the server's size limit, at most
+// Cap-k items (no element at index Cap-k), whatever others pushed
+// meanwhile: the server refuses the push if it does not fit in bytes.
+// Without it, exactly the n items Append read and sized the push for (no
+// element at index n): a concurrent push makes it match nothing.
+func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item) bson.D {
+	at := n
+	if p.serverSizeLimit {
+		at = r.cfg.Cap - len(items)
+	}
 	return bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: r.cfg.FlagField, Value: bson.D{{Key: "$ne", Value: true}}},

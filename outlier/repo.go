@@ -50,6 +50,11 @@ type Repo[P, I any] struct {
 
 	planned lazy.Value[plan] // the server's path, decided on first use
 	indexed atomic.Bool      // the unique {parent, seq} index was seen
+	// appending runs one Append per parent at a time where pushes into the
+	// parent are guarded on the exact number of items read (without
+	// plan.serverSizeLimit), so that the repository's own callers do not
+	// make each other's pushes miss.
+	appending parentLocks
 }
 
 // New returns a repository for cfg in db. It validates cfg (wrapping
