@@ -90,10 +90,11 @@ func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error
 }
 
 func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error {
-	budget, err := overflowBudget(parentID)
+	id, err := encodeID(parentID) // valid: checked by Append
 	if err != nil {
 		return err
 	}
+	budget := overflowBudget(id)
 	pending, err := r.encodeItems(items, budget)
 	if err != nil || len(pending) == 0 {
 		return err
@@ -103,21 +104,20 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		return err
 	}
 	if !p.serverSizeLimit {
-		t, v, err := bson.MarshalValue(parentID)
+		key := bsonid.Key(id)
+		held, err := r.appending.lock(ctx, key)
 		if err != nil {
 			return err
 		}
-		unlock, err := r.appending.lock(ctx, bsonid.Key(bson.RawValue{Type: t, Value: v}))
-		if err != nil {
-			return err
-		}
-		defer unlock()
+		defer r.appending.unlock(key, held)
 	}
-	n := r.cfg.Cap
 	// one: the server refused a push as too large, so push one item at a
 	// time to find how many the parent still takes.
 	one := false
-	if p.serverSizeLimit && len(pending) <= n {
+	// missed: a push matched nothing, maybe because the parent holds some
+	// of the items already (a retried Append): drop those first.
+	missed := false
+	if p.serverSizeLimit && len(pending) <= r.cfg.Cap {
 		switch out, err := r.pushParent(ctx, p, parentID, 0, pending); {
 		case err != nil:
 			return err
@@ -125,6 +125,8 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 			one = true
 		case out == pushed:
 			return nil
+		default:
+			missed = true
 		}
 	}
 	for misses := 0; misses < maxMisses; {
@@ -132,8 +134,14 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		if err != nil {
 			return err
 		}
-		if pending = without(pending, st.ids); len(pending) == 0 {
-			return nil
+		// The ids of the items in the parent matter only where the guard
+		// on them may have made a push miss, and before items go to
+		// overflow, where nothing guards on the parent's ids: reading them
+		// costs a key per item, so the common push skips it.
+		if missed || one || !st.open || r.fitParent(st, pending) < len(pending) {
+			if pending = without(pending, r.present(st)); len(pending) == 0 {
+				return nil
+			}
 		}
 		if !st.open {
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
@@ -181,7 +189,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 		case out == pushed:
 			pending, misses = pending[k:], 0
 		default:
-			misses++
+			misses, missed = misses+1, true
 		}
 	}
 	return lost("the parent")
@@ -201,8 +209,8 @@ type parentState struct {
 	// tail hint an int64, as every push and the close make them (so that
 	// the close, which changes their values, never grows it); -1 when not
 	// read (the server checks it).
-	size int
-	ids  map[string]bool
+	size  int
+	items []bson.RawValue // the items in the array (as read: with the server's size limit, their ids only)
 	// noArray: the array field is null or absent (with the server's size
 	// limit, where the ids are read, it may also hold a value of another
 	// type), so nothing can be pushed to it before newArray.
@@ -220,7 +228,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (pare
 
 // stateOf reads the state of a parent read with [Repo.stateProjection].
 func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
-	st := parentState{open: !r.flagged(raw), size: -1, ids: map[string]bool{}}
+	st := parentState{open: !r.flagged(raw), size: -1}
 	if !p.serverSizeLimit {
 		st.size = len(raw) + growth(raw, r.cfg.FlagField, 1) + growth(raw, r.cfg.TailField, 8)
 	}
@@ -239,15 +247,22 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	if err != nil {
 		return parentState{}, err
 	}
-	st.n = len(vals)
-	for _, v := range vals {
+	st.n, st.items = len(vals), vals
+	return st, nil
+}
+
+// present returns the keys (see [bsonid.Key]) of the ids of the items in
+// the parent.
+func (r *Repo[P, I]) present(st parentState) map[string]bool {
+	ids := make(map[string]bool, len(st.items))
+	for _, v := range st.items {
 		if doc, ok := v.DocumentOK(); ok {
 			if id, err := doc.LookupErr(r.cfg.IDField); err == nil {
-				st.ids[bsonid.Key(id)] = true
+				ids[bsonid.Key(id)] = true
 			}
 		}
 	}
-	return st, nil
+	return ids
 }
 
 // newArray gives the parent an empty array where its array field is null

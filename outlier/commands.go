@@ -58,12 +58,21 @@ func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item)
 	}
 	return bson.D{
 		{Key: "_id", Value: parentID},
-		{Key: r.cfg.FlagField, Value: bson.D{{Key: "$ne", Value: true}}},
-		{Key: r.cfg.Field, Value: bson.D{{Key: "$ne", Value: nil}}},
-		{Key: r.cfg.Field + "." + strconv.Itoa(at), Value: bson.D{{Key: "$exists", Value: false}}},
+		{Key: r.cfg.FlagField, Value: neTrue},
+		{Key: r.cfg.Field, Value: neNull},
+		{Key: r.elementPath(at), Value: notExists},
 		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(items)}}},
 	}
 }
+
+// Conditions that never change, shared by every filter that uses them
+// (the driver only reads the documents it is given), held as interface
+// values so that using one allocates nothing.
+var (
+	neTrue    any = bson.D{{Key: "$ne", Value: true}}
+	neNull    any = bson.D{{Key: "$ne", Value: nil}}
+	notExists any = bson.D{{Key: "$exists", Value: false}}
+)
 
 // pushParentUpdate appends items to the parent's array and sets the flag
 // to false and the tail hint to int64 0, what they are while the parent is
@@ -72,9 +81,15 @@ func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item)
 // sizes.
 func (r *Repo[P, I]) pushParentUpdate(items []item) bson.D {
 	return bson.D{
-		{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: "$each", Value: raws(items)}}}}},
-		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: false}, {Key: r.cfg.TailField, Value: int64(0)}}},
+		{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: pushValue(items)}}},
+		{Key: "$set", Value: r.openFields},
 	}
+}
+
+// openFields is {FlagField: false, TailField: int64(0)}, what the flag and
+// the tail hint are while a parent is open; built once by [New].
+func openFields(cfg Config) any {
+	return bson.D{{Key: cfg.FlagField, Value: false}, {Key: cfg.TailField, Value: int64(0)}}
 }
 
 // closeUpdate marks the parent as overflowed and raises its tail hint to
@@ -134,9 +149,42 @@ func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, n, size, budget
 func pushOverflowUpdate(items []item, size int) bson.D {
 	return bson.D{
 		{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(len(items))}, {Key: fBytes, Value: int64(size)}}},
-		{Key: "$push", Value: bson.D{{Key: fItems, Value: bson.D{{Key: "$each", Value: raws(items)}}}}},
+		{Key: "$push", Value: bson.D{{Key: fItems, Value: pushValue(items)}}},
 	}
 }
+
+// pushValue is the value of a $push of items: the item itself for one (a
+// document: $push appends it as it is), {$each: [...]} for several.
+func pushValue(items []item) any {
+	if len(items) == 1 {
+		return items[0].raw
+	}
+	return bson.D{{Key: "$each", Value: raws(items)}}
+}
+
+// elementPath returns the path of the element at index i of the parent's
+// array, Field.<i>; the paths of the indexes a push guards on are built
+// once, by [New].
+func (r *Repo[P, I]) elementPath(i int) string {
+	if i < len(r.paths) {
+		return r.paths[i]
+	}
+	return r.cfg.Field + "." + strconv.Itoa(i)
+}
+
+// elementPaths returns Field.<i> for i from 0 to Cap (at most
+// maxElementPaths of them), for elementPath.
+func elementPaths(cfg Config) []string {
+	paths := make([]string, min(cfg.Cap+1, maxElementPaths))
+	for i := range paths {
+		paths[i] = cfg.Field + "." + strconv.Itoa(i)
+	}
+	return paths
+}
+
+// maxElementPaths bounds the memory of the paths built once per
+// repository: about 20 KiB.
+const maxElementPaths = 1024
 
 // overflowFilter matches the overflow documents of the parent.
 func overflowFilter(parentID any) bson.D {

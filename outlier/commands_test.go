@@ -33,10 +33,16 @@ func TestCommands(t *testing.T) {
 	items := []item{a, b}
 
 	require.Equal(t, bson.D{E("_id", 7)}, parentFilter(7))
+	require.Equal(t, "comments.49", r.elementPath(49))
+	require.Equal(t, "comments.5000", r.elementPath(5000), "past the paths built once")
 	require.Equal(t, bson.D{
 		E("$push", bson.D{E("comments", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
 		E("$set", bson.D{E("has_extra", false), E("extra_tail", int64(0))}),
 	}, r.pushParentUpdate(items))
+	require.Equal(t, bson.D{
+		E("$push", bson.D{E("comments", a.raw)}),
+		E("$set", bson.D{E("has_extra", false), E("extra_tail", int64(0))}),
+	}, r.pushParentUpdate(items[:1]), "one item: no $each")
 	require.Equal(t, bson.D{
 		E("$set", bson.D{E("has_extra", true)}),
 		E("$max", bson.D{E("extra_tail", int64(3))}),
@@ -59,6 +65,10 @@ func TestCommands(t *testing.T) {
 		E("$inc", bson.D{E("count", int64(2)), E("bytes", int64(30))}),
 		E("$push", bson.D{E("items", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
 	}, pushOverflowUpdate(items, 30))
+	require.Equal(t, bson.D{
+		E("$inc", bson.D{E("count", int64(1)), E("bytes", int64(30))}),
+		E("$push", bson.D{E("items", a.raw)}),
+	}, pushOverflowUpdate(items[:1], 30))
 
 	require.Equal(t, bson.D{E("parent", 7)}, overflowFilter(7))
 	require.Equal(t, bson.D{E("seq", 1)}, overflowOrder)

@@ -124,7 +124,7 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 		if err != nil {
 			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
 		}
-		if seen[it.key] {
+		if seen[it.idKey()] {
 			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.IDField, it.id)
 		}
 		seen[it.key] = true

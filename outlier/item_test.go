@@ -63,8 +63,7 @@ func TestIDsCompareAsTheServerDoes(t *testing.T) {
 func TestIDKeys(t *testing.T) {
 	r, err := New[bson.Raw, note](offline, valid())
 	require.NoError(t, err)
-	budget, err := overflowBudget(1)
-	require.NoError(t, err)
+	budget := overflowBudget(rawValue(t, 1))
 	dec := func(s string) bson.Decimal128 { return must(bson.ParseDecimal128(s)) }
 
 	for _, same := range [][2]any{{dec("7.00"), 7}, {dec("8.5"), 8.5}, {int64(9), 9.0}, {dec("-1.0"), int32(-1)}} {
@@ -96,8 +95,7 @@ type note struct {
 func TestEncodeItems(t *testing.T) {
 	r, err := New[bson.Raw, note](offline, valid())
 	require.NoError(t, err)
-	budget, err := overflowBudget(1)
-	require.NoError(t, err)
+	budget := overflowBudget(rawValue(t, 1))
 
 	items, err := r.encodeItems([]note{{ID: "a", Text: "x"}, {ID: 2}}, budget)
 	require.NoError(t, err)
@@ -137,8 +135,7 @@ func TestEncodeItems(t *testing.T) {
 }
 
 func TestOverflowBudget(t *testing.T) {
-	b, err := overflowBudget(int32(1))
-	require.NoError(t, err)
+	b := overflowBudget(rawValue(t, int32(1)))
 	env, err := bson.Marshal(bson.D{
 		{Key: "_id", Value: bson.NewObjectID()}, {Key: "parent", Value: int32(1)},
 		{Key: "seq", Value: int64(3)}, {Key: "count", Value: int64(20)}, {Key: "bytes", Value: int64(99999)},
@@ -146,8 +143,7 @@ func TestOverflowBudget(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, patterns.MaxDocumentSize-len(env), b, "the fixed fields do not change size as they grow")
-	longer, err := overflowBudget("a longer parent id")
-	require.NoError(t, err)
+	longer := overflowBudget(rawValue(t, "a longer parent id"))
 	require.Less(t, longer, b)
 }
 
@@ -166,5 +162,26 @@ func TestElementSize(t *testing.T) {
 		require.NoError(t, err)
 		_ = doc
 		require.Equal(t, len(grown)-len(before), elementSize(i, len("v")+5), "appending at index %d", i)
+	}
+}
+
+// TestGoValue: the ids decoded directly are what the decoder gives.
+func TestGoValue(t *testing.T) {
+	for _, v := range []any{"c1", "", bson.NewObjectID(), int32(7), int64(1) << 40, 7.5, true, bson.Regex{Pattern: "."}} {
+		raw := rawValue(t, v)
+		var want any
+		require.NoError(t, raw.Unmarshal(&want))
+		got, err := goValue(raw)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%T", v)
+	}
+}
+
+// TestEncodeID: the ids encoded directly are what the encoder writes.
+func TestEncodeID(t *testing.T) {
+	for _, v := range []any{"c1", "", bson.NewObjectID(), int32(7), int64(7), 7, -1 << 31, 1 << 31, int64(1) << 40, 7.5, true, bson.Regex{Pattern: "."}} {
+		got, err := encodeID(v)
+		require.NoError(t, err)
+		require.Equal(t, rawValue(t, v), got, "%T %v", v, v)
 	}
 }

@@ -20,7 +20,7 @@ func TestParentLocks(t *testing.T) {
 	for i := range 40 {
 		key := []string{"a", "b"}[i%2]
 		wg.Go(func() {
-			unlock, err := l.lock(ctx, key)
+			p, err := l.lock(ctx, key)
 			require.NoError(t, err)
 			mu.Lock()
 			held[key]++
@@ -30,19 +30,19 @@ func TestParentLocks(t *testing.T) {
 			mu.Lock()
 			held[key]--
 			mu.Unlock()
-			unlock()
+			l.unlock(key, p)
 		})
 	}
 	wg.Wait()
 	require.Empty(t, l.m, "no entry outlives its holders")
 
 	// A waiter gives up when its context ends, and leaves nothing behind.
-	unlock, err := l.lock(ctx, "a")
+	p, err := l.lock(ctx, "a")
 	require.NoError(t, err)
 	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
 	defer cancel()
 	_, err = l.lock(short, "a")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	unlock()
+	l.unlock("a", p)
 	require.Empty(t, l.m)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"reflect"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -40,12 +42,21 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	if err := validParent("Get", parentID); err != nil {
 		return p, nil, err
 	}
-	parent, items, err := r.readEmbedded(ctx, parentID, nil)
-	if err == nil {
-		err = bson.Unmarshal(parent, &p)
+	parent, err := r.findParent(ctx, parentID, nil)
+	if err != nil {
+		return p, nil, fail("Get", parentID, err)
 	}
-	if err != nil || !r.flagged(parent) {
-		return p, items, fail("Get", parentID, err)
+	if err := bson.Unmarshal(parent, &p); err != nil {
+		return p, nil, fail("Get", parentID, err)
+	}
+	items, ok := r.embeddedOf(&p)
+	if !ok { // P has no field that holds them: decode them
+		if items, err = r.decodeEmbedded(parent); err != nil {
+			return p, nil, fail("Get", parentID, err)
+		}
+	}
+	if !r.flagged(parent) {
+		return p, items, nil
 	}
 	// The tail hint says how many documents there are (seqs 0..tail, and
 	// maybe tail+1 being opened): ask for them all in the first reply.
@@ -123,15 +134,80 @@ func (r *Repo[P, I]) readEmbedded(ctx context.Context, parentID any, projection 
 	if err != nil {
 		return nil, nil, err
 	}
+	items, err := r.decodeEmbedded(parent)
+	return parent, items, err
+}
+
+// decodeEmbedded decodes the items of the parent's array.
+func (r *Repo[P, I]) decodeEmbedded(parent bson.Raw) ([]I, error) {
 	arr, err := r.array(parent)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var items []I
 	if err := (bson.RawValue{Type: bson.TypeArray, Value: arr}).Unmarshal(&items); err != nil {
-		return nil, nil, fmt.Errorf("decode the items of field %q: %w", r.cfg.Field, err)
+		return nil, fmt.Errorf("decode the items of field %q: %w", r.cfg.Field, err)
 	}
-	return parent, items, nil
+	return items, nil
+}
+
+// embeddedOf returns a copy of the items that decoding the parent into p
+// put in P's field for them (see [embeddedField]), and false when P has
+// no such field: Get then decodes them from the parent itself, which
+// would decode them twice.
+func (r *Repo[P, I]) embeddedOf(p *P) ([]I, bool) {
+	if r.embedded == nil {
+		return nil, false
+	}
+	v := reflect.ValueOf(p).Elem()
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	f, err := v.FieldByIndexErr(r.embedded)
+	if err != nil { // through a nil embedded pointer
+		return nil, false
+	}
+	return slices.Clone(*f.Addr().Interface().(*[]I)), true
+}
+
+// embeddedField returns the index (for reflect's FieldByIndex) of the
+// field of P, a struct or a pointer to one, into which bson.Unmarshal
+// decodes the parent's array field when that field has the type []I; nil
+// if there is none. It asks the decoder itself, with a probe document
+// holding one empty item, so that the driver's rules for field names
+// (tags, inline structs) are followed exactly.
+func embeddedField[P, I any](field string) []int {
+	t := reflect.TypeFor[P]()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	probe, err := bson.Marshal(bson.D{{Key: field, Value: bson.A{bson.D{}}}})
+	if err != nil {
+		return nil
+	}
+	v := reflect.New(t)
+	if err := bson.Unmarshal(probe, v.Interface()); err != nil {
+		return nil
+	}
+	var found []int
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Type != reflect.TypeFor[[]I]() {
+			continue
+		}
+		if fv, err := v.Elem().FieldByIndexErr(f.Index); err == nil && fv.Len() == 1 {
+			if found != nil {
+				return nil // two candidates: do not guess
+			}
+			found = f.Index
+		}
+	}
+	return found
 }
 
 // Count returns the number of the parent's items: 1 command (a findOne

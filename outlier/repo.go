@@ -48,6 +48,10 @@ type Repo[P, I any] struct {
 	idPath      string // Field.IDField: the item ids in the parent
 	itemsIDPath string // items.IDField: the item ids in overflow documents
 
+	embedded   []int    // P's field of the embedded items (see embeddedField); nil: none
+	openFields any      // see openFields
+	paths      []string // see elementPaths
+
 	planned lazy.Value[plan] // the server's path, decided on first use
 	indexed atomic.Bool      // the unique {parent, seq} index was seen
 	// appending runs one Append per parent at a time where pushes into the
@@ -78,6 +82,9 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 		overflow:    db.Collection(cfg.Overflow),
 		idPath:      cfg.Field + "." + cfg.IDField,
 		itemsIDPath: fItems + "." + cfg.IDField,
+		embedded:    embeddedField[P, I](cfg.Field),
+		openFields:  openFields(cfg),
+		paths:       elementPaths(cfg),
 	}, nil
 }
 
@@ -173,22 +180,28 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // changes (the pushes by the item ids or the room left, the removals by
 // the item's presence) or idempotent (the close, the new array).
 func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (*mongo.UpdateResult, error) {
-	var res *mongo.UpdateResult
-	err := srverr.Retry(ctx, func() (err error) {
-		res, err = coll.UpdateOne(ctx, filter, update, opts...)
+	res, err := coll.UpdateOne(ctx, filter, update, opts...)
+	if !srverr.Transient(err) {
+		return res, err // the common case, without building the retry
+	}
+	var again *mongo.UpdateResult
+	err = srverr.Retry(ctx, func() (err error) {
+		again, err = coll.UpdateOne(ctx, filter, update, opts...)
 		return err
 	})
-	return res, err
+	return again, err
 }
 
 // findParent reads the parent, with the projection if any; a missing
 // parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) findParent(ctx context.Context, parentID any, projection bson.D) (bson.Raw, error) {
-	opts := options.FindOne()
-	if projection != nil {
-		opts.SetProjection(projection)
+	var res *mongo.SingleResult
+	if projection == nil {
+		res = r.parents.FindOne(ctx, parentFilter(parentID))
+	} else {
+		res = r.parents.FindOne(ctx, parentFilter(parentID), options.FindOne().SetProjection(projection))
 	}
-	raw, err := r.parents.FindOne(ctx, parentFilter(parentID), opts).Raw()
+	raw, err := res.Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, errNoParent
 	}
