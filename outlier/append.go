@@ -20,52 +20,70 @@ import (
 const maxMisses = 100
 
 // Append appends items to the parent, in order, after the items already
-// there.
+// there. Appending no items sends nothing.
 //
 // While the parent is open, items are pushed into its array under an
-// atomic guard: the parent's flag is not true, its array has no element at
-// index Cap-k (so the k items fit) and holds none of the items. Once
-// the parent cannot take the next item (it holds Cap items, or the
-// item would make it exceed 16 MiB), it is closed: the flag is set, and
-// every later item goes to overflow documents, even if Remove makes room
-// in the parent again (that keeps the append order). Overflow documents
-// are filled in seq order: items go to the newest document while it has
-// room for them (Config.OverflowCap items and 16 MiB, both guarded in the
-// filter of the write), then to a new one with the next seq, created by an
-// upsert that the unique {parent, seq} index makes safe when two appenders
-// race to create it (the loser retries). A writer never moves to a lower
-// seq, so each caller's items come out in the order it appended them, and
-// items appended after an Append returned come after its items.
+// atomic guard: the parent's flag is not true, its array exists, has room
+// for the k items and holds none of them. Once the parent cannot take the
+// next item (it holds Cap items, or the item would take it past 16 MiB),
+// it is closed: the flag is set, and every later item goes to overflow
+// documents, even if Remove makes room in the parent again (that keeps the
+// append order). Every push leaves room in the parent for the write that
+// closes it, so that a parent full in bytes can always be closed. Overflow
+// documents are filled in seq order: items go to the newest document while
+// it has room for them (Config.OverflowCap items and 16 MiB, both guarded
+// in the filter of the write), then to a new one with the next seq,
+// created by an upsert that the unique {parent, seq} index makes safe when
+// two appenders race to create it (the loser retries). A writer never
+// moves to a lower seq, so each caller's items come out in the order it
+// appended them, and items appended after an Append returned come after
+// its items.
 //
 // Retry-safe by item id: items whose id is already in the parent or its
 // overflow documents are skipped, so calling Append again after a failure
-// (a timeout, a lost connection) stores each item once. The ids must be
-// distinct within a call. Two concurrent Appends of the same id are not
-// deduplicated across documents.
+// (a timeout, a lost connection) stores each item once. Ids are compared
+// as the server compares them (7, int64(7) and 7.0 are one id). The ids
+// must be distinct within a call. Two concurrent Appends of the same id
+// are not deduplicated across documents. Each write is also sent again
+// after a transient failure that applied nothing (FerretDB 2.x's
+// deadlock): the pushes are guarded on the item ids (into the parent) or
+// on the room left (into an overflow document), and the close is
+// idempotent.
 //
 // Before anything is written it returns an error wrapping
 // [patterns.ErrInvalid] for a bad parent id or item (an item that does not
-// encode as a document, has no valid IDField field, or repeats an id), and
-// [patterns.ErrTooLarge] for an item that no document can hold: one whose
-// encoded size, with its array element overhead, exceeds what an empty
-// overflow document leaves of 16 MiB after its fixed fields. (A parent too
-// full in bytes for an item is closed instead, so the item goes to
-// overflow; the parent's size is the server's check on MongoDB and, on the
-// portable path, the size of the parent as read plus each element's exact
-// encoded size: exact, except that a concurrent write growing the parent's
-// other fields between the read and the push is not seen.) A missing
-// parent is [patterns.ErrNotFound].
+// encode as a document, has no valid IDField field, or repeats an id) and
+// for items that would overflow the parent when the unique index of
+// [Repo.Indexes] is missing (checked once, with 1 listIndexes, by the
+// first Append that overflows); and [patterns.ErrTooLarge] for an item
+// that no document can hold: one whose encoded size, with its array
+// element overhead, exceeds what an empty overflow document leaves of 16
+// MiB after its fixed fields. A parent too full in bytes for an item is
+// closed instead, so the item goes to overflow. Where the server refuses
+// updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]) the server
+// checks the parent's size; elsewhere Append reads the parent and counts
+// the exact size of each element, which misses only a concurrent write
+// growing the parent's other fields between the read and the push. A
+// parent written by other means with no room for the flag and tail hint
+// cannot be closed: [patterns.ErrTooLarge]. A missing parent is
+// [patterns.ErrNotFound]; a parent whose array is null or absent gets an
+// empty one first (one command more).
 //
-// Cost in commands, on MongoDB: an open parent, 1 (the guarded push). An
-// overflowed parent, 4: the failed push, a read of the parent's flag, tail
-// hint and item ids, a find of the newest overflow documents and of any
-// holding the items (indexed), and the guarded push; an item that opens a
-// new overflow document adds 1, the update of the parent's flag and tail
-// hint before the upsert that creates the document. On other servers
-// (FerretDB), the parent is read whole first, to size the push, so an open
-// parent costs 2 and an overflowed one 3. Each command that loses a race
-// costs a read and a retry; after 100 misses in a row Append gives up with
-// [patterns.ErrConflict].
+// Cost in commands where the server refuses updates past 16 MiB (MongoDB,
+// FerretDB 2.x): an open parent, 1 (the guarded push). An overflowed
+// parent, 4: the failed push, a read of the parent's flag, tail hint and
+// item ids, a find of the newest overflow documents and of any holding
+// the items (indexed), and the guarded push. An item that opens a new
+// overflow document adds 1, the update of the parent's flag and tail hint
+// before the upsert that creates the document. On other servers (FerretDB
+// 1.x), the parent is read whole first, to size the push: an open parent
+// costs 2 and an overflowed one 3, and the repository runs its own Appends
+// to one parent one at a time (waiting, as long as ctx allows, for the one
+// in progress), since each push is guarded on the exact number of items
+// read and would otherwise make the others miss. A push that matches
+// nothing (another process appended first, or a retried Append finds its
+// items there) costs a read and a push more; after 100 misses in a row
+// Append gives up with [patterns.ErrConflict].
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
@@ -77,11 +95,9 @@ const maxMisses = 100
 // before the read began. If Append fails between the two writes, the flag
 // stays true with no overflow document until an Append succeeds: readers
 // then send one find that returns nothing. A concurrent [Repo.Delete] may
-// leave an overflow document behind; Delete again removes it.
-//
-// The first Append that overflows checks, once, that the unique index of
-// [Repo.Indexes] exists (1 listIndexes) and fails with an error wrapping
-// [patterns.ErrInvalid] if it does not.
+// leave an overflow document behind; Delete again removes it. On FerretDB
+// 1.x these promises about concurrent writers hold only for one client
+// with one connection ([patterns.FeatureConcurrentUpdates]).
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
 	if err := validParent("Append", parentID); err != nil {
 		return err

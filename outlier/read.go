@@ -23,14 +23,17 @@ type overflowItems[I any] struct {
 // Get returns the parent and all its items in append order: the embedded
 // ones, then those of the overflow documents by seq. P is decoded from the
 // parent as stored (if P has a field for the array, it holds only the
-// embedded items); the returned slice is the merged list.
+// embedded items); the returned slice is the merged list, a copy: P's
+// field and the slice share no memory. The embedded items are decoded
+// once: when P has a field of type []I for the array, the slice starts as
+// a copy of it.
 //
 // Cost: 1 command (findOne) when the flag is false, 2 when it is true
 // (findOne, then one find of the overflow documents sorted by seq, asking
 // for as many as the parent's tail hint says there are in its first reply,
 // which the server caps at 16 MiB; a larger overflow adds a getMore per
-// 16 MiB). It loads every item: for a
-// huge outlier, stream with [Repo.Items].
+// 16 MiB). It loads every item: for a huge outlier, stream with
+// [Repo.Items]. It is the same on every server.
 //
 // Between its two commands, appends and removals may run: the result holds
 // every item appended before Get began and not removed, the parent as of
@@ -81,8 +84,8 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // all: the embedded ones (one findOne reading the array and the flag),
 // then, when the flag is true, the overflow documents by seq through a
 // cursor of Config.BatchSize documents per round trip, decoded one
-// document at a time. Memory is bounded by the parent and one batch, not
-// by the number of items.
+// document at a time, on every server. Memory is bounded by the parent
+// and one batch, not by the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
@@ -214,8 +217,8 @@ func embeddedField[P, I any](field string) []int {
 // reading the flag and the ids of the embedded items, not the items) when
 // the flag is false, 2 when it is true (plus an aggregate summing the
 // counts of the overflow documents, $match and $group with $sum, served by
-// the {parent, seq} index). Between the two, the result is as for
-// [Repo.Get]. A missing parent is [patterns.ErrNotFound].
+// the {parent, seq} index), on every server. Between the two, the result
+// is as for [Repo.Get]. A missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
 	if err := validParent("Count", parentID); err != nil {
 		return 0, err

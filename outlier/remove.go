@@ -24,16 +24,20 @@ import (
 // A parent that Remove left with fewer than Cap items takes no new
 // items once overflowed.
 //
-// Cost on MongoDB: 1 command when the item is in the parent (an update
-// with $pull by id), 2 when it is in overflow (the parent's update matches
-// nothing, then the overflow document's). On other servers (FerretDB 1.x
-// reads a $pull condition as an exact element and silently removes
-// nothing), Remove reads the elements first and pulls them whole: 2
+// Cost where the server has [patterns.FeaturePullConditions] (MongoDB,
+// FerretDB 2.x): 1 command when the item is in the parent (an update with
+// $pull by id), 2 when it is in overflow (the parent's update matches
+// nothing, then the overflow document's). On other servers (FerretDB
+// 1.x), Remove reads the elements first and pulls them whole: 2
 // commands for an item in the parent, 3 for one in overflow (a read of the
 // parent's array, a read of the overflow document holding the item,
 // indexed, and its update). Each write is atomic: a reader sees the item or
-// not. If the item is in neither place (or the parent does not exist) it
-// returns [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
+// not. Each is guarded on the item being where it was found, so a Remove
+// that lost a race to another removes nothing and lowers no count, and is
+// sent again after a transient failure that applied nothing (FerretDB
+// 2.x's deadlock). Ids are compared as the server compares them. If the
+// item is in neither place (or the parent does not exist) it returns
+// [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err := validParent("Remove", parentID); err != nil {
 		return err
@@ -136,6 +140,8 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // document runs concurrently, overflow documents may be left behind:
 // Delete again removes them (it always sends the deleteMany) and returns
 // [patterns.ErrNotFound], as it does for a parent that does not exist.
+// Both deletes are idempotent, and sent again after a transient failure
+// that applied nothing (FerretDB 2.x's deadlock).
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := validParent("Delete", parentID); err != nil {
 		return err

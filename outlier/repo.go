@@ -35,7 +35,9 @@ var _ Store[bson.Raw, bson.Raw] = (*Repo[bson.Raw, bson.Raw])(nil)
 
 // Repo stores parents of type P whose items of type I are embedded up to
 // Config.Cap and overflow into documents of Config.OverflowCap items.
-// It is safe for concurrent use.
+// It is safe for concurrent use by several goroutines, and by several
+// processes each with its own Repo (on FerretDB 1.x, only through one
+// client with one connection: see [patterns.FeatureConcurrentUpdates]).
 //
 // Before the first [Repo.Append] that overflows, the indexes of
 // [Repo.Indexes] must exist: Append checks once that the unique index on

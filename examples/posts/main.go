@@ -61,7 +61,9 @@ func blog(ctx context.Context, db *mongo.Database) error {
 		}
 	}
 
-	// The viral post: four fans post 25 comments each, concurrently.
+	// The viral post: four fans post 25 comments each, concurrently,
+	// through one repository (safe for concurrent use; each fan's comments
+	// keep their order among the others').
 	if _, err := posts.Insert(ctx, Post{ID: "viral", Title: "The post everyone comments on"}); err != nil {
 		return err
 	}
