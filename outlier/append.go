@@ -163,6 +163,9 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
 		}
 		if st.noArray {
+			if st.size > patterns.MaxDocumentSize {
+				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
+			}
 			if err := r.newArray(ctx, parentID); err != nil {
 				return err
 			}
@@ -253,6 +256,9 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	}
 	if v, err := raw.LookupErr(r.cfg.Field); err != nil || v.Type == bson.TypeNull {
 		st.noArray = true
+		if st.size >= 0 {
+			st.size += growth(raw, r.cfg.Field, 5) // an empty array
+		}
 		return st, nil
 	}
 	arr, err := r.array(raw)

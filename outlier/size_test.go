@@ -104,6 +104,23 @@ func TestRoomToClose(t *testing.T) {
 	}
 }
 
+// TestRoomForAnArray: a parent whose array is null or absent is counted
+// with the empty array Append gives it.
+func TestRoomForAnArray(t *testing.T) {
+	r, err := New[post, comment](offline, small())
+	require.NoError(t, err)
+	for _, doc := range []bson.D{
+		{{Key: "_id", Value: 1}, {Key: "comments", Value: nil}, {Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}},
+		{{Key: "_id", Value: 1}, {Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}},
+	} {
+		st, err := r.stateOf(PlanFor(mongotest.Portable()), must(bson.Marshal(doc)))
+		require.NoError(t, err)
+		require.True(t, st.noArray)
+		withArray := must(bson.Marshal(append(doc[:1:1], bson.E{Key: "comments", Value: bson.A{}}, doc[len(doc)-2], doc[len(doc)-1])))
+		require.Equal(t, len(withArray), st.size)
+	}
+}
+
 // TestOverflowDocumentsStayUnder16MiB: big items fill overflow documents
 // by bytes before they reach M items.
 func TestOverflowDocumentsStayUnder16MiB(t *testing.T) {
