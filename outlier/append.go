@@ -2,14 +2,15 @@ package outlier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -19,52 +20,70 @@ import (
 const maxMisses = 100
 
 // Append appends items to the parent, in order, after the items already
-// there.
+// there. Appending no items sends nothing.
 //
 // While the parent is open, items are pushed into its array under an
-// atomic guard: the parent's flag is not true, its array has no element at
-// index Threshold-k (so the k items fit) and holds none of the items. Once
-// the parent cannot take the next item (it holds Threshold items, or the
-// item would make it exceed 16 MiB), it is closed: the flag is set, and
-// every later item goes to overflow documents, even if Remove makes room
-// in the parent again (that keeps the append order). Overflow documents
-// are filled in seq order: items go to the newest document while it has
-// room for them (Config.PerOverflow items and 16 MiB, both guarded in the
-// filter of the write), then to a new one with the next seq, created by an
-// upsert that the unique {parent, seq} index makes safe when two appenders
-// race to create it (the loser retries). A writer never moves to a lower
-// seq, so each caller's items come out in the order it appended them, and
-// items appended after an Append returned come after its items.
+// atomic guard: the parent's flag is not true, its array exists, has room
+// for the k items and holds none of them. Once the parent cannot take the
+// next item (it holds Cap items, or the item would take it past 16 MiB),
+// it is closed: the flag is set, and every later item goes to overflow
+// documents, even if Remove makes room in the parent again (that keeps the
+// append order). Every push leaves room in the parent for the write that
+// closes it, so that a parent full in bytes can always be closed. Overflow
+// documents are filled in seq order: items go to the newest document while
+// it has room for them (Config.OverflowCap items and 16 MiB, both guarded
+// in the filter of the write), then to a new one with the next seq,
+// created by an upsert that the unique {parent, seq} index makes safe when
+// two appenders race to create it (the loser retries). A writer never
+// moves to a lower seq, so each caller's items come out in the order it
+// appended them, and items appended after an Append returned come after
+// its items.
 //
 // Retry-safe by item id: items whose id is already in the parent or its
 // overflow documents are skipped, so calling Append again after a failure
-// (a timeout, a lost connection) stores each item once. The ids must be
-// distinct within a call. Two concurrent Appends of the same id are not
-// deduplicated across documents.
+// (a timeout, a lost connection) stores each item once. Ids are compared
+// as the server compares them (7, int64(7) and 7.0 are one id). The ids
+// must be distinct within a call. Two concurrent Appends of the same id
+// are not deduplicated across documents. Each write is also sent again
+// after a transient failure that applied nothing (FerretDB 2.x's
+// deadlock): the pushes are guarded on the item ids (into the parent) or
+// on the room left (into an overflow document), and the close is
+// idempotent.
 //
 // Before anything is written it returns an error wrapping
 // [patterns.ErrInvalid] for a bad parent id or item (an item that does not
-// encode as a document, has no valid ItemID field, or repeats an id), and
-// [patterns.ErrTooLarge] for an item that no document can hold: one whose
-// encoded size, with its array element overhead, exceeds what an empty
-// overflow document leaves of 16 MiB after its fixed fields. (A parent too
-// full in bytes for an item is closed instead, so the item goes to
-// overflow; the parent's size is the server's check on MongoDB and, on the
-// portable path, the size of the parent as read plus each element's exact
-// encoded size: exact, except that a concurrent write growing the parent's
-// other fields between the read and the push is not seen.) A missing
-// parent is [patterns.ErrNotFound].
+// encode as a document, has no valid IDField field, or repeats an id) and
+// for items that would overflow the parent when the unique index of
+// [Repo.Indexes] is missing (checked once, with 1 listIndexes, by the
+// first Append that overflows); and [patterns.ErrTooLarge] for an item
+// that no document can hold: one whose encoded size, with its array
+// element overhead, exceeds what an empty overflow document leaves of 16
+// MiB after its fixed fields. A parent too full in bytes for an item is
+// closed instead, so the item goes to overflow. Where the server refuses
+// updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]) the server
+// checks the parent's size; elsewhere Append reads the parent and counts
+// the exact size of each element, which misses only a concurrent write
+// growing the parent's other fields between the read and the push. A
+// parent written by other means with no room for the flag and tail hint
+// cannot be closed: [patterns.ErrTooLarge]. A missing parent is
+// [patterns.ErrNotFound]; a parent whose array is null or absent gets an
+// empty one first (one command more).
 //
-// Cost in commands, on MongoDB: an open parent, 1 (the guarded push). An
-// overflowed parent, 4: the failed push, a read of the parent's flag, tail
-// hint and item ids, a find of the newest overflow documents and of any
-// holding the items (indexed), and the guarded push; an item that opens a
-// new overflow document adds 1, the update of the parent's flag and tail
-// hint before the upsert that creates the document. On other servers
-// (FerretDB), the parent is read whole first, to size the push, so an open
-// parent costs 2 and an overflowed one 3. Each command that loses a race
-// costs a read and a retry; after 100 misses in a row Append gives up with
-// [patterns.ErrConflict].
+// Cost in commands where the server refuses updates past 16 MiB (MongoDB,
+// FerretDB 2.x): an open parent, 1 (the guarded push). An overflowed
+// parent, 4: the failed push, a read of the parent's flag, tail hint and
+// item ids, a find of the newest overflow documents and of any holding
+// the items (indexed), and the guarded push. An item that opens a new
+// overflow document adds 1, the update of the parent's flag and tail hint
+// before the upsert that creates the document. On other servers (FerretDB
+// 1.x), the parent is read whole first, to size the push: an open parent
+// costs 2 and an overflowed one 3, and the repository runs its own Appends
+// to one parent one at a time (waiting, as long as ctx allows, for the one
+// in progress), since each push is guarded on the exact number of items
+// read and would otherwise make the others miss. A push that matches
+// nothing (another process appended first, or a retried Append finds its
+// items there) costs a read and a push more; after 100 misses in a row
+// Append gives up with [patterns.ErrConflict].
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
@@ -76,81 +95,120 @@ const maxMisses = 100
 // before the read began. If Append fails between the two writes, the flag
 // stays true with no overflow document until an Append succeeds: readers
 // then send one find that returns nothing. A concurrent [Repo.Delete] may
-// leave an overflow document behind; Delete again removes it.
-//
-// The first Append that overflows checks, once, that the unique index of
-// [Repo.Indexes] exists (1 listIndexes) and fails with an error wrapping
-// [patterns.ErrInvalid] if it does not.
+// leave an overflow document behind; Delete again removes it. On FerretDB
+// 1.x these promises about concurrent writers hold only for one client
+// with one connection ([patterns.FeatureConcurrentUpdates]).
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
-	if err := pid("Append", parentID); err != nil {
+	if err := validParent("Append", parentID); err != nil {
 		return err
 	}
-	return r.wrap("Append", parentID, r.append(ctx, parentID, items))
+	return fail("Append", parentID, r.append(ctx, parentID, items))
 }
 
 func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error {
-	budget, err := overflowBudget(parentID)
+	id, err := encodeID(parentID) // valid: checked by Append
 	if err != nil {
 		return err
 	}
+	budget := overflowBudget(id)
 	pending, err := r.encodeItems(items, budget)
 	if err != nil || len(pending) == 0 {
 		return err
 	}
-	native, err := r.native(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
 		return err
 	}
-	n := r.cfg.Threshold
-	// one: the server refused a push as too large, so push one item at a
-	// time to find how many the parent still takes.
-	one := false
-	if native && len(pending) <= n {
-		pushed, err := r.pushParent(ctx, parentID, n-len(pending), pending)
-		switch {
-		case isTooLarge(err):
-			one = true
-		case err != nil:
-			return err
-		case pushed:
-			return nil
-		}
-	}
-	for misses := 0; misses < maxMisses; {
-		st, err := r.readParent(ctx, parentID, native)
+	if !p.serverSizeLimit {
+		key := bsonid.Key(id)
+		held, err := r.appending.lock(ctx, key)
 		if err != nil {
 			return err
 		}
-		if pending = without(pending, st.ids); len(pending) == 0 {
+		defer r.appending.unlock(key, held)
+	}
+	// one: the server refused a push as too large, so push one item at a
+	// time to find how many the parent still takes.
+	one := false
+	// missed: a push matched nothing, maybe because the parent holds some
+	// of the items already (a retried Append): drop those first.
+	missed := false
+	if p.serverSizeLimit && len(pending) <= r.cfg.Cap {
+		switch out, err := r.pushParent(ctx, p, parentID, 0, pending); {
+		case err != nil:
+			return err
+		case out == refused:
+			one = true
+		case out == pushed:
 			return nil
+		default:
+			missed = true
+		}
+	}
+	for misses := 0; misses < maxMisses; {
+		st, err := r.readParent(ctx, p, parentID)
+		if err != nil {
+			return err
+		}
+		// The ids of the items in the parent matter only where the guard
+		// on them may have made a push miss, and before items go to
+		// overflow, where nothing guards on the parent's ids: reading them
+		// costs a key per item, so the common push skips it.
+		if missed || one || !st.open || r.fitParent(st, pending) < len(pending) {
+			if pending = without(pending, r.present(st)); len(pending) == 0 {
+				return nil
+			}
 		}
 		if !st.open {
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+		}
+		if st.noArray {
+			if st.size > patterns.MaxDocumentSize {
+				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
+			}
+			if err := r.newArray(ctx, parentID); err != nil {
+				return err
+			}
+			misses++ // read again: the array is there now
+			continue
 		}
 		k := r.fitParent(st, pending)
 		if one {
 			k = min(k, 1)
 		}
+		if k < len(pending) {
+			// Some items go to overflow: check, before writing any, that
+			// Append can overflow.
+			if err := r.checkIndexed(ctx); err != nil {
+				return err
+			}
+		}
 		if k == 0 {
+			if st.size > patterns.MaxDocumentSize {
+				// A parent written by other means, too full for the fields
+				// the close writes: on MongoDB the server would refuse it.
+				return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
+					st.size, r.cfg.FlagField, r.cfg.TailField)
+			}
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
 		}
-		pushed, err := r.pushParent(ctx, parentID, st.n, pending[:k])
+		out, err := r.pushParent(ctx, p, parentID, st.n, pending[:k])
 		switch {
-		case isTooLarge(err) && k == 1:
-			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
-		case isTooLarge(err):
-			one = true
 		case err != nil:
 			return err
-		case pushed && k == len(pending):
+		case out == refused && k == 1:
+			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+		case out == refused:
+			one = true
+		case out == pushed && k == len(pending):
 			return nil
-		case pushed && !one:
+		case out == pushed && !one:
 			// The parent took all it could: it is full for the next item.
 			return r.appendOverflow(ctx, parentID, st.tail, pending[k:], budget)
-		case pushed:
+		case out == pushed:
 			pending, misses = pending[k:], 0
 		default:
-			misses++
+			misses, missed = misses+1, true
 		}
 	}
 	return lost("the parent")
@@ -158,7 +216,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 
 // lost is the error of an Append that lost too many races.
 func lost(where string) error {
-	return fmt.Errorf("%w: %d writes to %s in a row lost to concurrent writers", patterns.ErrConflict, maxMisses, where)
+	return fmt.Errorf("%d writes to %s in a row lost to concurrent writers: %w", maxMisses, where, patterns.ErrConflict)
 }
 
 // parentState is what Append knows of a parent from a read.
@@ -166,28 +224,42 @@ type parentState struct {
 	open bool  // the flag is not true: items may still go into the parent
 	tail int64 // the tail hint, 0 when absent
 	n    int   // items in the array
-	size int   // the parent's encoded size; -1 when not read (the server checks it)
-	ids  map[idKey]bool
+	// size is the parent's encoded size once its flag is a bool and its
+	// tail hint an int64, as every push and the close make them (so that
+	// the close, which changes their values, never grows it); -1 when not
+	// read (the server checks it).
+	size  int
+	items []bson.RawValue // the items in the array (as read: with the server's size limit, their ids only)
+	// noArray: the array field is null or absent (with the server's size
+	// limit, where the ids are read, it may also hold a value of another
+	// type), so nothing can be pushed to it before newArray.
+	noArray bool
 }
 
-// readParent reads the state of the parent: on the native path its flag,
-// tail and item ids; on the portable path the whole parent, to know its
-// size.
-func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) (parentState, error) {
-	var projection bson.D
-	if native {
-		projection = r.parentStateProjection()
-	}
-	raw, err := r.findParent(ctx, parentID, projection)
+// readParent reads the state of the parent (see [Repo.stateProjection]).
+func (r *Repo[P, I]) readParent(ctx context.Context, p plan, parentID any) (parentState, error) {
+	raw, err := r.findParent(ctx, parentID, r.stateProjection(p))
 	if err != nil {
 		return parentState{}, err
 	}
-	st := parentState{open: !r.flagged(raw), size: -1, ids: map[idKey]bool{}}
-	if !native {
-		st.size = len(raw)
+	return r.stateOf(p, raw)
+}
+
+// stateOf reads the state of a parent read with [Repo.stateProjection].
+func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
+	st := parentState{open: !r.flagged(raw), size: -1}
+	if !p.serverSizeLimit {
+		st.size = len(raw) + growth(raw, r.cfg.FlagField, 1) + growth(raw, r.cfg.TailField, 8)
 	}
-	if t, ok := raw.Lookup(r.cfg.Tail).AsInt64OK(); ok {
+	if t, ok := raw.Lookup(r.cfg.TailField).AsInt64OK(); ok && t > 0 {
 		st.tail = t
+	}
+	if v, err := raw.LookupErr(r.cfg.Field); err != nil || v.Type == bson.TypeNull {
+		st.noArray = true
+		if st.size >= 0 {
+			st.size += growth(raw, r.cfg.Field, 5) // an empty array
+		}
+		return st, nil
 	}
 	arr, err := r.array(raw)
 	if err != nil {
@@ -197,20 +269,54 @@ func (r *Repo[P, I]) readParent(ctx context.Context, parentID any, native bool) 
 	if err != nil {
 		return parentState{}, err
 	}
-	st.n = len(vals)
-	for _, v := range vals {
+	st.n, st.items = len(vals), vals
+	return st, nil
+}
+
+// present returns the keys (see [bsonid.Key]) of the ids of the items in
+// the parent.
+func (r *Repo[P, I]) present(st parentState) map[string]bool {
+	ids := make(map[string]bool, len(st.items))
+	for _, v := range st.items {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil {
-				st.ids[keyOf(id)] = true
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil {
+				ids[bsonid.Key(id)] = true
 			}
 		}
 	}
-	return st, nil
+	return ids
+}
+
+// newArray gives the parent an empty array where its array field is null
+// or absent. If that matches nothing, the field holds a value that is not
+// an array (an error wrapping [patterns.ErrInvalid]) or a concurrent
+// Append gave it one first.
+func (r *Repo[P, I]) newArray(ctx context.Context, parentID any) error {
+	res, err := updateOne(ctx, r.parents, r.newArrayFilter(parentID), r.newArrayUpdate())
+	if err != nil || res.MatchedCount == 1 {
+		return err
+	}
+	raw, err := r.findParent(ctx, parentID, r.arrayProjection())
+	if err != nil {
+		return err
+	}
+	_, err = r.array(raw)
+	return err
+}
+
+// growth is how many bytes setting the field key of doc to a value of n
+// bytes adds to it (negative: removes).
+func growth(doc bson.Raw, key string, n int) int {
+	v, err := doc.LookupErr(key)
+	if err != nil {
+		return 1 + len(key) + 1 + n // type, name, NUL, value
+	}
+	return n - len(v.Value)
 }
 
 // flagged reports whether the parent's flag is true.
 func (r *Repo[P, I]) flagged(parent bson.Raw) bool {
-	b, ok := parent.Lookup(r.cfg.Flag).BooleanOK()
+	b, ok := parent.Lookup(r.cfg.FlagField).BooleanOK()
 	return ok && b
 }
 
@@ -235,7 +341,7 @@ func (r *Repo[P, I]) array(parent bson.Raw) (bson.RawArray, error) {
 func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
 	size := st.size
 	k := 0
-	for ; k < len(items) && st.n+k < r.cfg.Threshold; k++ {
+	for ; k < len(items) && st.n+k < r.cfg.Cap; k++ {
 		if size >= 0 {
 			size += elementSize(st.n+k, len(items[k].raw))
 			if size > patterns.MaxDocumentSize {
@@ -246,22 +352,37 @@ func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
 	return k
 }
 
-// pushParent pushes items into the parent if it is open, holds at most at
-// items and none of these. It reports whether it did.
-func (r *Repo[P, I]) pushParent(ctx context.Context, parentID any, at int, items []item) (bool, error) {
-	res, err := r.parents.UpdateOne(ctx, r.pushParentFilter(parentID, at, items), r.pushParentUpdate(items))
-	if err != nil {
-		return false, err
-	}
-	return res.MatchedCount == 1, nil
+// outcome is what became of a guarded push.
+type outcome int
+
+const (
+	missed  outcome = iota // the guard matched nothing: nothing was written
+	pushed                 // the items were written
+	refused                // the server refused it: the document would pass 16 MiB
+)
+
+// pushParent pushes items into the parent if it is open, has room for
+// them (see [Repo.pushParentFilter]; n is the number of items read, for
+// the plan that guards on it) and holds none of them. It retries FerretDB 2.x's transient deadlock
+// (srverr.Retry): the failed attempt applied nothing, and the guard on the
+// item ids makes the push idempotent.
+func (r *Repo[P, I]) pushParent(ctx context.Context, p plan, parentID any, n int, items []item) (outcome, error) {
+	return outcomeOf(updateOne(ctx, r.parents, r.pushParentFilter(p, parentID, n, items), r.pushParentUpdate(items)))
 }
 
-// isTooLarge reports whether the server refused a write because the
-// document would exceed 16 MiB (MongoDB: 17419 on update, 10334
-// BSONObjectTooLarge).
-func isTooLarge(err error) bool {
-	var se mongo.ServerError
-	return errors.As(err, &se) && (se.HasErrorCode(17419) || se.HasErrorCode(10334))
+// outcomeOf reads the result of a guarded push. A refusal because the
+// document would pass 16 MiB is an outcome, not an error, on every server
+// (see srverr.TooLarge): Append then closes the parent.
+func outcomeOf(res *mongo.UpdateResult, err error) (outcome, error) {
+	switch {
+	case srverr.TooLarge(err):
+		return refused, nil
+	case err != nil:
+		return missed, err
+	case res.MatchedCount+res.UpsertedCount == 1:
+		return pushed, nil
+	}
+	return missed, nil
 }
 
 // tailDoc is what Append knows of the newest overflow document. Its
@@ -311,12 +432,12 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 			from = tail.Seq + 1
 		}
 		// Open the document seq `from`: announce it on the parent first.
-		res, err := r.parents.UpdateOne(ctx, d("_id", parentID), r.openUpdate(from))
+		res, err := updateOne(ctx, r.parents, parentFilter(parentID), r.closeUpdate(from))
 		if err != nil {
 			return err
 		}
 		if res.MatchedCount == 0 {
-			return fmt.Errorf("%w: parent %v was deleted", patterns.ErrNotFound, parentID)
+			return errNoParent
 		}
 		k, size := r.fitOverflow(&tailDoc{}, items, budget) // >= 1: encodeItems checked it
 		ok, err := r.pushOverflow(ctx, parentID, from, items[:k], size, budget, true)
@@ -349,12 +470,12 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 		return nil, nil, err
 	}
 	var tail *tailDoc
-	present := map[idKey]bool{}
+	present := map[string]bool{}
 	for i := range docs {
 		doc := &docs[i]
 		for _, it := range doc.Items {
-			if id, err := it.LookupErr(r.cfg.ItemID); err == nil {
-				present[keyOf(id)] = true
+			if id, err := it.LookupErr(r.cfg.IDField); err == nil {
+				present[bsonid.Key(id)] = true
 			}
 		}
 		if doc.Seq >= from && (tail == nil || doc.Seq > tail.Seq) {
@@ -366,10 +487,10 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 
 // fitOverflow returns how many of the leading items fit in the document
 // after the tail's items, and their size with element overhead (counted
-// for the largest index, PerOverflow-1, so that it is an upper bound).
+// for the largest index, OverflowCap-1, so that it is an upper bound).
 func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, size int) {
-	for ; k < len(items) && tail.Count+k < r.cfg.PerOverflow; k++ {
-		s := elementSize(r.cfg.PerOverflow-1, len(items[k].raw))
+	for ; k < len(items) && tail.Count+k < r.cfg.OverflowCap; k++ {
+		s := elementSize(r.cfg.OverflowCap-1, len(items[k].raw))
 		if tail.Bytes+size+s > budget {
 			break
 		}
@@ -382,9 +503,9 @@ func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, si
 // it has room, creating it when upsert is set. It reports whether it did:
 // false when the document lacked room (or, with upsert, when another
 // writer created it first and it lacks room: the unique index refuses the
-// second document).
+// second document). Its guard is on the count and bytes of the document.
 func (r *Repo[P, I]) pushOverflow(ctx context.Context, parentID any, seq int64, items []item, size, budget int, upsert bool) (bool, error) {
-	res, err := r.overflow.UpdateOne(ctx,
+	res, err := updateOne(ctx, r.overflow,
 		r.pushOverflowFilter(parentID, seq, len(items), size, budget),
 		pushOverflowUpdate(items, size),
 		options.UpdateOne().SetUpsert(upsert))

@@ -3,138 +3,274 @@ package outlier
 import (
 	"context"
 	"fmt"
-	"runtime"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// seedOutlier stores a parent with n items of about 100 bytes (50
-// embedded, the rest 100 per overflow document) through Append.
-func seedOutlier(b *testing.B, n int) *Repo[post, comment] {
-	cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 100}
-	r, _ := newRepo(b, cfg, modePortable)
+// The benchmarks compare the repository with the same work written by
+// hand with the driver, through mongotest.Compare: each side has a
+// database of its own, seeded identically, and the two run interleaved.
+
+// benchPost is a post that decodes its embedded comments, as a service's
+// type would.
+type benchPost struct {
+	ID       int       `bson:"_id"`
+	Title    string    `bson:"title"`
+	Comments []comment `bson:"comments"`
+	HasExtra bool      `bson:"has_extra"`
+	Tail     int64     `bson:"extra_tail"`
+}
+
+// benchConfig embeds 50 comments and overflows the rest 100 per document.
+var benchConfig = Config{Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 100}
+
+// seedPosts writes, with the driver, parent 1 holding n comments of about
+// 100 bytes as the repository stores them (the first 50 embedded, the
+// rest 100 per overflow document), into a fresh database.
+func seedPosts(b *testing.B, n int) *mongo.Database {
+	b.Helper()
 	ctx := context.Background()
-	_, err := r.Insert(ctx, post{ID: 1})
-	require.NoError(b, err)
-	items := make([]comment, n)
-	for i := range items {
-		items[i] = comment{ID: fmt.Sprintf("c%06d", i), Text: strings.Repeat("x", 80)}
+	db := mongotest.DB(b)
+	all := make([]comment, n)
+	for i := range all {
+		all[i] = comment{ID: fmt.Sprintf("c%06d", i), Text: strings.Repeat("x", 80)}
 	}
-	require.NoError(b, r.Append(ctx, 1, items...))
+	embedded := all[:min(n, benchConfig.Cap)]
+	rest := all[len(embedded):]
+	var docs []any
+	for seq := 0; len(rest) > 0; seq++ {
+		k := min(len(rest), benchConfig.OverflowCap)
+		docs = append(docs, bson.D{
+			{Key: fParent, Value: 1}, {Key: fSeq, Value: int64(seq)}, {Key: fCount, Value: int64(k)},
+			{Key: fBytes, Value: int64(0)}, {Key: fItems, Value: rest[:k]},
+		})
+		rest = rest[k:]
+	}
+	parent := benchPost{ID: 1, Title: "viral", Comments: embedded, HasExtra: len(docs) > 0, Tail: int64(max(len(docs)-1, 0))}
+	if _, err := db.Collection("posts").InsertOne(ctx, parent); err != nil {
+		b.Fatal(err)
+	}
+	if len(docs) > 0 {
+		if _, err := db.Collection("posts_overflow").InsertMany(ctx, docs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return db
+}
+
+// benchRepo is the repository over db, on the server's own plan.
+func benchRepo[P any](b *testing.B, db *mongo.Database) *Repo[P, comment] {
+	b.Helper()
+	r, err := New[P, comment](db, benchConfig)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := patterns.EnsureIndexes(context.Background(), r.Indexes()...); err != nil {
+		b.Fatal(err)
+	}
 	return r
 }
 
-func heap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+// handOverflow is how the baselines read post 1's overflow documents, by
+// hand: in seq order, through a cursor of batch documents per round trip,
+// decoding one document at a time and handing its comments to use.
+func handOverflow(b *testing.B, overflow *mongo.Collection, batch int32, use func([]comment)) {
+	ctx := context.Background()
+	cur, err := overflow.Find(ctx, bson.D{{Key: "parent", Value: 1}}, options.Find().
+		SetSort(bson.D{{Key: "seq", Value: 1}}).
+		SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "items", Value: 1}}).
+		SetBatchSize(batch))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for cur.Next(ctx) {
+		var doc struct {
+			Items []comment `bson:"items"`
+		}
+		if err := cur.Decode(&doc); err != nil {
+			b.Fatal(err)
+		}
+		use(doc.Items)
+	}
+	if err := cur.Close(ctx); err != nil {
+		b.Fatal(err)
+	}
 }
 
-// BenchmarkRead reads a parent with 1,000 and 10,000 items by streaming
-// (Items, batches of 1,000 items) and by loading (Get). It reports bytes
-// allocated per item and the peak live heap of a read (sampled after a GC
-// every 500 items while streaming, and with the loaded result held):
-// streaming stays at the batch whatever the total; loading grows with it.
-func BenchmarkRead(b *testing.B) {
+// BenchmarkGet loads a post and its comments: an ordinary post (20
+// comments, one command) and an outlier (1,000: two commands). P has a
+// field for the embedded comments. The baseline decodes the post, then its
+// overflow documents in seq order, appending their items to the post's.
+func BenchmarkGet(b *testing.B) {
 	ctx := context.Background()
-	for _, n := range []int{1000, 10000} {
-		r := seedOutlier(b, n)
-		b.Run(fmt.Sprintf("Items/%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			allocated := allocs()
-			for b.Loop() {
-				count := 0
-				for _, err := range r.Items(ctx, 1) {
-					if err != nil {
-						b.Fatal(err)
+	for _, n := range []int{20, 1000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			mongotest.Compare(b, mongotest.Comparison{
+				Library: func(b *testing.B) func(int) {
+					r := benchRepo[benchPost](b, seedPosts(b, n))
+					return func(int) {
+						_, items, err := r.Get(ctx, 1)
+						if err != nil || len(items) != n {
+							b.Fatalf("got %d items, %v", len(items), err)
+						}
 					}
-					count++
-				}
-				if count != n {
-					b.Fatalf("streamed %d items, want %d", count, n)
-				}
-			}
-			b.StopTimer()
-			perItem(b, n, allocs()-allocated)
-			base, peak := heap(), uint64(0)
-			seen := 0
-			for _, err := range r.Items(ctx, 1) {
-				require.NoError(b, err)
-				if seen++; seen%500 == 0 {
-					peak = max(peak, heap())
-				}
-			}
-			b.ReportMetric(float64(peak-min(base, peak))/1024, "peak-KiB")
-		})
-		b.Run(fmt.Sprintf("Get/%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			allocated := allocs()
-			for b.Loop() {
-				_, items, err := r.Get(ctx, 1)
-				if err != nil || len(items) != n {
-					b.Fatalf("got %d items, %v", len(items), err)
-				}
-			}
-			b.StopTimer()
-			perItem(b, n, allocs()-allocated)
-			base := heap()
-			_, items, err := r.Get(ctx, 1)
-			require.NoError(b, err)
-			peak := heap()
-			runtime.KeepAlive(items)
-			b.ReportMetric(float64(peak-min(base, peak))/1024, "peak-KiB")
+				},
+				Baseline: func(b *testing.B) func(int) {
+					db := seedPosts(b, n)
+					posts, overflow := db.Collection("posts"), db.Collection("posts_overflow")
+					return func(int) {
+						var p benchPost
+						if err := posts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&p); err != nil {
+							b.Fatal(err)
+						}
+						items := p.Comments
+						if p.HasExtra {
+							handOverflow(b, overflow, int32(min(p.Tail+2, math.MaxInt32)), func(c []comment) { items = append(items, c...) })
+						}
+						if len(items) != n {
+							b.Fatalf("got %d items", len(items))
+						}
+					}
+				},
+				Speed:  0.9,
+				Allocs: 1.1,
+			})
 		})
 	}
 }
 
-// allocs returns the bytes allocated by the process so far.
-func allocs() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.TotalAlloc
+// BenchmarkItems streams an outlier's 1,000 and 10,000 comments with
+// bounded memory (10 overflow documents, 1,000 comments, per round trip).
+// The baseline reads the parent's array and flag, then the overflow
+// documents through a cursor of the same batch size, decoding one
+// document at a time.
+func BenchmarkItems(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 10000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			mongotest.Compare(b, mongotest.Comparison{
+				Library: func(b *testing.B) func(int) {
+					r := benchRepo[post](b, seedPosts(b, n))
+					return func(int) {
+						count := 0
+						for _, err := range r.Items(ctx, 1) {
+							if err != nil {
+								b.Fatal(err)
+							}
+							count++
+						}
+						if count != n {
+							b.Fatalf("streamed %d items", count)
+						}
+					}
+				},
+				Baseline: func(b *testing.B) func(int) {
+					db := seedPosts(b, n)
+					posts, overflow := db.Collection("posts"), db.Collection("posts_overflow")
+					batch := int32(DefaultBatchItems / benchConfig.OverflowCap)
+					return func(int) {
+						var p struct {
+							Comments []comment `bson:"comments"`
+							HasExtra bool      `bson:"has_extra"`
+						}
+						err := posts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}, options.FindOne().
+							SetProjection(bson.D{{Key: "comments", Value: 1}, {Key: "has_extra", Value: 1}})).Decode(&p)
+						if err != nil {
+							b.Fatal(err)
+						}
+						count := len(p.Comments)
+						if p.HasExtra {
+							handOverflow(b, overflow, batch, func(c []comment) { count += len(c) })
+						}
+						if count != n {
+							b.Fatalf("streamed %d items", count)
+						}
+					}
+				},
+				Speed:  0.9,
+				Allocs: 1.1,
+			})
+		})
+	}
 }
 
-// perItem reports the bytes allocated per item read over b.N reads of n.
-func perItem(b *testing.B, n int, allocated uint64) {
-	b.ReportMetric(float64(allocated)/float64(b.N*n), "B/item")
+// perParent is how many comments BenchmarkAppend appends to a post before
+// it moves to the next: the workload is the same whatever b.N, and no
+// post comes near Cap.
+const perParent = 20
+
+// seedOpenPosts writes, with the driver, open posts enough for b.N
+// appends of BenchmarkAppend, into a fresh database.
+func seedOpenPosts(b *testing.B) *mongo.Database {
+	b.Helper()
+	db := mongotest.DB(b)
+	posts := make([]any, b.N/perParent+1)
+	for i := range posts {
+		posts[i] = bson.D{{Key: "_id", Value: i + 1}, {Key: "comments", Value: bson.A{}},
+			{Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}}
+	}
+	if _, err := db.Collection("posts").InsertMany(context.Background(), posts); err != nil {
+		b.Fatal(err)
+	}
+	return db
 }
 
-// BenchmarkAppend appends one item to an open parent: through the
-// repository on each path, and as the bare $push a hand-written service
-// would send (no guard, no retry safety, no size check). Compare ns/op:
-// the native path sends the same single command with a longer filter; the
-// portable path reads the parent first.
+// BenchmarkAppend appends one comment to an open post, moving to a new
+// post every 20 appends. The baseline is the same work written by hand:
+// where the server refuses documents past 16 MiB (the native plan), a
+// guarded $push, {_id, comments.49: {$exists: false}, comments._id:
+// {$nin: [id]}}; elsewhere (the portable plan) a read of the post, to
+// check its size, then the $push guarded on the number of comments read.
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
-	cfg := Config{Parent: "posts", Field: "comments", Threshold: 1 << 30, PerOverflow: 100}
-	for _, path := range paths {
-		b.Run("repo-"+path.name, func(b *testing.B) {
-			r, _ := newPost(b, cfg, path.mode)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				i++
-				if err := r.Append(ctx, 1, comment{ID: fmt.Sprint(i), Text: "hello"}); err != nil {
+	native := PlanFor(mongotest.Server()).serverSizeLimit
+	newComment := func(i int) comment { return comment{ID: "c" + strconv.Itoa(i), Text: "hello"} }
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			r := benchRepo[post](b, seedOpenPosts(b))
+			return func(i int) {
+				if err := r.Append(ctx, i/perParent+1, newComment(i)); err != nil {
 					b.Fatal(err)
 				}
 			}
-		})
-	}
-	b.Run("driver-push", func(b *testing.B) {
-		r, _ := newPost(b, cfg, modePortable)
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			_, err := r.parents.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}},
-				bson.D{{Key: "$push", Value: bson.D{{Key: "comments", Value: comment{ID: fmt.Sprint(i), Text: "hello"}}}}})
-			if err != nil {
-				b.Fatal(err)
+		},
+		Baseline: func(b *testing.B) func(int) {
+			posts := seedOpenPosts(b).Collection("posts")
+			return func(i int) {
+				c := newComment(i)
+				at := benchConfig.Cap - 1
+				if !native {
+					raw, err := posts.FindOne(ctx, bson.D{{Key: "_id", Value: i/perParent + 1}}).Raw()
+					if err != nil {
+						b.Fatal(err)
+					}
+					arr, _ := raw.Lookup("comments").Array().Values()
+					elem, _ := bson.Marshal(c)
+					if len(raw)+elementSize(len(arr), len(elem)) > patterns.MaxDocumentSize {
+						b.Fatal("full")
+					}
+					at = len(arr)
+				}
+				res, err := posts.UpdateOne(ctx, bson.D{
+					{Key: "_id", Value: i/perParent + 1},
+					{Key: "comments." + strconv.Itoa(at), Value: bson.D{{Key: "$exists", Value: false}}},
+					{Key: "comments._id", Value: bson.D{{Key: "$nin", Value: bson.A{c.ID}}}},
+				}, bson.D{{Key: "$push", Value: bson.D{{Key: "comments", Value: c}}}})
+				if err != nil || res.MatchedCount != 1 {
+					b.Fatal(res, err)
+				}
 			}
-		}
+		},
+		Speed:  0.9,
+		Allocs: 1.1,
 	})
 }

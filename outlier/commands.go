@@ -23,46 +23,95 @@ const (
 	fItems  = "items"
 )
 
-// The command documents the repository sends, built by pure functions so
-// that the unit tests pin them exactly (the native ones cannot run on
-// FerretDB). Each takes only what varies between calls.
+// The documents the repository sends, built by pure functions so that
+// commands_test.go pins them exactly for every plan (the native ones
+// cannot run on FerretDB 1.x). Each takes only what varies between calls.
 
-func d(pairs ...any) bson.D {
-	out := make(bson.D, 0, len(pairs)/2)
-	for i := 0; i < len(pairs); i += 2 {
-		out = append(out, bson.E{Key: pairs[i].(string), Value: pairs[i+1]})
+// parentFilter matches the parent.
+func parentFilter(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}}
+}
+
+// stateProjection is what Append reads of a parent to decide where items
+// go. With the server's size limit, the flag, the tail hint and the item
+// ids (the length of the array follows from them), not the items; without
+// it, the whole parent (nil: no projection), whose size Append needs.
+func (r *Repo[P, I]) stateProjection(p plan) bson.D {
+	if !p.serverSizeLimit {
+		return nil
 	}
-	return out
+	return bson.D{{Key: r.cfg.FlagField, Value: 1}, {Key: r.cfg.TailField, Value: 1}, {Key: r.idPath, Value: 1}}
 }
 
 // pushParentFilter matches the parent while it is open (flag not true),
-// holds at most `at` items (no element at index at) and holds none of the
-// items: the atomic guard of a parent push.
-func (r *Repo[P, I]) pushParentFilter(parentID any, at int, items []item) bson.D {
-	return d(
-		"_id", parentID,
-		r.cfg.Flag, d("$ne", true),
-		r.cfg.Field+"."+strconv.Itoa(at), d("$exists", false),
-		r.idPath, d("$nin", ids(items)),
-	)
+// has an array (not null or absent: $push fails on null), can take the k
+// items and holds none of them: the atomic guard of a push into the
+// parent. "Can take" is a count. With the server's size limit, at most
+// Cap-k items (no element at index Cap-k), whatever others pushed
+// meanwhile: the server refuses the push if it does not fit in bytes.
+// Without it, exactly the n items Append read and sized the push for (no
+// element at index n): a concurrent push makes it match nothing.
+func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item) bson.D {
+	at := n
+	if p.serverSizeLimit {
+		at = r.cfg.Cap - len(items)
+	}
+	return bson.D{
+		{Key: "_id", Value: parentID},
+		{Key: r.cfg.FlagField, Value: neTrue},
+		{Key: r.cfg.Field, Value: neNull},
+		{Key: r.elementPath(at), Value: notExists},
+		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(items)}}},
+	}
 }
 
-// pushParentUpdate appends items to the parent's array.
+// Conditions that never change, shared by every filter that uses them
+// (the driver only reads the documents it is given), held as interface
+// values so that using one allocates nothing.
+var (
+	neTrue    any = bson.D{{Key: "$ne", Value: true}}
+	neNull    any = bson.D{{Key: "$ne", Value: nil}}
+	notExists any = bson.D{{Key: "$exists", Value: false}}
+)
+
+// pushParentUpdate appends items to the parent's array and sets the flag
+// to false and the tail hint to int64 0, what they are while the parent is
+// open: the push, whose size the server (or Append) checks with them,
+// leaves room for closeUpdate, which changes their values and not their
+// sizes.
 func (r *Repo[P, I]) pushParentUpdate(items []item) bson.D {
-	return d("$push", d(r.cfg.Field, d("$each", raws(items))))
+	return bson.D{
+		{Key: "$push", Value: bson.D{{Key: r.cfg.Field, Value: pushValue(items)}}},
+		{Key: "$set", Value: r.openFields},
+	}
 }
 
-// parentStateProjection is what the native path reads of a parent when a
-// push fails: the flag, the tail hint and the item ids (the length of the
-// array follows from them), not the items.
-func (r *Repo[P, I]) parentStateProjection() bson.D {
-	return d(r.cfg.Flag, 1, r.cfg.Tail, 1, r.idPath, 1)
+// openFields is {FlagField: false, TailField: int64(0)}, what the flag and
+// the tail hint are while a parent is open; built once by [New].
+func openFields(cfg Config) any {
+	return bson.D{{Key: cfg.FlagField, Value: false}, {Key: cfg.TailField, Value: int64(0)}}
 }
 
-// openUpdate marks the parent as overflowed and raises its tail hint to
-// seq, before the overflow document seq is written.
-func (r *Repo[P, I]) openUpdate(seq int64) bson.D {
-	return d("$set", d(r.cfg.Flag, true), "$max", d(r.cfg.Tail, seq))
+// closeUpdate marks the parent as overflowed and raises its tail hint to
+// seq, before the overflow document seq is written. On a parent that
+// Insert or a push wrote it adds no byte: both fields are there already,
+// a bool and an int64.
+func (r *Repo[P, I]) closeUpdate(seq int64) bson.D {
+	return bson.D{
+		{Key: "$set", Value: bson.D{{Key: r.cfg.FlagField, Value: true}}},
+		{Key: "$max", Value: bson.D{{Key: r.cfg.TailField, Value: seq}}},
+	}
+}
+
+// newArrayFilter and newArrayUpdate give the parent an empty array where
+// its array field is null or absent (a parent written by other means, a
+// nil slice stored without omitempty), so that items can be pushed.
+func (r *Repo[P, I]) newArrayFilter(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.cfg.Field, Value: nil}}
+}
+
+func (r *Repo[P, I]) newArrayUpdate() bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field, Value: bson.A{}}}}}
 }
 
 // overflowQuery finds the overflow documents of the parent from seq
@@ -70,76 +119,143 @@ func (r *Repo[P, I]) openUpdate(seq int64) bson.D {
 // (so that a retried Append does not store them twice). Each branch is
 // served by one index of [Repo.Indexes].
 func (r *Repo[P, I]) overflowQuery(parentID any, from int64, items []item) bson.D {
-	return d("$or", bson.A{
-		d(fParent, parentID, fSeq, d("$gte", from)),
-		d(fParent, parentID, r.itemsIDPath, d("$in", ids(items))),
-	})
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: bson.D{{Key: "$gte", Value: from}}}},
+		bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}},
+	}}}
 }
 
 // overflowQueryProjection reads the bookkeeping and the item ids of the
 // documents overflowQuery finds, not the items.
 func (r *Repo[P, I]) overflowQueryProjection() bson.D {
-	return d(fSeq, 1, fCount, 1, fBytes, 1, r.itemsIDPath, 1)
+	return bson.D{{Key: fSeq, Value: 1}, {Key: fCount, Value: 1}, {Key: fBytes, Value: 1}, {Key: r.itemsIDPath, Value: 1}}
 }
 
 // pushOverflowFilter matches the overflow document seq of the parent while
 // it has room for n more items of size bytes (an element overhead
 // included) within budget.
 func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, n, size, budget int) bson.D {
-	return d(
-		fParent, parentID,
-		fSeq, seq,
-		fCount, d("$lte", int64(r.cfg.PerOverflow-n)),
-		fBytes, d("$lte", int64(budget-size)),
-	)
+	return bson.D{
+		{Key: fParent, Value: parentID},
+		{Key: fSeq, Value: seq},
+		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - n)}}},
+		{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - size)}}},
+	}
 }
 
 // pushOverflowUpdate appends items of total size bytes to an overflow
 // document; as an upsert it creates the document (parent and seq come
 // from the filter's equalities).
 func pushOverflowUpdate(items []item, size int) bson.D {
-	return d(
-		"$inc", d(fCount, int64(len(items)), fBytes, int64(size)),
-		"$push", d(fItems, d("$each", raws(items))),
-	)
+	return bson.D{
+		{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(len(items))}, {Key: fBytes, Value: int64(size)}}},
+		{Key: "$push", Value: bson.D{{Key: fItems, Value: pushValue(items)}}},
+	}
+}
+
+// pushValue is the value of a $push of items: the item itself for one (a
+// document: $push appends it as it is), {$each: [...]} for several.
+func pushValue(items []item) any {
+	if len(items) == 1 {
+		return items[0].raw
+	}
+	return bson.D{{Key: "$each", Value: raws(items)}}
+}
+
+// elementPath returns the path of the element at index i of the parent's
+// array, Field.<i>; the paths of the indexes a push guards on are built
+// once, by [New].
+func (r *Repo[P, I]) elementPath(i int) string {
+	if i < len(r.paths) {
+		return r.paths[i]
+	}
+	return r.cfg.Field + "." + strconv.Itoa(i)
+}
+
+// elementPaths returns Field.<i> for i from 0 to Cap (at most
+// maxElementPaths of them), for elementPath.
+func elementPaths(cfg Config) []string {
+	paths := make([]string, min(cfg.Cap+1, maxElementPaths))
+	for i := range paths {
+		paths[i] = cfg.Field + "." + strconv.Itoa(i)
+	}
+	return paths
+}
+
+// maxElementPaths bounds the memory of the paths built once per
+// repository: about 20 KiB.
+const maxElementPaths = 1024
+
+// overflowFilter matches the overflow documents of the parent.
+func overflowFilter(parentID any) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}}
 }
 
 // overflowOrder sorts a parent's overflow documents in append order.
-var overflowOrder = d(fSeq, 1)
+var overflowOrder = bson.D{{Key: fSeq, Value: 1}}
 
 // overflowItemsProjection reads only the items of overflow documents.
-var overflowItemsProjection = d("_id", 0, fItems, 1)
+var overflowItemsProjection = bson.D{{Key: "_id", Value: 0}, {Key: fItems, Value: 1}}
+
+// embeddedProjection is what Items reads of the parent: its array and
+// its flag.
+func (r *Repo[P, I]) embeddedProjection() bson.D {
+	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
+}
+
+// countProjection is what Count reads of the parent: the ids of its items
+// (their number) and its flag.
+func (r *Repo[P, I]) countProjection() bson.D {
+	return bson.D{{Key: r.idPath, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
+}
 
 // countPipeline sums the counts of a parent's overflow documents.
 func countPipeline(parentID any) mongo.Pipeline {
 	return mongo.Pipeline{
-		d("$match", d(fParent, parentID)),
-		d("$group", d("_id", nil, "n", d("$sum", "$"+fCount))),
+		{{Key: "$match", Value: bson.D{{Key: fParent, Value: parentID}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: "$" + fCount}}}}}},
 	}
 }
 
 // removeParentNative removes the item from the parent's array by a $pull
-// condition: one command on MongoDB. FerretDB 1.x reads the condition as an
-// exact element and silently removes nothing, hence the portable path.
+// condition: one command where the server has
+// [patterns.FeaturePullConditions].
 func (r *Repo[P, I]) removeParentNative(parentID, itemID any) (filter, update bson.D) {
-	return d("_id", parentID, r.idPath, itemID),
-		d("$pull", d(r.cfg.Field, d(r.cfg.ItemID, itemID)))
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+		bson.D{{Key: "$pull", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}}}
 }
 
 // removeOverflowNative removes the item from the overflow document holding
 // it and lowers its count.
 func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter, update bson.D) {
-	return d(fParent, parentID, r.itemsIDPath, itemID),
-		d("$pull", d(fItems, d(r.cfg.ItemID, itemID)), "$inc", d(fCount, int64(-1)))
+	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}},
+		bson.D{
+			{Key: "$pull", Value: bson.D{{Key: fItems, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}},
+			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-1)}}},
+		}
 }
 
+// arrayProjection is what the portable Remove reads of the parent: its
+// array, to find the elements holding the id.
+func (r *Repo[P, I]) arrayProjection() bson.D {
+	return bson.D{{Key: r.cfg.Field, Value: 1}}
+}
+
+// holderFilter matches the overflow document of the parent holding the
+// item; holderProjection reads its items.
+func (r *Repo[P, I]) holderFilter(parentID, itemID any) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}}
+}
+
+var holderProjection = bson.D{{Key: fItems, Value: 1}}
+
 // removeParentPortable removes the given elements of the parent's array,
-// compared whole (read first: FerretDB matches $pull and $pullAll values
-// exactly). The filter also requires the item, so that a removal that lost
-// a race matches nothing.
+// compared whole (read first: without [patterns.FeaturePullConditions],
+// $pull matches values exactly). The filter also requires the item, so
+// that a removal that lost a race matches nothing.
 func (r *Repo[P, I]) removeParentPortable(parentID, itemID any, elems bson.A) (filter, update bson.D) {
-	return d("_id", parentID, r.idPath, itemID),
-		d("$pullAll", d(r.cfg.Field, elems))
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+		bson.D{{Key: "$pullAll", Value: bson.D{{Key: r.cfg.Field, Value: elems}}}}
 }
 
 // removeOverflowPortable removes the given elements, compared whole, from
@@ -147,6 +263,19 @@ func (r *Repo[P, I]) removeParentPortable(parentID, itemID any, elems bson.A) (f
 // filter requires the item, so that a removal that lost a race does not
 // lower the count again.
 func (r *Repo[P, I]) removeOverflowPortable(docID, itemID any, elems bson.A) (filter, update bson.D) {
-	return d("_id", docID, r.itemsIDPath, itemID),
-		d("$pullAll", d(fItems, elems), "$inc", d(fCount, int64(-len(elems))))
+	return bson.D{{Key: "_id", Value: docID}, {Key: r.itemsIDPath, Value: itemID}},
+		bson.D{
+			{Key: "$pullAll", Value: bson.D{{Key: fItems, Value: elems}}},
+			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-len(elems))}}},
+		}
+}
+
+// seqIndexKeys and itemIndexKeys are the keys of the indexes of
+// [Repo.Indexes].
+func seqIndexKeys() bson.D {
+	return bson.D{{Key: fParent, Value: 1}, {Key: fSeq, Value: 1}}
+}
+
+func (r *Repo[P, I]) itemIndexKeys() bson.D {
+	return bson.D{{Key: fParent, Value: 1}, {Key: r.itemsIDPath, Value: 1}}
 }

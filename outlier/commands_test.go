@@ -7,35 +7,49 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
-// TestCommands pins the documents the repository sends, the native ones
-// included (they cannot run on FerretDB): a change to any of them is a
-// change of behaviour and must show here.
-func TestCommands(t *testing.T) {
+// E is a bson.E, shorter.
+func E(k string, v any) bson.E { return bson.E{Key: k, Value: v} }
+
+// commandsRepo is a repository with an IDField other than _id, and two
+// items, for TestCommands.
+func commandsRepo(t *testing.T) (r *Repo[bson.Raw, bson.Raw], a, b item) {
 	cfg := valid()
-	cfg.ItemID = "cid"
+	cfg.IDField = "cid"
 	r, err := New[bson.Raw, bson.Raw](offline, cfg)
 	require.NoError(t, err)
-	a := item{raw: bson.Raw{5, 0, 0, 0, 0}, id: rawValue(t, "a")}
-	b := item{raw: bson.Raw{6, 0, 0, 0, 10, 0}, id: rawValue(t, int32(2))}
-	items := []item{a, b}
-	E := func(k string, v any) bson.E { return bson.E{Key: k, Value: v} }
+	a = item{raw: bson.Raw{5, 0, 0, 0, 0}, id: rawValue(t, "a")}
+	b = item{raw: bson.Raw{6, 0, 0, 0, 10, 0}, id: rawValue(t, int32(2))}
+	return r, a, b
+}
 
-	require.Equal(t, bson.D{
-		E("_id", 7),
-		E("has_extra", bson.D{E("$ne", true)}),
-		E("comments.48", bson.D{E("$exists", false)}),
-		E("comments.cid", bson.D{E("$nin", bson.A{a.id, b.id})}),
-	}, r.pushParentFilter(7, 48, items))
+// TestCommands pins the documents the repository sends whatever its plan:
+// a change to any of them is a change of behaviour and must show here.
+func TestCommands(t *testing.T) {
+	r, a, b := commandsRepo(t)
+	items := []item{a, b}
+
+	require.Equal(t, bson.D{E("_id", 7)}, parentFilter(7))
+	require.Equal(t, "comments.49", r.elementPath(49))
+	require.Equal(t, "comments.5000", r.elementPath(5000), "past the paths built once")
 	require.Equal(t, bson.D{
 		E("$push", bson.D{E("comments", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
+		E("$set", bson.D{E("has_extra", false), E("extra_tail", int64(0))}),
 	}, r.pushParentUpdate(items))
-	require.Equal(t, bson.D{E("has_extra", 1), E("extra_tail", 1), E("comments.cid", 1)}, r.parentStateProjection())
+	require.Equal(t, bson.D{
+		E("$push", bson.D{E("comments", a.raw)}),
+		E("$set", bson.D{E("has_extra", false), E("extra_tail", int64(0))}),
+	}, r.pushParentUpdate(items[:1]), "one item: no $each")
 	require.Equal(t, bson.D{
 		E("$set", bson.D{E("has_extra", true)}),
 		E("$max", bson.D{E("extra_tail", int64(3))}),
-	}, r.openUpdate(3))
+	}, r.closeUpdate(3))
+
+	require.Equal(t, bson.D{E("_id", 7), E("comments", nil)}, r.newArrayFilter(7))
+	require.Equal(t, bson.D{E("$set", bson.D{E("comments", bson.A{})})}, r.newArrayUpdate())
 
 	require.Equal(t, bson.D{E("$or", bson.A{
 		bson.D{E("parent", 7), E("seq", bson.D{E("$gte", int64(2))})},
@@ -51,31 +65,20 @@ func TestCommands(t *testing.T) {
 		E("$inc", bson.D{E("count", int64(2)), E("bytes", int64(30))}),
 		E("$push", bson.D{E("items", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
 	}, pushOverflowUpdate(items, 30))
+	require.Equal(t, bson.D{
+		E("$inc", bson.D{E("count", int64(1)), E("bytes", int64(30))}),
+		E("$push", bson.D{E("items", a.raw)}),
+	}, pushOverflowUpdate(items[:1], 30))
 
+	require.Equal(t, bson.D{E("parent", 7)}, overflowFilter(7))
+	require.Equal(t, bson.D{E("seq", 1)}, overflowOrder)
+	require.Equal(t, bson.D{E("_id", 0), E("items", 1)}, overflowItemsProjection)
+	require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1)}, r.embeddedProjection())
+	require.Equal(t, bson.D{E("comments.cid", 1), E("has_extra", 1)}, r.countProjection())
 	require.Equal(t, mongo.Pipeline{
 		bson.D{E("$match", bson.D{E("parent", 7)})},
 		bson.D{E("$group", bson.D{E("_id", nil), E("n", bson.D{E("$sum", "$count")})})},
 	}, countPipeline(7))
-
-	filter, update := r.removeParentNative(7, "a")
-	require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
-	require.Equal(t, bson.D{E("$pull", bson.D{E("comments", bson.D{E("cid", "a")})})}, update)
-	filter, update = r.removeOverflowNative(7, "a")
-	require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, filter)
-	require.Equal(t, bson.D{
-		E("$pull", bson.D{E("items", bson.D{E("cid", "a")})}),
-		E("$inc", bson.D{E("count", int64(-1))}),
-	}, update)
-	elems := bson.A{a.raw}
-	filter, update = r.removeParentPortable(7, "a", elems)
-	require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
-	require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)
-	filter, update = r.removeOverflowPortable("doc", "a", elems)
-	require.Equal(t, bson.D{E("_id", "doc"), E("items.cid", "a")}, filter)
-	require.Equal(t, bson.D{
-		E("$pullAll", bson.D{E("items", elems)}),
-		E("$inc", bson.D{E("count", int64(-1))}),
-	}, update)
 
 	ix := r.Indexes()
 	require.Len(t, ix, 2)
@@ -88,6 +91,61 @@ func TestCommands(t *testing.T) {
 	require.True(t, *io.Unique)
 	require.Equal(t, bson.D{E("parent", 1), E("items.cid", 1)}, ix[1].Model.Keys)
 	require.Nil(t, ix[1].Model.Options)
+}
+
+// TestCommandsPerPlan pins, for the plan of every known server, the
+// documents that differ between plans: what Append reads of a parent, and
+// how Remove removes an item.
+func TestCommandsPerPlan(t *testing.T) {
+	r, a, b := commandsRepo(t)
+	for name, srv := range mongotest.KnownServers() {
+		t.Run(name, func(t *testing.T) {
+			p := planFor(srv)
+			// Two items pushed into a parent read with 5 (Cap is 50).
+			at := "comments.5" // exactly the 5 read, whose size Append checked
+			if p.serverSizeLimit {
+				at = "comments.48" // room for 2, whatever was read: the server checks the size
+			}
+			require.Equal(t, bson.D{
+				E("_id", 7),
+				E("has_extra", bson.D{E("$ne", true)}),
+				E("comments", bson.D{E("$ne", nil)}),
+				E(at, bson.D{E("$exists", false)}),
+				E("comments.cid", bson.D{E("$nin", bson.A{a.id, b.id})}),
+			}, r.pushParentFilter(p, 7, 5, []item{a, b}))
+			if p.serverSizeLimit {
+				require.Equal(t, bson.D{E("has_extra", 1), E("extra_tail", 1), E("comments.cid", 1)}, r.stateProjection(p),
+					"the flag, the tail hint and the ids: the server checks the size")
+			} else {
+				require.Nil(t, r.stateProjection(p), "the whole parent, to size the push")
+			}
+			if p.pullByCondition {
+				filter, update := r.removeParentNative(7, "a")
+				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
+				require.Equal(t, bson.D{E("$pull", bson.D{E("comments", bson.D{E("cid", "a")})})}, update)
+				filter, update = r.removeOverflowNative(7, "a")
+				require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, filter)
+				require.Equal(t, bson.D{
+					E("$pull", bson.D{E("items", bson.D{E("cid", "a")})}),
+					E("$inc", bson.D{E("count", int64(-1))}),
+				}, update)
+				return
+			}
+			require.Equal(t, bson.D{E("comments", 1)}, r.arrayProjection())
+			require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, r.holderFilter(7, "a"))
+			require.Equal(t, bson.D{E("items", 1)}, holderProjection)
+			elems := bson.A{a.raw}
+			filter, update := r.removeParentPortable(7, "a", elems)
+			require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
+			require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)
+			filter, update = r.removeOverflowPortable("doc", "a", elems)
+			require.Equal(t, bson.D{E("_id", "doc"), E("items.cid", "a")}, filter)
+			require.Equal(t, bson.D{
+				E("$pullAll", bson.D{E("items", elems)}),
+				E("$inc", bson.D{E("count", int64(-1))}),
+			}, update)
+		})
+	}
 }
 
 func TestSameKey(t *testing.T) {

@@ -12,19 +12,27 @@ import (
 )
 
 // TestConcurrentAppend is the acceptance test of the issue: 8 goroutines
-// append 40 items each to one parent with N=50 and M=20. Every item comes
+// append 40 items each (20 on a slow server: the parent still fills and
+// several overflow documents too) to one parent with N=50 and M=20. Every item comes
 // out once, each goroutine's in its own order; the parent holds 50, no
 // overflow document more than 20, and the flag is true. It runs with one
 // item per call and with batches of 5 (a batch may straddle the parent and
-// several overflow documents).
+// several overflow documents). The writers share two repositories, as two
+// processes would: a repository runs its own Appends to one parent one at
+// a time on the portable plan, and between the two the guards decide.
 func TestConcurrentAppend(t *testing.T) {
-	const writers, each = 8, 40
-	for _, path := range paths {
+	const writers = 8
+	each := mongotest.Scale(40, 20) // a multiple of the batches
+	appendPlans(t, func(t *testing.T, p Plan) {
 		for _, batch := range []int{1, 5} {
-			t.Run(fmt.Sprintf("%s/batch%d", path.name, batch), func(t *testing.T) {
+			t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
 				ctx := context.Background()
-				cfg := Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
-				r, db := newPost(t, cfg, path.mode)
+				cfg := Config{Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 20}
+				r, db := newPost(t, cfg, p)
+				other, err := New[post, comment](db, cfg)
+				require.NoError(t, err)
+				ForcePlan(other, p)
+				repos := []*Repo[post, comment]{r, other}
 				counter := mongotest.NewCounter(t, db)
 
 				var wg sync.WaitGroup
@@ -33,7 +41,7 @@ func TestConcurrentAppend(t *testing.T) {
 					wg.Go(func() {
 						mine := comments(fmt.Sprintf("w%d-", w), 0, each)
 						for i := 0; i < each; i += batch {
-							if err := r.Append(ctx, 1, mine[i:i+batch]...); err != nil {
+							if err := repos[w%2].Append(ctx, 1, mine[i:i+batch]...); err != nil {
 								errs <- err
 							}
 						}
@@ -88,5 +96,73 @@ func TestConcurrentAppend(t *testing.T) {
 				require.Equal(t, items, streamed)
 			})
 		}
-	}
+	})
+}
+
+// TestPushLosesRace: another writer pushes into the parent between
+// Append's read and its push. On the portable plan the push, guarded on
+// the number of items read, matches nothing, and Append reads again and
+// pushes after the other's item; with the server's size limit the push,
+// guarded on room only, goes through. Either way both items are stored
+// once, the other's first.
+func TestPushLosesRace(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, db := newPost(t, small(), p)
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "c00"}))
+
+		other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), small())
+		require.NoError(t, err)
+		ForcePlan(other, p)
+		var once sync.Once
+		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+			once.Do(func() { require.NoError(t, other.Append(hook, 1, comment{ID: "other"})) })
+		})
+		counter := mongotest.NewCounter(t, db)
+		cmds := counter.Count(func() { require.NoError(t, r.Append(ctx, 1, comment{ID: "c01"})) })
+		// Each command is counted when it starts, ours before the other's
+		// that run in its window.
+		if p.serverSizeLimit {
+			// Our push, the other's, and ours goes through: room is left.
+			require.Equal(t, []string{"update", "update"}, cmds)
+		} else {
+			// Our read and push; the other's read and push, in the window;
+			// our push misses; our read again and push.
+			require.Equal(t, []string{"find", "update", "find", "update", "find", "update"}, cmds)
+		}
+		parent, _ := stored(t, r, 1)
+		require.Equal(t, []string{"c00", "other", "c01"}, embedded(t, parent))
+	})
+}
+
+// TestAppendersOfOneRepository: concurrent Appends through one repository
+// to an open parent never make each other's pushes miss: with the
+// server's size limit the guards are on room only; without it the
+// repository runs them one at a time. So each costs what it costs alone.
+func TestAppendersOfOneRepository(t *testing.T) {
+	const writers, each = 4, 10
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := small()
+		cfg.Cap = writers * each
+		r, db := newPost(t, cfg, p)
+		counter := mongotest.NewCounter(t, db)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for _, c := range comments(fmt.Sprintf("w%d-", w), 0, each) {
+					require.NoError(t, r.Append(ctx, 1, c))
+				}
+			})
+		}
+		wg.Wait()
+		perAppend := 2 // read, push
+		if p.serverSizeLimit {
+			perAppend = 1 // push
+		}
+		require.Equal(t, writers*each*perAppend, counter.N())
+		n, err := r.Count(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, writers*each, n)
+	})
 }

@@ -2,117 +2,119 @@ package outlier
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
 // Config configures a [Repo]. Field names are BSON names, single fields
-// (not dotted paths). The zero value of every optional field is documented
-// beside it; [New] fills it in and validates the whole.
+// (not dotted paths). The zero value of every optional field means its
+// default, given beside it; [New] fills the defaults in and validates the
+// whole.
 type Config struct {
-	// Parent is the collection holding the parent documents. Required.
-	Parent string
-	// Field is the parent's array field embedding its first items, for
+	// Parents is the collection of the parent documents. Required.
+	Parents string
+	// Field is the parent's array field that embeds its first items, for
 	// example "comments". Required.
 	Field string
-	// Threshold is N: how many items the parent embeds. Items beyond it go
-	// to overflow documents. At least 1.
-	Threshold int
-	// Overflow is the collection holding the overflow documents; "" means
-	// Parent + "_overflow".
+	// Cap is N: how many items the parent embeds. Items beyond it go to
+	// overflow documents. At least 1. A parent closes earlier when the
+	// next item would take it past 16 MiB.
+	Cap int
+	// Overflow is the collection of the overflow documents; "" means
+	// Parents followed by [DefaultOverflowSuffix].
 	Overflow string
-	// PerOverflow is M: the most items one overflow document holds. At
-	// least 1.
-	PerOverflow int
-	// Flag is the parent's boolean field that is true once the parent has
-	// overflowed; "" means "has_extra". It is named here only: every read
-	// and write of the repository uses this one name.
-	Flag string
-	// Tail is the parent's field holding the seq of the newest overflow
-	// document, a hint from which Append starts looking for room; "" means
-	// "extra_tail". It is absent until the parent overflows.
-	Tail string
-	// ItemID is the field of an item that identifies it within its parent;
-	// "" means "_id". Every item must have it (see [patterns.ValidateID] for
-	// the values accepted). Append is retry-safe and Remove finds items by
-	// this id.
-	ItemID string
+	// OverflowCap is M: the most items one overflow document holds. At
+	// least 1. A document also stops taking items before 16 MiB.
+	OverflowCap int
+	// FlagField is the parent's boolean field that is true once the parent
+	// has overflowed; "" means [DefaultFlagField]. It is named here only:
+	// every read and write of the repository uses this one name.
+	FlagField string
+	// TailField is the parent's int64 field holding the seq of the newest
+	// overflow document, a hint from which Append starts looking for room;
+	// "" means [DefaultTailField]. It is 0 until the parent overflows.
+	TailField string
+	// IDField is the field of an item that identifies it within its
+	// parent; "" means [DefaultIDField]. Every item must have it (see
+	// [patterns.ValidateID] for the values accepted). Append is retry-safe
+	// and Remove finds items by this id.
+	IDField string
 	// BatchSize is how many overflow documents [Repo.Items] fetches per
-	// round trip; 0 means enough documents for about 1,000 items. It bounds
-	// the memory of a streaming read.
-	BatchSize int32
+	// round trip, at most [math.MaxInt32]; 0 means as many as hold
+	// [DefaultBatchItems] items (DefaultBatchItems/OverflowCap, at least
+	// 1). It bounds the memory of a streaming read.
+	BatchSize int
 }
 
 // Defaults of the optional [Config] fields.
 const (
-	DefaultFlag   = "has_extra"
-	DefaultTail   = "extra_tail"
-	DefaultItemID = "_id"
-	// DefaultOverflowSuffix is appended to Config.Parent to name the
+	// DefaultFlagField is the default of Config.FlagField.
+	DefaultFlagField = "has_extra"
+	// DefaultTailField is the default of Config.TailField.
+	DefaultTailField = "extra_tail"
+	// DefaultIDField is the default of Config.IDField.
+	DefaultIDField = "_id"
+	// DefaultOverflowSuffix follows Config.Parents in the name of the
 	// overflow collection when Config.Overflow is empty.
 	DefaultOverflowSuffix = "_overflow"
-	// itemsPerBatch is the number of items a default batch of Items holds.
-	itemsPerBatch = 1000
+	// DefaultBatchItems is the number of items that a default batch of
+	// [Repo.Items] holds when the overflow documents are full: Config.BatchSize
+	// 0 means DefaultBatchItems/OverflowCap documents (at least 1).
+	DefaultBatchItems = 1000
 )
 
-// withDefaults returns c with its zero optional fields filled in, or an
-// error wrapping [patterns.ErrInvalid] saying what is wrong.
-func (c Config) withDefaults() (Config, error) {
-	if c.Overflow == "" && c.Parent != "" {
-		c.Overflow = c.Parent + DefaultOverflowSuffix
+// normalize returns c with its zero optional fields filled in, or an
+// error wrapping [patterns.ErrInvalid] that names the field at fault.
+func (c Config) normalize() (Config, error) {
+	if c.Overflow == "" && c.Parents != "" {
+		c.Overflow = c.Parents + DefaultOverflowSuffix
 	}
-	if c.Flag == "" {
-		c.Flag = DefaultFlag
+	if c.FlagField == "" {
+		c.FlagField = DefaultFlagField
 	}
-	if c.Tail == "" {
-		c.Tail = DefaultTail
+	if c.TailField == "" {
+		c.TailField = DefaultTailField
 	}
-	if c.ItemID == "" {
-		c.ItemID = DefaultItemID
+	if c.IDField == "" {
+		c.IDField = DefaultIDField
 	}
-	if c.BatchSize == 0 && c.PerOverflow > 0 {
-		c.BatchSize = int32(max(1, itemsPerBatch/min(c.PerOverflow, itemsPerBatch)))
+	if c.BatchSize == 0 && c.OverflowCap > 0 {
+		c.BatchSize = max(1, DefaultBatchItems/c.OverflowCap)
 	}
-	if err := c.validate(); err != nil {
-		return c, fmt.Errorf("outlier.New: %w", err)
-	}
-	return c, nil
-}
-
-func (c Config) validate() error {
-	for _, coll := range []struct{ what, name string }{{"Parent", c.Parent}, {"Overflow", c.Overflow}} {
-		if err := check.Collection(coll.name); err != nil {
-			return fmt.Errorf("Config.%s: %w", coll.what, err)
+	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Overflow", c.Overflow}} {
+		if err := check.Collection(coll.value); err != nil {
+			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
 		}
 	}
-	if c.Parent == c.Overflow {
-		return errs.Invalid("Config.Overflow: %q is also the parent collection", c.Overflow)
+	if c.Parents == c.Overflow {
+		return c, fmt.Errorf("Config.Overflow: %w", errs.Invalid("%q is also the parents' collection", c.Overflow))
 	}
-	fields := []struct{ what, name string }{{"Field", c.Field}, {"Flag", c.Flag}, {"Tail", c.Tail}}
+	fields := []struct{ name, value string }{{"Field", c.Field}, {"FlagField", c.FlagField}, {"TailField", c.TailField}}
 	for i, f := range fields {
-		if err := check.Field(f.name); err != nil {
-			return fmt.Errorf("Config.%s: %w", f.what, err)
+		if err := check.Field(f.value); err != nil {
+			return c, fmt.Errorf("Config.%s: %w", f.name, err)
 		}
-		if f.name == "_id" {
-			return errs.Invalid("Config.%s: %q is the parent's id", f.what, f.name)
+		if f.value == "_id" {
+			return c, fmt.Errorf("Config.%s: %w", f.name, errs.Invalid("%q is the parent's id", f.value))
 		}
 		for _, g := range fields[:i] {
-			if g.name == f.name {
-				return errs.Invalid("Config.%s and Config.%s are both %q", g.what, f.what, f.name)
+			if g.value == f.value {
+				return c, fmt.Errorf("Config: %w", errs.Invalid("%s and %s are both %q", g.name, f.name, f.value))
 			}
 		}
 	}
-	if err := check.Field(c.ItemID); err != nil {
-		return fmt.Errorf("Config.ItemID: %w", err)
+	if err := check.Field(c.IDField); err != nil {
+		return c, fmt.Errorf("Config.IDField: %w", err)
 	}
 	switch {
-	case c.Threshold < 1:
-		return errs.Invalid("Config.Threshold: %d; the parent must embed at least 1 item", c.Threshold)
-	case c.PerOverflow < 1:
-		return errs.Invalid("Config.PerOverflow: %d; an overflow document must hold at least 1 item", c.PerOverflow)
-	case c.BatchSize < 0:
-		return errs.Invalid("Config.BatchSize: %d is negative", c.BatchSize)
+	case c.Cap < 1:
+		return c, fmt.Errorf("Config.Cap: %w", errs.Invalid("%d; the parent must embed at least 1 item", c.Cap))
+	case c.OverflowCap < 1:
+		return c, fmt.Errorf("Config.OverflowCap: %w", errs.Invalid("%d; an overflow document must hold at least 1 item", c.OverflowCap))
+	case c.BatchSize < 0 || c.BatchSize > math.MaxInt32:
+		return c, fmt.Errorf("Config.BatchSize: %w", errs.Invalid("%d; want 1 to %d overflow documents per round trip, or 0 for the default", c.BatchSize, math.MaxInt32))
 	}
-	return nil
+	return c, nil
 }

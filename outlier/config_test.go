@@ -1,6 +1,7 @@
 package outlier
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -22,22 +23,22 @@ var offline = func() *mongo.Database {
 }()
 
 func valid() Config {
-	return Config{Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20}
+	return Config{Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 20}
 }
 
 func TestNewDefaults(t *testing.T) {
 	r, err := New[bson.Raw, bson.Raw](offline, valid())
 	require.NoError(t, err)
 	require.Equal(t, Config{
-		Parent: "posts", Field: "comments", Threshold: 50, Overflow: "posts_overflow", PerOverflow: 20,
-		Flag: "has_extra", Tail: "extra_tail", ItemID: "_id", BatchSize: 50,
+		Parents: "posts", Field: "comments", Cap: 50, Overflow: "posts_overflow", OverflowCap: 20,
+		FlagField: "has_extra", TailField: "extra_tail", IDField: "_id", BatchSize: 50,
 	}, r.Config())
 
 	big := valid()
-	big.PerOverflow = 5000
+	big.OverflowCap = 5000
 	r, err = New[bson.Raw, bson.Raw](offline, big)
 	require.NoError(t, err)
-	require.Equal(t, int32(1), r.Config().BatchSize, "a batch is at least one document")
+	require.Equal(t, 1, r.Config().BatchSize, "a batch is at least one document")
 }
 
 func TestNewInvalid(t *testing.T) {
@@ -46,24 +47,25 @@ func TestNewInvalid(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"no parent collection", func(c *Config) { c.Parent = "" }, "Config.Parent"},
-		{"parent collection with $", func(c *Config) { c.Parent = "a$b" }, "Config.Parent"},
-		{"system collection", func(c *Config) { c.Parent = "system.users" }, "Config.Parent"},
+		{"no parent collection", func(c *Config) { c.Parents = "" }, "Config.Parents"},
+		{"parent collection with $", func(c *Config) { c.Parents = "a$b" }, "Config.Parents"},
+		{"system collection", func(c *Config) { c.Parents = "system.users" }, "Config.Parents"},
 		{"overflow with NUL", func(c *Config) { c.Overflow = "a\x00" }, "Config.Overflow"},
 		{"overflow is the parent", func(c *Config) { c.Overflow = "posts" }, "also the parent"},
 		{"no field", func(c *Config) { c.Field = "" }, "Config.Field"},
 		{"field is a path", func(c *Config) { c.Field = "a.b" }, "Config.Field"},
 		{"field is an operator", func(c *Config) { c.Field = "$set" }, "Config.Field"},
 		{"field is _id", func(c *Config) { c.Field = "_id" }, "parent's id"},
-		{"flag is a path", func(c *Config) { c.Flag = "x.y" }, "Config.Flag"},
-		{"flag is the field", func(c *Config) { c.Flag = "comments" }, "both"},
-		{"tail is the flag", func(c *Config) { c.Tail = "has_extra" }, "both"},
-		{"item id is an operator", func(c *Config) { c.ItemID = "$id" }, "Config.ItemID"},
-		{"threshold 0", func(c *Config) { c.Threshold = 0 }, "Config.Threshold"},
-		{"threshold negative", func(c *Config) { c.Threshold = -1 }, "Config.Threshold"},
-		{"per overflow 0", func(c *Config) { c.PerOverflow = 0 }, "Config.PerOverflow"},
-		{"per overflow negative", func(c *Config) { c.PerOverflow = -5 }, "Config.PerOverflow"},
+		{"flag is a path", func(c *Config) { c.FlagField = "x.y" }, "Config.FlagField"},
+		{"flag is the field", func(c *Config) { c.FlagField = "comments" }, "both"},
+		{"tail is the flag", func(c *Config) { c.TailField = "has_extra" }, "both"},
+		{"item id is an operator", func(c *Config) { c.IDField = "$id" }, "Config.IDField"},
+		{"cap 0", func(c *Config) { c.Cap = 0 }, "Config.Cap"},
+		{"cap negative", func(c *Config) { c.Cap = -1 }, "Config.Cap"},
+		{"overflow cap 0", func(c *Config) { c.OverflowCap = 0 }, "Config.OverflowCap"},
+		{"overflow cap negative", func(c *Config) { c.OverflowCap = -5 }, "Config.OverflowCap"},
 		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "Config.BatchSize"},
+		{"batch past int32", func(c *Config) { c.BatchSize = math.MaxInt32 + 1 }, "Config.BatchSize"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,10 +74,12 @@ func TestNewInvalid(t *testing.T) {
 			_, err := New[bson.Raw, bson.Raw](offline, cfg)
 			require.ErrorIs(t, err, patterns.ErrInvalid)
 			require.ErrorContains(t, err, tc.want)
+			require.True(t, strings.HasPrefix(err.Error(), "outlier: New: Config"), err.Error())
 		})
 	}
 	_, err := New[bson.Raw, bson.Raw](nil, valid())
 	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.EqualError(t, err, "outlier: New: nil database: invalid")
 	_, err = New[bson.Raw, string](offline, valid())
 	require.ErrorIs(t, err, patterns.ErrInvalid, "an item must encode as a document")
 }
@@ -88,19 +92,19 @@ func FuzzConfigNames(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, field, flag, parent string) {
 		cfg := valid()
-		cfg.Field, cfg.Flag, cfg.Parent = field, flag, parent
+		cfg.Field, cfg.FlagField, cfg.Parents = field, flag, parent
 		r, err := New[bson.Raw, bson.Raw](offline, cfg)
 		if err != nil {
 			require.ErrorIs(t, err, patterns.ErrInvalid)
 			return
 		}
 		c := r.Config()
-		for _, name := range []string{c.Field, c.Flag, c.Tail, c.ItemID} {
+		for _, name := range []string{c.Field, c.FlagField, c.TailField, c.IDField} {
 			require.NoError(t, check.Field(name))
 		}
-		require.NotEqual(t, c.Field, c.Flag)
+		require.NotEqual(t, c.Field, c.FlagField)
 		require.NotEqual(t, c.Field, "_id")
-		require.NotContains(t, c.Parent, "$")
-		require.False(t, strings.HasPrefix(c.Parent, "system."))
+		require.NotContains(t, c.Parents, "$")
+		require.False(t, strings.HasPrefix(c.Parents, "system."))
 	})
 }

@@ -1,15 +1,15 @@
 // Package outlier implements the outlier pattern: a parent embeds its
-// items in an array up to a threshold, and the rare parent that grows past
+// items in an array up to a cap, and the rare parent that grows past
 // it (the viral post among thousands of ordinary ones) keeps its first
 // items embedded and overflows the rest into documents of another
 // collection. Ordinary parents stay one document and one read; only the
 // outliers pay for the second read.
 //
-// A parent, a blog post with Config{Field: "comments", Threshold: 50}:
+// A parent, a blog post with Config{Field: "comments", Cap: 50}:
 //
-//	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false}
+//	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false, extra_tail: 0}
 //
-// An outlier, with its overflow documents of Config.PerOverflow items:
+// An outlier, with its overflow documents of Config.OverflowCap items:
 //
 //	{_id: 7, title: "...", comments: [...50...], has_extra: true, extra_tail: 3}
 //	{parent: 7, seq: 0, count: 20, bytes: 4821, items: [...20...]}
@@ -20,7 +20,7 @@
 // ({"comments.49": {$exists: false}} for one item) and, once the parent is
 // full, into the newest overflow document under a guard on its count and
 // bytes, opening the next one by an upsert that the unique {parent, seq}
-// index arbitrates. The flag (has_extra, configured in Config.Flag and
+// index arbitrates. The flag (has_extra, configured in Config.FlagField and
 // nowhere else) turns true, before the first overflow document is
 // written, exactly when the parent overflows. Items keep their append
 // order, each appender's among the others'; Append is retry-safe by item
@@ -32,18 +32,28 @@
 //
 // # Servers
 //
-// On MongoDB (6.0 and later) Append pushes into an open parent in one
-// command, letting the server refuse a parent over 16 MiB, and Remove
-// uses $pull by id. FerretDB 1.x lacks both guarantees silently: it stores
-// an updated document over 16 MiB, and reads a $pull condition as an exact
-// element, removing nothing. Where [patterns.Capabilities] cannot confirm
-// [patterns.FeaturePullConditions] and [patterns.FeatureUpdateSizeLimit]
-// (FerretDB, and servers it does not recognise) the repository therefore
-// takes its portable path, chosen once: Append reads the parent first and
-// sizes the push itself, and Remove reads the element and pulls it whole.
-// Both paths keep the guarantees above. The portable one costs a command
-// more per Append to an open parent (2 instead of 1) and per Remove, and
-// one less per Append to an overflowed parent (3 instead of 4).
+// On MongoDB (6.0 and later) and FerretDB 2.x, Append pushes into an open
+// parent in one command, letting the server refuse a parent past 16 MiB,
+// and Remove uses $pull by id. FerretDB 1.x has neither, silently: it
+// stores an updated document past 16 MiB ([patterns.FeatureUpdateSizeLimit])
+// and reads a $pull condition as an exact element, removing nothing
+// ([patterns.FeaturePullConditions]). Where [patterns.Capabilities] cannot
+// confirm a feature (FerretDB 1.x, and servers it does not recognise) the
+// repository takes the portable way for it, chosen once per repository:
+// Append reads the parent first and sizes the push itself, and Remove
+// reads the element and pulls it whole. Both keep the guarantees above.
+// The portable Append costs a command more to an open parent (2 instead of
+// 1) and one less to an overflowed parent (3 instead of 4); the portable
+// Remove a command more.
+//
+// Every write is sent again after a transient failure that applied
+// nothing (FerretDB 2.x's "deadlock detected", through srverr): each is
+// guarded by what it changes or idempotent, as each method says.
+//
+// A Repo is safe for concurrent use by several goroutines and processes.
+// On FerretDB 1.x, what the package promises about concurrent writers
+// holds only for one client with one connection: see
+// [patterns.FeatureConcurrentUpdates].
 //
 // # Indexes
 //
@@ -52,3 +62,8 @@
 // appenders agree on each overflow document; Append checks once that it
 // exists before it overflows a parent.
 package outlier
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "outlier"

@@ -37,7 +37,7 @@ func Example() {
 	defer db.Drop(ctx)
 
 	posts, err := outlier.New[Post, Comment](db, outlier.Config{
-		Parent: "posts", Field: "comments", Threshold: 3, PerOverflow: 2,
+		Parents: "posts", Field: "comments", Cap: 3, OverflowCap: 2,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -5,34 +5,44 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Insert inserts a new parent and returns its _id (generated when P has
 // none). The stored document is P as encoded, with the array field (empty
-// if P has none) and the flag set to false: a parent starts open. One
-// command (insert).
+// if P has none, or has it nil), the flag false and the tail hint 0: a
+// parent starts open, with the room its close needs. One command
+// (insert), sent again after FerretDB 2.x's transient deadlock, which
+// applied nothing.
 //
 // Before anything is written it returns an error wrapping
-// [patterns.ErrInvalid] when P does not encode as a document, its flag is
-// true or its tail hint is set (both belong to the repository), its array
-// field is not an array of at most Threshold items with distinct, valid
-// ids; and [patterns.ErrTooLarge] when the document exceeds 16 MiB. A
-// parent with the same _id is the server's duplicate key error
-// ([mongo.IsDuplicateKeyError]).
+// [patterns.ErrInvalid] when P does not encode as a document, its _id is
+// not a valid id (see [patterns.ValidateID]: no other method could reach
+// the parent), its flag is true or its tail hint is set (both belong to
+// the repository), or its array field is not an array of at most Cap
+// items with distinct, valid ids; and [patterns.ErrTooLarge] when the
+// document exceeds 16 MiB. A parent with the same _id is the server's
+// duplicate key error ([mongo.IsDuplicateKeyError]).
 //
-// Parents inserted by other means work too: a missing array is an empty
-// one, a missing flag is false.
+// Parents inserted by other means work too: a missing or null array is an
+// empty one (Append gives it an array first, one command more), a missing
+// flag is false.
 func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 	doc, err := r.newParent(parent)
 	if err != nil {
-		return nil, fmt.Errorf("outlier.Insert: %w", err)
+		return nil, pkg.Wrap("Insert", err)
 	}
-	res, err := r.parents.InsertOne(ctx, doc)
+	var res *mongo.InsertOneResult
+	err = srverr.Retry(ctx, func() (err error) {
+		res, err = r.parents.InsertOne(ctx, doc)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("outlier.Insert: %w", err)
+		return nil, pkg.Wrap("Insert", srverr.Classify(err))
 	}
 	return res.InsertedID, nil
 }
@@ -51,30 +61,42 @@ func (r *Repo[P, I]) newParent(parent P) (bson.D, error) {
 	hasArray := false
 	for _, e := range elems {
 		switch e.Key() {
-		case r.cfg.Flag:
+		case "_id":
+			var id any
+			if err := e.Value().Unmarshal(&id); err != nil {
+				return nil, errs.Invalid("_id: %v", err)
+			}
+			if err := patterns.ValidateID(id); err != nil {
+				return nil, fmt.Errorf("_id: %w", err)
+			}
+		case r.cfg.FlagField:
 			if b, ok := e.Value().BooleanOK(); !ok || b {
-				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.Flag, e.Value())
+				return nil, errs.Invalid("a new parent must have %s false or absent, not %s", r.cfg.FlagField, e.Value())
 			}
 			continue // written below
-		case r.cfg.Tail:
-			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.Tail)
+		case r.cfg.TailField:
+			return nil, errs.Invalid("a new parent cannot have %s: the repository sets it when the parent overflows", r.cfg.TailField)
 		case r.cfg.Field:
+			hasArray = true
+			if e.Value().Type == bson.TypeNull {
+				doc = append(doc, bson.E{Key: e.Key(), Value: bson.A{}}) // a nil slice
+				continue
+			}
 			if err := r.checkEmbedded(e.Value()); err != nil {
 				return nil, err
 			}
-			hasArray = true
 		}
 		doc = append(doc, bson.E{Key: e.Key(), Value: e.Value()})
 	}
 	if !hasArray {
 		doc = append(doc, bson.E{Key: r.cfg.Field, Value: bson.A{}})
 	}
-	doc = append(doc, bson.E{Key: r.cfg.Flag, Value: false})
+	doc = append(doc, bson.E{Key: r.cfg.FlagField, Value: false}, bson.E{Key: r.cfg.TailField, Value: int64(0)})
 	if b, err := bson.Marshal(doc); err != nil || len(b) > patterns.MaxDocumentSize {
 		if err != nil {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: the parent encodes to %d bytes, over %d", patterns.ErrTooLarge, len(b), patterns.MaxDocumentSize)
+		return nil, errs.TooLarge("the parent encodes to %d bytes, over %d", len(b), patterns.MaxDocumentSize)
 	}
 	return doc, nil
 }
@@ -89,10 +111,10 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 	if err != nil {
 		return err
 	}
-	if len(vals) > r.cfg.Threshold {
-		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Threshold)
+	if len(vals) > r.cfg.Cap {
+		return errs.Invalid("field %q holds %d items; a parent embeds at most %d (append the others)", r.cfg.Field, len(vals), r.cfg.Cap)
 	}
-	seen := make(map[idKey]bool, len(vals))
+	seen := make(map[string]bool, len(vals))
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
@@ -102,8 +124,8 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 		if err != nil {
 			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
 		}
-		if seen[it.key] {
-			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.ItemID, it.id)
+		if seen[it.idKey()] {
+			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.IDField, it.id)
 		}
 		seen[it.key] = true
 	}

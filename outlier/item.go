@@ -7,6 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -14,28 +17,17 @@ import (
 // item is one item encoded once for every write it takes part in.
 type item struct {
 	raw bson.Raw      // the encoded item
-	id  bson.RawValue // its ItemID field
-	key idKey         // id, normalised for comparison
+	id  bson.RawValue // its IDField field
+	key string        // bsonid.Key(id), equal for ids the server finds equal; "" until idKey
 }
 
-// idKey is an item id in a form that compares like the server compares
-// ids: the numbers 7, int64(7) and 7.0 are one id, as they are to a query.
-type idKey string
-
-// keyOf normalises an id: integral numbers (int32, int64, and doubles
-// within the int64 range) to their int64 value, everything else to its
-// BSON type and bytes.
-func keyOf(v bson.RawValue) idKey {
-	switch v.Type {
-	case bson.TypeInt32, bson.TypeInt64:
-		n, _ := v.AsInt64OK()
-		return idKey("n" + strconv.FormatInt(n, 10))
-	case bson.TypeDouble:
-		if f := v.Double(); f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
-			return idKey("n" + strconv.FormatInt(int64(f), 10))
-		}
+// idKey returns bsonid.Key(it.id), computing it on first use (a single
+// item pushed into its parent never needs it).
+func (it *item) idKey() string {
+	if it.key == "" {
+		it.key = bsonid.Key(it.id)
 	}
-	return idKey(append([]byte{byte(v.Type)}, v.Value...))
+	return it.key
 }
 
 // elementSize is what appending a value of size n at index i adds to a
@@ -44,12 +36,15 @@ func keyOf(v bson.RawValue) idKey {
 func elementSize(i, n int) int { return 1 + len(strconv.Itoa(i)) + 1 + n }
 
 // encodeItems encodes items and checks them before anything is written:
-// each must encode as a document with a valid ItemID field, ids must be
+// each must encode as a document with a valid IDField field, ids must be
 // distinct, and each must fit in an empty overflow document of size budget
 // (an item that fits nowhere is [patterns.ErrTooLarge]).
 func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 	out := make([]item, len(items))
-	seen := make(map[idKey]int, len(items))
+	var seen map[string]int // keys of the ids, when there are several
+	if len(items) > 1 {
+		seen = make(map[string]int, len(items))
+	}
 	for i, it := range items {
 		raw, err := bson.Marshal(it)
 		if err != nil {
@@ -59,13 +54,15 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
-		if j, dup := seen[e.key]; dup {
-			return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.ItemID, e.id)
+		if seen != nil {
+			if j, dup := seen[e.idKey()]; dup {
+				return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.IDField, e.id)
+			}
+			seen[e.key] = i
 		}
-		seen[e.key] = i
-		if size := elementSize(r.cfg.PerOverflow-1, len(raw)); size > budget {
-			return nil, fmt.Errorf("%w: item %d (%s %s) encodes to %d bytes; an overflow document has room for %d bytes of items, so no document can hold it",
-				patterns.ErrTooLarge, i, r.cfg.ItemID, e.id, len(raw), budget-(size-len(raw)))
+		if size := elementSize(r.cfg.OverflowCap-1, len(raw)); size > budget {
+			return nil, errs.TooLarge("item %d (%s %s) encodes to %d bytes; an overflow document has room for %d bytes of items, so no document can hold it",
+				i, r.cfg.IDField, e.id, len(raw), budget-(size-len(raw)))
 		}
 		out[i] = e
 	}
@@ -74,47 +71,93 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 
 // itemOf reads and validates the id of an encoded item.
 func (r *Repo[P, I]) itemOf(raw bson.Raw) (item, error) {
-	id, err := raw.LookupErr(r.cfg.ItemID)
+	id, err := raw.LookupErr(r.cfg.IDField)
 	if err != nil {
-		return item{}, errs.Invalid("item has no %q field", r.cfg.ItemID)
+		return item{}, errs.Invalid("item has no %q field", r.cfg.IDField)
 	}
-	var v any
-	if err := id.Unmarshal(&v); err != nil {
-		return item{}, errs.Invalid("item %s: %v", r.cfg.ItemID, err)
+	v, err := goValue(id)
+	if err != nil {
+		return item{}, errs.Invalid("item %s: %v", r.cfg.IDField, err)
 	}
 	if err := patterns.ValidateID(v); err != nil {
-		return item{}, fmt.Errorf("item %s: %w", r.cfg.ItemID, err)
+		return item{}, fmt.Errorf("item %s: %w", r.cfg.IDField, err)
 	}
-	return item{raw: raw, id: id, key: keyOf(id)}, nil
+	return item{raw: raw, id: id}, nil
+}
+
+// encodeID encodes an id given at the API as bson.MarshalValue does: the
+// usual id types directly, which costs a fraction of the encoder's
+// allocations, the others through it.
+func encodeID(id any) (bson.RawValue, error) {
+	switch v := id.(type) {
+	case string:
+		return bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, v)}, nil
+	case bson.ObjectID:
+		return bson.RawValue{Type: bson.TypeObjectID, Value: bsoncore.AppendObjectID(nil, v)}, nil
+	case int32:
+		return bson.RawValue{Type: bson.TypeInt32, Value: bsoncore.AppendInt32(nil, v)}, nil
+	case int64:
+		return bson.RawValue{Type: bson.TypeInt64, Value: bsoncore.AppendInt64(nil, v)}, nil
+	case int:
+		if v >= math.MinInt32 && v <= math.MaxInt32 { // as the encoder writes an int
+			return bson.RawValue{Type: bson.TypeInt32, Value: bsoncore.AppendInt32(nil, int32(v))}, nil
+		}
+		return bson.RawValue{Type: bson.TypeInt64, Value: bsoncore.AppendInt64(nil, int64(v))}, nil
+	}
+	t, data, err := bson.MarshalValue(id)
+	return bson.RawValue{Type: t, Value: data}, err
+}
+
+// goValue decodes an id into the Go value that decoding it into an any
+// gives, for [patterns.ValidateID]: the usual id types directly, which
+// costs a fraction of the decoder's allocations, the others through it.
+func goValue(id bson.RawValue) (any, error) {
+	switch id.Type {
+	case bson.TypeString:
+		if s, ok := id.StringValueOK(); ok {
+			return s, nil
+		}
+	case bson.TypeObjectID:
+		if o, ok := id.ObjectIDOK(); ok {
+			return o, nil
+		}
+	case bson.TypeInt32:
+		if n, ok := id.Int32OK(); ok {
+			return n, nil
+		}
+	case bson.TypeInt64:
+		if n, ok := id.Int64OK(); ok {
+			return n, nil
+		}
+	}
+	var v any
+	err := id.Unmarshal(&v)
+	return v, err
 }
 
 // overflowBudget is how many bytes of array elements an overflow document
 // of the parent can hold: the maximum document size less the fixed fields
 // ({_id, parent, seq, count, bytes, items: []}, with int64 numbers, whose
 // encoded size does not change as they grow).
-func overflowBudget(parentID any) (int, error) {
-	env, err := bson.Marshal(bson.D{
-		{Key: "_id", Value: bson.ObjectID{}},
-		{Key: fParent, Value: parentID},
-		{Key: fSeq, Value: int64(math.MaxInt64)},
-		{Key: fCount, Value: int64(0)},
-		{Key: fBytes, Value: int64(0)},
-		{Key: fItems, Value: bson.A{}},
-	})
-	if err != nil {
-		return 0, errs.Invalid("parent id %v cannot be encoded: %v", parentID, err)
-	}
-	return patterns.MaxDocumentSize - len(env), nil
+func overflowBudget(parentID bson.RawValue) int {
+	elem := func(key string, n int) int { return 1 + len(key) + 1 + n } // type, name, NUL, value
+	env := 4 +                                                          // length
+		elem("_id", 12) + // the ObjectID the upsert generates
+		elem(fParent, len(parentID.Value)) +
+		elem(fSeq, 8) + elem(fCount, 8) + elem(fBytes, 8) +
+		elem(fItems, 5) + // an empty array
+		1 // terminator
+	return patterns.MaxDocumentSize - env
 }
 
 // without returns the items whose keys are not in present, keeping order.
-func without(items []item, present map[idKey]bool) []item {
+func without(items []item, present map[string]bool) []item {
 	if len(present) == 0 {
 		return items
 	}
 	out := items[:0:0]
 	for _, it := range items {
-		if !present[it.key] {
+		if !present[it.idKey()] {
 			out = append(out, it)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"reflect"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -21,14 +23,17 @@ type overflowItems[I any] struct {
 // Get returns the parent and all its items in append order: the embedded
 // ones, then those of the overflow documents by seq. P is decoded from the
 // parent as stored (if P has a field for the array, it holds only the
-// embedded items); the returned slice is the merged list.
+// embedded items); the returned slice is the merged list, a copy: P's
+// field and the slice share no memory. The embedded items are decoded
+// once: when P has a field of type []I for the array, the slice starts as
+// a copy of it.
 //
 // Cost: 1 command (findOne) when the flag is false, 2 when it is true
 // (findOne, then one find of the overflow documents sorted by seq, asking
 // for as many as the parent's tail hint says there are in its first reply,
 // which the server caps at 16 MiB; a larger overflow adds a getMore per
-// 16 MiB). It loads every item: for a
-// huge outlier, stream with [Repo.Items].
+// 16 MiB). It loads every item: for a huge outlier, stream with
+// [Repo.Items]. It is the same on every server.
 //
 // Between its two commands, appends and removals may run: the result holds
 // every item appended before Get began and not removed, the parent as of
@@ -37,41 +42,50 @@ type overflowItems[I any] struct {
 // no overflow item is missed; a missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	var p P
-	if err := pid("Get", parentID); err != nil {
+	if err := validParent("Get", parentID); err != nil {
 		return p, nil, err
 	}
-	parent, items, err := r.readEmbedded(ctx, parentID, nil)
-	if err == nil {
-		err = bson.Unmarshal(parent, &p)
+	parent, err := r.findParent(ctx, parentID, nil)
+	if err != nil {
+		return p, nil, fail("Get", parentID, err)
 	}
-	if err != nil || !r.flagged(parent) {
-		return p, items, r.wrap("Get", parentID, err)
+	if err := bson.Unmarshal(parent, &p); err != nil {
+		return p, nil, fail("Get", parentID, err)
+	}
+	items, ok := r.embeddedOf(&p)
+	if !ok { // P has no field that holds them: decode them
+		if items, err = r.decodeEmbedded(parent); err != nil {
+			return p, nil, fail("Get", parentID, err)
+		}
+	}
+	if !r.flagged(parent) {
+		return p, items, nil
 	}
 	// The tail hint says how many documents there are (seqs 0..tail, and
 	// maybe tail+1 being opened): ask for them all in the first reply.
-	tail, _ := parent.Lookup(r.cfg.Tail).AsInt64OK()
-	cur, err := r.overflow.Find(ctx, d(fParent, parentID), options.Find().
+	tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
+	cur, err := r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
 		SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(min(tail+2, math.MaxInt32))))
 	if err != nil {
-		return p, nil, r.wrap("Get", parentID, err)
+		return p, nil, fail("Get", parentID, err)
 	}
 	defer cur.Close(context.WithoutCancel(ctx))
 	for cur.Next(ctx) {
 		var doc overflowItems[I]
 		if err := cur.Decode(&doc); err != nil {
-			return p, nil, r.wrap("Get", parentID, err)
+			return p, nil, fail("Get", parentID, err)
 		}
 		items = append(items, doc.Items...)
 	}
-	return p, items, r.wrap("Get", parentID, cur.Err())
+	return p, items, fail("Get", parentID, cur.Err())
 }
 
 // Items streams the parent's items in append order without loading them
 // all: the embedded ones (one findOne reading the array and the flag),
 // then, when the flag is true, the overflow documents by seq through a
 // cursor of Config.BatchSize documents per round trip, decoded one
-// document at a time. Memory is bounded by the parent and one batch, not
-// by the number of items.
+// document at a time, on every server. Memory is bounded by the parent
+// and one batch, not by the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
@@ -80,14 +94,14 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // except that the overflow is read batch by batch: an item removed or
 // appended while the cursor runs may or may not be seen.
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
-	if err := pid("Items", parentID); err != nil {
+	if err := validParent("Items", parentID); err != nil {
 		return seq.Err[I](err)
 	}
 	return func(yield func(I, error) bool) {
 		var zero I
-		parent, items, err := r.readEmbedded(ctx, parentID, d(r.cfg.Field, 1, r.cfg.Flag, 1))
+		parent, items, err := r.readEmbedded(ctx, parentID, r.embeddedProjection())
 		if err != nil {
-			yield(zero, r.wrap("Items", parentID, err))
+			yield(zero, fail("Items", parentID, err))
 			return
 		}
 		for _, it := range items {
@@ -99,12 +113,12 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 			return
 		}
 		docs := seq.Cursor[overflowItems[I]](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-			return r.overflow.Find(ctx, d(fParent, parentID), options.Find().
-				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(r.cfg.BatchSize))
+			return r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
+				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(r.cfg.BatchSize)))
 		})
 		for doc, err := range docs {
 			if err != nil {
-				yield(zero, r.wrap("Items", parentID, err))
+				yield(zero, fail("Items", parentID, err))
 				return
 			}
 			for _, it := range doc.Items {
@@ -123,48 +137,113 @@ func (r *Repo[P, I]) readEmbedded(ctx context.Context, parentID any, projection 
 	if err != nil {
 		return nil, nil, err
 	}
+	items, err := r.decodeEmbedded(parent)
+	return parent, items, err
+}
+
+// decodeEmbedded decodes the items of the parent's array.
+func (r *Repo[P, I]) decodeEmbedded(parent bson.Raw) ([]I, error) {
 	arr, err := r.array(parent)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var items []I
 	if err := (bson.RawValue{Type: bson.TypeArray, Value: arr}).Unmarshal(&items); err != nil {
-		return nil, nil, fmt.Errorf("decode the items of field %q: %w", r.cfg.Field, err)
+		return nil, fmt.Errorf("decode the items of field %q: %w", r.cfg.Field, err)
 	}
-	return parent, items, nil
+	return items, nil
+}
+
+// embeddedOf returns a copy of the items that decoding the parent into p
+// put in P's field for them (see [embeddedField]), and false when P has
+// no such field: Get then decodes them from the parent itself, which
+// would decode them twice.
+func (r *Repo[P, I]) embeddedOf(p *P) ([]I, bool) {
+	if r.embedded == nil {
+		return nil, false
+	}
+	v := reflect.ValueOf(p).Elem()
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil, false
+		}
+		v = v.Elem()
+	}
+	f, err := v.FieldByIndexErr(r.embedded)
+	if err != nil { // through a nil embedded pointer
+		return nil, false
+	}
+	return slices.Clone(*f.Addr().Interface().(*[]I)), true
+}
+
+// embeddedField returns the index (for reflect's FieldByIndex) of the
+// field of P, a struct or a pointer to one, into which bson.Unmarshal
+// decodes the parent's array field when that field has the type []I; nil
+// if there is none. It asks the decoder itself, with a probe document
+// holding one empty item, so that the driver's rules for field names
+// (tags, inline structs) are followed exactly.
+func embeddedField[P, I any](field string) []int {
+	t := reflect.TypeFor[P]()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	probe, err := bson.Marshal(bson.D{{Key: field, Value: bson.A{bson.D{}}}})
+	if err != nil {
+		return nil
+	}
+	v := reflect.New(t)
+	if err := bson.Unmarshal(probe, v.Interface()); err != nil {
+		return nil
+	}
+	var found []int
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Type != reflect.TypeFor[[]I]() {
+			continue
+		}
+		if fv, err := v.Elem().FieldByIndexErr(f.Index); err == nil && fv.Len() == 1 {
+			if found != nil {
+				return nil // two candidates: do not guess
+			}
+			found = f.Index
+		}
+	}
+	return found
 }
 
 // Count returns the number of the parent's items: 1 command (a findOne
 // reading the flag and the ids of the embedded items, not the items) when
 // the flag is false, 2 when it is true (plus an aggregate summing the
 // counts of the overflow documents, $match and $group with $sum, served by
-// the {parent, seq} index). Between the two, the result is as for
-// [Repo.Get]. A missing parent is [patterns.ErrNotFound].
+// the {parent, seq} index), on every server. Between the two, the result
+// is as for [Repo.Get]. A missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
-	if err := pid("Count", parentID); err != nil {
+	if err := validParent("Count", parentID); err != nil {
 		return 0, err
 	}
-	parent, err := r.findParent(ctx, parentID, d(r.idPath, 1, r.cfg.Flag, 1))
+	parent, err := r.findParent(ctx, parentID, r.countProjection())
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	arr, err := r.array(parent)
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	vals, err := arr.Values()
 	if err != nil || !r.flagged(parent) {
-		return len(vals), r.wrap("Count", parentID, err)
+		return len(vals), fail("Count", parentID, err)
 	}
 	cur, err := r.overflow.Aggregate(ctx, countPipeline(parentID))
 	if err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	var sums []struct {
 		N int `bson:"n"`
 	}
 	if err := cur.All(ctx, &sums); err != nil {
-		return 0, r.wrap("Count", parentID, err)
+		return 0, fail("Count", parentID, err)
 	}
 	n := len(vals)
 	for _, s := range sums {

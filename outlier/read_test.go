@@ -7,14 +7,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 func TestItemsStreams(t *testing.T) {
 	ctx := context.Background()
 	cfg := small()
 	cfg.BatchSize = 2 // overflow documents per round trip: 4 items
-	r, db := newPost(t, cfg, modePortable)
+	r, db := newPost(t, cfg, PlanFor(mongotest.Portable()))
 	want := comments("c", 0, 13) // 3 embedded, 10 in 5 overflow documents
 	require.NoError(t, r.Append(ctx, 1, want...))
 	counter := mongotest.NewCounter(t, db)
@@ -46,4 +49,77 @@ func take(t *testing.T, it iter.Seq2[comment, error], k int) []comment {
 		}
 	}
 	return out
+}
+
+// TestEmbeddedField: Get takes the embedded items from the field of P
+// that the decoder fills with them, found by asking the decoder, and
+// decodes them itself when P has none.
+func TestEmbeddedField(t *testing.T) {
+	type tagged struct {
+		Comments []comment `bson:"comments"`
+	}
+	type untagged struct{ Comments []comment } // the driver lowercases: "comments"
+	type other struct {
+		Comments []comment `bson:"notes"`
+	}
+	type raws struct {
+		Comments []bson.Raw `bson:"comments"`
+	}
+	type Base struct {
+		Comments []comment `bson:"comments"`
+	}
+	type inline struct {
+		Base  `bson:",inline"`
+		Title string `bson:"title"`
+	}
+	require.Equal(t, []int{0}, embeddedField[tagged, comment]("comments"))
+	require.Equal(t, []int{0}, embeddedField[*tagged, comment]("comments"))
+	require.Equal(t, []int{0}, embeddedField[untagged, comment]("comments"))
+	require.Equal(t, []int{0, 0}, embeddedField[inline, comment]("comments"))
+	require.Nil(t, embeddedField[other, comment]("comments"))
+	require.Nil(t, embeddedField[raws, comment]("comments"), "another type: decoded apart")
+	require.Nil(t, embeddedField[post, comment]("comments"))
+	require.Nil(t, embeddedField[bson.Raw, comment]("comments"))
+	require.Nil(t, embeddedField[bson.M, comment]("comments"))
+}
+
+// TestGetEmbeddedOnce: P's field and the returned items hold the same
+// embedded items, but not the same memory.
+func TestGetEmbeddedOnce(t *testing.T) {
+	ctx := context.Background()
+	type withComments struct {
+		ID       int       `bson:"_id"`
+		Comments []comment `bson:"comments"`
+	}
+	for _, name := range []string{"struct", "pointer"} {
+		t.Run(name, func(t *testing.T) {
+			db := mongotest.DB(t)
+			check := func(p *withComments, items []comment, err error) {
+				require.NoError(t, err)
+				require.Equal(t, []string{"c00", "c01", "c02"}, idsOf(p.Comments))
+				require.Equal(t, idsOf(comments("c", 0, 5)), idsOf(items))
+				items[0].Text = "changed"
+				require.Empty(t, p.Comments[0].Text)
+			}
+			if name == "struct" {
+				r, err := New[withComments, comment](db, small())
+				require.NoError(t, err)
+				require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+				_, err = r.Insert(ctx, withComments{ID: 1})
+				require.NoError(t, err)
+				require.NoError(t, r.Append(ctx, 1, comments("c", 0, 5)...))
+				p, items, err := r.Get(ctx, 1)
+				check(&p, items, err)
+				return
+			}
+			r, err := New[*withComments, comment](db, small())
+			require.NoError(t, err)
+			require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+			_, err = r.Insert(ctx, &withComments{ID: 1})
+			require.NoError(t, err)
+			require.NoError(t, r.Append(ctx, 1, comments("c", 0, 5)...))
+			p, items, err := r.Get(ctx, 1)
+			check(p, items, err)
+		})
+	}
 }

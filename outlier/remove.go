@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -19,49 +21,53 @@ import (
 // stays overflowed (flag true) even if every overflow item is removed.
 // Appends keep going to the newest overflow document, never back to the
 // parent or into an older document, which is what keeps the append order.
-// A parent that Remove left with fewer than Threshold items takes no new
+// A parent that Remove left with fewer than Cap items takes no new
 // items once overflowed.
 //
-// Cost on MongoDB: 1 command when the item is in the parent (an update
-// with $pull by id), 2 when it is in overflow (the parent's update matches
-// nothing, then the overflow document's). On other servers (FerretDB 1.x
-// reads a $pull condition as an exact element and silently removes
-// nothing), Remove reads the elements first and pulls them whole: 2
+// Cost where the server has [patterns.FeaturePullConditions] (MongoDB,
+// FerretDB 2.x): 1 command when the item is in the parent (an update with
+// $pull by id), 2 when it is in overflow (the parent's update matches
+// nothing, then the overflow document's). On other servers (FerretDB
+// 1.x), Remove reads the elements first and pulls them whole: 2
 // commands for an item in the parent, 3 for one in overflow (a read of the
 // parent's array, a read of the overflow document holding the item,
 // indexed, and its update). Each write is atomic: a reader sees the item or
-// not. If the item is in neither place (or the parent does not exist) it
-// returns [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
+// not. Each is guarded on the item being where it was found, so a Remove
+// that lost a race to another removes nothing and lowers no count, and is
+// sent again after a transient failure that applied nothing (FerretDB
+// 2.x's deadlock). Ids are compared as the server compares them. If the
+// item is in neither place (or the parent does not exist) it returns
+// [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
-	if err := pid("Remove", parentID); err != nil {
+	if err := validParent("Remove", parentID); err != nil {
 		return err
 	}
 	if err := patterns.ValidateID(itemID); err != nil {
-		return fmt.Errorf("outlier.Remove: item id: %w", err)
+		return fail("Remove", parentID, fmt.Errorf("item id: %w", err))
 	}
-	native, err := r.native(ctx)
+	p, err := r.plan(ctx)
 	if err != nil {
-		return r.wrap("Remove", parentID, err)
+		return fail("Remove", parentID, err)
 	}
 	remove := r.removePortable
-	if native {
+	if p.pullByCondition {
 		remove = r.removeNative
 	}
 	removed, err := remove(ctx, parentID, itemID)
 	if err == nil && !removed {
-		err = fmt.Errorf("%w: no item with %s %v", patterns.ErrNotFound, r.cfg.ItemID, itemID)
+		err = fmt.Errorf("item %s: no such item: %w", idString(itemID), patterns.ErrNotFound)
 	}
-	return r.wrap("Remove", parentID, err)
+	return fail("Remove", parentID, err)
 }
 
 func (r *Repo[P, I]) removeNative(ctx context.Context, parentID, itemID any) (bool, error) {
 	filter, update := r.removeParentNative(parentID, itemID)
-	res, err := r.parents.UpdateOne(ctx, filter, update)
+	res, err := updateOne(ctx, r.parents, filter, update)
 	if err != nil || res.MatchedCount == 1 {
 		return err == nil, err
 	}
 	filter, update = r.removeOverflowNative(parentID, itemID)
-	res, err = r.overflow.UpdateOne(ctx, filter, update)
+	res, err = updateOne(ctx, r.overflow, filter, update)
 	return err == nil && res.MatchedCount == 1, err
 }
 
@@ -70,8 +76,8 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 	if err != nil {
 		return false, err
 	}
-	key := keyOf(bson.RawValue{Type: t, Value: data})
-	parent, err := r.findParent(ctx, parentID, d(r.cfg.Field, 1))
+	key := bsonid.Key(bson.RawValue{Type: t, Value: data})
+	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
 	if err != nil {
 		return false, err
 	}
@@ -84,11 +90,11 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 			return false, err
 		}
 		filter, update := r.removeParentPortable(parentID, itemID, elems)
-		res, err := r.parents.UpdateOne(ctx, filter, update)
+		res, err := updateOne(ctx, r.parents, filter, update)
 		return err == nil && res.MatchedCount == 1, err
 	}
-	doc, err := r.overflow.FindOne(ctx, d(fParent, parentID, r.itemsIDPath, itemID),
-		options.FindOne().SetProjection(d(fItems, 1))).Raw()
+	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
+		options.FindOne().SetProjection(holderProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return false, nil
 	}
@@ -104,13 +110,13 @@ func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (
 		return false, err
 	}
 	filter, update := r.removeOverflowPortable(doc.Lookup("_id"), itemID, elems)
-	res, err := r.overflow.UpdateOne(ctx, filter, update)
+	res, err := updateOne(ctx, r.overflow, filter, update)
 	return err == nil && res.MatchedCount == 1, err
 }
 
 // matching returns the elements of arr whose item id has the key, as
 // stored, for a $pullAll.
-func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
+func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 	vals, err := arr.Values()
 	if err != nil {
 		return nil, err
@@ -118,7 +124,7 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
 	var out bson.A
 	for _, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.ItemID); err == nil && keyOf(id) == key {
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && bsonid.Key(id) == key {
 				out = append(out, v)
 			}
 		}
@@ -134,19 +140,29 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key idKey) (bson.A, error) {
 // document runs concurrently, overflow documents may be left behind:
 // Delete again removes them (it always sends the deleteMany) and returns
 // [patterns.ErrNotFound], as it does for a parent that does not exist.
+// Both deletes are idempotent, and sent again after a transient failure
+// that applied nothing (FerretDB 2.x's deadlock).
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
-	if err := pid("Delete", parentID); err != nil {
+	if err := validParent("Delete", parentID); err != nil {
 		return err
 	}
-	res, err := r.parents.DeleteOne(ctx, d("_id", parentID))
+	var res *mongo.DeleteResult
+	err := srverr.Retry(ctx, func() (err error) {
+		res, err = r.parents.DeleteOne(ctx, parentFilter(parentID))
+		return err
+	})
 	if err != nil {
-		return r.wrap("Delete", parentID, err)
+		return fail("Delete", parentID, err)
 	}
-	if _, err := r.overflow.DeleteMany(ctx, d(fParent, parentID)); err != nil {
-		return r.wrap("Delete", parentID, err)
+	err = srverr.Retry(ctx, func() error {
+		_, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID))
+		return err
+	})
+	if err != nil {
+		return fail("Delete", parentID, err)
 	}
 	if res.DeletedCount == 0 {
-		return r.wrap("Delete", parentID, fmt.Errorf("%w: no parent with _id %v in %s", patterns.ErrNotFound, parentID, r.parents.Name()))
+		return fail("Delete", parentID, errNoParent)
 	}
 	return nil
 }

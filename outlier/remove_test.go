@@ -10,74 +10,62 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// needsFeature skips a test of the native path where the server lacks
-// the feature that path relies on.
-func needsFeature(t *testing.T, mode int32, f patterns.Feature) {
-	t.Helper()
-	if mode == modeNative {
-		mongotest.Require(t, f)
-	}
-}
-
 func TestRemove(t *testing.T) {
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
-			needsFeature(t, path.mode, patterns.FeaturePullConditions)
-			ctx := context.Background()
-			r, db := newPost(t, small(), path.mode)
-			// parent: c00 c01 c02; seq 0: c03 c04; seq 1: c05 c06; seq 2: c07 c08
-			require.NoError(t, r.Append(ctx, 1, comments("c", 0, 9)...))
-			counter := mongotest.NewCounter(t, db)
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, db := newPost(t, small(), p)
+		// parent: c00 c01 c02; seq 0: c03 c04; seq 1: c05 c06; seq 2: c07 c08
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 9)...))
+		counter := mongotest.NewCounter(t, db)
 
-			cmds := counter.Count(func() { require.NoError(t, r.Remove(ctx, 1, "c01")) })
-			if path.mode == modeNative {
-				require.Equal(t, []string{"update"}, cmds)
-			} else {
-				require.Equal(t, []string{"find", "update"}, cmds, "read the element, pull it whole")
-			}
-			cmds = counter.Count(func() { require.NoError(t, r.Remove(ctx, 1, "c05")) })
-			if path.mode == modeNative {
-				require.Equal(t, []string{"update", "update"}, cmds)
-			} else {
-				require.Equal(t, []string{"find", "find", "update"}, cmds)
-			}
-			require.ErrorIs(t, r.Remove(ctx, 1, "c05"), patterns.ErrNotFound, "already removed")
-			require.ErrorIs(t, r.Remove(ctx, 1, "nope"), patterns.ErrNotFound)
-			require.ErrorIs(t, r.Remove(ctx, 2, "c00"), patterns.ErrNotFound, "no such parent")
+		cmds := counter.Count(func() { require.NoError(t, r.Remove(ctx, 1, "c01")) })
+		if p.pullByCondition {
+			require.Equal(t, []string{"update"}, cmds)
+		} else {
+			require.Equal(t, []string{"find", "update"}, cmds, "read the element, pull it whole")
+		}
+		cmds = counter.Count(func() { require.NoError(t, r.Remove(ctx, 1, "c05")) })
+		if p.pullByCondition {
+			require.Equal(t, []string{"update", "update"}, cmds)
+		} else {
+			require.Equal(t, []string{"find", "find", "update"}, cmds)
+		}
+		require.ErrorIs(t, r.Remove(ctx, 1, "c05"), patterns.ErrNotFound, "already removed")
+		require.ErrorIs(t, r.Remove(ctx, 1, "nope"), patterns.ErrNotFound)
+		require.ErrorIs(t, r.Remove(ctx, 2, "c00"), patterns.ErrNotFound, "no such parent")
 
-			assertItems := func(want ...string) {
-				t.Helper()
-				_, items, err := r.Get(ctx, 1)
-				require.NoError(t, err)
-				require.Equal(t, want, idsOf(items))
-				n, err := r.Count(ctx, 1)
-				require.NoError(t, err)
-				require.Equal(t, len(want), n)
-			}
-			assertItems("c00", "c02", "c03", "c04", "c06", "c07", "c08")
+		assertItems := func(want ...string) {
+			t.Helper()
+			_, items, err := r.Get(ctx, 1)
+			require.NoError(t, err)
+			require.Equal(t, want, idsOf(items))
+			n, err := r.Count(ctx, 1)
+			require.NoError(t, err)
+			require.Equal(t, len(want), n)
+		}
+		assertItems("c00", "c02", "c03", "c04", "c06", "c07", "c08")
 
-			// The parent has room again but is closed: the next item goes
-			// after the last, in a new overflow document.
-			require.NoError(t, r.Append(ctx, 1, comment{ID: "c09"}))
-			assertItems("c00", "c02", "c03", "c04", "c06", "c07", "c08", "c09")
-			parent, docs := stored(t, r, 1)
-			require.Equal(t, []string{"c00", "c02"}, embedded(t, parent))
-			require.Equal(t, []int{2, 1, 2, 1}, counts(docs), "the hole in seq 1 is not refilled")
+		// The parent has room again but is closed: the next item goes
+		// after the last, in a new overflow document.
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "c09"}))
+		assertItems("c00", "c02", "c03", "c04", "c06", "c07", "c08", "c09")
+		parent, docs := stored(t, r, 1)
+		require.Equal(t, []string{"c00", "c02"}, embedded(t, parent))
+		require.Equal(t, []int{2, 1, 2, 1}, counts(docs), "the hole in seq 1 is not refilled")
 
-			// Emptied documents stay; the parent stays overflowed.
-			for _, id := range []string{"c03", "c04", "c06", "c07", "c08", "c09"} {
-				require.NoError(t, r.Remove(ctx, 1, id))
-			}
-			assertItems("c00", "c02")
-			parent, docs = stored(t, r, 1)
-			require.True(t, parent.Lookup("has_extra").Boolean())
-			require.Equal(t, []int{0, 0, 0, 0}, counts(docs))
-			require.NoError(t, r.Append(ctx, 1, comment{ID: "c10"}))
-			assertItems("c00", "c02", "c10")
-			_, docs = stored(t, r, 1)
-			require.Equal(t, []int{0, 0, 0, 1}, counts(docs), "appends go to the newest document")
-		})
-	}
+		// Emptied documents stay; the parent stays overflowed.
+		for _, id := range []string{"c03", "c04", "c06", "c07", "c08", "c09"} {
+			require.NoError(t, r.Remove(ctx, 1, id))
+		}
+		assertItems("c00", "c02")
+		parent, docs = stored(t, r, 1)
+		require.True(t, parent.Lookup("has_extra").Boolean())
+		require.Equal(t, []int{0, 0, 0, 0}, counts(docs))
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "c10"}))
+		assertItems("c00", "c02", "c10")
+		_, docs = stored(t, r, 1)
+		require.Equal(t, []int{0, 0, 0, 1}, counts(docs), "appends go to the newest document")
+	})
 }
 
 func counts(docs []overflowDoc) []int {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
+	"strconv"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -32,8 +34,10 @@ type Store[P, I any] interface {
 var _ Store[bson.Raw, bson.Raw] = (*Repo[bson.Raw, bson.Raw])(nil)
 
 // Repo stores parents of type P whose items of type I are embedded up to
-// Config.Threshold and overflow into documents of Config.PerOverflow items.
-// It is safe for concurrent use.
+// Config.Cap and overflow into documents of Config.OverflowCap items.
+// It is safe for concurrent use by several goroutines, and by several
+// processes each with its own Repo (on FerretDB 1.x, only through one
+// client with one connection: see [patterns.FeatureConcurrentUpdates]).
 //
 // Before the first [Repo.Append] that overflows, the indexes of
 // [Repo.Indexes] must exist: Append checks once that the unique index on
@@ -43,48 +47,46 @@ type Repo[P, I any] struct {
 	cfg         Config
 	parents     *mongo.Collection
 	overflow    *mongo.Collection
-	idPath      string // Field.ItemID: the item ids in the parent
-	itemsIDPath string // items.ItemID: the item ids in overflow documents
+	idPath      string // Field.IDField: the item ids in the parent
+	itemsIDPath string // items.IDField: the item ids in overflow documents
 
-	mode    lazy.Value[int32] // a path, chosen once
-	indexed atomic.Bool       // the unique {parent, seq} index was seen
+	embedded   []int    // P's field of the embedded items (see embeddedField); nil: none
+	openFields any      // see openFields
+	paths      []string // see elementPaths
+
+	planned lazy.Value[plan] // the server's path, decided on first use
+	indexed atomic.Bool      // the unique {parent, seq} index was seen
+	// appending runs one Append per parent at a time where pushes into the
+	// parent are guarded on the exact number of items read (without
+	// plan.serverSizeLimit), so that the repository's own callers do not
+	// make each other's pushes miss.
+	appending parentLocks
 }
-
-// The paths a repository can take, chosen once from the server (see
-// [Repo.Append] and [Repo.Remove]).
-const (
-	// modeNative: MongoDB. Parent pushes are optimistic (the server
-	// refuses a document over 16 MiB, atomically) and Remove uses $pull
-	// with a condition.
-	modeNative int32 = iota + 1
-	// modePortable: FerretDB and unrecognised servers. FerretDB 1.x stores
-	// documents over 16 MiB on update and reads a $pull condition as an
-	// exact element, both silently, so Append reads the parent to size the
-	// push and Remove reads the element to pull it whole.
-	modePortable
-)
 
 // New returns a repository for cfg in db. It validates cfg (wrapping
 // [patterns.ErrInvalid]) and checks that I encodes as a BSON document; it
-// sends nothing. The server is asked what it is on first use, once (see
-// [patterns.Capabilities]).
+// sends nothing. The server is asked what it is on first use, once per
+// client (see [patterns.Capabilities]).
 func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 	if db == nil {
-		return nil, errs.Invalid("outlier.New: nil database")
+		return nil, pkg.Wrap("New", errs.Invalid("nil database"))
 	}
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.normalize()
 	if err != nil {
-		return nil, err
+		return nil, pkg.Wrap("New", err)
 	}
 	if err := encodesAsDocument[I](); err != nil {
-		return nil, fmt.Errorf("outlier.New: %w", err)
+		return nil, pkg.Wrap("New", err)
 	}
 	return &Repo[P, I]{
 		cfg:         cfg,
-		parents:     db.Collection(cfg.Parent),
+		parents:     db.Collection(cfg.Parents),
 		overflow:    db.Collection(cfg.Overflow),
-		idPath:      cfg.Field + "." + cfg.ItemID,
-		itemsIDPath: fItems + "." + cfg.ItemID,
+		idPath:      cfg.Field + "." + cfg.IDField,
+		itemsIDPath: fItems + "." + cfg.IDField,
+		embedded:    embeddedField[P, I](cfg.Field),
+		openFields:  openFields(cfg),
+		paths:       elementPaths(cfg),
 	}, nil
 }
 
@@ -112,7 +114,7 @@ func (r *Repo[P, I]) Config() Config { return r.cfg }
 //   - {parent: 1, seq: 1}, unique: reads in append order, finding the
 //     newest document, and the guard that makes concurrent appenders agree
 //     on each document (Append refuses to overflow without it);
-//   - {parent: 1, items.<ItemID>: 1}: the id lookup that makes Append
+//   - {parent: 1, items.<IDField>: 1}: the id lookup that makes Append
 //     retry-safe and lets Remove find an item. It is multikey: one index
 //     entry per overflowed item, the storage price of both.
 //
@@ -120,30 +122,20 @@ func (r *Repo[P, I]) Config() Config { return r.cfg }
 func (r *Repo[P, I]) Indexes() []patterns.Index {
 	return []patterns.Index{
 		{Collection: r.overflow, Model: mongo.IndexModel{
-			Keys:    d(fParent, 1, fSeq, 1),
+			Keys:    seqIndexKeys(),
 			Options: options.Index().SetUnique(true),
 		}},
 		{Collection: r.overflow, Model: mongo.IndexModel{
-			Keys: d(fParent, 1, r.itemsIDPath, 1),
+			Keys: r.itemIndexKeys(),
 		}},
 	}
 }
 
-// native reports whether the repository takes the native path, asking the
-// server on first use ([patterns.Capabilities] caches the answer per
-// client). A failed detection is not remembered.
-func (r *Repo[P, I]) native(ctx context.Context) (bool, error) {
-	m, err := r.mode.Get(ctx, func(ctx context.Context) (int32, error) {
-		srv, err := patterns.Capabilities(ctx, r.parents.Database().Client())
-		if err != nil {
-			return 0, err
-		}
-		if srv.Has(patterns.FeaturePullConditions) && srv.Has(patterns.FeatureUpdateSizeLimit) {
-			return modeNative, nil
-		}
-		return modePortable, nil
-	})
-	return m == modeNative, err
+// plan returns the repository's path, deciding it on first use from the
+// server's features ([patterns.Capabilities] caches them per client). A
+// failed detection is not kept.
+func (r *Repo[P, I]) plan(ctx context.Context) (plan, error) {
+	return lazy.Decide(ctx, &r.planned, r.parents.Database().Client(), planFor)
 }
 
 // checkIndexed returns an error wrapping [patterns.ErrInvalid] unless the
@@ -184,32 +176,67 @@ func sameKey(got bson.Raw, want bson.D) bool {
 	return true
 }
 
+// updateOne sends an update, again after a transient failure (FerretDB
+// 2.x's deadlock, which applied nothing; see [srverr.Retry]). Every update
+// of the repository is safe to send again: each is guarded by what it
+// changes (the pushes by the item ids or the room left, the removals by
+// the item's presence) or idempotent (the close, the new array).
+func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (*mongo.UpdateResult, error) {
+	res, err := coll.UpdateOne(ctx, filter, update, opts...)
+	if !srverr.Transient(err) {
+		return res, err // the common case, without building the retry
+	}
+	var again *mongo.UpdateResult
+	err = srverr.Retry(ctx, func() (err error) {
+		again, err = coll.UpdateOne(ctx, filter, update, opts...)
+		return err
+	})
+	return again, err
+}
+
 // findParent reads the parent, with the projection if any; a missing
 // parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) findParent(ctx context.Context, parentID any, projection bson.D) (bson.Raw, error) {
-	opts := options.FindOne()
-	if projection != nil {
-		opts.SetProjection(projection)
+	var res *mongo.SingleResult
+	if projection == nil {
+		res = r.parents.FindOne(ctx, parentFilter(parentID))
+	} else {
+		res = r.parents.FindOne(ctx, parentFilter(parentID), options.FindOne().SetProjection(projection))
 	}
-	raw, err := r.parents.FindOne(ctx, d("_id", parentID), opts).Raw()
+	raw, err := res.Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, fmt.Errorf("%w: no parent with _id %v in %s", patterns.ErrNotFound, parentID, r.parents.Name())
+		return nil, errNoParent
 	}
 	return raw, err
 }
 
-// wrap says which operation on which parent failed; nil stays nil.
-func (r *Repo[P, I]) wrap(op string, parentID any, err error) error {
+// errNoParent is the error of an operation on a parent that does not
+// exist.
+var errNoParent = fmt.Errorf("no such parent: %w", patterns.ErrNotFound)
+
+// fail returns the error of operation op on the parent, in the package's
+// format ("outlier: Append: parent 7: no such parent: not found"), with
+// the server's error classified (see [srverr.Classify]); nil stays nil.
+func fail(op string, parentID any, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("outlier.%s: parent %v: %w", op, parentID, err)
+	return pkg.Wrap(op, fmt.Errorf("parent %s: %w", idString(parentID), srverr.Classify(err)))
 }
 
-// pid validates a parent id at the API.
-func pid(op string, parentID any) error {
+// idString formats an id for an error message: strings quoted, other
+// values as fmt prints them.
+func idString(id any) string {
+	if s, ok := id.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(id)
+}
+
+// validParent validates a parent id given at the API.
+func validParent(op string, parentID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
-		return fmt.Errorf("outlier.%s: parent id: %w", op, err)
+		return pkg.Wrap(op, fmt.Errorf("parent id: %w", err))
 	}
 	return nil
 }

@@ -9,43 +9,115 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestParentClosesWhenFullInBytes: a parent close to 16 MiB takes the
 // items that fit and closes at the first that does not, which goes to
 // overflow with those after it; nothing is lost and no document exceeds
-// 16 MiB. (FerretDB would store the oversized parent: the portable path
-// must size the push itself.)
+// 16 MiB, not even after the close, which marks the parent overflowed
+// when it has only a few bytes left. (FerretDB 1.x would store an
+// oversized parent: the portable plan sizes each write itself.)
 func TestParentClosesWhenFullInBytes(t *testing.T) {
-	for _, path := range paths {
-		t.Run(path.name, func(t *testing.T) {
-			needsFeature(t, path.mode, patterns.FeatureUpdateSizeLimit)
-			ctx := context.Background()
-			r, _ := newRepo(t, small(), path.mode)
-			const room = 100 << 10
-			_, err := r.Insert(ctx, post{ID: 1, Title: strings.Repeat("t", patterns.MaxDocumentSize-room)})
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, _ := newRepo(t, small(), p)
+		title := strings.Repeat("t", patterns.MaxDocumentSize-(100<<10))
+		_, err := r.Insert(ctx, post{ID: 1, Title: title})
+		require.NoError(t, err)
+		// The parent's size as stored, without reading its title.
+		rest, err := r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: 1}},
+			options.FindOne().SetProjection(bson.D{{Key: "title", Value: 0}})).Raw()
+		require.NoError(t, err)
+		size := len(rest) + 1 + len("title") + 1 + 4 + len(title) + 1
+
+		// a leaves the parent exactly the room of c, which would fit, but
+		// comes after b, which does not.
+		c := comment{ID: "c"}
+		room := elementSize(1, len(must(bson.Marshal(c))))
+		a := comment{ID: "a", Text: "x"}
+		overhead := elementSize(0, len(must(bson.Marshal(a)))) - len(a.Text)
+		a.Text = strings.Repeat("x", patterns.MaxDocumentSize-size-room-overhead)
+		require.Equal(t, patterns.MaxDocumentSize-room, size+elementSize(0, len(must(bson.Marshal(a)))))
+		b := comment{ID: "b", Text: strings.Repeat("x", 70<<10)}
+		require.NoError(t, r.Append(ctx, 1, a, b, c))
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "d", Text: "x"}))
+
+		parent, docs := stored(t, r, 1) // the one read of the big parent
+		require.LessOrEqual(t, len(parent), patterns.MaxDocumentSize, "the close found room")
+		require.Equal(t, []string{"a"}, embedded(t, parent), "the parent closed below N")
+		require.True(t, parent.Lookup("has_extra").Boolean())
+		var over []string
+		for _, d := range docs {
+			over = append(over, idsOf(d.Items)...)
+		}
+		require.Equal(t, []string{"b", "c", "d"}, over)
+		require.Equal(t, []string{"a", "b", "c", "d"}, idsOf(take(t, r.Items(ctx, 1), -1)), "Items reads the parent's array, not its title")
+	})
+}
+
+// TestRoomToClose: the portable plan counts, in a parent's size, what
+// writing its flag and tail hint adds (a parent written by other means
+// may lack them), so that no push leaves a parent without room to close;
+// a parent that has no room for them even empty of new items cannot be
+// marked overflowed and Append says so before writing.
+func TestRoomToClose(t *testing.T) {
+	r, err := New[post, comment](offline, small())
+	require.NoError(t, err)
+	portable := PlanFor(mongotest.Portable())
+	c := comment{ID: "c"}
+	elem := elementSize(0, len(must(bson.Marshal(c))))
+	flagAndTail := (1 + len("has_extra") + 1 + 1) + (1 + len("extra_tail") + 1 + 8)
+
+	parent := func(title int, fields ...bson.E) bson.Raw {
+		doc := append(bson.D{{Key: "_id", Value: 1}, {Key: "comments", Value: bson.A{}}}, fields...)
+		base := len(must(bson.Marshal(doc)))
+		doc = append(doc, bson.E{Key: "title", Value: strings.Repeat("t", title-base-(1+len("title")+1+4+1))})
+		raw := must(bson.Marshal(doc))
+		require.Len(t, raw, title)
+		return raw
+	}
+	for _, tc := range []struct {
+		name   string
+		fields []bson.E
+		grows  int
+	}{
+		{"written by Insert", []bson.E{{Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}}, 0},
+		{"without the fields", nil, flagAndTail},
+		{"with an int32 tail", []bson.E{{Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int32(0)}}, 4},
+		{"with a null flag", []bson.E{{Key: "has_extra", Value: nil}}, 1 + (1 + len("extra_tail") + 1 + 8)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Room for c and what the push adds to the fields: c fits.
+			st, err := r.stateOf(portable, parent(patterns.MaxDocumentSize-elem-tc.grows, tc.fields...))
 			require.NoError(t, err)
-
-			text := func(kb int) string { return strings.Repeat("x", kb<<10) }
-			require.NoError(t, r.Append(ctx, 1,
-				comment{ID: "a", Text: text(40)},
-				comment{ID: "b", Text: text(70)}, // does not fit after a
-				comment{ID: "c", Text: text(1)},  // would fit, but comes after b
-			))
-			require.NoError(t, r.Append(ctx, 1, comment{ID: "d", Text: text(1)}))
-
-			parent, docs := stored(t, r, 1) // the one read of the big parent
-			require.LessOrEqual(t, len(parent), patterns.MaxDocumentSize)
-			require.Equal(t, []string{"a"}, embedded(t, parent), "the parent closed below N")
-			require.True(t, parent.Lookup("has_extra").Boolean())
-			var over []string
-			for _, d := range docs {
-				over = append(over, idsOf(d.Items)...)
-			}
-			require.Equal(t, []string{"b", "c", "d"}, over)
-			require.Equal(t, []string{"a", "b", "c", "d"}, idsOf(take(t, r.Items(ctx, 1), -1)), "Items reads the parent's array, not its title")
+			require.Equal(t, patterns.MaxDocumentSize-elem, st.size)
+			require.Equal(t, 1, r.fitParent(st, []item{{raw: must(bson.Marshal(c))}}))
+			// One byte less: c does not fit, the parent closes, and the
+			// close, which writes the fields, fits.
+			st, err = r.stateOf(portable, parent(patterns.MaxDocumentSize-elem-tc.grows+1, tc.fields...))
+			require.NoError(t, err)
+			require.Zero(t, r.fitParent(st, []item{{raw: must(bson.Marshal(c))}}))
+			require.LessOrEqual(t, st.size, patterns.MaxDocumentSize)
 		})
+	}
+}
+
+// TestRoomForAnArray: a parent whose array is null or absent is counted
+// with the empty array Append gives it.
+func TestRoomForAnArray(t *testing.T) {
+	r, err := New[post, comment](offline, small())
+	require.NoError(t, err)
+	for _, doc := range []bson.D{
+		{{Key: "_id", Value: 1}, {Key: "comments", Value: nil}, {Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}},
+		{{Key: "_id", Value: 1}, {Key: "has_extra", Value: false}, {Key: "extra_tail", Value: int64(0)}},
+	} {
+		st, err := r.stateOf(PlanFor(mongotest.Portable()), must(bson.Marshal(doc)))
+		require.NoError(t, err)
+		require.True(t, st.noArray)
+		withArray := must(bson.Marshal(append(doc[:1:1], bson.E{Key: "comments", Value: bson.A{}}, doc[len(doc)-2], doc[len(doc)-1])))
+		require.Equal(t, len(withArray), st.size)
 	}
 }
 
@@ -54,8 +126,8 @@ func TestParentClosesWhenFullInBytes(t *testing.T) {
 func TestOverflowDocumentsStayUnder16MiB(t *testing.T) {
 	ctx := context.Background()
 	cfg := small()
-	cfg.Threshold, cfg.PerOverflow = 1, 10
-	r, _ := newPost(t, cfg, modePortable)
+	cfg.Cap, cfg.OverflowCap = 1, 10
+	r, _ := newPost(t, cfg, PlanFor(mongotest.Portable()))
 	big := strings.Repeat("x", 6<<20)
 	require.NoError(t, r.Append(ctx, 1, comment{ID: "p"}, comment{ID: "a", Text: big}, comment{ID: "b", Text: big}))
 	require.NoError(t, r.Append(ctx, 1, comment{ID: "c", Text: big}, comment{ID: "d"}))

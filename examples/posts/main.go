@@ -39,7 +39,7 @@ func main() { demo.Run("example_posts", blog) }
 // blog is what a service would do: everything but the connection.
 func blog(ctx context.Context, db *mongo.Database) error {
 	posts, err := outlier.New[Post, Comment](db, outlier.Config{
-		Parent: "posts", Field: "comments", Threshold: 50, PerOverflow: 20,
+		Parents: "posts", Field: "comments", Cap: 50, OverflowCap: 20,
 	})
 	if err != nil {
 		return err
@@ -61,7 +61,9 @@ func blog(ctx context.Context, db *mongo.Database) error {
 		}
 	}
 
-	// The viral post: four fans post 25 comments each, concurrently.
+	// The viral post: four fans post 25 comments each, concurrently,
+	// through one repository (safe for concurrent use; each fan's comments
+	// keep their order among the others').
 	if _, err := posts.Insert(ctx, Post{ID: "viral", Title: "The post everyone comments on"}); err != nil {
 		return err
 	}

@@ -1,0 +1,32 @@
+package outlier
+
+import "github.com/mongopatterns/mongopatterns/patterns"
+
+// plan is the path a repository takes on its server, decided once (see
+// [Repo]) from the server's features.
+type plan struct {
+	// serverSizeLimit: the server refuses an update that would take a
+	// document past 16 MiB ([patterns.FeatureUpdateSizeLimit]), so Append
+	// pushes into an open parent without reading it first, guarded on the
+	// number of items only, and lets the server refuse a push that does not
+	// fit. Without it, Append reads the whole parent to size each push
+	// itself, guards the push on the exact number of items it read (so that
+	// a concurrent push makes it match nothing and read again), and runs
+	// one Append per parent at a time within the repository, so that its
+	// own callers do not make each other's pushes miss.
+	serverSizeLimit bool
+	// pullByCondition: $pull with a condition on the elements works
+	// ([patterns.FeaturePullConditions]), so Remove pulls an item by its
+	// id in one command. Without it, Remove reads the elements holding the
+	// id and pulls them whole with $pullAll.
+	pullByCondition bool
+}
+
+// planFor returns the plan for srv. It reads features only: MongoDB and
+// FerretDB 2.x have both, FerretDB 1.x and unrecognised servers neither.
+func planFor(srv *patterns.Server) plan {
+	return plan{
+		serverSizeLimit: srv.Has(patterns.FeatureUpdateSizeLimit),
+		pullByCondition: srv.Has(patterns.FeaturePullConditions),
+	}
+}
