@@ -2,7 +2,6 @@ package bucket
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"slices"
 
@@ -11,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -27,18 +25,11 @@ import (
 // FerretDB alike; it is safe for concurrent use by several goroutines,
 // processes and machines.
 type Buckets[M, V any] struct {
-	s    *settings
-	key  bson.D // {<meta>: 1, start: 1}
-	plan lazy.Value[*plan]
-	// forceClient makes Summaries compute in the client where the server
-	// could aggregate, so that tests exercise both paths on MongoDB.
-	forceClient bool
+	s       *settings
+	planned lazy.Value[decided]
 }
 
 var _ Store[string, struct{}] = (*Buckets[string, struct{}])(nil)
-
-// reservedFields are the bucket fields the meta field must not shadow.
-var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary}
 
 // New returns a bucket store on the collection cfg.Collection of db. It
 // validates cfg, wrapping [patterns.ErrInvalid]: a collection name, time
@@ -56,18 +47,22 @@ var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCou
 // server. Create the indexes of [Buckets.Indexes]
 // before the first write ([patterns.EnsureIndexes]).
 func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
-	s, err := cfg.validate(db)
+	b, err := newBuckets[M, V](db, cfg)
+	return b, pkg.Wrap("New", err)
+}
+
+func newBuckets[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
+	s, err := newSettings(db, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if s.window <= 0 {
-		return nil, errs.Invalid("bucket: Window %v is not positive", cfg.Window)
-	}
-	if s.cap <= 0 {
-		return nil, errs.Invalid("bucket: Cap %d is not positive", s.cap)
-	}
-	if slices.Contains(reservedFields, s.metaField) {
-		return nil, errs.Invalid("bucket: MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
+	switch {
+	case s.window <= 0:
+		return nil, errs.Invalid("Window %v is not positive", cfg.Window)
+	case s.cap <= 0:
+		return nil, errs.Invalid("Cap %d is not positive", s.cap)
+	case slices.Contains(reservedFields, s.metaField):
+		return nil, errs.Invalid("MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
 	}
 	zero, err := zeroDocument[V](s)
 	if err != nil {
@@ -75,13 +70,9 @@ func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
 	}
 	var m M
 	if size := s.bucketSize(sizeOf(m), len(zero)); size > patterns.MaxDocumentSize {
-		return nil, errs.Invalid("bucket: Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
+		return nil, errs.Invalid("Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
 	}
-	key, err := esr.Key(esr.Equality(s.metaField), esr.Sort(fieldStart, 1))
-	if err != nil {
-		return nil, fmt.Errorf("bucket: %w", err)
-	}
-	return &Buckets[M, V]{s: s, key: key}, nil
+	return &Buckets[M, V]{s: s}, nil
 }
 
 // zeroDocument encodes the zero V (the zero of the pointed-to type when V
@@ -93,16 +84,16 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 	}
 	data, err := bson.Marshal(zero)
 	if err != nil {
-		return nil, errs.Invalid("bucket: measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
+		return nil, errs.Invalid("measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
 	}
 	raw := bson.Raw(data)
 	if rv, err := raw.LookupErr(s.timeField); err == nil && rv.Type != bson.TypeDateTime {
-		return nil, errs.Invalid("bucket: measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
+		return nil, errs.Invalid("measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
 	}
 	for _, f := range s.valueFields {
 		if rv, err := raw.LookupErr(f); err == nil {
 			if _, ok := number(rv); !ok {
-				return nil, errs.Invalid("bucket: measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
+				return nil, errs.Invalid("measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
 			}
 		}
 	}
@@ -117,30 +108,22 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 // without TTL indexes, creating the TTL index fails, as every method of
 // the store does.
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
-	ixs := []patterns.Index{{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}}}
+	ixs := []patterns.Index{{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.s.bucketKey()}}}
 	if b.s.ttl > 0 {
 		ixs = append(ixs, patterns.Index{Collection: b.s.coll, Model: mongo.IndexModel{
-			Keys:    bson.D{{Key: fieldLast, Value: 1}},
+			Keys:    ttlKey(),
 			Options: options.Index().SetExpireAfterSeconds(int32(b.s.ttl)),
 		}})
 	}
 	return ixs
 }
 
-// decide is the store's plan: how Summaries computes.
-func (b *Buckets[M, V]) decide(ctx context.Context) (*plan, error) {
-	srv, err := b.s.capabilities(ctx)
-	if err != nil {
-		return nil, err
+// ready returns the store's plan, deciding it on first use, and refuses a
+// configuration the server cannot serve.
+func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
+	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client())
+	if err == nil {
+		err = d.checkTTL(b.s)
 	}
-	return &plan{
-		srv:             srv,
-		clientSummaries: b.forceClient || !srv.Has(patterns.FeatureGroupMinMaxAvg),
-		maxBatch:        maxBatchFor(srv),
-	}, nil
-}
-
-// ready returns the plan, deciding it on first use.
-func (b *Buckets[M, V]) ready(ctx context.Context) (*plan, error) {
-	return b.plan.Get(ctx, b.decide)
+	return d.plan, err
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/bucket"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestConcurrentWriters: 4 goroutines write 250 readings each to each of 4
@@ -30,6 +29,10 @@ import (
 // Sensors sharing a collection are covered by TestRange,
 // TestSummaries and TestDeleteBeforeKeepsWholeBuckets.
 func TestConcurrentWriters(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, testConcurrentWriters)
+}
+
+func testConcurrentWriters(t *testing.T, p bucket.Plan) {
 	const (
 		writers  = 4
 		capacity = 25
@@ -44,7 +47,7 @@ func TestConcurrentWriters(t *testing.T) {
 	stores := map[string]*bucket.Buckets[string, reading]{}
 	dbs := map[string]*mongo.Database{}
 	for _, sensor := range sensors {
-		stores[sensor], dbs[sensor] = newBuckets(t, config(capacity))
+		stores[sensor], dbs[sensor] = newBuckets(t, p, config(capacity))
 	}
 
 	// Writer w writes the readings at minutes i*writers+w: the writers
@@ -111,24 +114,15 @@ func TestConcurrentWriters(t *testing.T) {
 		}
 		t.Logf("sensor %s: %d buckets for %d hours", sensor, len(bks), len(perWindow))
 
-		paths := map[string]*bucket.Buckets[string, reading]{"client": s}
-		if mongotest.Server().Has(patterns.FeatureGroupMinMaxAvg) {
-			server, err := bucket.New[string, reading](db, config(capacity))
-			require.NoError(t, err)
-			paths["server"] = server
-		}
-		bucket.ForceClientSummaries(s)
-		for name, st := range paths {
-			for _, q := range []struct {
-				from, to time.Time
-				step     time.Duration
-			}{
-				{from, to, time.Hour},
-				{at(30 * time.Minute), at(15 * time.Hour), 90 * time.Minute},
-			} {
-				require.Equal(t, summarise(want, q.from, q.to, q.step), collect(t, st.Summaries(ctx, sensor, q.from, q.to, q.step)),
-					"%s path, sensor %s, step %v", name, sensor, q.step)
-			}
+		for _, q := range []struct {
+			from, to time.Time
+			step     time.Duration
+		}{
+			{from, to, time.Hour},
+			{at(30 * time.Minute), at(15 * time.Hour), 90 * time.Minute},
+		} {
+			require.Equal(t, summarise(want, q.from, q.to, q.step), collect(t, s.Summaries(ctx, sensor, q.from, q.to, q.step)),
+				"sensor %s, step %v", sensor, q.step)
 		}
 	}
 }
@@ -137,11 +131,15 @@ func TestConcurrentWriters(t *testing.T) {
 // ceil(N/cap) + (writers - 1) buckets, and exactly ceil(N/cap) for one
 // writer.
 func TestBucketBound(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, testBucketBound)
+}
+
+func testBucketBound(t *testing.T, p bucket.Plan) {
 	const n, capacity = 100, 7
 	for _, writers := range []int{1, 4} {
 		t.Run(fmt.Sprintf("%d writers", writers), func(t *testing.T) {
 			ctx := context.Background()
-			s, db := newBuckets(t, config(capacity))
+			s, db := newBuckets(t, p, config(capacity))
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
 			for w := range writers {

@@ -57,3 +57,8 @@
 // is written; a server lacking a feature a configuration needs gives an
 // [*patterns.UnsupportedError] naming it; see each method.
 package bucket
+
+import "github.com/mongopatterns/mongopatterns/internal/errs"
+
+// pkg starts every error of the package.
+const pkg errs.Prefix = "bucket"

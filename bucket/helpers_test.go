@@ -42,14 +42,26 @@ func config(cap int) bucket.Config {
 	return bucket.Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, Window: time.Hour, Cap: cap}
 }
 
-// newBuckets returns a bucket store on a fresh database, with its indexes.
-func newBuckets(t *testing.T, cfg bucket.Config) (*bucket.Buckets[string, reading], *mongo.Database) {
+// portable is the plan of a server without optional features.
+var portable = bucket.PlanFor(mongotest.Portable())
+
+// newBuckets returns a bucket store taking the path p on a fresh
+// database, with its indexes.
+func newBuckets(t *testing.T, p bucket.Plan, cfg bucket.Config) (*bucket.Buckets[string, reading], *mongo.Database) {
 	t.Helper()
 	db := mongotest.DB(t)
+	return newBucketsOn(t, db, p, cfg), db
+}
+
+// newBucketsOn returns a bucket store taking the path p on db, with its
+// indexes.
+func newBucketsOn(t *testing.T, db *mongo.Database, p bucket.Plan, cfg bucket.Config) *bucket.Buckets[string, reading] {
+	t.Helper()
 	s, err := bucket.New[string, reading](db, cfg)
 	require.NoError(t, err)
+	bucket.ForcePlan(s, p)
 	require.NoError(t, patterns.EnsureIndexes(context.Background(), s.Indexes()...))
-	return s, db
+	return s
 }
 
 // collect drains an iterator, failing on the first error.

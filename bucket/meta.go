@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // metaValue encodes a series key for a filter and for storage, in its
@@ -42,11 +41,11 @@ func metaValue(m any) (bson.RawValue, error) {
 		}
 	}
 	if err := checkMetaType(t); err != nil {
-		return bson.RawValue{}, fmt.Errorf("%w: meta of type %T: %s", patterns.ErrInvalid, m, err)
+		return bson.RawValue{}, errs.Invalid("meta of type %T: %s", m, err)
 	}
 	canon, err := canonical(rv)
 	if err != nil {
-		return bson.RawValue{}, fmt.Errorf("%w: meta of type %T: %s", patterns.ErrInvalid, m, err)
+		return bson.RawValue{}, errs.Invalid("meta of type %T: %s", m, err)
 	}
 	return canon, nil
 }

@@ -1,7 +1,6 @@
 package bucket
 
 import (
-	"fmt"
 	"iter"
 	"math"
 	"time"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // zeroTime is the BSON date a zero time.Time encodes to.
@@ -73,7 +71,7 @@ func valueOf(raw bson.Raw, field string) (float64, error) {
 	case !ok:
 		return 0, errs.Invalid("measurement's value field %q holds a BSON %s, not a double, int32 or int64", field, rv.Type)
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return 0, fmt.Errorf("%w: measurement's value field %q is %v; NaN and infinities would poison min, max and sum", patterns.ErrInvalid, field, f)
+		return 0, errs.Invalid("measurement's value field %q is %v; NaN and infinities would poison min, max and sum", field, f)
 	}
 	return f, nil
 }
@@ -89,6 +87,19 @@ func number(rv bson.RawValue) (float64, bool) {
 		return float64(rv.Int64()), true
 	}
 	return 0, false
+}
+
+// span summarises measurements: how many, their first and last times,
+// and per value field their min, max and sum.
+type span struct {
+	n             int32
+	first, last   bson.DateTime
+	min, max, sum []float64 // per value field
+}
+
+// spanOf is the span of one measurement.
+func spanOf(p *point) span {
+	return span{n: 1, first: p.at, last: p.at, min: p.values, max: p.values, sum: p.values}
 }
 
 // checkTime rejects a zero time given at the API.
@@ -117,7 +128,7 @@ func readSeq[T any](op string, meta any, from, to time.Time, check error, body f
 	}
 	switch {
 	case err != nil:
-		return seq.Err[T](fmt.Errorf("bucket: %s: %w", op, err))
+		return seq.Err[T](pkg.Wrap(op, err))
 	case empty:
 		return func(func(T, error) bool) {}
 	}

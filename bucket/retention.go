@@ -2,7 +2,6 @@ package bucket
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,14 +23,14 @@ import (
 // before t may land in a bucket about to be deleted. Running it again is
 // harmless. A zero t returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return b.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, b.canDelete, fieldStart, fieldLast)
+	return pkg.Wrap("DeleteBefore", b.s.deleteBefore(ctx, nil, true, t, b.canDelete, fieldStart, fieldLast))
 }
 
 // DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only;
 // the equality on meta and the range on start are bounds of the index
 // {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	return b.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, b.canDelete, fieldStart, fieldLast)
+	return pkg.Wrap("DeleteSeriesBefore", b.s.deleteBefore(ctx, meta, false, t, b.canDelete, fieldStart, fieldLast))
 }
 
 func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
@@ -42,26 +41,21 @@ func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
 // deleteBefore deletes, with one deleteMany, the documents of the series
 // meta (of every series when all) whose time fields are all before t,
 // once canDelete says the store may.
-func (s *settings) deleteBefore(ctx context.Context, op string, meta any, all bool, t time.Time, canDelete func(context.Context) error, fields ...string) error {
-	var filter bson.D
-	err := checkTime("t", t)
-	if err == nil && !all {
-		var m bson.RawValue
-		m, err = metaValue(meta)
-		filter = bson.D{{Key: s.metaField, Value: m}}
+func (s *settings) deleteBefore(ctx context.Context, meta any, all bool, t time.Time, canDelete func(context.Context) error, fields ...string) error {
+	if err := checkTime("t", t); err != nil {
+		return err
 	}
-	if err == nil {
-		err = canDelete(ctx)
-	}
-	if err == nil {
-		before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
-		for _, f := range fields {
-			filter = append(filter, bson.E{Key: f, Value: before})
+	var m *bson.RawValue
+	if !all {
+		v, err := metaValue(meta)
+		if err != nil {
+			return err
 		}
-		_, err = s.coll.DeleteMany(ctx, filter)
+		m = &v
 	}
-	if err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
+	if err := canDelete(ctx); err != nil {
+		return err
 	}
-	return nil
+	_, err := s.coll.DeleteMany(ctx, s.deleteFilter(m, bson.NewDateTimeFromTime(t), fields...))
+	return err
 }

@@ -71,7 +71,7 @@ type PartialError struct {
 
 // Error says how many measurements were not stored and why.
 func (e *PartialError) Error() string {
-	return fmt.Sprintf("bucket: AddMany: %d measurement(s) not stored (indexes %v): %v", len(e.Failed), e.Failed, e.Err)
+	return fmt.Sprintf("%d measurement(s) not stored (indexes %v): %v", len(e.Failed), e.Failed, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -43,12 +44,16 @@ const maxAttempts = 3
 // could pass 16 MiB returns [patterns.ErrTooLarge]. Nothing is written
 // then.
 func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
+	return pkg.Wrap("Add", b.add(ctx, meta, v))
+}
+
+func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 	if _, err := b.ready(ctx); err != nil {
-		return fmt.Errorf("bucket: Add: %w", err)
+		return err
 	}
 	filter, update, err := b.upsert(meta, v)
 	if err != nil {
-		return fmt.Errorf("bucket: Add: %w", err)
+		return err
 	}
 	for attempt := 1; ; attempt++ {
 		_, err := b.s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
@@ -56,11 +61,17 @@ func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
 		case err == nil:
 			return nil
 		case !mongo.IsDuplicateKeyError(err):
-			return fmt.Errorf("bucket: Add: %w", err)
+			return err
 		case attempt == maxAttempts:
-			return fmt.Errorf("bucket: Add: %w: %d duplicate-key errors on the bucket upsert (is there a unique index on the bucket key?): %w", patterns.ErrConflict, attempt, err)
+			return conflict(attempt, err)
 		}
 	}
+}
+
+// conflict is the error of a bucket write refused with a duplicate key
+// attempts times.
+func conflict(attempts int, err error) error {
+	return fmt.Errorf("%d duplicate-key errors on the bucket upsert (is there a unique index on the bucket key?): %w: %w", attempts, err, patterns.ErrConflict)
 }
 
 // AddMany stores many measurements, of any series, in one bulk write: one
@@ -84,19 +95,27 @@ func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
 // a write concern error) leaves it unknown which were stored. Between the
 // upserts, readers see the batch partly applied, each bucket consistent.
 func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+	return pkg.Wrap("AddMany", b.addMany(ctx, points))
+}
+
+func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error {
 	p, err := b.ready(ctx)
 	if err != nil {
-		return fmt.Errorf("bucket: AddMany: %w", err)
+		return err
 	}
 	models := make([]mongo.WriteModel, len(points))
 	for i, pt := range points {
 		filter, update, err := b.upsert(pt.Meta, pt.Value)
 		if err != nil {
-			return fmt.Errorf("bucket: AddMany: point %d: %w", i, err)
+			return fmt.Errorf("point %d: %w", i, err)
 		}
 		models[i] = mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update).SetUpsert(true)
 	}
-	return bulkWrite(ctx, b.s.coll, models, p.maxBatch)
+	limit := 0
+	if !p.batchedUpdates {
+		limit = 1
+	}
+	return bulkWrite(ctx, b.s.coll, models, limit)
 }
 
 // bulkWrite sends models unordered, at most limit per command (no limit
@@ -126,7 +145,7 @@ func bulkWrite(ctx context.Context, coll *mongo.Collection, models []mongo.Write
 			bwe, ok := errors.AsType[mongo.BulkWriteException](err)
 			if !ok || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
 				// The server did not say which writes failed, if any did.
-				return fmt.Errorf("bucket: AddMany: %w", err)
+				return err
 			}
 			for _, we := range bwe.WriteErrors {
 				at := chunk[we.Index]
@@ -136,7 +155,7 @@ func bulkWrite(ctx context.Context, coll *mongo.Collection, models []mongo.Write
 						retry = append(retry, at)
 						continue
 					}
-					cause = fmt.Errorf("%w: %d duplicate-key errors on the bucket upsert (is there a unique index on the bucket key?): %w", patterns.ErrConflict, attempt, we.WriteError)
+					cause = conflict(attempt, we.WriteError)
 				}
 				failed = append(failed, at)
 				if first == nil {
@@ -164,38 +183,10 @@ func (b *Buckets[M, V]) upsert(meta M, v V) (filter, update bson.D, err error) {
 		return nil, nil, err
 	}
 	if size := b.s.bucketSize(len(m.Value), len(p.raw)); size > patterns.MaxDocumentSize {
-		return nil, nil, fmt.Errorf("%w: a measurement of %d bytes: %d of them could make a bucket of %d bytes, more than %d", patterns.ErrTooLarge, len(p.raw), b.s.cap, size, patterns.MaxDocumentSize)
+		return nil, nil, errs.TooLarge("a measurement of %d bytes: %d of them could make a bucket of %d bytes, more than %d", len(p.raw), b.s.cap, size, patterns.MaxDocumentSize)
 	}
-	filter, update = b.s.upsertDoc(m, p)
-	return filter, update, nil
-}
-
-// upsertDoc is the upsert that adds p to a bucket of the series m: the
-// filter selects a bucket of p's window with room, and on insert the
-// server copies its equality fields (meta and start) into the new bucket;
-// $inc, $min and $max create the fields they find missing, so no
-// $setOnInsert is needed.
-func (s *settings) upsertDoc(m bson.RawValue, p point) (filter, update bson.D) {
-	filter = bson.D{
-		{Key: s.metaField, Value: m},
-		{Key: fieldStart, Value: windowStart(p.at, s.window)},
-		{Key: fieldCount, Value: bson.D{{Key: "$lt", Value: int32(s.cap)}}},
-	}
-	inc := bson.D{{Key: fieldCount, Value: int32(1)}}
-	lower := bson.D{{Key: fieldFirst, Value: p.at}}
-	raise := bson.D{{Key: fieldLast, Value: p.at}}
-	for i, path := range s.summaryPaths {
-		inc = append(inc, bson.E{Key: path.sum, Value: p.values[i]})
-		lower = append(lower, bson.E{Key: path.min, Value: p.values[i]})
-		raise = append(raise, bson.E{Key: path.max, Value: p.values[i]})
-	}
-	update = bson.D{
-		{Key: "$push", Value: bson.D{{Key: fieldPoints, Value: p.raw}}},
-		{Key: "$inc", Value: inc},
-		{Key: "$min", Value: lower},
-		{Key: "$max", Value: raise},
-	}
-	return filter, update
+	sp := spanOf(&p)
+	return b.s.addFilter(m, windowStart(p.at, b.s.window)), b.s.pushUpdate(p.raw, &sp), nil
 }
 
 // windowStart is the start of the window that holds t: windows are aligned

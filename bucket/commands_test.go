@@ -22,7 +22,7 @@ type pinnedReading struct {
 
 func pinnedSettings(t *testing.T, cfg Config) *settings {
 	t.Helper()
-	s, err := cfg.validate(mongotest.Client().Database("pinned"))
+	s, err := newSettings(mongotest.Client().Database("pinned"), cfg)
 	require.NoError(t, err)
 	return s
 }
@@ -37,14 +37,17 @@ func date(s string) bson.DateTime {
 
 var pinnedConfig = Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, MetaField: "sensor", Window: time.Hour, Cap: 200}
 
-func TestUpsertDocPinned(t *testing.T) {
-	s := pinnedSettings(t, pinnedConfig)
+func TestAddUpsertPinned(t *testing.T) {
+	b, err := New[string, pinnedReading](mongotest.Client().Database("pinned"), pinnedConfig)
+	require.NoError(t, err)
+	s := b.s
 	at := time.Date(2026, 3, 1, 10, 42, 7, 0, time.UTC)
 	p, err := s.parse(pinnedReading{At: at, Temp: 21.5, Hum: 40})
 	require.NoError(t, err)
 	m, err := metaValue("s-1")
 	require.NoError(t, err)
-	filter, update := s.upsertDoc(m, p)
+	filter, update, err := b.upsert("s-1", pinnedReading{At: at, Temp: 21.5, Hum: 40})
+	require.NoError(t, err)
 	require.Equal(t, bson.D{
 		{Key: "sensor", Value: m},
 		{Key: "start", Value: date("2026-03-01T10:00:00Z")},
@@ -153,7 +156,8 @@ func TestSummaryPipelinePinned(t *testing.T) {
 			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$r.sum0"}}, "$r.n", 0}}}}}},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-	}, s.summaryStages(g))
+	}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[1:])
+	require.Equal(t, bson.D{{Key: "$match", Value: bson.D{{Key: "sensor", Value: "s-1"}}}}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[0])
 }
 
 func TestTimeSeriesPinned(t *testing.T) {
