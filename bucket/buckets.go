@@ -100,15 +100,27 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 	return raw, nil
 }
 
-// Indexes returns the index every query of the store uses, {<meta>: 1,
-// start: 1}, and, when Config.TTL is set, a TTL index on the buckets'
-// last time. It is not unique, and must not be: once a bucket is full, the
-// next measurement of its window opens another bucket with the same meta
-// and start. Create them with [patterns.EnsureIndexes]; on a server
-// without TTL indexes, creating the TTL index fails, as every method of
-// the store does.
+// Indexes returns the indexes the store's queries use:
+//
+//   - {<meta>: 1, start: 1}, for every query on one series (Add,
+//     AddMany, Range, Summaries, DeleteSeriesBefore). It is not unique,
+//     and must not be: once a bucket is full, the next measurement of its
+//     window opens another bucket with the same meta and start.
+//   - {start: 1}, for DeleteBefore, whose filter names no series: a
+//     compound index whose leading field a query does not name is not
+//     used, so without it DeleteBefore would scan the collection. A
+//     bucket's start never changes, so this index costs one entry per
+//     bucket, written once.
+//   - when Config.TTL is set, a TTL index on the buckets' last time.
+//
+// Create them with [patterns.EnsureIndexes]; on a server without TTL
+// indexes, creating the TTL index fails, as every method of the store
+// does.
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
-	ixs := []patterns.Index{{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.s.bucketKey()}}}
+	ixs := []patterns.Index{
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.s.bucketKey()}},
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: startKey()}},
+	}
 	if b.s.ttl > 0 {
 		ixs = append(ixs, patterns.Index{Collection: b.s.coll, Model: mongo.IndexModel{
 			Keys:    ttlKey(),

@@ -392,6 +392,57 @@ func TestDeleteBeforeKeepsWholeBuckets(t *testing.T) {
 	})
 }
 
+// TestDeleteBeforeUsesAnIndex: on MongoDB, the plans of the deletes of
+// DeleteBefore and DeleteSeriesBefore (their filters, as pinned in
+// TestExpiredFilterPinned) scan an index, not the collection. FerretDB's
+// explain describes its own engine, so the test runs on MongoDB only.
+func TestDeleteBeforeUsesAnIndex(t *testing.T) {
+	if srv := mongotest.Server(); srv.Kind != patterns.KindMongoDB {
+		t.Skipf("skipped: %s explains plans of its own engine", srv)
+	}
+	ctx := context.Background()
+	s, db := newBuckets(t, bucket.PlanFor(mongotest.Server()), config(4))
+	series(t, s, "s1", at(0), 10*time.Minute, 30)
+	series(t, s, "s2", at(0), 10*time.Minute, 30)
+	cut := at(3 * time.Hour)
+	before := bson.D{{Key: "$lt", Value: cut}}
+	for name, filter := range map[string]bson.D{
+		"DeleteBefore":       {{Key: "start", Value: before}, {Key: "last", Value: before}},
+		"DeleteSeriesBefore": {{Key: "meta", Value: "s1"}, {Key: "start", Value: before}, {Key: "last", Value: before}},
+	} {
+		var explained bson.Raw
+		require.NoError(t, db.RunCommand(ctx, bson.D{
+			{Key: "explain", Value: bson.D{{Key: "delete", Value: "readings"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: filter}, {Key: "limit", Value: 0}}}}}},
+			{Key: "verbosity", Value: "queryPlanner"},
+		}).Decode(&explained))
+		stages := planStages(explained.Lookup("queryPlanner", "winningPlan"))
+		require.Contains(t, stages, "IXSCAN", "%s: %v", name, stages)
+		require.NotContains(t, stages, "COLLSCAN", "%s: %v", name, stages)
+	}
+}
+
+// planStages lists the stages of an explained plan, at every depth.
+func planStages(v bson.RawValue) []string {
+	var out []string
+	switch v.Type {
+	case bson.TypeEmbeddedDocument:
+		elems, _ := v.Document().Elements()
+		for _, e := range elems {
+			if e.Key() == "stage" {
+				out = append(out, e.Value().StringValue())
+				continue
+			}
+			out = append(out, planStages(e.Value())...)
+		}
+	case bson.TypeArray:
+		vals, _ := v.Array().Values()
+		for _, x := range vals {
+			out = append(out, planStages(x)...)
+		}
+	}
+	return out
+}
+
 func TestTTL(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		testTTL(t, p)

@@ -16,6 +16,10 @@ func (s *settings) bucketKey() bson.D {
 	return bson.D{{Key: s.metaField, Value: 1}, {Key: fieldStart, Value: 1}}
 }
 
+// startKey is the key of the index that serves DeleteBefore, whose
+// filter names no series: {start: 1}.
+func startKey() bson.D { return bson.D{{Key: fieldStart, Value: 1}} }
+
 // ttlKey is the key of the TTL index on the buckets' last time.
 func ttlKey() bson.D { return bson.D{{Key: fieldLast, Value: 1}} }
 
@@ -173,17 +177,29 @@ func (g grid) stepExpr(t any) bson.D {
 	}}}}}}
 }
 
-// deleteFilter selects the documents, of the series meta (of every
-// series when meta is nil), whose time fields are all before t.
-func (s *settings) deleteFilter(meta *bson.RawValue, t bson.DateTime, fields ...string) bson.D {
+// expiredFilter selects the buckets, of the series meta (of every series
+// when meta is nil), whose measurements are all before t. A bucket's
+// start is at most its last time, so the range on start adds nothing to
+// the match: it is there so that an index leads with it ({<meta>, start,
+// ...} for a series, {start: 1} for all).
+func (s *settings) expiredFilter(meta *bson.RawValue, t bson.DateTime) bson.D {
 	var filter bson.D
 	if meta != nil {
 		filter = bson.D{{Key: s.metaField, Value: *meta}}
 	}
-	for _, f := range fields {
-		filter = append(filter, bson.E{Key: f, Value: bson.D{{Key: "$lt", Value: t}}})
+	return append(filter,
+		bson.E{Key: fieldStart, Value: bson.D{{Key: "$lt", Value: t}}},
+		bson.E{Key: fieldLast, Value: bson.D{{Key: "$lt", Value: t}}})
+}
+
+// beforeFilter selects the measurements of a time-series collection, of
+// the series meta (of every series when meta is nil), before t.
+func (s *settings) beforeFilter(meta *bson.RawValue, t bson.DateTime) bson.D {
+	var filter bson.D
+	if meta != nil {
+		filter = bson.D{{Key: s.metaField, Value: *meta}}
 	}
-	return filter
+	return append(filter, bson.E{Key: s.timeField, Value: bson.D{{Key: "$lt", Value: t}}})
 }
 
 // createCommand creates the time-series collection: bucketed by

@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // The update documents and pipelines of the native paths, pinned here so
@@ -249,4 +251,41 @@ func BenchmarkUpsert(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestEveryFilterHasAnIndex: each filter the bucket store sends
+// constrains the leading field of one of its indexes, so that MongoDB can
+// use that index instead of scanning the collection (a compound index
+// whose leading field the query does not name is not used).
+func TestEveryFilterHasAnIndex(t *testing.T) {
+	b, err := New[string, pinnedReading](mongotest.Client().Database("pinned"), pinnedConfig)
+	require.NoError(t, err)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	t0 := date("2026-03-01T10:00:00Z")
+	filters := map[string]bson.D{
+		"Add":                 b.s.addFilter(m, t0),
+		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
+		"DeleteBefore":        b.s.expiredFilter(nil, t0),
+		"DeleteSeriesBefore":  b.s.expiredFilter(&m, t0),
+	}
+	for name, filter := range filters {
+		served := slices.ContainsFunc(b.Indexes(), func(ix patterns.Index) bool {
+			lead := ix.Model.Keys.(bson.D)[0].Key
+			return slices.ContainsFunc(filter, func(e bson.E) bool { return e.Key == lead })
+		})
+		require.True(t, served, "%s: no index leads with a field of %v", name, filter)
+	}
+}
+
+func TestExpiredFilterPinned(t *testing.T) {
+	s := pinnedSettings(t, pinnedConfig)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	t0 := date("2026-03-01T10:00:00Z")
+	before := bson.D{{Key: "$lt", Value: t0}}
+	require.Equal(t, bson.D{{Key: "start", Value: before}, {Key: "last", Value: before}}, s.expiredFilter(nil, t0))
+	require.Equal(t, bson.D{{Key: "sensor", Value: m}, {Key: "start", Value: before}, {Key: "last", Value: before}}, s.expiredFilter(&m, t0))
+	require.Equal(t, bson.D{{Key: "at", Value: before}}, s.beforeFilter(nil, t0))
+	require.Equal(t, bson.D{{Key: "sensor", Value: m}, {Key: "at", Value: before}}, s.beforeFilter(&m, t0))
 }

@@ -268,12 +268,12 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 // time-series collections by meta only, and get an
 // [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.timeField))
+	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
 func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	return pkg.Wrap("DeleteSeriesBefore", ts.s.deleteBefore(ctx, meta, false, t, ts.canDelete, ts.s.timeField))
+	return pkg.Wrap("DeleteSeriesBefore", ts.s.deleteBefore(ctx, meta, false, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // canDelete refuses deletes by time where the server cannot do them.
