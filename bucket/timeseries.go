@@ -14,6 +14,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -208,8 +209,11 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 // AddMany inserts many measurements in one unordered insert command (the
 // driver splits beyond 100,000 documents or 48 MB). All are validated
 // first: a bad one returns [patterns.ErrInvalid] naming its index, and
-// nothing is written. If the server refuses some, AddMany returns a
-// [*PartialError] listing them; the others are stored once.
+// nothing is written. If the server refuses some (a unique index of
+// yours, say: sending them again would not help, so AddMany does not), it
+// returns a [*PartialError] listing them; the others are stored once. An
+// error that leaves unknown which were inserted (a network error the
+// driver could not retry, a timeout) is returned as it is.
 func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
 	return pkg.Wrap("AddMany", ts.addMany(ctx, points))
 }
@@ -226,7 +230,7 @@ func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) e
 		}
 		models[i] = mongo.NewInsertOneModel().SetDocument(doc)
 	}
-	return bulkWrite(ctx, ts.s.coll, models, 0)
+	return ts.s.insertAll(ctx, models)
 }
 
 // Range yields the measurements of the series meta with from <= time < to,
@@ -283,4 +287,31 @@ func (ts *TimeSeries[M, V]) canDelete(ctx context.Context) error {
 		return err
 	}
 	return d.require(d.plan.timeSeriesDeletes, patterns.FeatureTimeSeriesDeletes)
+}
+
+// insertAll inserts the documents of models in one unordered insert
+// command (the driver splits beyond 100,000 documents or 48 MB), sending
+// again those that the server aborted (see [srverr.Retry]). The documents
+// have new ids, so a duplicate key can only come from a unique index of
+// the user's, which sending them again cannot satisfy: the documents the
+// server refuses are reported in a [*PartialError], at once.
+func (s *settings) insertAll(ctx context.Context, models []mongo.WriteModel) error {
+	results, err := s.write(ctx, models, 0)
+	if err != nil {
+		return err
+	}
+	var failed []int
+	var first error
+	for i, err := range results {
+		if err != nil {
+			failed = append(failed, i)
+			if first == nil {
+				first = srverr.Classify(err)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &PartialError{Failed: failed, Err: first}
+	}
+	return nil
 }
