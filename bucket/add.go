@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -31,7 +32,9 @@ const maxAttempts = 3
 // buckets, and none holds more than Cap. A duplicate-key error (only
 // possible where someone added a unique index on the bucket key, which
 // the server does not retry for a filter with $lt) is retried up to
-// three times, then reported as [patterns.ErrConflict].
+// three times, then reported as [patterns.ErrConflict]. An upsert that
+// FerretDB 2.x aborts on a deadlock applied nothing and is sent again, up
+// to five times in all (see [srverr.Retry]).
 //
 // Add is not idempotent: after an error that leaves the outcome unknown (a
 // timeout, a network error the driver could not retry), the measurement
@@ -56,12 +59,15 @@ func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 		return err
 	}
 	for attempt := 1; ; attempt++ {
-		_, err := b.s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+		err := srverr.Retry(ctx, func() error {
+			_, err := b.s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+			return err
+		})
 		switch {
 		case err == nil:
 			return nil
 		case !mongo.IsDuplicateKeyError(err):
-			return err
+			return srverr.Classify(err)
 		case attempt == maxAttempts:
 			return conflict(attempt, err)
 		}
@@ -149,7 +155,7 @@ func bulkWrite(ctx context.Context, coll *mongo.Collection, models []mongo.Write
 			}
 			for _, we := range bwe.WriteErrors {
 				at := chunk[we.Index]
-				cause := error(we.WriteError)
+				cause := srverr.Classify(we.WriteError)
 				if mongo.IsDuplicateKeyError(we.WriteError) {
 					if attempt < maxAttempts {
 						retry = append(retry, at)

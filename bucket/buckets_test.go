@@ -392,6 +392,22 @@ func TestDeleteBeforeKeepsWholeBuckets(t *testing.T) {
 	})
 }
 
+// TestServerErrorsAreClassified: an error of the server is classified at
+// the package's boundary, so that a feature the server does not implement
+// is patterns.ErrUnsupported on every server. Forcing the native path on a
+// server without $group $min/$max makes Summaries send what it refuses.
+func TestServerErrorsAreClassified(t *testing.T) {
+	if mongotest.Server().Has(patterns.FeatureGroupMinMaxAvg) {
+		t.Skipf("skipped: %s has %s", mongotest.Server(), patterns.FeatureGroupMinMaxAvg)
+	}
+	ctx := context.Background()
+	s, _ := newBuckets(t, bucket.PlanFor(mongotest.Native()), config(5))
+	series(t, s, "s1", at(0), 7*time.Minute, 10)
+	err := firstErr(s.Summaries(ctx, "s1", at(0), at(2*time.Hour), time.Hour))
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	require.ErrorContains(t, err, "bucket: Summaries: ")
+}
+
 // TestDeleteBeforeUsesAnIndex: on MongoDB, the plans of the deletes of
 // DeleteBefore and DeleteSeriesBefore (their filters, as pinned in
 // TestExpiredFilterPinned) scan an index, not the collection. FerretDB's

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // zeroTime is the BSON date a zero time.Time encodes to.
@@ -150,4 +151,22 @@ func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
 		return read{}, false, errs.Invalid("to (%v) is before from (%v)", to, from)
 	}
 	return r, r.to == r.from, nil
+}
+
+// failed is the error a read yields: the server's error classified (see
+// [srverr.Classify]) and prefixed with the package and the operation.
+func failed(op string, err error) error { return pkg.Wrap(op, srverr.Classify(err)) }
+
+// wrapErrs prefixes the errors of it as [failed] does.
+func wrapErrs[T any](op string, it iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for v, err := range it {
+			if err != nil {
+				err = failed(op, err)
+			}
+			if !yield(v, err) {
+				return
+			}
+		}
+	}
 }

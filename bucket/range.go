@@ -50,7 +50,7 @@ func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) i
 			for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
 				if err != nil {
 					var zero V
-					yield(zero, pkg.Wrap("Range", err))
+					yield(zero, failed("Range", err))
 					return
 				}
 				if len(window) > 0 && bk.Start != window[0].Start {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // DeleteBefore deletes, for every series, the buckets whose measurements
@@ -23,7 +25,8 @@ import (
 // sees each bucket whole or not at all, and may see some of the old
 // buckets gone and others not yet. A concurrent Add of a measurement
 // before t may land in a bucket about to be deleted. Running it again is
-// harmless. A zero t returns [patterns.ErrInvalid].
+// harmless, so a delete that FerretDB 2.x aborts on a deadlock is sent
+// again (see [srverr.Retry]). A zero t returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
 	return pkg.Wrap("DeleteBefore", b.s.deleteBefore(ctx, nil, true, t, b.canDelete, b.s.expiredFilter))
 }
@@ -59,6 +62,9 @@ func (s *settings) deleteBefore(ctx context.Context, meta any, all bool, t time.
 	if err := canDelete(ctx); err != nil {
 		return err
 	}
-	_, err := s.coll.DeleteMany(ctx, filter(m, bson.NewDateTimeFromTime(t)))
-	return err
+	f := filter(m, bson.NewDateTimeFromTime(t))
+	return srverr.Classify(srverr.Retry(ctx, func() error {
+		_, err := s.coll.DeleteMany(ctx, f)
+		return err
+	}))
 }

@@ -51,7 +51,7 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:
-				yield(Summary{}, pkg.Wrap("Summaries", err))
+				yield(Summary{}, failed("Summaries", err))
 			case p.serverSummaries:
 				g.yieldRows(ctx, b.s.coll, b.s.summaryPipeline(filter, g), b.s.valueFields, yield)
 			default:
@@ -65,7 +65,7 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g grid, yield func(Summary, error) bool) {
 	const chunk = 256
 	acc := &accumulator{grid: g, fields: b.s.valueFields, open: map[bson.DateTime]*tally{}}
-	fail := func(err error) { yield(Summary{}, pkg.Wrap("Summaries", err)) }
+	fail := func(err error) { yield(Summary{}, failed("Summaries", err)) }
 	var split []bson.ObjectID // buckets to count measurement by measurement
 	flush := func() error {
 		if len(split) == 0 {
@@ -188,7 +188,7 @@ func (g grid) yieldRows(ctx context.Context, coll *mongo.Collection, pipeline mo
 				continue
 			}
 		}
-		yield(Summary{}, pkg.Wrap("Summaries", err))
+		yield(Summary{}, failed("Summaries", err))
 		return
 	}
 }

@@ -125,7 +125,7 @@ func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.s.timeSeriesKey()})
 	}
 	if err != nil {
-		return fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), err)
+		return fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), srverr.Classify(err))
 	}
 	return nil
 }
@@ -187,9 +187,10 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 
 // Add inserts one measurement document: one insert, one round trip (and,
 // on the store's first use, the create of [NewTimeSeries]). Bad input is
-// rejected as by [Buckets.Add], with nothing written. Like any insert
-// with a driver-generated _id, a retry after an unknown outcome may store
-// it twice.
+// rejected as by [Buckets.Add], with nothing written. An insert the
+// server aborted applied nothing and is sent again (see [srverr.Retry]);
+// like any insert with a driver-generated _id, a retry after an unknown
+// outcome (yours, or the driver's) may store it twice.
 func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) error {
 	return pkg.Wrap("Add", ts.add(ctx, meta, v))
 }
@@ -202,8 +203,10 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 	if err != nil {
 		return err
 	}
-	_, err = ts.s.coll.InsertOne(ctx, doc)
-	return err
+	return srverr.Classify(srverr.Retry(ctx, func() error {
+		_, err := ts.s.coll.InsertOne(ctx, doc)
+		return err
+	}))
 }
 
 // AddMany inserts many measurements in one unordered insert command (the
@@ -240,12 +243,12 @@ func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) e
 // [Buckets.Range].
 func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
 	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
-		return seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+		return wrapErrs("Range", seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
 			if _, err := ts.ready(ctx); err != nil {
-				return nil, pkg.Wrap("Range", err)
+				return nil, err
 			}
 			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(ts.s.byTime()))
-		})
+		}))
 	})
 }
 
@@ -258,7 +261,7 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 		g := newGrid(r, step)
 		return func(yield func(Summary, error) bool) {
 			if _, err := ts.ready(ctx); err != nil {
-				yield(Summary{}, pkg.Wrap("Summaries", err))
+				yield(Summary{}, failed("Summaries", err))
 				return
 			}
 			g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), ts.s.valueFields, yield)
