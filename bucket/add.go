@@ -2,9 +2,7 @@ package bucket
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -60,7 +58,7 @@ func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 	}
 	for attempt := 1; ; attempt++ {
 		err := srverr.Retry(ctx, func() error {
-			_, err := b.s.coll.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+			_, err := b.s.coll.UpdateOne(ctx, filter, update, upsertOne)
 			return err
 		})
 		switch {
@@ -74,108 +72,13 @@ func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 	}
 }
 
+// upsertOne are the options of Add's upsert, built once.
+var upsertOne = options.UpdateOne().SetUpsert(true)
+
 // conflict is the error of a bucket write refused with a duplicate key
 // attempts times.
 func conflict(attempts int, err error) error {
 	return fmt.Errorf("%d duplicate-key errors on the bucket upsert (is there a unique index on the bucket key?): %w: %w", attempts, err, patterns.ErrConflict)
-}
-
-// AddMany stores many measurements, of any series, in one bulk write: one
-// upsert per measurement, each exactly the one [Buckets.Add] sends, so the
-// guarantees are the same (cap, bucket bound, summaries). The driver sends
-// them in one update command (it splits beyond 100,000 measurements or 48
-// MB). On FerretDB it sends one upsert per command: FerretDB runs the
-// statements of an update command in order, stops at the first error and
-// reports it at index 0, which would leave the outcome of the others
-// unknown. The bulk is unordered: each upsert adds or raises to commutative
-// totals ($inc, $min, $max) and pushes into an array that readers sort by
-// time, so the buckets end the same whatever the order, and an error in
-// one measurement does not stop the others.
-//
-// All measurements are validated first: a bad one returns
-// [patterns.ErrInvalid] naming its index, and nothing is written.
-// Upserts that fail with a duplicate-key error are retried, up to three
-// times in all. If the server refuses some measurements, AddMany returns a
-// [*PartialError] listing them; every other measurement is stored once.
-// Any other error (a network error the driver could not retry, a timeout,
-// a write concern error) leaves it unknown which were stored. Between the
-// upserts, readers see the batch partly applied, each bucket consistent.
-func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
-	return pkg.Wrap("AddMany", b.addMany(ctx, points))
-}
-
-func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error {
-	p, err := b.ready(ctx)
-	if err != nil {
-		return err
-	}
-	models := make([]mongo.WriteModel, len(points))
-	for i, pt := range points {
-		filter, update, err := b.upsert(pt.Meta, pt.Value)
-		if err != nil {
-			return fmt.Errorf("point %d: %w", i, err)
-		}
-		models[i] = mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update).SetUpsert(true)
-	}
-	limit := 0
-	if !p.batchedUpdates {
-		limit = 1
-	}
-	return bulkWrite(ctx, b.s.coll, models, limit)
-}
-
-// bulkWrite sends models unordered, at most limit per command (no limit
-// when 0), and retries those that fail with a duplicate-key error, up to
-// maxAttempts in all; it reports the rest as a [*PartialError].
-func bulkWrite(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel, limit int) error {
-	pending := make([]int, len(models)) // indexes into models
-	for i := range pending {
-		pending[i] = i
-	}
-	if limit <= 0 {
-		limit = max(len(models), 1)
-	}
-	var failed []int
-	var first error
-	for attempt := 1; len(pending) > 0; attempt++ {
-		var retry []int
-		for chunk := range slices.Chunk(pending, limit) {
-			batch := make([]mongo.WriteModel, len(chunk))
-			for i, at := range chunk {
-				batch[i] = models[at]
-			}
-			_, err := coll.BulkWrite(ctx, batch, options.BulkWrite().SetOrdered(false))
-			if err == nil {
-				continue
-			}
-			bwe, ok := errors.AsType[mongo.BulkWriteException](err)
-			if !ok || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
-				// The server did not say which writes failed, if any did.
-				return err
-			}
-			for _, we := range bwe.WriteErrors {
-				at := chunk[we.Index]
-				cause := srverr.Classify(we.WriteError)
-				if mongo.IsDuplicateKeyError(we.WriteError) {
-					if attempt < maxAttempts {
-						retry = append(retry, at)
-						continue
-					}
-					cause = conflict(attempt, we.WriteError)
-				}
-				failed = append(failed, at)
-				if first == nil {
-					first = cause
-				}
-			}
-		}
-		pending = retry
-	}
-	if len(failed) > 0 {
-		slices.Sort(failed)
-		return &PartialError{Failed: failed, Err: first}
-	}
-	return nil
 }
 
 // upsert validates one measurement and builds its bucket upsert.
@@ -188,11 +91,20 @@ func (b *Buckets[M, V]) upsert(meta M, v V) (filter, update bson.D, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if size := b.s.bucketSize(len(m.Value), len(p.raw)); size > patterns.MaxDocumentSize {
-		return nil, nil, errs.TooLarge("a measurement of %d bytes: %d of them could make a bucket of %d bytes, more than %d", len(p.raw), b.s.cap, size, patterns.MaxDocumentSize)
+	if err := b.s.checkSize(m, &p); err != nil {
+		return nil, nil, err
 	}
 	sp := spanOf(&p)
 	return b.s.addFilter(m, windowStart(p.at, b.s.window)), b.s.pushUpdate(p.raw, &sp), nil
+}
+
+// checkSize rejects a measurement so large that Cap of them could pass
+// 16 MiB.
+func (s *settings) checkSize(m bson.RawValue, p *point) error {
+	if size := s.bucketSize(len(m.Value), len(p.raw)); size > patterns.MaxDocumentSize {
+		return errs.TooLarge("a measurement of %d bytes: %d of them could make a bucket of %d bytes, more than %d", len(p.raw), s.cap, size, patterns.MaxDocumentSize)
+	}
+	return nil
 }
 
 // windowStart is the start of the window that holds t: windows are aligned

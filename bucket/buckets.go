@@ -23,10 +23,13 @@ import (
 //
 // It works on every server [patterns.Capabilities] knows, MongoDB and
 // FerretDB alike; it is safe for concurrent use by several goroutines,
-// processes and machines.
+// processes and machines (on FerretDB 1.x only for one client with one
+// connection: see [patterns.FeatureConcurrentUpdates]).
 type Buckets[M, V any] struct {
-	s       *settings
-	planned lazy.Value[decided]
+	s        *settings
+	key      bson.D // the index key of s.bucketKey
+	zeroSize int    // the size of a zero V's document, to size AddMany's buffer
+	planned  lazy.Value[decided]
 }
 
 var _ Store[string, struct{}] = (*Buckets[string, struct{}])(nil)
@@ -43,9 +46,10 @@ var _ Store[string, struct{}] = (*Buckets[string, struct{}])(nil)
 // New sends nothing. The first method call with a context detects the
 // server once (two commands to the admin database, cached per client; see
 // [patterns.Capabilities]) and decides how Summaries computes and how
-// many upserts AddMany sends per command; nothing else depends on the
-// server. Create the indexes of [Buckets.Indexes]
-// before the first write ([patterns.EnsureIndexes]).
+// many update statements AddMany sends per command, and refuses a TTL
+// where the server has no TTL indexes; nothing else depends on the
+// server. Create the indexes of [Buckets.Indexes] before the first write
+// ([patterns.EnsureIndexes]).
 func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
 	b, err := newBuckets[M, V](db, cfg)
 	return b, pkg.Wrap("New", err)
@@ -72,7 +76,11 @@ func newBuckets[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error
 	if size := s.bucketSize(sizeOf(m), len(zero)); size > patterns.MaxDocumentSize {
 		return nil, errs.Invalid("Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
 	}
-	return &Buckets[M, V]{s: s}, nil
+	key, err := s.bucketKey()
+	if err != nil {
+		return nil, err
+	}
+	return &Buckets[M, V]{s: s, key: key, zeroSize: len(zero)}, nil
 }
 
 // zeroDocument encodes the zero V (the zero of the pointed-to type when V
@@ -102,10 +110,20 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 
 // Indexes returns the indexes the store's queries use:
 //
-//   - {<meta>: 1, start: 1}, for every query on one series (Add,
-//     AddMany, Range, Summaries, DeleteSeriesBefore). It is not unique,
-//     and must not be: once a bucket is full, the next measurement of its
-//     window opens another bucket with the same meta and start.
+//   - {<meta>: 1, start: 1, count: 1}, for every query on one series. It
+//     is in ESR order (equality, sort, range) for each of them. The
+//     filter of every write to a bucket, Add's upsert {<meta>: M, start:
+//     S, count: {$lt: Cap}} and AddMany's read of the buckets with room
+//     (start in a set of window starts), is two equalities then a range
+//     on the count: with count in the key, the server finds the buckets
+//     with room in the index alone, without fetching the full buckets of
+//     a window, of which a small Cap and a long Window make many. Range,
+//     Summaries and DeleteSeriesBefore use its prefix: an equality on the
+//     meta, then the sort and the range on start. The price is an index
+//     entry rewritten by each write (the count changes), small next to
+//     the write of the bucket itself. It is not unique, and must not be:
+//     once a bucket is full, the next measurement of its window opens
+//     another bucket with the same meta and start.
 //   - {start: 1}, for DeleteBefore, whose filter names no series: a
 //     compound index whose leading field a query does not name is not
 //     used, so without it DeleteBefore would scan the collection. A
@@ -118,7 +136,7 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 // does.
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
 	ixs := []patterns.Index{
-		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.s.bucketKey()}},
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}},
 		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: startKey()}},
 	}
 	if b.s.ttl > 0 {

@@ -5,15 +5,19 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/esr"
 )
 
 // The filters, updates, projections, pipelines and commands the store
 // sends, as pure builders; commands_test.go pins each of them.
 
 // bucketKey is the key of the index that serves every filter on the
-// buckets of a series (see [Buckets.Indexes]): {<meta>: 1, start: 1}.
-func (s *settings) bucketKey() bson.D {
-	return bson.D{{Key: s.metaField, Value: 1}, {Key: fieldStart, Value: 1}}
+// buckets of a series (see [Buckets.Indexes]): {<meta>: 1, start: 1,
+// count: 1}, in ESR order: the meta by equality, start sorted on (and
+// matched by equality or range), the count by range.
+func (s *settings) bucketKey() (bson.D, error) {
+	return esr.Key(esr.Equality(s.metaField), esr.Sort(fieldStart, 1), esr.Range(fieldCount))
 }
 
 // startKey is the key of the index that serves DeleteBefore, whose
@@ -30,7 +34,24 @@ func (s *settings) addFilter(m bson.RawValue, start bson.DateTime) bson.D {
 	return bson.D{
 		{Key: s.metaField, Value: m},
 		{Key: fieldStart, Value: start},
-		{Key: fieldCount, Value: bson.D{{Key: "$lt", Value: int32(s.cap)}}},
+		{Key: fieldCount, Value: s.hasRoom},
+	}
+}
+
+// topUpFilter selects the bucket id, of the series m and the window that
+// starts at start, if it has room for k more measurements. As an upsert
+// it either tops that bucket up or, when the bucket lacks the room, fails
+// with a duplicate key on _id (the insert it attempts reuses the id): the
+// guard never lets a bucket pass the cap, and the failure tells which
+// statement lost the room to another writer. Should the bucket have been
+// deleted meanwhile, the upsert creates it again, with its meta and
+// start, holding the k measurements.
+func (s *settings) topUpFilter(id bson.RawValue, m bson.RawValue, start bson.DateTime, k int) bson.D {
+	return bson.D{
+		{Key: "_id", Value: id},
+		{Key: s.metaField, Value: m},
+		{Key: fieldStart, Value: start},
+		{Key: fieldCount, Value: bson.D{{Key: "$lte", Value: int32(s.cap - k)}}},
 	}
 }
 
@@ -40,9 +61,9 @@ func (s *settings) addFilter(m bson.RawValue, start bson.DateTime) bson.D {
 // lowers or raises first, last, min and max; $inc, $min and $max create
 // the fields they find missing, so it also fills a new bucket.
 func (s *settings) pushUpdate(push any, sp *span) bson.D {
-	inc := make(bson.D, 1, 1+len(s.summaryPaths))
-	lower := make(bson.D, 1, 1+len(s.summaryPaths))
-	raise := make(bson.D, 1, 1+len(s.summaryPaths))
+	n := 1 + len(s.summaryPaths)
+	elems := make([]bson.E, 3*n) // one allocation for the three documents
+	inc, lower, raise := bson.D(elems[:1:n]), bson.D(elems[n:n+1:2*n]), bson.D(elems[2*n:2*n+1])
 	inc[0] = bson.E{Key: fieldCount, Value: sp.n}
 	lower[0] = bson.E{Key: fieldFirst, Value: sp.first}
 	raise[0] = bson.E{Key: fieldLast, Value: sp.last}
@@ -59,11 +80,68 @@ func (s *settings) pushUpdate(push any, sp *span) bson.D {
 	}
 }
 
+// each is the $push argument of several measurements, pts a BSON array of
+// them.
+func each(pts bson.RawValue) bson.D { return bson.D{{Key: "$each", Value: pts}} }
+
+// newBucket is a bucket document holding pts, a BSON array of
+// measurements whose summary is sp: what a series of upserts into a new
+// bucket would leave, built at once.
+func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateTime, pts bson.RawValue, sp *span) bson.D {
+	summary := make(bson.D, len(s.valueFields))
+	for i, f := range s.valueFields {
+		summary[i] = bson.E{Key: f, Value: bson.D{{Key: "min", Value: sp.min[i]}, {Key: "max", Value: sp.max[i]}, {Key: "sum", Value: sp.sum[i]}}}
+	}
+	return bson.D{
+		{Key: "_id", Value: id},
+		{Key: s.metaField, Value: m},
+		{Key: fieldStart, Value: start},
+		{Key: fieldFirst, Value: sp.first},
+		{Key: fieldLast, Value: sp.last},
+		{Key: fieldCount, Value: sp.n},
+		{Key: fieldSummary, Value: summary},
+		{Key: fieldPoints, Value: pts},
+	}
+}
+
+// windows are the windows of one series that AddMany writes to.
+type windows struct {
+	meta   bson.RawValue
+	starts bson.A // bson.DateTime
+}
+
+// openFilter selects the buckets with room of the given windows: one
+// branch per series, each an equality on the meta, a set of window starts
+// and a range on the count, all bounds of the index {<meta>, start,
+// count}.
+func (s *settings) openFilter(series []windows) bson.D {
+	branch := func(w windows) bson.D {
+		return bson.D{
+			{Key: s.metaField, Value: w.meta},
+			{Key: fieldStart, Value: bson.D{{Key: "$in", Value: w.starts}}},
+			{Key: fieldCount, Value: s.hasRoom},
+		}
+	}
+	if len(series) == 1 {
+		return branch(series[0])
+	}
+	or := make(bson.A, len(series))
+	for i, w := range series {
+		or[i] = branch(w)
+	}
+	return bson.D{{Key: "$or", Value: or}}
+}
+
+// openProjection is what AddMany reads of a bucket with room.
+func (s *settings) openProjection() bson.D {
+	return bson.D{{Key: s.metaField, Value: 1}, {Key: fieldStart, Value: 1}, {Key: fieldCount, Value: 1}}
+}
+
 // overlapFilter selects the buckets of the series that may hold
 // measurements in [from, to): a bucket of window start s holds times in
 // [s, s+Window), so s lies in (from-Window, to); its first and last times
 // narrow it further. The equality on the meta and the range on start are
-// bounds of the index {<meta>, start}.
+// bounds of the index {<meta>, start, count}.
 func (s *settings) overlapFilter(r read) bson.D {
 	return bson.D{
 		{Key: s.metaField, Value: r.meta},
@@ -223,9 +301,10 @@ func (s *settings) createCommand() bson.D {
 
 // timeSeriesKey is the key of the index of a time-series collection
 // that Range, Summaries and DeleteSeriesBefore use: {<meta>: 1, <time>:
-// 1}, equality then range and sort.
-func (s *settings) timeSeriesKey() bson.D {
-	return bson.D{{Key: s.metaField, Value: 1}, {Key: s.timeField, Value: 1}}
+// 1}, in ESR order: the meta by equality, the time sorted on and matched
+// by range.
+func (s *settings) timeSeriesKey() (bson.D, error) {
+	return esr.Key(esr.Equality(s.metaField), esr.Sort(s.timeField, 1))
 }
 
 // byName selects a collection in listCollections.

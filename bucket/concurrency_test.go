@@ -129,23 +129,38 @@ func testConcurrentWriters(t *testing.T, p bucket.Plan) {
 
 // TestBucketBound: N readings of one series in one window make at most
 // ceil(N/cap) + (writers - 1) buckets, and exactly ceil(N/cap) for one
-// writer.
+// writer, whether they come by Add or by AddMany.
 func TestBucketBound(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, testBucketBound)
 }
 
 func testBucketBound(t *testing.T, p bucket.Plan) {
 	const n, capacity = 100, 7
-	for _, writers := range []int{1, 4} {
-		t.Run(fmt.Sprintf("%d writers", writers), func(t *testing.T) {
+	for _, tc := range []struct {
+		writers, batch int // batch: readings per AddMany call; 0: Add
+	}{{1, 0}, {4, 0}, {1, 3}, {4, 3}, {4, 11}} {
+		name := fmt.Sprintf("%d writers with Add", tc.writers)
+		if tc.batch > 0 {
+			name = fmt.Sprintf("%d writers with AddMany of %d", tc.writers, tc.batch)
+		}
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s, db := newBuckets(t, p, config(capacity))
 			var wg sync.WaitGroup
 			errs := make(chan error, n)
-			for w := range writers {
+			for w := range tc.writers {
 				wg.Go(func() {
-					for i := w; i < n; i += writers {
-						errs <- s.Add(ctx, "s1", readingAt(at(time.Duration(i)*time.Second), i))
+					var batch []bucket.Point[string, reading]
+					for i := w; i < n; i += tc.writers {
+						r := readingAt(at(time.Duration(i)*time.Second), i)
+						if tc.batch == 0 {
+							errs <- s.Add(ctx, "s1", r)
+							continue
+						}
+						if batch = append(batch, bucket.Point[string, reading]{Meta: "s1", Value: r}); len(batch) == tc.batch || i+tc.writers >= n {
+							errs <- s.AddMany(ctx, batch)
+							batch = nil
+						}
 					}
 				})
 			}
@@ -156,9 +171,9 @@ func testBucketBound(t *testing.T, p bucket.Plan) {
 			}
 			bks := storedBuckets(t, db)
 			checkBuckets(t, bks, capacity, time.Hour)
-			limit := (n+capacity-1)/capacity + writers - 1
+			limit := (n+capacity-1)/capacity + tc.writers - 1
 			require.LessOrEqual(t, len(bks), limit)
-			if writers == 1 {
+			if tc.writers == 1 {
 				require.Len(t, bks, (n+capacity-1)/capacity)
 			}
 			require.Len(t, collect(t, s.Range(ctx, "s1", at(0), at(time.Hour))), n)

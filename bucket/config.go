@@ -172,6 +172,9 @@ type settings struct {
 	// summaryPaths are the paths of each value field's summary in a
 	// bucket: summary.<field>.sum, .min and .max.
 	summaryPaths []summaryPath
+	// hasRoom is the condition of a bucket with room for a measurement,
+	// {$lt: Cap}, built once: Add sends it with every measurement.
+	hasRoom bson.D
 }
 
 type summaryPath struct{ sum, min, max string }
@@ -194,6 +197,7 @@ func newSettings(db *mongo.Database, cfg Config) (*settings, error) {
 		cap:         c.Cap,
 		granularity: c.Granularity,
 		ttl:         int64(c.TTL / time.Second),
+		hasRoom:     bson.D{{Key: "$lt", Value: int32(c.Cap)}},
 	}
 	for _, f := range s.valueFields {
 		path := fieldSummary + "." + f + "."

@@ -23,16 +23,28 @@ type point struct {
 	values []float64
 }
 
-// parse encodes a measurement and reads its time and values, rejecting
-// with [patterns.ErrInvalid] a measurement that is not a document, has no
-// time or a zero one, or lacks a value or holds one that is not a finite
-// number (NaN and infinities would poison $min, $max and sums).
+// parse encodes a measurement and reads its time and values (see
+// [settings.read]).
 func (s *settings) parse(v any) (point, error) {
 	data, err := bson.Marshal(v)
 	if err != nil {
-		return point{}, errs.Invalid("measurement of type %T does not encode as a BSON document: %v", v, err)
+		return point{}, notADocument(v, err)
 	}
-	p := point{raw: data, values: make([]float64, len(s.valueFields))}
+	return s.read(data, make([]float64, len(s.valueFields)))
+}
+
+func notADocument(v any, err error) error {
+	return errs.Invalid("measurement of type %T does not encode as a BSON document: %v", v, err)
+}
+
+// read reads the time and values of an encoded measurement, the values
+// into values (one per value field), rejecting with
+// [patterns.ErrInvalid] a measurement that has no time or a zero one, or
+// lacks a value or holds one that is not a finite number (NaN and
+// infinities would poison $min, $max and sums).
+func (s *settings) read(raw bson.Raw, values []float64) (point, error) {
+	p := point{raw: raw, values: values}
+	var err error
 	if p.at, err = timeOf(p.raw, s.timeField); err != nil {
 		return point{}, err
 	}
@@ -42,6 +54,41 @@ func (s *settings) parse(v any) (point, error) {
 		}
 	}
 	return p, nil
+}
+
+// encoder encodes many measurements into one buffer, one after the
+// other: a batch then costs one encoder and a few buffer allocations, not
+// an encoder and a buffer per measurement.
+type encoder struct {
+	out appender
+	enc *bson.Encoder
+}
+
+// newEncoder returns an encoder whose buffer starts with room for size
+// bytes.
+func newEncoder(size int) *encoder {
+	e := &encoder{out: appender{b: make([]byte, 0, size)}}
+	e.enc = bson.NewEncoder(bson.NewDocumentWriter(&e.out))
+	return e
+}
+
+// add encodes v (a pointer to a measurement) and returns its document,
+// which stays valid: the buffer only grows by appending.
+func (e *encoder) add(v any) (bson.Raw, error) {
+	start := len(e.out.b)
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	end := len(e.out.b)
+	return bson.Raw(e.out.b[start:end:end]), nil
+}
+
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // timeOf reads the time field of a measurement's document.

@@ -33,6 +33,7 @@ const codeNamespaceExists = 48
 // [patterns.FeatureTimeSeries]. It is safe for concurrent use.
 type TimeSeries[M, V any] struct {
 	s       *settings
+	key     bson.D // the index key of s.timeSeriesKey
 	planned lazy.Value[decided]
 	created lazy.Value[bool]
 }
@@ -80,7 +81,11 @@ func newTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 	if _, err := zero.LookupErr(s.metaField); err == nil {
 		return nil, errs.Invalid("measurement type %T has a field %q, the meta field", *new(V), s.metaField)
 	}
-	return &TimeSeries[M, V]{s: s}, nil
+	key, err := s.timeSeriesKey()
+	if err != nil {
+		return nil, err
+	}
+	return &TimeSeries[M, V]{s: s, key: key}, nil
 }
 
 // Indexes returns nothing: the store creates its collection, and the
@@ -122,7 +127,7 @@ func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 		err = ts.checkExisting(ctx)
 	case err == nil && !p.timeSeriesBucketing:
 		// MongoDB 6.3+ creates this index with the collection.
-		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.s.timeSeriesKey()})
+		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
 	}
 	if err != nil {
 		return fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), srverr.Classify(err))
