@@ -211,18 +211,44 @@ func concurrentAddMany(t *testing.T, p bucket.Plan, sensors, capacity, calls int
 	return writes, filled, series, groups
 }
 
-// lostRaces makes another writer (another client) add one reading to the
-// window of base, before each of the first n update commands sent to db,
-// so that AddMany's top-ups of that window lose their room.
-func lostRaces(t *testing.T, db *mongo.Database, cfg bucket.Config, n int) {
+// lostRaces writes six readings of s1 with Add (a bucket of cap 10 with
+// room for 4), then runs AddMany of eight more while another writer (on
+// another client) adds one reading to that bucket before each of the first
+// n update commands sent, so that AddMany's top-ups lose their room. It
+// checks that every reading is stored once in ceil(N/10) buckets, none
+// over the cap, and returns the commands AddMany sent (the other writer's
+// updates among them).
+func lostRaces(t *testing.T, p bucket.Plan, n int) []string {
+	ctx := context.Background()
+	cfg := config(10)
+	s, db := newBuckets(t, p, cfg)
+	var rs []reading
+	var batch []bucket.Point[string, reading]
+	for i := range 14 {
+		r := readingAt(at(time.Duration(i)*time.Minute), i)
+		rs = append(rs, r)
+		if i < 6 {
+			require.NoError(t, s.Add(ctx, "s1", r))
+			continue
+		}
+		batch = append(batch, bucket.Point[string, reading]{Meta: "s1", Value: r})
+	}
 	other, err := bucket.New[string, reading](mongotest.NewClient(t).Database(db.Name()), cfg)
 	require.NoError(t, err)
 	var sent atomic.Int32
 	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
-		if k := sent.Add(1); k <= int32(n) {
-			require.NoError(t, other.Add(ctx, "s1", readingAt(at(time.Duration(50+k)*time.Minute), 50+int(k))))
+		if k := int(sent.Add(1)); k <= n {
+			r := readingAt(at(time.Duration(50+k)*time.Minute), 50+k)
+			require.NoError(t, other.Add(ctx, "s1", r))
+			rs = append(rs, r)
 		}
 	})
+	c := mongotest.NewCounter(t, db)
+	require.NoError(t, s.AddMany(ctx, batch))
+	commands := c.Commands()
+	bks := checkStored(t, s, db, 10, map[string][]reading{"s1": rs})
+	require.Len(t, bks, (len(rs)+9)/10)
+	return commands
 }
 
 // TestAddManyLostRace: when another writer takes the room of the bucket
@@ -232,28 +258,8 @@ func lostRaces(t *testing.T, db *mongo.Database, cfg bucket.Config, n int) {
 // as one writer makes.
 func TestAddManyLostRace(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
-		ctx := context.Background()
-		cfg := config(10)
-		s, db := newBuckets(t, p, cfg)
-		var rs []reading
-		var batch []bucket.Point[string, reading]
-		for i := range 14 {
-			r := readingAt(at(time.Duration(i)*time.Minute), i)
-			rs = append(rs, r)
-			if i < 6 {
-				require.NoError(t, s.Add(ctx, "s1", r))
-				continue
-			}
-			batch = append(batch, bucket.Point[string, reading]{Meta: "s1", Value: r})
-		}
-		lostRaces(t, db, cfg, 1)
-		c := mongotest.NewCounter(t, db)
-		require.NoError(t, s.AddMany(ctx, batch))
-		require.Equal(t, []string{"find", "update", "update", "find", "update", "insert"}, c.Commands(),
+		require.Equal(t, []string{"find", "update", "update", "find", "update", "insert"}, lostRaces(t, p, 1),
 			"the top-up of 4 is refused (the other writer's update comes first); then a top-up of the 3 left and a new bucket of 5")
-		rs = append(rs, readingAt(at(51*time.Minute), 51))
-		bks := checkStored(t, s, db, 10, map[string][]reading{"s1": rs})
-		require.Len(t, bks, 2, "ceil(15/10)")
 	})
 }
 
@@ -262,24 +268,7 @@ func TestAddManyLostRace(t *testing.T) {
 // as Add does, which cannot lose; the bucket bound of one writer holds.
 func TestAddManyAddsOneByOneAfterTwoLostRaces(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
-		ctx := context.Background()
-		cfg := config(10)
-		s, db := newBuckets(t, p, cfg)
-		var rs []reading
-		var batch []bucket.Point[string, reading]
-		for i := range 14 {
-			r := readingAt(at(time.Duration(i)*time.Minute), i)
-			rs = append(rs, r)
-			if i < 6 {
-				require.NoError(t, s.Add(ctx, "s1", r))
-				continue
-			}
-			batch = append(batch, bucket.Point[string, reading]{Meta: "s1", Value: r})
-		}
-		lostRaces(t, db, cfg, 2)
-		c := mongotest.NewCounter(t, db)
-		require.NoError(t, s.AddMany(ctx, batch))
-		sent := c.Commands()
+		sent := lostRaces(t, p, 2)
 		require.Equal(t, []string{"find", "update", "update", "find", "update", "update"}, sent[:6], "two top-ups refused (each after the other writer's update)")
 		singles := sent[6:]
 		require.NotContains(t, singles, "find")
@@ -287,8 +276,5 @@ func TestAddManyAddsOneByOneAfterTwoLostRaces(t *testing.T) {
 		if len(singles) > 1 {
 			require.Len(t, singles, 8, "one command per upsert")
 		}
-		rs = append(rs, readingAt(at(51*time.Minute), 51), readingAt(at(52*time.Minute), 52))
-		bks := checkStored(t, s, db, 10, map[string][]reading{"s1": rs})
-		require.Len(t, bks, 2, "ceil(16/10)")
 	})
 }
