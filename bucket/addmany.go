@@ -410,7 +410,7 @@ func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 }
 
 // plan appends the statements that store g's pending measurements: the
-// top-ups of the buckets read with room, fullest first, and new buckets
+// top-ups of the buckets read with room, in random order, and new buckets
 // for the rest; or, after maxLostRaces lost races, one upsert per
 // measurement.
 func (w *manyWrite) plan(g *group, updates, inserts []statement) ([]statement, []statement) {

@@ -21,12 +21,12 @@ import (
 // time order across buckets; measurements with equal times come in a
 // fixed order (by bucket, then by arrival).
 //
-// It sends one find on the index {<meta>, start} (see [Buckets.Indexes]),
-// plus a getMore per batch of buckets, and nothing until iteration starts.
-// The buckets of one window may be several partial ones whose
-// measurements interleave in time: Range holds the buckets of one window
-// at a time, merges their measurements and sorts them, so memory is
-// bounded by one window, not by the interval. Buckets of different
+// It sends one find on the index {<meta>, start, count} (see
+// [Buckets.Indexes]), plus a getMore per batch of buckets, and nothing
+// until iteration starts. The buckets of one window may be several
+// partial ones whose measurements interleave in time: Range holds the
+// buckets of one window at a time, merges their measurements and sorts
+// them, so memory is bounded by one window, not by the interval. Buckets of different
 // windows do not overlap in time, so no more is needed.
 //
 // Concurrent writes may or may not be seen: each bucket is read as one

@@ -34,7 +34,7 @@ func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
 // DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only,
 // with one deleteMany: {<meta>: meta, start: {$lt: t}, last: {$lt: t}},
 // whose equality on the meta and range on start are bounds of the index
-// {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
+// {<meta>, start, count}. A bad meta returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
 	return pkg.Wrap("DeleteSeriesBefore", b.s.deleteBefore(ctx, meta, false, t, b.canDelete, b.s.expiredFilter))
 }

@@ -26,7 +26,8 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 		limit = len(models)
 	}
 	var unknown error
-	err := srverr.Retry(ctx, func() error {
+	// When Retry gives up, the transient errors left are in results.
+	_ = srverr.Retry(ctx, func() error {
 		var again []int
 		var last error
 		for chunk := range slices.Chunk(todo, limit) {
@@ -68,6 +69,5 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 	if unknown != nil {
 		return nil, srverr.Classify(unknown)
 	}
-	_ = err // the transient errors left are in results
 	return results, nil
 }
