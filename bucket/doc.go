@@ -56,8 +56,9 @@
 // merging the partial buckets of a window. [Buckets.Summaries] gives
 // count, sum, min, max and mean per step, from the bucket summaries where
 // a bucket lies in one step and from its measurements where it does not:
-// on MongoDB in one aggregation, on FerretDB (no $min/$max accumulators)
-// in the client, never a wrong number.
+// in one aggregation where the server has the $group accumulators $min
+// and $max (MongoDB, FerretDB 2.x), in the client elsewhere (FerretDB
+// 1.x), never a wrong number.
 //
 // # Retention
 //

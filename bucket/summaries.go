@@ -32,9 +32,10 @@ import (
 // lacks a value field (ValueFields changed after it was written) makes
 // Summaries yield an error rather than a wrong mean.
 //
-// Where the server has the $group accumulators $min and $max (MongoDB), it
-// sends one aggregate (plus getMores beyond 101 steps) that does all of this
-// on the server. Elsewhere (FerretDB) it computes in the client: one find
+// Where the server has the $group accumulators $min and $max
+// ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
+// aggregate (plus getMores beyond 101 steps) that does all of this on the
+// server. Elsewhere (FerretDB 1.x) it computes in the client: one find
 // of the bucket summaries without their measurements (plus getMores), and
 // one find per 256 buckets for the measurements of the buckets that do not
 // fit a step; memory holds at most 256 buckets and the steps they touch.

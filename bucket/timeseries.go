@@ -28,9 +28,10 @@ const codeNamespaceExists = 48
 // backend of [Store], so that an application can choose between it and
 // [Buckets], or compare them, with the same Config.
 //
-// On a server without time-series collections (FerretDB, MongoDB before
-// 5.0) every method returns an [*patterns.UnsupportedError] naming
-// [patterns.FeatureTimeSeries]. It is safe for concurrent use.
+// On a server without time-series collections ([patterns.FeatureTimeSeries]:
+// MongoDB before 5.0, FerretDB, whose 2.x would silently create a plain
+// collection) every method returns an [*patterns.UnsupportedError] naming
+// the feature, and creates nothing. It is safe for concurrent use.
 type TimeSeries[M, V any] struct {
 	s       *settings
 	key     bson.D // the index key of s.timeSeriesKey
