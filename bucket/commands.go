@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/esr"
 )
@@ -86,22 +87,36 @@ func each(pts bson.RawValue) bson.D { return bson.D{{Key: "$each", Value: pts}} 
 
 // newBucket is a bucket document holding pts, a BSON array of
 // measurements whose summary is sp: what a series of upserts into a new
-// bucket would leave, built at once.
-func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateTime, pts bson.RawValue, sp *span) bson.D {
-	summary := make(bson.D, len(s.valueFields))
+// bucket would leave, built at once, and encoded here (in one allocation)
+// rather than by the driver:
+//
+//	{_id, <meta>, start, first, last, count,
+//	 summary: {<field>: {min, max, sum}, ...}, measurements: [...]}
+func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateTime, pts bson.RawValue, sp *span) bson.Raw {
+	size := 128 + len(s.metaField) + len(m.Value) + len(pts.Value)
+	for _, f := range s.valueFields {
+		size += 48 + len(f)
+	}
+	at, doc := bsoncore.AppendDocumentStart(make([]byte, 0, size))
+	doc = bsoncore.AppendObjectIDElement(doc, "_id", id)
+	doc = bsoncore.AppendValueElement(doc, s.metaField, bsoncore.Value{Type: bsoncore.Type(m.Type), Data: m.Value})
+	doc = bsoncore.AppendDateTimeElement(doc, fieldStart, int64(start))
+	doc = bsoncore.AppendDateTimeElement(doc, fieldFirst, int64(sp.first))
+	doc = bsoncore.AppendDateTimeElement(doc, fieldLast, int64(sp.last))
+	doc = bsoncore.AppendInt32Element(doc, fieldCount, sp.n)
+	summary, doc := bsoncore.AppendDocumentElementStart(doc, fieldSummary)
 	for i, f := range s.valueFields {
-		summary[i] = bson.E{Key: f, Value: bson.D{{Key: "min", Value: sp.min[i]}, {Key: "max", Value: sp.max[i]}, {Key: "sum", Value: sp.sum[i]}}}
+		var field int32
+		field, doc = bsoncore.AppendDocumentElementStart(doc, f)
+		doc = bsoncore.AppendDoubleElement(doc, "min", sp.min[i])
+		doc = bsoncore.AppendDoubleElement(doc, "max", sp.max[i])
+		doc = bsoncore.AppendDoubleElement(doc, "sum", sp.sum[i])
+		doc, _ = bsoncore.AppendDocumentEnd(doc, field)
 	}
-	return bson.D{
-		{Key: "_id", Value: id},
-		{Key: s.metaField, Value: m},
-		{Key: fieldStart, Value: start},
-		{Key: fieldFirst, Value: sp.first},
-		{Key: fieldLast, Value: sp.last},
-		{Key: fieldCount, Value: sp.n},
-		{Key: fieldSummary, Value: summary},
-		{Key: fieldPoints, Value: pts},
-	}
+	doc, _ = bsoncore.AppendDocumentEnd(doc, summary)
+	doc = bsoncore.AppendArrayElement(doc, fieldPoints, pts.Value)
+	doc, _ = bsoncore.AppendDocumentEnd(doc, at)
+	return doc
 }
 
 // windows are the windows of one series that AddMany writes to.

@@ -339,7 +339,7 @@ func TestAddManyCommandsPinned(t *testing.T) {
 	}, s.pushUpdate(each(arr), &sp))
 
 	oid := bson.NewObjectID()
-	require.Equal(t, bson.D{
+	bucket, err := bson.Marshal(bson.D{
 		{Key: "_id", Value: oid},
 		{Key: "sensor", Value: m},
 		{Key: "start", Value: start},
@@ -351,7 +351,9 @@ func TestAddManyCommandsPinned(t *testing.T) {
 			{Key: "hum", Value: bson.D{{Key: "min", Value: 40.0}, {Key: "max", Value: 42.0}, {Key: "sum", Value: 123.0}}},
 		}},
 		{Key: "measurements", Value: arr},
-	}, s.newBucket(oid, m, start, arr, &sp))
+	})
+	require.NoError(t, err)
+	require.Equal(t, bson.Raw(bucket), s.newBucket(oid, m, start, arr, &sp))
 
 	m2, err := metaValue("s-2")
 	require.NoError(t, err)
