@@ -280,6 +280,8 @@ func TestEveryFilterHasAnIndex(t *testing.T) {
 	t0 := date("2026-03-01T10:00:00Z")
 	filters := map[string]bson.D{
 		"Add":                 b.s.addFilter(m, t0),
+		"AddMany's read":      b.s.openFilter([]windows{{meta: m, starts: bson.A{t0}}}),
+		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3),
 		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
 		"DeleteBefore":        b.s.expiredFilter(nil, t0),
 		"DeleteSeriesBefore":  b.s.expiredFilter(&m, t0),
