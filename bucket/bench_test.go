@@ -2,89 +2,212 @@ package bucket_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// BenchmarkAddManyVsInsertOne writes the same readings, one a minute, two
-// ways side by side in one run: with AddMany into hourly buckets of 60,
-// and with one InsertOne per reading into a collection of one document
-// per reading ({meta, at, temp, hum}, indexed on {meta: 1, at: 1}, as the
-// written-by-hand alternative). Each op writes 100 readings each way. It
-// reports the points per second of each and their ratio, and, for all the
-// readings written, the documents and bytes (the sum of the BSON
-// documents' lengths, fetched raw: collStats is missing on FerretDB) each
-// way stores.
-func BenchmarkAddManyVsInsertOne(b *testing.B) {
-	const perOp = 100
-	ctx := context.Background()
+// The unit of work of the AddMany benchmarks: the readings of benchSeries
+// series over one hour, one a minute, into buckets of an hour (Cap 60):
+// op i writes hour i, so every op fills benchSeries new buckets, as an
+// ingest of live data does.
+const benchSeries = 10
+
+var benchNames = sensorNames(benchSeries)
+
+func benchPoints(i int) []bucket.Point[string, reading] {
+	pts := make([]bucket.Point[string, reading], 0, benchSeries*60)
+	for m := range 60 {
+		n := i*60 + m
+		for s := range benchSeries {
+			pts = append(pts, bucket.Point[string, reading]{Meta: benchNames[s], Value: readingAt(at(time.Duration(n)*time.Minute), n)})
+		}
+	}
+	return pts
+}
+
+// newBenchStore returns a bucket store with its indexes on a fresh
+// database.
+func newBenchStore(b *testing.B) (*bucket.Buckets[string, reading], *mongo.Database) {
 	db := mongotest.DB(b)
-	cfg := config(60)
-	store, err := bucket.New[string, reading](db, cfg)
+	s, err := bucket.New[string, reading](db, config(60))
 	require.NoError(b, err)
-	flat := db.Collection("flat")
-	require.NoError(b, patterns.EnsureIndexes(ctx, append(store.Indexes(), patterns.Index{
-		Collection: flat, Model: mongo.IndexModel{Keys: bson.D{{Key: "meta", Value: 1}, {Key: "at", Value: 1}}},
-	})...))
+	require.NoError(b, patterns.EnsureIndexes(context.Background(), s.Indexes()...))
+	return s, db
+}
 
-	type flatReading struct {
-		Meta string    `bson:"meta"`
-		At   time.Time `bson:"at"`
-		Temp float64   `bson:"temp"`
-		Hum  int64     `bson:"hum"`
-	}
-	var bucketed, single time.Duration
+// flatReading is one reading as a document of its own, the layout
+// without buckets.
+type flatReading struct {
+	Meta string    `bson:"meta"`
+	At   time.Time `bson:"at"`
+	Temp float64   `bson:"temp"`
+	Hum  int64     `bson:"hum"`
+}
+
+// BenchmarkAddManyVsInsertOne: AddMany of an hour of ten series (600
+// readings that fill ten buckets) against the same readings stored by
+// hand one InsertOne each, into a collection of one document per reading
+// indexed on {meta: 1, at: 1}. Goal: 20x the readings per second. It also
+// reports the bytes each layout stores per reading (the sum of the BSON
+// documents' lengths, read back raw: collStats is missing on some
+// servers) and their ratio.
+func BenchmarkAddManyVsInsertOne(b *testing.B) {
+	ctx := context.Background()
+	var buckets, flat *mongo.Collection
 	n := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		pts := make([]bucket.Point[string, reading], perOp)
-		for i := range pts {
-			pts[i] = bucket.Point[string, reading]{Meta: "s1", Value: readingAt(at(time.Duration(n)*time.Minute), n)}
-			n++
-		}
-		start := time.Now()
-		require.NoError(b, store.AddMany(ctx, pts))
-		bucketed += time.Since(start)
-
-		start = time.Now()
-		for _, p := range pts {
-			_, err := flat.InsertOne(ctx, flatReading{Meta: p.Meta, At: p.Value.At, Temp: p.Value.Temp, Hum: p.Value.Hum})
-			require.NoError(b, err)
-		}
-		single += time.Since(start)
-	}
-	addMany, insertOne := float64(n)/bucketed.Seconds(), float64(n)/single.Seconds()
-	b.ReportMetric(addMany, "addmany-points/s")
-	b.ReportMetric(insertOne, "insertone-points/s")
-	b.ReportMetric(addMany/insertOne, "speedup-x")
-
-	bucketDocs, bucketBytes := storage(b, db.Collection(cfg.Collection))
-	flatDocs, flatBytes := storage(b, flat)
-	b.ReportMetric(float64(bucketDocs), "bucket-docs")
-	b.ReportMetric(float64(flatDocs), "flat-docs")
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			s, db := newBenchStore(b)
+			buckets = db.Collection("readings")
+			return func(i int) {
+				if err := s.AddMany(ctx, benchPoints(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			flat = mongotest.DB(b).Collection("flat")
+			require.NoError(b, patterns.EnsureIndexes(ctx, patterns.Index{
+				Collection: flat, Model: mongo.IndexModel{Keys: bson.D{{Key: "meta", Value: 1}, {Key: "at", Value: 1}}},
+			}))
+			return func(i int) {
+				for _, p := range benchPoints(i) {
+					if _, err := flat.InsertOne(ctx, flatReading{Meta: p.Meta, At: p.Value.At, Temp: p.Value.Temp, Hum: p.Value.Hum}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n += benchSeries * 60
+			}
+		},
+		Speed: 20,
+	})
+	bucketBytes, flatBytes := storedBytes(b, buckets), storedBytes(b, flat)
 	b.ReportMetric(float64(bucketBytes)/float64(n), "bucket-bytes/point")
 	b.ReportMetric(float64(flatBytes)/float64(n), "flat-bytes/point")
 	b.ReportMetric(float64(flatBytes)/float64(bucketBytes), "bytes-saved-x")
 }
 
-// storage counts the documents of coll and sums their BSON lengths.
-func storage(b *testing.B, coll *mongo.Collection) (docs, bytes int) {
+// BenchmarkAddManyVsInsertMany: AddMany of an hour of ten series against
+// the same buckets built by hand (measurements, count, first, last and
+// summaries) and stored with one InsertMany: what AddMany does, without
+// its read of the buckets with room. Goal: half as fast at least.
+func BenchmarkAddManyVsInsertMany(b *testing.B) {
+	ctx := context.Background()
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			s, _ := newBenchStore(b)
+			return func(i int) {
+				if err := s.AddMany(ctx, benchPoints(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			coll := mongotest.DB(b).Collection("readings")
+			return func(i int) {
+				if _, err := coll.InsertMany(ctx, readyBuckets(benchPoints(i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Speed: 0.5,
+	})
+}
+
+// readyBuckets builds, by hand, the buckets of readings of one window:
+// one per series.
+func readyBuckets(pts []bucket.Point[string, reading]) []any {
+	type stats struct{ Min, Max, Sum float64 }
+	type doc struct {
+		Meta    string           `bson:"meta"`
+		Start   time.Time        `bson:"start"`
+		First   time.Time        `bson:"first"`
+		Last    time.Time        `bson:"last"`
+		Count   int32            `bson:"count"`
+		Summary map[string]stats `bson:"summary"`
+		Points  []reading        `bson:"measurements"`
+	}
+	bySeries := map[string]*doc{}
+	var out []any
+	for _, p := range pts {
+		d := bySeries[p.Meta]
+		if d == nil {
+			inf := stats{Min: math.Inf(1), Max: math.Inf(-1)}
+			d = &doc{Meta: p.Meta, Start: p.Value.At.Truncate(time.Hour), First: p.Value.At, Last: p.Value.At, Summary: map[string]stats{"temp": inf, "hum": inf}}
+			bySeries[p.Meta] = d
+			out = append(out, d)
+		}
+		d.Count++
+		d.Points = append(d.Points, p.Value)
+		d.First, d.Last = minTime(d.First, p.Value.At), maxTime(d.Last, p.Value.At)
+		for f, v := range map[string]float64{"temp": p.Value.Temp, "hum": float64(p.Value.Hum)} {
+			st := d.Summary[f]
+			d.Summary[f] = stats{min(st.Min, v), max(st.Max, v), st.Sum + v}
+		}
+	}
+	return out
+}
+
+// BenchmarkAdd: Add against the same upsert written by hand, the reading
+// given to the driver as a struct. Goal: at most 1.1x the allocations.
+func BenchmarkAdd(b *testing.B) {
+	ctx := context.Background()
+	readingOf := func(i int) reading { return readingAt(at(time.Duration(i)*time.Minute), i) }
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			s, _ := newBenchStore(b)
+			return func(i int) {
+				if err := s.Add(ctx, "s1", readingOf(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			coll := mongotest.DB(b).Collection("readings")
+			require.NoError(b, patterns.EnsureIndexes(ctx, patterns.Index{Collection: coll, Model: mongo.IndexModel{
+				Keys: bson.D{{Key: "meta", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}},
+			}}))
+			upsert := options.UpdateOne().SetUpsert(true)
+			return func(i int) {
+				r := readingOf(i)
+				hum := float64(r.Hum)
+				_, err := coll.UpdateOne(ctx,
+					bson.D{{Key: "meta", Value: "s1"}, {Key: "start", Value: r.At.Truncate(time.Hour)}, {Key: "count", Value: bson.D{{Key: "$lt", Value: int32(60)}}}},
+					bson.D{
+						{Key: "$push", Value: bson.D{{Key: "measurements", Value: r}}},
+						{Key: "$inc", Value: bson.D{{Key: "count", Value: int32(1)}, {Key: "summary.temp.sum", Value: r.Temp}, {Key: "summary.hum.sum", Value: hum}}},
+						{Key: "$min", Value: bson.D{{Key: "first", Value: r.At}, {Key: "summary.temp.min", Value: r.Temp}, {Key: "summary.hum.min", Value: hum}}},
+						{Key: "$max", Value: bson.D{{Key: "last", Value: r.At}, {Key: "summary.temp.max", Value: r.Temp}, {Key: "summary.hum.max", Value: hum}}},
+					}, upsert)
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Allocs: 1.1,
+	})
+}
+
+// storedBytes sums the BSON lengths of the documents of coll.
+func storedBytes(b *testing.B, coll *mongo.Collection) int {
 	b.Helper()
 	cur, err := coll.Find(context.Background(), bson.D{})
 	require.NoError(b, err)
 	defer cur.Close(context.Background())
+	n := 0
 	for cur.Next(context.Background()) {
-		docs++
-		bytes += len(cur.Current)
+		n += len(cur.Current)
 	}
 	require.NoError(b, cur.Err())
-	return docs, bytes
+	return n
 }

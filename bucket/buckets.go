@@ -2,7 +2,6 @@ package bucket
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"slices"
 
@@ -11,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -25,20 +23,16 @@ import (
 //
 // It works on every server [patterns.Capabilities] knows, MongoDB and
 // FerretDB alike; it is safe for concurrent use by several goroutines,
-// processes and machines.
+// processes and machines (on FerretDB 1.x only for one client with one
+// connection: see [patterns.FeatureConcurrentUpdates]).
 type Buckets[M, V any] struct {
-	s    *settings
-	key  bson.D // {<meta>: 1, start: 1}
-	plan lazy.Value[*plan]
-	// forceClient makes Summaries compute in the client where the server
-	// could aggregate, so that tests exercise both paths on MongoDB.
-	forceClient bool
+	s        *settings
+	key      bson.D // the index key of s.bucketKey
+	zeroSize int    // the size of a zero V's document, to size AddMany's buffer
+	planned  lazy.Value[decided]
 }
 
 var _ Store[string, struct{}] = (*Buckets[string, struct{}])(nil)
-
-// reservedFields are the bucket fields the meta field must not shadow.
-var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary}
 
 // New returns a bucket store on the collection cfg.Collection of db. It
 // validates cfg, wrapping [patterns.ErrInvalid]: a collection name, time
@@ -52,22 +46,27 @@ var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCou
 // New sends nothing. The first method call with a context detects the
 // server once (two commands to the admin database, cached per client; see
 // [patterns.Capabilities]) and decides how Summaries computes and how
-// many upserts AddMany sends per command; nothing else depends on the
-// server. Create the indexes of [Buckets.Indexes]
-// before the first write ([patterns.EnsureIndexes]).
+// many update statements AddMany sends per command, and refuses a TTL
+// where the server has no TTL indexes; nothing else depends on the
+// server. Create the indexes of [Buckets.Indexes] before the first write
+// ([patterns.EnsureIndexes]).
 func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
-	s, err := cfg.validate(db)
+	b, err := newBuckets[M, V](db, cfg)
+	return b, pkg.Wrap("New", err)
+}
+
+func newBuckets[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
+	s, err := newSettings(db, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if s.window <= 0 {
-		return nil, errs.Invalid("bucket: Window %v is not positive", cfg.Window)
-	}
-	if s.cap <= 0 {
-		return nil, errs.Invalid("bucket: Cap %d is not positive", s.cap)
-	}
-	if slices.Contains(reservedFields, s.metaField) {
-		return nil, errs.Invalid("bucket: MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
+	switch {
+	case s.window <= 0:
+		return nil, errs.Invalid("Window %v is not positive", cfg.Window)
+	case s.cap <= 0:
+		return nil, errs.Invalid("Cap %d is not positive", s.cap)
+	case slices.Contains(reservedFields, s.metaField):
+		return nil, errs.Invalid("MetaField %q is one of the bucket's own fields %v", s.metaField, reservedFields)
 	}
 	zero, err := zeroDocument[V](s)
 	if err != nil {
@@ -75,13 +74,13 @@ func New[M, V any](db *mongo.Database, cfg Config) (*Buckets[M, V], error) {
 	}
 	var m M
 	if size := s.bucketSize(sizeOf(m), len(zero)); size > patterns.MaxDocumentSize {
-		return nil, errs.Invalid("bucket: Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
+		return nil, errs.Invalid("Cap %d: a full bucket of zero measurements takes about %d bytes, more than the %d-byte document limit", s.cap, size, patterns.MaxDocumentSize)
 	}
-	key, err := esr.Key(esr.Equality(s.metaField), esr.Sort(fieldStart, 1))
+	key, err := s.bucketKey()
 	if err != nil {
-		return nil, fmt.Errorf("bucket: %w", err)
+		return nil, err
 	}
-	return &Buckets[M, V]{s: s, key: key}, nil
+	return &Buckets[M, V]{s: s, key: key, zeroSize: len(zero)}, nil
 }
 
 // zeroDocument encodes the zero V (the zero of the pointed-to type when V
@@ -93,54 +92,68 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 	}
 	data, err := bson.Marshal(zero)
 	if err != nil {
-		return nil, errs.Invalid("bucket: measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
+		return nil, errs.Invalid("measurement type %s does not encode as a BSON document: %v", reflect.TypeFor[V](), err)
 	}
 	raw := bson.Raw(data)
 	if rv, err := raw.LookupErr(s.timeField); err == nil && rv.Type != bson.TypeDateTime {
-		return nil, errs.Invalid("bucket: measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
+		return nil, errs.Invalid("measurement type %s: time field %q encodes as a BSON %s, not a date", reflect.TypeFor[V](), s.timeField, rv.Type)
 	}
 	for _, f := range s.valueFields {
 		if rv, err := raw.LookupErr(f); err == nil {
 			if _, ok := number(rv); !ok {
-				return nil, errs.Invalid("bucket: measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
+				return nil, errs.Invalid("measurement type %s: value field %q encodes as a BSON %s, not a number", reflect.TypeFor[V](), f, rv.Type)
 			}
 		}
 	}
 	return raw, nil
 }
 
-// Indexes returns the index every query of the store uses, {<meta>: 1,
-// start: 1}, and, when Config.TTL is set, a TTL index on the buckets'
-// last time. It is not unique, and must not be: once a bucket is full, the
-// next measurement of its window opens another bucket with the same meta
-// and start. Create them with [patterns.EnsureIndexes]; on a server
-// without TTL indexes, creating the TTL index fails, as every method of
-// the store does.
+// Indexes returns the indexes the store's queries use:
+//
+//   - {<meta>: 1, start: 1, count: 1}, for every query on one series. It
+//     is in ESR order (equality, sort, range) for each of them. The
+//     filter of every write to a bucket, Add's upsert {<meta>: M, start:
+//     S, count: {$lt: Cap}} and AddMany's read of the buckets with room
+//     (start in a set of window starts), is two equalities then a range
+//     on the count: with count in the key, the server finds the buckets
+//     with room in the index alone, without fetching the full buckets of
+//     a window, of which a small Cap and a long Window make many. Range,
+//     Summaries and DeleteSeriesBefore use its prefix: an equality on the
+//     meta, then the sort and the range on start. The price is an index
+//     entry rewritten by each write (the count changes), small next to
+//     the write of the bucket itself. It is not unique, and must not be:
+//     once a bucket is full, the next measurement of its window opens
+//     another bucket with the same meta and start.
+//   - {start: 1}, for DeleteBefore, whose filter names no series: a
+//     compound index whose leading field a query does not name is not
+//     used, so without it DeleteBefore would scan the collection. A
+//     bucket's start never changes, so this index costs one entry per
+//     bucket, written once.
+//   - when Config.TTL is set, a TTL index on the buckets' last time.
+//
+// Create them with [patterns.EnsureIndexes]; on a server without TTL
+// indexes, creating the TTL index fails, as every method of the store
+// does.
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
-	ixs := []patterns.Index{{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}}}
+	ixs := []patterns.Index{
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}},
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: startKey()}},
+	}
 	if b.s.ttl > 0 {
 		ixs = append(ixs, patterns.Index{Collection: b.s.coll, Model: mongo.IndexModel{
-			Keys:    bson.D{{Key: fieldLast, Value: 1}},
+			Keys:    ttlKey(),
 			Options: options.Index().SetExpireAfterSeconds(int32(b.s.ttl)),
 		}})
 	}
 	return ixs
 }
 
-// decide is the store's plan: how Summaries computes.
-func (b *Buckets[M, V]) decide(ctx context.Context) (*plan, error) {
-	srv, err := b.s.capabilities(ctx)
-	if err != nil {
-		return nil, err
+// ready returns the store's plan, deciding it on first use, and refuses a
+// configuration the server cannot serve.
+func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
+	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client())
+	if err == nil {
+		err = d.checkTTL(b.s)
 	}
-	return &plan{
-		srv:             srv,
-		clientSummaries: b.forceClient || !srv.Has(patterns.FeatureGroupMinMaxAvg),
-		maxBatch:        maxBatchFor(srv),
-	}, nil
-}
-
-// ready returns the plan, deciding it on first use.
-func (b *Buckets[M, V]) ready(ctx context.Context) (*plan, error) {
-	return b.plan.Get(ctx, b.decide)
+	return d.plan, err
 }

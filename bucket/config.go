@@ -41,7 +41,7 @@ type Config struct {
 	ValueFields []string
 
 	// MetaField is the field that holds the series key (the meta, M) in
-	// each bucket or time-series document. Empty means "meta".
+	// each bucket or time-series document. Empty means [DefaultMetaField].
 	MetaField string
 
 	// Window is the time span of one bucket: a bucket holds the
@@ -77,6 +77,10 @@ type Config struct {
 	TTL time.Duration
 }
 
+// DefaultMetaField is the field that holds the series key when
+// Config.MetaField is empty.
+const DefaultMetaField = "meta"
+
 // Granularity is the granularity of a native time-series collection.
 type Granularity string
 
@@ -96,15 +100,66 @@ const (
 	fieldCount   = "count"        // number of measurements, an int32
 	fieldPoints  = "measurements" // the measurements, an array of documents
 	fieldSummary = "summary"      // {<value field>: {min, max, sum}}
-	defaultMeta  = "meta"
 )
+
+// reservedFields are the bucket fields the meta field must not shadow.
+var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary}
 
 // maxBucketSpan is the largest bucketMaxSpanSeconds MongoDB accepts: one
 // year.
 const maxBucketSpan = 365 * 24 * time.Hour
 
-// settings is a validated Config with the derived values both backends
-// use.
+// normalize fills in the defaults and checks what both backends need,
+// wrapping [patterns.ErrInvalid]; the constructors add their own checks.
+func (c Config) normalize() (Config, error) {
+	c.ValueFields = slices.Clone(c.ValueFields)
+	if c.MetaField == "" {
+		c.MetaField = DefaultMetaField
+	}
+	if err := check.Collection(c.Collection); err != nil {
+		return Config{}, fmt.Errorf("Collection: %w", err)
+	}
+	if err := check.Field(c.TimeField); err != nil {
+		return Config{}, fmt.Errorf("TimeField: %w", err)
+	}
+	if err := check.Field(c.MetaField); err != nil {
+		return Config{}, fmt.Errorf("MetaField: %w", err)
+	}
+	if c.MetaField == c.TimeField {
+		return Config{}, errs.Invalid("MetaField and TimeField are both %q", c.MetaField)
+	}
+	for i, f := range c.ValueFields {
+		if err := check.Field(f); err != nil {
+			return Config{}, fmt.Errorf("ValueFields[%d]: %w", i, err)
+		}
+		switch {
+		case f == c.TimeField:
+			return Config{}, errs.Invalid("ValueFields[%d] %q is the time field", i, f)
+		case f == c.MetaField:
+			return Config{}, errs.Invalid("ValueFields[%d] %q is the meta field", i, f)
+		case slices.Contains(c.ValueFields[:i], f):
+			return Config{}, errs.Invalid("ValueFields[%d] %q appears twice", i, f)
+		}
+	}
+	if c.Window < 0 || c.Window%time.Millisecond != 0 {
+		return Config{}, errs.Invalid("Window %v is negative or not a whole number of milliseconds", c.Window)
+	}
+	if c.TTL < 0 || c.TTL%time.Second != 0 {
+		return Config{}, errs.Invalid("TTL %v is negative or not a whole number of seconds", c.TTL)
+	}
+	if c.TTL/time.Second > math.MaxInt32 {
+		return Config{}, errs.Invalid("TTL %v passes the server's limit of %d seconds", c.TTL, math.MaxInt32)
+	}
+	switch c.Granularity {
+	case "", Seconds, Minutes, Hours:
+	default:
+		return Config{}, errs.Invalid("Granularity %q is none of %q, %q, %q", c.Granularity, Seconds, Minutes, Hours)
+	}
+	return c, nil
+}
+
+// settings is a normalized Config with the values both backends derive
+// from it.
 type settings struct {
 	coll        *mongo.Collection
 	timeField   string
@@ -116,68 +171,37 @@ type settings struct {
 	ttl         int64 // seconds; 0: none
 	// summaryPaths are the paths of each value field's summary in a
 	// bucket: summary.<field>.sum, .min and .max.
-	summaryPaths []struct{ sum, min, max string }
+	summaryPaths []summaryPath
+	// hasRoom is the condition of a bucket with room for a measurement,
+	// {$lt: Cap}, built once: Add sends it with every measurement.
+	hasRoom bson.D
 }
 
-// validate checks what both backends need and returns the settings; the
-// constructors add their own checks.
-func (c Config) validate(db *mongo.Database) (*settings, error) {
+type summaryPath struct{ sum, min, max string }
+
+// newSettings normalizes cfg and derives the settings on db.
+func newSettings(db *mongo.Database, cfg Config) (*settings, error) {
 	if db == nil {
-		return nil, errs.Invalid("bucket: nil database")
+		return nil, errs.Invalid("nil database")
 	}
-	if err := check.Collection(c.Collection); err != nil {
-		return nil, fmt.Errorf("bucket: Config.Collection: %w", err)
+	c, err := cfg.normalize()
+	if err != nil {
+		return nil, err
 	}
 	s := &settings{
 		coll:        db.Collection(c.Collection),
 		timeField:   c.TimeField,
-		valueFields: slices.Clone(c.ValueFields),
+		valueFields: c.ValueFields,
 		metaField:   c.MetaField,
+		window:      c.Window.Milliseconds(),
 		cap:         c.Cap,
 		granularity: c.Granularity,
+		ttl:         int64(c.TTL / time.Second),
+		hasRoom:     bson.D{{Key: "$lt", Value: int32(c.Cap)}},
 	}
-	if s.metaField == "" {
-		s.metaField = defaultMeta
-	}
-	if err := check.Field(s.timeField); err != nil {
-		return nil, fmt.Errorf("bucket: TimeField: %w", err)
-	}
-	if err := check.Field(s.metaField); err != nil {
-		return nil, fmt.Errorf("bucket: MetaField: %w", err)
-	}
-	if s.metaField == s.timeField {
-		return nil, errs.Invalid("bucket: MetaField and TimeField are both %q", s.metaField)
-	}
-	for i, f := range s.valueFields {
-		if err := check.Field(f); err != nil {
-			return nil, fmt.Errorf("bucket: ValueFields[%d]: %w", i, err)
-		}
-		switch {
-		case f == s.timeField:
-			return nil, errs.Invalid("bucket: ValueFields[%d] %q is the time field", i, f)
-		case f == s.metaField:
-			return nil, errs.Invalid("bucket: ValueFields[%d] %q is the meta field", i, f)
-		case slices.Contains(s.valueFields[:i], f):
-			return nil, errs.Invalid("bucket: ValueFields[%d] %q appears twice", i, f)
-		}
+	for _, f := range s.valueFields {
 		path := fieldSummary + "." + f + "."
-		s.summaryPaths = append(s.summaryPaths, struct{ sum, min, max string }{path + "sum", path + "min", path + "max"})
-	}
-	if c.Window < 0 || c.Window%time.Millisecond != 0 {
-		return nil, errs.Invalid("bucket: Window %v is negative or not a whole number of milliseconds", c.Window)
-	}
-	s.window = c.Window.Milliseconds()
-	if c.TTL < 0 || c.TTL%time.Second != 0 {
-		return nil, errs.Invalid("bucket: TTL %v is negative or not a whole number of seconds", c.TTL)
-	}
-	s.ttl = int64(c.TTL / time.Second)
-	if s.ttl > math.MaxInt32 {
-		return nil, errs.Invalid("bucket: TTL %v passes the server's limit of %d seconds", c.TTL, math.MaxInt32)
-	}
-	switch c.Granularity {
-	case "", Seconds, Minutes, Hours:
-	default:
-		return nil, errs.Invalid("bucket: Granularity %q is none of %q, %q, %q", c.Granularity, Seconds, Minutes, Hours)
+		s.summaryPaths = append(s.summaryPaths, summaryPath{path + "sum", path + "min", path + "max"})
 	}
 	return s, nil
 }

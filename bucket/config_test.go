@@ -1,6 +1,8 @@
 package bucket_test
 
 import (
+	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -73,7 +75,10 @@ func TestConfigValidation(t *testing.T) {
 
 	t.Run("nil database", func(t *testing.T) {
 		_, err := bucket.New[string, reading](nil, config(100))
+		require.EqualError(t, err, "bucket: New: nil database: invalid")
 		require.ErrorIs(t, err, patterns.ErrInvalid)
+		_, err = bucket.NewTimeSeries[string, reading](nil, config(100))
+		require.EqualError(t, err, "bucket: New: nil database: invalid")
 	})
 	t.Run("measurement types", func(t *testing.T) {
 		type textTime struct {
@@ -101,4 +106,30 @@ func TestConfigValidation(t *testing.T) {
 		_, err = bucket.New[string, bson.M](db, cfg)
 		require.NoError(t, err, "a map is checked at each write")
 	})
+}
+
+// TestErrorFormat: errors read "bucket: <Operation>: <what>: <cause>".
+func TestErrorFormat(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.Client().Database("error_format") // nothing is written
+	cfg := config(100)
+	cfg.TimeField = "a.b"
+	_, err := bucket.New[string, reading](db, cfg)
+	require.EqualError(t, err, `bucket: New: TimeField: field name "a.b" contains '.', which makes it a path; a single field is expected: invalid`)
+	cfg = config(0)
+	_, err = bucket.New[string, reading](db, cfg)
+	require.EqualError(t, err, `bucket: New: Cap 0 is not positive: invalid`)
+
+	s, err := bucket.New[any, reading](db, config(100))
+	require.NoError(t, err)
+	good := readingAt(at(0), 0)
+	nan := good
+	nan.Temp = math.NaN()
+	err = s.AddMany(ctx, []bucket.Point[any, reading]{{Meta: "s1", Value: good}, {Meta: "s1", Value: good}, {Meta: "s1", Value: good}, {Meta: "s1", Value: nan}})
+	require.EqualError(t, err, `bucket: AddMany: point 3: measurement's value field "temp" is NaN; NaN and infinities would poison min, max and sum: invalid`)
+	err = s.Add(ctx, bson.M{"$ne": nil}, good)
+	require.EqualError(t, err, `bucket: Add: meta of type bson.M: key "$ne" starts with '$', which makes it a query operator: invalid`)
+	err = firstErr(s.Range(ctx, "s1", at(time.Hour), at(0)))
+	require.ErrorContains(t, err, "bucket: Range: to (")
+	require.ErrorIs(t, err, patterns.ErrInvalid)
 }

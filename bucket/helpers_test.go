@@ -5,14 +5,18 @@ import (
 	"iter"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -42,14 +46,26 @@ func config(cap int) bucket.Config {
 	return bucket.Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, Window: time.Hour, Cap: cap}
 }
 
-// newBuckets returns a bucket store on a fresh database, with its indexes.
-func newBuckets(t *testing.T, cfg bucket.Config) (*bucket.Buckets[string, reading], *mongo.Database) {
+// portable is the plan of a server without optional features.
+var portable = bucket.PlanFor(mongotest.Portable())
+
+// newBuckets returns a bucket store taking the path p on a fresh
+// database, with its indexes.
+func newBuckets(t *testing.T, p bucket.Plan, cfg bucket.Config) (*bucket.Buckets[string, reading], *mongo.Database) {
 	t.Helper()
 	db := mongotest.DB(t)
+	return newBucketsOn(t, db, p, cfg), db
+}
+
+// newBucketsOn returns a bucket store taking the path p on db, with its
+// indexes.
+func newBucketsOn(t *testing.T, db *mongo.Database, p bucket.Plan, cfg bucket.Config) *bucket.Buckets[string, reading] {
+	t.Helper()
 	s, err := bucket.New[string, reading](db, cfg)
 	require.NoError(t, err)
+	bucket.ForcePlan(s, p)
 	require.NoError(t, patterns.EnsureIndexes(context.Background(), s.Indexes()...))
-	return s, db
+	return s
 }
 
 // collect drains an iterator, failing on the first error.
@@ -185,4 +201,88 @@ func maxTime(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// statements counts the statements a client sends to one database: each
+// document of an insert, each statement of an update or a delete, each
+// find, aggregate and getMore; and the update statements refused with a
+// duplicate key (the top-ups of AddMany that lost their room). On a
+// server without patterns.FeatureBatchedUpdates every update statement is
+// a command of its own, so there they are the update commands too.
+type statements struct {
+	db string
+	mu sync.Mutex
+	// writes and reads since the last reset; refused: update statements
+	// refused with a duplicate key.
+	writes, reads, refused int
+}
+
+// newStatementsDB connects a client of its own to the server in use (as
+// mongotest connects its clients) that counts the statements sent to a
+// fresh database, and returns that database through it.
+func newStatementsDB(t *testing.T) (*mongo.Database, *statements) {
+	t.Helper()
+	name := mongotest.DB(t).Name() // dropped when the test ends
+	c := &statements{db: name}
+	monitor := &event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if e.DatabaseName != name {
+				return
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			switch e.CommandName {
+			case "insert":
+				c.writes += arrayLen(e.Command.Lookup("documents"))
+			case "update":
+				c.writes += arrayLen(e.Command.Lookup("updates"))
+			case "delete":
+				c.writes += arrayLen(e.Command.Lookup("deletes"))
+			case "find", "aggregate", "getMore":
+				c.reads++
+			}
+		},
+		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+			if e.DatabaseName != name || e.CommandName != "update" {
+				return
+			}
+			arr, _ := e.Reply.Lookup("writeErrors").ArrayOK()
+			vals, _ := arr.Values()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			for _, v := range vals {
+				if code, ok := v.Document().Lookup("code").AsInt64OK(); ok && code == 11000 {
+					c.refused++
+				}
+			}
+		},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client, _, err := dial.Connect(ctx, mongotest.URI(), func() *options.ClientOptions {
+		return options.Client().SetMonitor(monitor).SetTimeout(2 * time.Minute)
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return client.Database(name), c
+}
+
+func arrayLen(v bson.RawValue) int {
+	arr, _ := v.ArrayOK()
+	vals, _ := arr.Values()
+	return len(vals)
+}
+
+// reset forgets the statements counted so far.
+func (c *statements) reset() {
+	c.mu.Lock()
+	c.writes, c.reads, c.refused = 0, 0, 0
+	c.mu.Unlock()
+}
+
+// counts returns the statements counted since the last reset.
+func (c *statements) counts() (writes, reads, refused int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes, c.reads, c.refused
 }

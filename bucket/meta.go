@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // metaValue encodes a series key for a filter and for storage, in its
@@ -28,6 +28,14 @@ import (
 // JavaScript (a filter evaluates them); MinKey, MaxKey, undefined,
 // DBPointer; NaN.
 func metaValue(m any) (bson.RawValue, error) {
+	// The common series keys, encoded without the encoder's machinery:
+	// exactly what it gives for them.
+	switch v := m.(type) {
+	case string:
+		return bson.RawValue{Type: bson.TypeString, Value: bsoncore.AppendString(nil, v)}, nil
+	case bson.ObjectID:
+		return bson.RawValue{Type: bson.TypeObjectID, Value: v[:]}, nil
+	}
 	t, data, err := bson.MarshalValue(m)
 	if err != nil {
 		return bson.RawValue{}, errs.Invalid("meta of type %T cannot be encoded: %v", m, err)
@@ -42,11 +50,11 @@ func metaValue(m any) (bson.RawValue, error) {
 		}
 	}
 	if err := checkMetaType(t); err != nil {
-		return bson.RawValue{}, fmt.Errorf("%w: meta of type %T: %s", patterns.ErrInvalid, m, err)
+		return bson.RawValue{}, errs.Invalid("meta of type %T: %s", m, err)
 	}
 	canon, err := canonical(rv)
 	if err != nil {
-		return bson.RawValue{}, fmt.Errorf("%w: meta of type %T: %s", patterns.ErrInvalid, m, err)
+		return bson.RawValue{}, errs.Invalid("meta of type %T: %s", m, err)
 	}
 	return canon, nil
 }

@@ -1,7 +1,6 @@
 package bucket
 
 import (
-	"fmt"
 	"iter"
 	"math"
 	"time"
@@ -10,7 +9,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
-	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // zeroTime is the BSON date a zero time.Time encodes to.
@@ -24,16 +23,28 @@ type point struct {
 	values []float64
 }
 
-// parse encodes a measurement and reads its time and values, rejecting
-// with [patterns.ErrInvalid] a measurement that is not a document, has no
-// time or a zero one, or lacks a value or holds one that is not a finite
-// number (NaN and infinities would poison $min, $max and sums).
+// parse encodes a measurement and reads its time and values (see
+// [settings.read]).
 func (s *settings) parse(v any) (point, error) {
 	data, err := bson.Marshal(v)
 	if err != nil {
-		return point{}, errs.Invalid("measurement of type %T does not encode as a BSON document: %v", v, err)
+		return point{}, notADocument(v, err)
 	}
-	p := point{raw: data, values: make([]float64, len(s.valueFields))}
+	return s.read(data, make([]float64, len(s.valueFields)))
+}
+
+func notADocument(v any, err error) error {
+	return errs.Invalid("measurement of type %T does not encode as a BSON document: %v", v, err)
+}
+
+// read reads the time and values of an encoded measurement, the values
+// into values (one per value field), rejecting with
+// [patterns.ErrInvalid] a measurement that has no time or a zero one, or
+// lacks a value or holds one that is not a finite number (NaN and
+// infinities would poison $min, $max and sums).
+func (s *settings) read(raw bson.Raw, values []float64) (point, error) {
+	p := point{raw: raw, values: values}
+	var err error
 	if p.at, err = timeOf(p.raw, s.timeField); err != nil {
 		return point{}, err
 	}
@@ -43,6 +54,41 @@ func (s *settings) parse(v any) (point, error) {
 		}
 	}
 	return p, nil
+}
+
+// encoder encodes many measurements into one buffer, one after the
+// other: a batch then costs one encoder and a few buffer allocations, not
+// an encoder and a buffer per measurement.
+type encoder struct {
+	out appender
+	enc *bson.Encoder
+}
+
+// newEncoder returns an encoder whose buffer starts with room for size
+// bytes.
+func newEncoder(size int) *encoder {
+	e := &encoder{out: appender{b: make([]byte, 0, size)}}
+	e.enc = bson.NewEncoder(bson.NewDocumentWriter(&e.out))
+	return e
+}
+
+// add encodes v (a pointer to a measurement) and returns its document,
+// which stays valid: the buffer only grows by appending.
+func (e *encoder) add(v any) (bson.Raw, error) {
+	start := len(e.out.b)
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	end := len(e.out.b)
+	return bson.Raw(e.out.b[start:end:end]), nil
+}
+
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 // timeOf reads the time field of a measurement's document.
@@ -73,7 +119,7 @@ func valueOf(raw bson.Raw, field string) (float64, error) {
 	case !ok:
 		return 0, errs.Invalid("measurement's value field %q holds a BSON %s, not a double, int32 or int64", field, rv.Type)
 	case math.IsNaN(f) || math.IsInf(f, 0):
-		return 0, fmt.Errorf("%w: measurement's value field %q is %v; NaN and infinities would poison min, max and sum", patterns.ErrInvalid, field, f)
+		return 0, errs.Invalid("measurement's value field %q is %v; NaN and infinities would poison min, max and sum", field, f)
 	}
 	return f, nil
 }
@@ -89,6 +135,19 @@ func number(rv bson.RawValue) (float64, bool) {
 		return float64(rv.Int64()), true
 	}
 	return 0, false
+}
+
+// span summarises measurements: how many, their first and last times,
+// and per value field their min, max and sum.
+type span struct {
+	n             int32
+	first, last   bson.DateTime
+	min, max, sum []float64 // per value field
+}
+
+// spanOf is the span of one measurement.
+func spanOf(p *point) span {
+	return span{n: 1, first: p.at, last: p.at, min: p.values, max: p.values, sum: p.values}
 }
 
 // checkTime rejects a zero time given at the API.
@@ -117,7 +176,7 @@ func readSeq[T any](op string, meta any, from, to time.Time, check error, body f
 	}
 	switch {
 	case err != nil:
-		return seq.Err[T](fmt.Errorf("bucket: %s: %w", op, err))
+		return seq.Err[T](pkg.Wrap(op, err))
 	case empty:
 		return func(func(T, error) bool) {}
 	}
@@ -139,4 +198,22 @@ func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
 		return read{}, false, errs.Invalid("to (%v) is before from (%v)", to, from)
 	}
 	return r, r.to == r.from, nil
+}
+
+// failed is the error a read yields: the server's error classified (see
+// [srverr.Classify]) and prefixed with the package and the operation.
+func failed(op string, err error) error { return pkg.Wrap(op, srverr.Classify(err)) }
+
+// wrapErrs prefixes the errors of it as [failed] does.
+func wrapErrs[T any](op string, it iter.Seq2[T, error]) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for v, err := range it {
+			if err != nil {
+				err = failed(op, err)
+			}
+			if !yield(v, err) {
+				return
+			}
+		}
+	}
 }

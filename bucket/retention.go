@@ -2,10 +2,11 @@ package bucket
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // DeleteBefore deletes, for every series, the buckets whose measurements
@@ -16,22 +17,26 @@ import (
 // [Buckets.Summaries] from t on never show them. Removing them one by one
 // would rewrite the bucket and its summary, for little gain.
 //
-// The filter {start: {$lt: t}, last: {$lt: t}} can use the index
-// {<meta>, start} (all metas, start below t); a TTL index on last serves
-// it directly. The server deletes bucket by bucket: a concurrent reader
+// The filter {start: {$lt: t}, last: {$lt: t}} is served by the index
+// {start: 1} of [Buckets.Indexes]: the server reads the index entries of
+// the buckets that start before t (those it deletes, and those of the
+// windows that straddle t) and fetches those buckets, nothing else. The
+// server deletes bucket by bucket: a concurrent reader
 // sees each bucket whole or not at all, and may see some of the old
 // buckets gone and others not yet. A concurrent Add of a measurement
 // before t may land in a bucket about to be deleted. Running it again is
-// harmless. A zero t returns [patterns.ErrInvalid].
+// harmless, so a delete that FerretDB 2.x aborts on a deadlock is sent
+// again (see [srverr.Retry]). A zero t returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return b.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, b.canDelete, fieldStart, fieldLast)
+	return pkg.Wrap("DeleteBefore", b.s.deleteBefore(ctx, nil, true, t, b.canDelete, b.s.expiredFilter))
 }
 
-// DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only;
-// the equality on meta and the range on start are bounds of the index
-// {<meta>, start}. A bad meta returns [patterns.ErrInvalid].
+// DeleteSeriesBefore is [Buckets.DeleteBefore] for the series meta only,
+// with one deleteMany: {<meta>: meta, start: {$lt: t}, last: {$lt: t}},
+// whose equality on the meta and range on start are bounds of the index
+// {<meta>, start, count}. A bad meta returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	return b.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, b.canDelete, fieldStart, fieldLast)
+	return pkg.Wrap("DeleteSeriesBefore", b.s.deleteBefore(ctx, meta, false, t, b.canDelete, b.s.expiredFilter))
 }
 
 func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
@@ -39,29 +44,27 @@ func (b *Buckets[M, V]) canDelete(ctx context.Context) error {
 	return err
 }
 
-// deleteBefore deletes, with one deleteMany, the documents of the series
-// meta (of every series when all) whose time fields are all before t,
-// once canDelete says the store may.
-func (s *settings) deleteBefore(ctx context.Context, op string, meta any, all bool, t time.Time, canDelete func(context.Context) error, fields ...string) error {
-	var filter bson.D
-	err := checkTime("t", t)
-	if err == nil && !all {
-		var m bson.RawValue
-		m, err = metaValue(meta)
-		filter = bson.D{{Key: s.metaField, Value: m}}
+// deleteBefore deletes, with one deleteMany, the documents that filter
+// selects for the series meta (for every series when all) and t, once
+// canDelete says the store may.
+func (s *settings) deleteBefore(ctx context.Context, meta any, all bool, t time.Time, canDelete func(context.Context) error, filter func(*bson.RawValue, bson.DateTime) bson.D) error {
+	if err := checkTime("t", t); err != nil {
+		return err
 	}
-	if err == nil {
-		err = canDelete(ctx)
-	}
-	if err == nil {
-		before := bson.D{{Key: "$lt", Value: bson.NewDateTimeFromTime(t)}}
-		for _, f := range fields {
-			filter = append(filter, bson.E{Key: f, Value: before})
+	var m *bson.RawValue
+	if !all {
+		v, err := metaValue(meta)
+		if err != nil {
+			return err
 		}
-		_, err = s.coll.DeleteMany(ctx, filter)
+		m = &v
 	}
-	if err != nil {
-		return fmt.Errorf("bucket: %s: %w", op, err)
+	if err := canDelete(ctx); err != nil {
+		return err
 	}
-	return nil
+	f := filter(m, bson.NewDateTimeFromTime(t))
+	return srverr.Classify(srverr.Retry(ctx, func() error {
+		_, err := s.coll.DeleteMany(ctx, f)
+		return err
+	}))
 }

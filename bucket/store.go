@@ -23,7 +23,9 @@ import (
 type Store[M, V any] interface {
 	// Add stores one measurement of the series meta.
 	Add(ctx context.Context, meta M, v V) error
-	// AddMany stores many measurements, of any series, in one bulk write.
+	// AddMany stores many measurements, of any series: one write per
+	// bucket filled ([Buckets.AddMany]), or one insert command
+	// ([TimeSeries.AddMany]).
 	AddMany(ctx context.Context, points []Point[M, V]) error
 	// Range yields the measurements of the series with from <= time < to,
 	// in time order.
@@ -61,17 +63,18 @@ type Stats struct {
 }
 
 // PartialError reports that [Store.AddMany] stored some measurements and
-// not others: the server refused the ones listed, and stored every other
-// one exactly once. Retrying just the failed ones is safe; retrying the
-// whole batch would store the others twice.
+// not others: the ones listed were not stored (the server refused them,
+// or a read [Buckets.AddMany] needed failed before they were sent), and
+// every other one was stored exactly once. Retrying just the failed ones
+// is safe; retrying the whole batch would store the others twice.
 type PartialError struct {
 	Failed []int // indexes into the points given to AddMany, in increasing order
-	Err    error // why the first of them failed
+	Err    error // why the first of them (the lowest index) was not stored
 }
 
 // Error says how many measurements were not stored and why.
 func (e *PartialError) Error() string {
-	return fmt.Sprintf("bucket: AddMany: %d measurement(s) not stored (indexes %v): %v", len(e.Failed), e.Failed, e.Err)
+	return fmt.Sprintf("%d measurement(s) not stored (indexes %v): %v", len(e.Failed), e.Failed, e.Err)
 }
 
 // Unwrap returns the cause.

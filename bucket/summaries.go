@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,9 +32,10 @@ import (
 // lacks a value field (ValueFields changed after it was written) makes
 // Summaries yield an error rather than a wrong mean.
 //
-// Where the server has the $group accumulators $min and $max (MongoDB), it
-// sends one aggregate (plus getMores beyond 101 steps) that does all of this
-// on the server. Elsewhere (FerretDB) it computes in the client: one find
+// Where the server has the $group accumulators $min and $max
+// ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
+// aggregate (plus getMores beyond 101 steps) that does all of this on the
+// server. Elsewhere (FerretDB 1.x) it computes in the client: one find
 // of the bucket summaries without their measurements (plus getMores), and
 // one find per 256 buckets for the measurements of the buckets that do not
 // fit a step; memory holds at most 256 buckets and the steps they touch.
@@ -52,12 +52,11 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:
-				yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
-			case p.clientSummaries:
-				b.clientSummaries(ctx, filter, g, yield)
+				yield(Summary{}, failed("Summaries", err))
+			case p.serverSummaries:
+				g.yieldRows(ctx, b.s.coll, b.s.summaryPipeline(filter, g), b.s.valueFields, yield)
 			default:
-				pipeline := append(mongo.Pipeline{{{Key: "$match", Value: filter}}}, b.s.summaryStages(g)...)
-				g.yieldRows(ctx, b.s.coll, pipeline, b.s.valueFields, yield)
+				b.clientSummaries(ctx, filter, g, yield)
 			}
 		}
 	})
@@ -67,7 +66,7 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g grid, yield func(Summary, error) bool) {
 	const chunk = 256
 	acc := &accumulator{grid: g, fields: b.s.valueFields, open: map[bson.DateTime]*tally{}}
-	fail := func(err error) { yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err)) }
+	fail := func(err error) { yield(Summary{}, failed("Summaries", err)) }
 	var split []bson.ObjectID // buckets to count measurement by measurement
 	flush := func() error {
 		if len(split) == 0 {
@@ -75,8 +74,7 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g gr
 		}
 		defer func() { split = split[:0] }()
 		open := func(ctx context.Context) (*mongo.Cursor, error) {
-			return b.s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: split}}}},
-				options.Find().SetProjection(bson.D{{Key: fieldPoints, Value: 1}}))
+			return b.s.coll.Find(ctx, byIDs(split), options.Find().SetProjection(onlyPoints()))
 		}
 		for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
 			if err != nil {
@@ -91,9 +89,7 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g gr
 		return nil
 	}
 	open := func(ctx context.Context) (*mongo.Cursor, error) {
-		return b.s.coll.Find(ctx, filter, options.Find().
-			SetSort(bson.D{{Key: fieldStart, Value: 1}}).
-			SetProjection(bson.D{{Key: fieldPoints, Value: 0}}))
+		return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutPoints()))
 	}
 	n := 0
 	for bk, err := range seq.Cursor[summaryBucket](ctx, open) {
@@ -168,15 +164,6 @@ func (g grid) within(first, last bson.DateTime) bool {
 	return g.from <= first && last < g.to && g.stepOf(first) == g.stepOf(last)
 }
 
-// stepExpr is stepOf as an aggregation expression: integer arithmetic on
-// dates ($subtract of two dates gives milliseconds, of a date and a
-// number a date), so it is exact and needs no $dateTrunc.
-func (g grid) stepExpr(t any) bson.D {
-	return bson.D{{Key: "$subtract", Value: bson.A{t, bson.D{{Key: "$mod", Value: bson.A{
-		bson.D{{Key: "$subtract", Value: bson.A{t, g.from}}}, g.step,
-	}}}}}}
-}
-
 // summary makes the Summary of the step that starts at start.
 func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 	end := min(start+bson.DateTime(g.step), g.to)
@@ -187,78 +174,6 @@ func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 		s.Values[f] = st
 	}
 	return s
-}
-
-// The names of the per-field columns of the rows the summary pipelines
-// group: sum0, min0, max0, n0 for the first value field, and so on. Field
-// indexes, not names, so that no user field name can clash.
-func column(kind string, i int) string { return kind + strconv.Itoa(i) }
-
-// summaryStages are the stages after $match of the server path: each
-// bucket becomes rows {t, n, sum<i>, min<i>, max<i>}: one row from its
-// summary when its measurements lie in one step and in [from, to), else
-// one row per measurement in [from, to); then the rows are grouped by
-// step.
-func (s *settings) summaryStages(g grid) mongo.Pipeline {
-	at := "$$p." + s.timeField
-	whole := bson.D{{Key: "$and", Value: bson.A{
-		bson.D{{Key: "$gte", Value: bson.A{"$" + fieldFirst, g.from}}},
-		bson.D{{Key: "$lt", Value: bson.A{"$" + fieldLast, g.to}}},
-		bson.D{{Key: "$eq", Value: bson.A{g.stepExpr("$" + fieldFirst), g.stepExpr("$" + fieldLast)}}},
-	}}}
-	inRange := bson.D{{Key: "$and", Value: bson.A{
-		bson.D{{Key: "$gte", Value: bson.A{at, g.from}}},
-		bson.D{{Key: "$lt", Value: bson.A{at, g.to}}},
-	}}}
-	bucketRow := bson.D{{Key: "t", Value: "$" + fieldFirst}, {Key: "n", Value: "$" + fieldCount}}
-	pointRow := bson.D{{Key: "t", Value: at}, {Key: "n", Value: bson.D{{Key: "$literal", Value: 1}}}}
-	for i, f := range s.valueFields {
-		sum := "$" + fieldSummary + "." + f + "."
-		bucketRow = append(bucketRow,
-			bson.E{Key: column("sum", i), Value: sum + "sum"},
-			bson.E{Key: column("min", i), Value: sum + "min"},
-			bson.E{Key: column("max", i), Value: sum + "max"})
-		v := "$$p." + f
-		pointRow = append(pointRow,
-			bson.E{Key: column("sum", i), Value: v},
-			bson.E{Key: column("min", i), Value: v},
-			bson.E{Key: column("max", i), Value: v})
-	}
-	rows := bson.D{{Key: "$cond", Value: bson.D{
-		{Key: "if", Value: whole},
-		{Key: "then", Value: bson.A{bucketRow}},
-		{Key: "else", Value: bson.D{{Key: "$map", Value: bson.D{
-			{Key: "input", Value: bson.D{{Key: "$filter", Value: bson.D{
-				{Key: "input", Value: "$" + fieldPoints}, {Key: "as", Value: "p"}, {Key: "cond", Value: inRange},
-			}}}},
-			{Key: "as", Value: "p"},
-			{Key: "in", Value: pointRow},
-		}}}},
-	}}}
-	return append(mongo.Pipeline{
-		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: rows}}}},
-		{{Key: "$unwind", Value: "$r"}},
-	}, groupStages(g, "$r.t", "$r.n", func(kind string, i int) string { return "$r." + column(kind, i) }, len(s.valueFields))...)
-}
-
-// groupStages group rows by step and sort the steps: count is the sum of
-// n; per value field i, sum, min and max of its columns, and n<i> the
-// count of the rows whose value is a number, which must equal count.
-func groupStages(g grid, at string, n any, col func(kind string, i int) string, fields int) mongo.Pipeline {
-	group := bson.D{{Key: "_id", Value: g.stepExpr(at)}, {Key: "count", Value: bson.D{{Key: "$sum", Value: n}}}}
-	for i := range fields {
-		group = append(group,
-			bson.E{Key: column("sum", i), Value: bson.D{{Key: "$sum", Value: col("sum", i)}}},
-			bson.E{Key: column("min", i), Value: bson.D{{Key: "$min", Value: col("min", i)}}},
-			bson.E{Key: column("max", i), Value: bson.D{{Key: "$max", Value: col("max", i)}}},
-			bson.E{Key: column("n", i), Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
-				bson.D{{Key: "$isNumber", Value: col("sum", i)}}, n, 0,
-			}}}}}})
-	}
-	return mongo.Pipeline{
-		{{Key: "$group", Value: group}},
-		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-	}
 }
 
 // yieldRows runs a summary pipeline and yields its steps.
@@ -274,7 +189,7 @@ func (g grid) yieldRows(ctx context.Context, coll *mongo.Collection, pipeline mo
 				continue
 			}
 		}
-		yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
+		yield(Summary{}, failed("Summaries", err))
 		return
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -28,13 +28,15 @@ const codeNamespaceExists = 48
 // backend of [Store], so that an application can choose between it and
 // [Buckets], or compare them, with the same Config.
 //
-// On a server without time-series collections (FerretDB, MongoDB before
-// 5.0) every method returns an [*patterns.UnsupportedError] naming
-// [patterns.FeatureTimeSeries]. It is safe for concurrent use.
+// On a server without time-series collections ([patterns.FeatureTimeSeries]:
+// MongoDB before 5.0, FerretDB, whose 2.x would silently create a plain
+// collection) every method returns an [*patterns.UnsupportedError] naming
+// the feature, and creates nothing. It is safe for concurrent use.
 type TimeSeries[M, V any] struct {
-	s    *settings
-	key  bson.D // {<meta>: 1, <time>: 1}
-	plan lazy.Value[*plan]
+	s       *settings
+	key     bson.D // the index key of s.timeSeriesKey
+	planned lazy.Value[decided]
+	created lazy.Value[bool]
 }
 
 var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
@@ -59,13 +61,18 @@ var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
 // documents; that is why the store creates or checks it before anything
 // else.
 func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V], error) {
-	s, err := cfg.validate(db)
+	ts, err := newTimeSeries[M, V](db, cfg)
+	return ts, pkg.Wrap("New", err)
+}
+
+func newTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V], error) {
+	s, err := newSettings(db, cfg)
 	if err != nil {
 		return nil, err
 	}
 	if s.granularity == "" && s.window > 0 {
 		if cfg.Window%time.Second != 0 || cfg.Window > maxBucketSpan {
-			return nil, errs.Invalid("bucket: Window %v is not a whole number of seconds up to %v, as a time-series bucket span must be", cfg.Window, maxBucketSpan)
+			return nil, errs.Invalid("Window %v is not a whole number of seconds up to %v, as a time-series bucket span must be", cfg.Window, maxBucketSpan)
 		}
 	}
 	zero, err := zeroDocument[V](s)
@@ -73,11 +80,11 @@ func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 		return nil, err
 	}
 	if _, err := zero.LookupErr(s.metaField); err == nil {
-		return nil, errs.Invalid("bucket: measurement type %T has a field %q, the meta field", *new(V), s.metaField)
+		return nil, errs.Invalid("measurement type %T has a field %q, the meta field", *new(V), s.metaField)
 	}
-	key, err := esr.Key(esr.Equality(s.metaField), esr.Sort(s.timeField, 1))
+	key, err := s.timeSeriesKey()
 	if err != nil {
-		return nil, fmt.Errorf("bucket: %w", err)
+		return nil, err
 	}
 	return &TimeSeries[M, V]{s: s, key: key}, nil
 }
@@ -90,57 +97,49 @@ func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 // one.
 func (ts *TimeSeries[M, V]) Indexes() []patterns.Index { return nil }
 
-// createCommand is the create command of the collection.
-func (s *settings) createCommand() bson.D {
-	opts := bson.D{{Key: "timeField", Value: s.timeField}, {Key: "metaField", Value: s.metaField}}
-	switch {
-	case s.granularity != "":
-		opts = append(opts, bson.E{Key: "granularity", Value: string(s.granularity)})
-	case s.window > 0:
-		span := int32(s.window / 1000)
-		opts = append(opts, bson.E{Key: "bucketMaxSpanSeconds", Value: span}, bson.E{Key: "bucketRoundingSeconds", Value: span})
-	}
-	cmd := bson.D{{Key: "create", Value: s.coll.Name()}, {Key: "timeseries", Value: opts}}
-	if s.ttl > 0 {
-		cmd = append(cmd, bson.E{Key: "expireAfterSeconds", Value: s.ttl})
-	}
-	return cmd
-}
-
-// decide checks the server's features and creates (or checks) the
-// collection.
-func (ts *TimeSeries[M, V]) decide(ctx context.Context) (*plan, error) {
-	srv, err := ts.s.capabilities(ctx)
+// ready returns the store's plan, deciding it on first use, refuses what
+// the server cannot serve, and creates or checks the collection once.
+func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
+	d, err := decide(ctx, &ts.planned, ts.s.coll.Database().Client())
 	if err != nil {
-		return nil, err
+		return d, err
 	}
-	if err := srv.Require(patterns.FeatureTimeSeries); err != nil {
-		return nil, err
+	if err := d.require(d.plan.timeSeries, patterns.FeatureTimeSeries); err != nil {
+		return d, err
 	}
 	if ts.s.granularity == "" && ts.s.window > 0 {
-		if err := srv.Require(patterns.FeatureTimeSeriesCustomBucketing); err != nil {
-			return nil, err
+		if err := d.require(d.plan.timeSeriesBucketing, patterns.FeatureTimeSeriesCustomBucketing); err != nil {
+			return d, err
 		}
 	}
+	if err := d.checkTTL(ts.s); err != nil {
+		return d, err
+	}
+	_, err = ts.created.Get(ctx, func(ctx context.Context) (bool, error) { return true, ts.create(ctx, d.plan) })
+	return d, err
+}
+
+// create creates the collection, or checks the existing one.
+func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 	db := ts.s.coll.Database()
-	err = db.RunCommand(ctx, ts.s.createCommand()).Err()
+	err := db.RunCommand(ctx, ts.s.createCommand()).Err()
 	switch ce, ok := errors.AsType[mongo.CommandError](err); {
 	case ok && ce.Code == codeNamespaceExists:
 		err = ts.checkExisting(ctx)
-	case err == nil && !srv.Has(patterns.FeatureTimeSeriesCustomBucketing):
+	case err == nil && !p.timeSeriesBucketing:
 		// MongoDB 6.3+ creates this index with the collection.
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), err)
+		return fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), srverr.Classify(err))
 	}
-	return &plan{srv: srv}, nil
+	return nil
 }
 
 // checkExisting checks that the existing collection is a time-series
 // collection with the configured time and meta fields.
 func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
-	specs, err := ts.s.coll.Database().ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: ts.s.coll.Name()}})
+	specs, err := ts.s.coll.Database().ListCollectionSpecifications(ctx, byName(ts.s.coll.Name()))
 	if err != nil {
 		return err
 	}
@@ -164,10 +163,6 @@ func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
 			ts.s.coll.Name(), o.TimeSeries.TimeField, o.TimeSeries.MetaField, ts.s.timeField, ts.s.metaField)
 	}
 	return nil
-}
-
-func (ts *TimeSeries[M, V]) ready(ctx context.Context) (*plan, error) {
-	return ts.plan.Get(ctx, ts.decide)
 }
 
 // document validates a measurement and builds its document: the meta, then
@@ -198,49 +193,53 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 
 // Add inserts one measurement document: one insert, one round trip (and,
 // on the store's first use, the create of [NewTimeSeries]). Bad input is
-// rejected as by [Buckets.Add], with nothing written. Like any insert
-// with a driver-generated _id, a retry after an unknown outcome may store
-// it twice.
+// rejected as by [Buckets.Add], with nothing written. An insert the
+// server aborted applied nothing and is sent again (see [srverr.Retry]);
+// like any insert with a driver-generated _id, a retry after an unknown
+// outcome (yours, or the driver's) may store it twice.
 func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) error {
+	return pkg.Wrap("Add", ts.add(ctx, meta, v))
+}
+
+func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 	if _, err := ts.ready(ctx); err != nil {
-		return fmt.Errorf("bucket: Add: %w", err)
+		return err
 	}
 	doc, err := ts.document(meta, v)
 	if err != nil {
-		return fmt.Errorf("bucket: Add: %w", err)
+		return err
 	}
-	if _, err := ts.s.coll.InsertOne(ctx, doc); err != nil {
-		return fmt.Errorf("bucket: Add: %w", err)
-	}
-	return nil
+	return srverr.Classify(srverr.Retry(ctx, func() error {
+		_, err := ts.s.coll.InsertOne(ctx, doc)
+		return err
+	}))
 }
 
 // AddMany inserts many measurements in one unordered insert command (the
 // driver splits beyond 100,000 documents or 48 MB). All are validated
 // first: a bad one returns [patterns.ErrInvalid] naming its index, and
-// nothing is written. If the server refuses some, AddMany returns a
-// [*PartialError] listing them; the others are stored once.
+// nothing is written. If the server refuses some (a unique index of
+// yours, say: sending them again would not help, so AddMany does not), it
+// returns a [*PartialError] listing them; the others are stored once. An
+// error that leaves unknown which were inserted (a network error the
+// driver could not retry, a timeout) is returned as it is.
 func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+	return pkg.Wrap("AddMany", ts.addMany(ctx, points))
+}
+
+func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) error {
 	if _, err := ts.ready(ctx); err != nil {
-		return fmt.Errorf("bucket: AddMany: %w", err)
+		return err
 	}
 	models := make([]mongo.WriteModel, len(points))
 	for i, pt := range points {
 		doc, err := ts.document(pt.Meta, pt.Value)
 		if err != nil {
-			return fmt.Errorf("bucket: AddMany: point %d: %w", i, err)
+			return fmt.Errorf("point %d: %w", i, err)
 		}
 		models[i] = mongo.NewInsertOneModel().SetDocument(doc)
 	}
-	return bulkWrite(ctx, ts.s.coll, models, 0)
-}
-
-// intervalFilter is the filter of the series' measurements in [from, to).
-func (s *settings) intervalFilter(r read) bson.D {
-	return bson.D{
-		{Key: s.metaField, Value: r.meta},
-		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}},
-	}
+	return ts.s.insertAll(ctx, models)
 }
 
 // Range yields the measurements of the series meta with from <= time < to,
@@ -250,12 +249,12 @@ func (s *settings) intervalFilter(r read) bson.D {
 // [Buckets.Range].
 func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
 	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
-		return seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
+		return wrapErrs("Range", seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
 			if _, err := ts.ready(ctx); err != nil {
-				return nil, fmt.Errorf("bucket: Range: %w", err)
+				return nil, err
 			}
-			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(bson.D{{Key: ts.s.timeField, Value: 1}}))
-		})
+			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(ts.s.byTime()))
+		}))
 	})
 }
 
@@ -268,18 +267,12 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 		g := newGrid(r, step)
 		return func(yield func(Summary, error) bool) {
 			if _, err := ts.ready(ctx); err != nil {
-				yield(Summary{}, fmt.Errorf("bucket: Summaries: %w", err))
+				yield(Summary{}, failed("Summaries", err))
 				return
 			}
 			g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), ts.s.valueFields, yield)
 		}
 	})
-}
-
-// timeSeriesPipeline is the aggregation of TimeSeries.Summaries.
-func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
-	return append(mongo.Pipeline{{{Key: "$match", Value: filter}}},
-		groupStages(g, "$"+s.timeField, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
 }
 
 // DeleteBefore deletes the measurements of every series before t, exactly
@@ -288,19 +281,46 @@ func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
 // time-series collections by meta only, and get an
 // [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
-	return ts.s.deleteBefore(ctx, "DeleteBefore", nil, true, t, ts.canDelete, ts.s.timeField)
+	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
 func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
-	return ts.s.deleteBefore(ctx, "DeleteSeriesBefore", meta, false, t, ts.canDelete, ts.s.timeField)
+	return pkg.Wrap("DeleteSeriesBefore", ts.s.deleteBefore(ctx, meta, false, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // canDelete refuses deletes by time where the server cannot do them.
 func (ts *TimeSeries[M, V]) canDelete(ctx context.Context) error {
-	p, err := ts.ready(ctx)
-	if err == nil {
-		err = p.srv.Require(patterns.FeatureTimeSeriesDeletes)
+	d, err := ts.ready(ctx)
+	if err != nil {
+		return err
 	}
-	return err
+	return d.require(d.plan.timeSeriesDeletes, patterns.FeatureTimeSeriesDeletes)
+}
+
+// insertAll inserts the documents of models in one unordered insert
+// command (the driver splits beyond 100,000 documents or 48 MB), sending
+// again those that the server aborted (see [srverr.Retry]). The documents
+// have new ids, so a duplicate key can only come from a unique index of
+// the user's, which sending them again cannot satisfy: the documents the
+// server refuses are reported in a [*PartialError], at once.
+func (s *settings) insertAll(ctx context.Context, models []mongo.WriteModel) error {
+	results, err := s.write(ctx, models, 0)
+	if err != nil {
+		return err
+	}
+	var failed []int
+	var first error
+	for i, err := range results {
+		if err != nil {
+			failed = append(failed, i)
+			if first == nil {
+				first = srverr.Classify(err)
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return &PartialError{Failed: failed, Err: first}
+	}
+	return nil
 }

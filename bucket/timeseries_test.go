@@ -14,33 +14,45 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
+// TestTimeSeriesUnsupported: on a server without time-series collections
+// (FerretDB 2.x would silently create a plain collection) every method
+// refuses, naming the feature, and creates nothing. It runs on every
+// server, with the plans of those that lack them.
 func TestTimeSeriesUnsupported(t *testing.T) {
-	srv := mongotest.Server()
-	if srv.Has(patterns.FeatureTimeSeries) {
-		t.Skipf("%s has %s: TestTimeSeriesCollection covers it", srv, patterns.FeatureTimeSeries)
-	}
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	s, err := bucket.NewTimeSeries[string, reading](db, config(0))
-	require.NoError(t, err)
-	r := readingAt(at(0), 0)
-	for name, err := range map[string]error{
-		"Add":                s.Add(ctx, "s1", r),
-		"AddMany":            s.AddMany(ctx, []bucket.Point[string, reading]{{Meta: "s1", Value: r}}),
-		"Range":              firstErr(s.Range(ctx, "s1", at(0), at(time.Hour))),
-		"Summaries":          firstErr(s.Summaries(ctx, "s1", at(0), at(time.Hour), time.Hour)),
-		"DeleteBefore":       s.DeleteBefore(ctx, at(0)),
-		"DeleteSeriesBefore": s.DeleteSeriesBefore(ctx, "s1", at(0)),
+	for name, srv := range map[string]*patterns.Server{
+		"portable":     mongotest.Portable(),
+		"FerretDB 2.7": mongotest.KnownServers()["FerretDB 2.7"],
+		"server":       mongotest.Server(),
 	} {
-		ue, ok := errors.AsType[*patterns.UnsupportedError](err)
-		require.True(t, ok, "%s: %v", name, err)
-		require.Equal(t, patterns.FeatureTimeSeries, ue.Feature, name)
-		require.ErrorIs(t, err, patterns.ErrUnsupported, name)
+		t.Run(name, func(t *testing.T) {
+			if srv.Has(patterns.FeatureTimeSeries) {
+				t.Skipf("%s has %s: TestTimeSeriesCollection covers it", srv, patterns.FeatureTimeSeries)
+			}
+			ctx := context.Background()
+			db := mongotest.DB(t)
+			s, err := bucket.NewTimeSeries[string, reading](db, config(0))
+			require.NoError(t, err)
+			bucket.ForceTimeSeriesPlan(s, bucket.PlanFor(srv))
+			r := readingAt(at(0), 0)
+			for name, err := range map[string]error{
+				"Add":                s.Add(ctx, "s1", r),
+				"AddMany":            s.AddMany(ctx, []bucket.Point[string, reading]{{Meta: "s1", Value: r}}),
+				"Range":              firstErr(s.Range(ctx, "s1", at(0), at(time.Hour))),
+				"Summaries":          firstErr(s.Summaries(ctx, "s1", at(0), at(time.Hour), time.Hour)),
+				"DeleteBefore":       s.DeleteBefore(ctx, at(0)),
+				"DeleteSeriesBefore": s.DeleteSeriesBefore(ctx, "s1", at(0)),
+			} {
+				ue, ok := errors.AsType[*patterns.UnsupportedError](err)
+				require.True(t, ok, "%s: %v", name, err)
+				require.Equal(t, patterns.FeatureTimeSeries, ue.Feature, name)
+				require.ErrorIs(t, err, patterns.ErrUnsupported, name)
+			}
+			require.Empty(t, s.Indexes())
+			names, err := db.ListCollectionNames(ctx, bson.D{})
+			require.NoError(t, err)
+			require.Empty(t, names, "no collection was created")
+		})
 	}
-	require.Empty(t, s.Indexes())
-	names, err := db.ListCollectionNames(ctx, bson.D{})
-	require.NoError(t, err)
-	require.Empty(t, names, "no collection was created")
 }
 
 // timeSeriesConfig is config with a granularity where the server cannot
@@ -112,7 +124,7 @@ func TestTimeSeriesCollection(t *testing.T) {
 	})
 
 	t.Run("deletes by time are exact", func(t *testing.T) {
-		s, _ := timeSeriesBackend.open(t, config(0))
+		s, _ := newTimeSeries(t, bucket.PlanFor(srv), config(0))
 		s1 := series(t, s, "s1", at(0), 10*time.Minute, 18)
 		s2 := series(t, s, "s2", at(0), 10*time.Minute, 18)
 		cut := at(time.Hour + 35*time.Minute)

@@ -21,12 +21,12 @@ import (
 // time order across buckets; measurements with equal times come in a
 // fixed order (by bucket, then by arrival).
 //
-// It sends one find on the index {<meta>, start} (see [Buckets.Indexes]),
-// plus a getMore per batch of buckets, and nothing until iteration starts.
-// The buckets of one window may be several partial ones whose
-// measurements interleave in time: Range holds the buckets of one window
-// at a time, merges their measurements and sorts them, so memory is
-// bounded by one window, not by the interval. Buckets of different
+// It sends one find on the index {<meta>, start, count} (see
+// [Buckets.Indexes]), plus a getMore per batch of buckets, and nothing
+// until iteration starts. The buckets of one window may be several
+// partial ones whose measurements interleave in time: Range holds the
+// buckets of one window at a time, merges their measurements and sorts
+// them, so memory is bounded by one window, not by the interval. Buckets of different
 // windows do not overlap in time, so no more is needed.
 //
 // Concurrent writes may or may not be seen: each bucket is read as one
@@ -43,16 +43,14 @@ func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) i
 			if _, err := b.ready(ctx); err != nil {
 				return nil, err
 			}
-			return b.s.coll.Find(ctx, b.s.overlapFilter(r), options.Find().
-				SetSort(bson.D{{Key: fieldStart, Value: 1}}).
-				SetProjection(bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}))
+			return b.s.coll.Find(ctx, b.s.overlapFilter(r), options.Find().SetSort(byStart()).SetProjection(rangeProjection()))
 		}
 		return func(yield func(V, error) bool) {
 			var window []rangeBucket // the buckets of one window
 			for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
 				if err != nil {
 					var zero V
-					yield(zero, fmt.Errorf("bucket: Range: %w", err))
+					yield(zero, failed("Range", err))
 					return
 				}
 				if len(window) > 0 && bk.Start != window[0].Start {
@@ -89,7 +87,7 @@ func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield fu
 			at, err := timeOf(raw, timeField)
 			if err != nil {
 				var zero V
-				yield(zero, fmt.Errorf("bucket: Range: bucket %s: %w", bk.ID.Hex(), err))
+				yield(zero, pkg.Wrap("Range", fmt.Errorf("bucket %s: %w", bk.ID.Hex(), err)))
 				return false
 			}
 			if r.from <= at && at < r.to {
@@ -101,7 +99,7 @@ func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield fu
 	for _, p := range pts {
 		var v V
 		if err := bson.Unmarshal(p.raw, &v); err != nil {
-			yield(v, fmt.Errorf("bucket: Range: decode a measurement: %w", err))
+			yield(v, pkg.Wrap("Range", fmt.Errorf("decode a measurement: %w", err)))
 			return false
 		}
 		if !yield(v, nil) {
@@ -109,18 +107,4 @@ func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield fu
 		}
 	}
 	return true
-}
-
-// overlapFilter selects the buckets of the series that may hold
-// measurements in [from, to): a bucket of window start s holds times in
-// [s, s+Window), so s lies in (from-Window, to); its first and last times
-// narrow it further. The equality on the meta and the range on start are
-// the bounds of the index {<meta>: 1, start: 1}.
-func (s *settings) overlapFilter(r read) bson.D {
-	return bson.D{
-		{Key: s.metaField, Value: r.meta},
-		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: r.from - bson.DateTime(s.window)}, {Key: "$lt", Value: r.to}}},
-		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: r.to}}},
-		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: r.from}}},
-	}
 }

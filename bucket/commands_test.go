@@ -1,14 +1,17 @@
 package bucket
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // The update documents and pipelines of the native paths, pinned here so
@@ -22,7 +25,7 @@ type pinnedReading struct {
 
 func pinnedSettings(t *testing.T, cfg Config) *settings {
 	t.Helper()
-	s, err := cfg.validate(mongotest.Client().Database("pinned"))
+	s, err := newSettings(mongotest.Client().Database("pinned"), cfg)
 	require.NoError(t, err)
 	return s
 }
@@ -37,14 +40,17 @@ func date(s string) bson.DateTime {
 
 var pinnedConfig = Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp", "hum"}, MetaField: "sensor", Window: time.Hour, Cap: 200}
 
-func TestUpsertDocPinned(t *testing.T) {
-	s := pinnedSettings(t, pinnedConfig)
+func TestAddUpsertPinned(t *testing.T) {
+	b, err := New[string, pinnedReading](mongotest.Client().Database("pinned"), pinnedConfig)
+	require.NoError(t, err)
+	s := b.s
 	at := time.Date(2026, 3, 1, 10, 42, 7, 0, time.UTC)
 	p, err := s.parse(pinnedReading{At: at, Temp: 21.5, Hum: 40})
 	require.NoError(t, err)
 	m, err := metaValue("s-1")
 	require.NoError(t, err)
-	filter, update := s.upsertDoc(m, p)
+	filter, update, err := b.upsert("s-1", pinnedReading{At: at, Temp: 21.5, Hum: 40})
+	require.NoError(t, err)
 	require.Equal(t, bson.D{
 		{Key: "sensor", Value: m},
 		{Key: "start", Value: date("2026-03-01T10:00:00Z")},
@@ -74,6 +80,15 @@ func TestWindowStart(t *testing.T) {
 	for _, tc := range tests {
 		require.Equal(t, tc.want, windowStart(tc.at, tc.window), "%v", tc.at.Time())
 	}
+}
+
+func TestReadOptionsPinned(t *testing.T) {
+	require.Equal(t, bson.D{{Key: "start", Value: 1}}, byStart())
+	require.Equal(t, bson.D{{Key: "start", Value: 1}, {Key: "measurements", Value: 1}}, rangeProjection())
+	require.Equal(t, bson.D{{Key: "measurements", Value: 0}}, withoutPoints())
+	require.Equal(t, bson.D{{Key: "measurements", Value: 1}}, onlyPoints())
+	ids := []bson.ObjectID{bson.NewObjectID()}
+	require.Equal(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, byIDs(ids))
 }
 
 func TestOverlapFilterPinned(t *testing.T) {
@@ -153,7 +168,8 @@ func TestSummaryPipelinePinned(t *testing.T) {
 			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$r.sum0"}}, "$r.n", 0}}}}}},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-	}, s.summaryStages(g))
+	}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[1:])
+	require.Equal(t, bson.D{{Key: "$match", Value: bson.D{{Key: "sensor", Value: "s-1"}}}}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[0])
 }
 
 func TestTimeSeriesPinned(t *testing.T) {
@@ -183,6 +199,11 @@ func TestTimeSeriesPinned(t *testing.T) {
 	}
 
 	s := pinnedSettings(t, pinnedConfig)
+	key, err := s.timeSeriesKey()
+	require.NoError(t, err)
+	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "at", Value: 1}}, key)
+	require.Equal(t, bson.D{{Key: "at", Value: 1}}, s.byTime())
+	require.Equal(t, bson.D{{Key: "name", Value: "readings"}}, byName("readings"))
 	m, err := metaValue("s-1")
 	require.NoError(t, err)
 	from, to := date("2026-03-01T00:00:00Z"), date("2026-03-02T00:00:00Z")
@@ -245,4 +266,189 @@ func BenchmarkUpsert(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestEveryFilterHasAnIndex: each filter the bucket store sends
+// constrains the leading field of one of its indexes, so that MongoDB can
+// use that index instead of scanning the collection (a compound index
+// whose leading field the query does not name is not used).
+func TestEveryFilterHasAnIndex(t *testing.T) {
+	b, err := New[string, pinnedReading](mongotest.Client().Database("pinned"), pinnedConfig)
+	require.NoError(t, err)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	t0 := date("2026-03-01T10:00:00Z")
+	filters := map[string]bson.D{
+		"Add":                 b.s.addFilter(m, t0),
+		"AddMany's read":      b.s.openFilter([]windows{{meta: m, starts: bson.A{t0}}}),
+		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3),
+		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
+		"DeleteBefore":        b.s.expiredFilter(nil, t0),
+		"DeleteSeriesBefore":  b.s.expiredFilter(&m, t0),
+	}
+	for name, filter := range filters {
+		served := slices.ContainsFunc(b.Indexes(), func(ix patterns.Index) bool {
+			lead := ix.Model.Keys.(bson.D)[0].Key
+			return slices.ContainsFunc(filter, func(e bson.E) bool { return e.Key == lead })
+		})
+		require.True(t, served, "%s: no index leads with a field of %v", name, filter)
+	}
+}
+
+func TestExpiredFilterPinned(t *testing.T) {
+	s := pinnedSettings(t, pinnedConfig)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	t0 := date("2026-03-01T10:00:00Z")
+	before := bson.D{{Key: "$lt", Value: t0}}
+	require.Equal(t, bson.D{{Key: "start", Value: before}, {Key: "last", Value: before}}, s.expiredFilter(nil, t0))
+	require.Equal(t, bson.D{{Key: "sensor", Value: m}, {Key: "start", Value: before}, {Key: "last", Value: before}}, s.expiredFilter(&m, t0))
+	require.Equal(t, bson.D{{Key: "at", Value: before}}, s.beforeFilter(nil, t0))
+	require.Equal(t, bson.D{{Key: "sensor", Value: m}, {Key: "at", Value: before}}, s.beforeFilter(&m, t0))
+}
+
+func TestAddManyCommandsPinned(t *testing.T) {
+	s := pinnedSettings(t, pinnedConfig)
+	m, err := metaValue("s-1")
+	require.NoError(t, err)
+	start := date("2026-03-01T10:00:00Z")
+	id := bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}
+	require.Equal(t, bson.D{
+		{Key: "_id", Value: id},
+		{Key: "sensor", Value: m},
+		{Key: "start", Value: start},
+		{Key: "count", Value: bson.D{{Key: "$lte", Value: int32(197)}}},
+	}, s.topUpFilter(id, m, start, 3), "a top-up of 3 into a bucket of cap 200")
+
+	var pts []point
+	for i, v := range []float64{21.5, 19, 23.25} {
+		p, err := s.parse(pinnedReading{At: time.Date(2026, 3, 1, 10, 10*i, 0, 0, time.UTC), Temp: v, Hum: int64(40 + i)})
+		require.NoError(t, err)
+		pts = append(pts, p)
+	}
+	w := &manyWrite{s: s, pts: pts}
+	idx, arr, sp := w.take([]int{2, 0, 1})
+	require.Equal(t, []int{2, 0, 1}, idx)
+	want, err := bson.Marshal(bson.D{{Key: "0", Value: pts[2].raw}, {Key: "1", Value: pts[0].raw}, {Key: "2", Value: pts[1].raw}})
+	require.NoError(t, err)
+	require.Equal(t, bson.TypeArray, arr.Type)
+	require.Equal(t, want, []byte(arr.Value), "the measurements as a BSON array, in the order given")
+	require.Equal(t, bson.D{
+		{Key: "$push", Value: bson.D{{Key: "measurements", Value: bson.D{{Key: "$each", Value: arr}}}}},
+		{Key: "$inc", Value: bson.D{{Key: "count", Value: int32(3)}, {Key: "summary.temp.sum", Value: 63.75}, {Key: "summary.hum.sum", Value: 123.0}}},
+		{Key: "$min", Value: bson.D{{Key: "first", Value: date("2026-03-01T10:00:00Z")}, {Key: "summary.temp.min", Value: 19.0}, {Key: "summary.hum.min", Value: 40.0}}},
+		{Key: "$max", Value: bson.D{{Key: "last", Value: date("2026-03-01T10:20:00Z")}, {Key: "summary.temp.max", Value: 23.25}, {Key: "summary.hum.max", Value: 42.0}}},
+	}, s.pushUpdate(each(arr), &sp))
+
+	oid := bson.NewObjectID()
+	bucket, err := bson.Marshal(bson.D{
+		{Key: "_id", Value: oid},
+		{Key: "sensor", Value: m},
+		{Key: "start", Value: start},
+		{Key: "first", Value: date("2026-03-01T10:00:00Z")},
+		{Key: "last", Value: date("2026-03-01T10:20:00Z")},
+		{Key: "count", Value: int32(3)},
+		{Key: "summary", Value: bson.D{
+			{Key: "temp", Value: bson.D{{Key: "min", Value: 19.0}, {Key: "max", Value: 23.25}, {Key: "sum", Value: 63.75}}},
+			{Key: "hum", Value: bson.D{{Key: "min", Value: 40.0}, {Key: "max", Value: 42.0}, {Key: "sum", Value: 123.0}}},
+		}},
+		{Key: "measurements", Value: arr},
+	})
+	require.NoError(t, err)
+	require.Equal(t, bson.Raw(bucket), s.newBucket(oid, m, start, arr, &sp))
+
+	m2, err := metaValue("s-2")
+	require.NoError(t, err)
+	room := bson.D{{Key: "$lt", Value: int32(200)}}
+	one := windows{meta: m, starts: bson.A{start, start + 3600000}}
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: m}, {Key: "start", Value: bson.D{{Key: "$in", Value: one.starts}}}, {Key: "count", Value: room},
+	}, s.openFilter([]windows{one}))
+	two := windows{meta: m2, starts: bson.A{start}}
+	require.Equal(t, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "sensor", Value: m}, {Key: "start", Value: bson.D{{Key: "$in", Value: one.starts}}}, {Key: "count", Value: room}},
+		bson.D{{Key: "sensor", Value: m2}, {Key: "start", Value: bson.D{{Key: "$in", Value: two.starts}}}, {Key: "count", Value: room}},
+	}}}, s.openFilter([]windows{one, two}))
+	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}}, s.openProjection())
+}
+
+func TestIndexesPinned(t *testing.T) {
+	cfg := pinnedConfig
+	cfg.TTL = 24 * time.Hour
+	b, err := New[string, pinnedReading](mongotest.Client().Database("pinned"), cfg)
+	require.NoError(t, err)
+	var keys []bson.D
+	var ttl []*int32
+	for _, ix := range b.Indexes() {
+		keys = append(keys, ix.Model.Keys.(bson.D))
+		var o options.IndexOptions
+		if ix.Model.Options != nil {
+			for _, set := range ix.Model.Options.List() {
+				require.NoError(t, set(&o))
+			}
+		}
+		ttl = append(ttl, o.ExpireAfterSeconds)
+	}
+	require.Equal(t, []bson.D{
+		{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}},
+		{{Key: "start", Value: 1}},
+		{{Key: "last", Value: 1}},
+	}, keys)
+	require.Nil(t, ttl[0])
+	require.Nil(t, ttl[1])
+	require.EqualValues(t, 86400, *ttl[2])
+}
+
+// TestCommandsPerPlan pins, for the plan of every server the library
+// knows, what varies with it: how many update statements AddMany puts in a
+// command, whether Summaries aggregates on the server (summaryPipeline)
+// or reads bucket summaries and measurements (the finds of the client
+// path), whether a TTL and a time-series store are refused.
+func TestCommandsPerPlan(t *testing.T) {
+	want := map[string]struct {
+		updatesPerCommand int
+		serverSummaries   bool
+		ttl, timeSeries   bool
+	}{
+		"MongoDB 8 replica set": {0, true, true, true},
+		"MongoDB 6 standalone":  {0, true, true, true},
+		"FerretDB 2.7":          {1, true, true, false},
+		"FerretDB 1.24":         {1, false, false, false},
+		"other":                 {1, false, false, false},
+	}
+	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", Window: time.Hour, Cap: 10, TTL: time.Hour})
+	for name, srv := range mongotest.KnownServers() {
+		t.Run(name, func(t *testing.T) {
+			w, d := want[name], decided{plan: planFor(srv), server: srv.String()}
+			require.Equal(t, w.updatesPerCommand, updatesPerCommand(d.plan))
+			require.Equal(t, w.serverSummaries, d.plan.serverSummaries)
+			require.Equal(t, w.ttl, d.checkTTL(s) == nil)
+			require.Equal(t, w.timeSeries, d.require(d.plan.timeSeries, patterns.FeatureTimeSeries) == nil)
+		})
+	}
+}
+
+// TestShortcutsEncodeAsTheEncoder: the shortcuts AddMany and Add take
+// give the bytes the driver's encoder gives: metas that are strings or
+// ObjectIDs, and measurements encoded one after the other into one
+// buffer.
+func TestShortcutsEncodeAsTheEncoder(t *testing.T) {
+	for _, v := range []any{"", "s-1", "a\x00b", "é", bson.NewObjectID()} {
+		typ, data, err := bson.MarshalValue(v)
+		require.NoError(t, err)
+		got, err := metaValue(v)
+		require.NoError(t, err)
+		require.Equal(t, bson.RawValue{Type: typ, Value: data}, got, "%q", v)
+	}
+	enc := newEncoder(0)
+	for i := range 50 {
+		r := pinnedReading{At: time.Date(2026, 3, 1, 10, i, 0, 0, time.UTC), Temp: float64(i) / 3, Hum: int64(i)}
+		want, err := bson.Marshal(r)
+		require.NoError(t, err)
+		got, err := enc.add(&r)
+		require.NoError(t, err)
+		require.Equal(t, bson.Raw(want), got)
+	}
+	_, err := enc.add(new(int))
+	require.Error(t, err, "not a document")
 }

@@ -1,0 +1,518 @@
+package bucket
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+)
+
+// maxLostRaces is how many top-ups of one window an AddMany call may lose
+// to concurrent writers before it stores the rest of that window's
+// measurements one upsert each, as Add does, which cannot lose.
+const maxLostRaces = 2
+
+// maxSeriesPerRead bounds the series one read of AddMany asks about, so
+// that its filter stays small.
+const maxSeriesPerRead = 1000
+
+// readBatch is the batch size of AddMany's reads: a few buckets with room
+// per window, each read as about 80 bytes, fit in the first batch.
+const readBatch = 1 << 16
+
+// AddMany stores many measurements, of any series, grouped by series and
+// window: it sends one write statement per bucket it puts measurements
+// in, where [Buckets.Add] would send one per measurement. The cap, the
+// bucket bound, the summaries and the retries are Add's.
+//
+// # How
+//
+// All measurements are validated first: a bad one returns
+// [patterns.ErrInvalid] (or [patterns.ErrTooLarge], as Add does) naming
+// its index, and nothing is written. Then, in rounds (one without
+// concurrent writers):
+//
+//  1. One find reads the count of each bucket with room in the windows
+//     written to, on the index {<meta>, start, count} (one find per 1,000
+//     series).
+//  2. The k measurements of each series and window top up those buckets,
+//     each with as many as it has room for: one guarded upsert per bucket,
+//     {_id, <meta>, start, count: {$lte: Cap - j}} with $push $each of its
+//     j measurements, $inc of the count and the sums, $min/$max of first,
+//     last and the extremes. All top-ups go in one update command.
+//  3. What is left goes into new buckets of Cap (the last one partial),
+//     each built whole in the client, summary included, and inserted, all
+//     in one insert command after the top-ups; a window whose top-ups did
+//     not all hold opens none (see below).
+//
+// On a server without [patterns.FeatureBatchedUpdates] (FerretDB) each
+// update statement is a command of its own; inserts still go together. A
+// bucket's measurements from one call are in time order; readers sort
+// anyway.
+//
+// # Statements
+//
+// Without other writers on its windows, AddMany sends one find and
+// exactly one write per bucket it puts measurements in, in two round trips
+// (three when it tops buckets up): for 1,800 measurements that fill 30
+// buckets, one find and 30 inserts. Proof: for a window holding k of the
+// measurements, whose buckets with room have room r1, r2, ..., the top-ups
+// use the buckets one by one, each with min(ri, what is left), until the
+// k are placed, one statement per bucket used; if the room runs out first,
+// the ceil((k - r1 - r2 - ...)/Cap) new buckets take one insert each. Each
+// statement puts measurements in a bucket no other statement of the call
+// uses, so writes = buckets filled, within the bound of buckets filled +
+// series touched.
+//
+// A concurrent writer can take the room of a bucket between the read and
+// a top-up: the guard then refuses the top-up, which applies nothing (the
+// upsert's insert, reusing the _id, fails with a duplicate key: that is
+// how AddMany knows which). The window's measurements left go to the next
+// round, which reads again and plans again; the window opens no new
+// bucket until its top-ups hold. Each lost race costs one write (and the
+// next round a find); after two in one window, the rest of that window
+// goes one Add upsert per measurement, which cannot lose. A duplicate key
+// on an insert or on such an upsert (a unique index on the bucket key,
+// which the store must not have) is retried in the next round, up to
+// three times in all, then reported as [patterns.ErrConflict]. A
+// statement that FerretDB 2.x aborts on a deadlock applied nothing and is
+// sent again at once, up to five times (see [srverr.Retry]). So AddMany
+// runs at most five rounds.
+//
+// # Concurrent writers
+//
+// No bucket passes Cap: every statement that adds to an existing bucket
+// is guarded by its room, and a new bucket holds at most Cap. N
+// measurements of one window make at most ceil(N/Cap) + (writers - 1)
+// buckets, as with Add, because a window holds at most one bucket with
+// room per writer: a call opens a bucket in a window only after its
+// top-ups filled every bucket of the window that had room when it read
+// them (each took exactly the room it read, and a guard that holds means
+// nobody took any), so a bucket of the window still with room was opened
+// after that read, by a call in flight meanwhile; and each call leaves at
+// most one bucket with room per window, the last it opens (Add's upserts
+// open one only when no bucket has room). A top-up of a bucket that
+// DeleteBefore removed meanwhile creates it again, holding its
+// measurements. On FerretDB 1.x all this holds for one client with one
+// connection only (see [patterns.FeatureConcurrentUpdates]).
+//
+// # Errors
+//
+// If the server refuses some measurements, AddMany returns a
+// [*PartialError] listing them; every other measurement is stored once.
+// An error that leaves unknown which statements of a command applied (a
+// network error the driver could not retry, a timeout, a write concern
+// error) is returned as it is, and then it is unknown which measurements
+// were stored; a failed read after some were stored returns a
+// [*PartialError] listing the ones not yet written. Between statements,
+// readers see the batch partly applied, each bucket consistent.
+func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+	return pkg.Wrap("AddMany", b.addMany(ctx, points))
+}
+
+func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error {
+	p, err := b.ready(ctx)
+	if err != nil {
+		return err
+	}
+	w := &manyWrite{s: b.s, pts: make([]point, len(points)), done: make([]bool, len(points))}
+	nf := len(b.s.valueFields)
+	values := make([]float64, len(points)*nf)
+	enc := newEncoder(len(points) * b.zeroSize)
+	metas := newMetaCache[M]()
+	groups := map[windowKey]*group{}
+	for i := range points {
+		pt := &points[i]
+		m, series, err := metas.value(pt.Meta)
+		if err != nil {
+			return fmt.Errorf("point %d: %w", i, err)
+		}
+		raw, err := enc.add(&pt.Value)
+		if err != nil {
+			return fmt.Errorf("point %d: %w", i, notADocument(pt.Value, err))
+		}
+		if w.pts[i], err = b.s.read(raw, values[i*nf:(i+1)*nf:(i+1)*nf]); err == nil {
+			err = b.s.checkSize(m, &w.pts[i])
+		}
+		if err != nil {
+			return fmt.Errorf("point %d: %w", i, err)
+		}
+		key := windowKey{series: series, start: windowStart(w.pts[i].at, b.s.window)}
+		g := groups[key]
+		if g == nil {
+			g = &group{windowKey: key, meta: m}
+			groups[key] = g
+			w.groups = append(w.groups, g)
+		}
+		g.pending = append(g.pending, i)
+	}
+	for _, g := range w.groups {
+		slices.SortStableFunc(g.pending, func(a, b int) int { return cmp.Compare(w.pts[a].at, w.pts[b].at) })
+	}
+	return w.run(ctx, updatesPerCommand(p))
+}
+
+// updatesPerCommand is how many update statements AddMany puts in one
+// command on the path p: as many as the driver sends in one (0) where the
+// server runs them as MongoDB does, else one (see
+// [patterns.FeatureBatchedUpdates]).
+func updatesPerCommand(p plan) int {
+	if p.batchedUpdates {
+		return 0
+	}
+	return 1
+}
+
+// metaCache remembers the encoded metas of a batch by their Go value,
+// where the type is comparable: most measurements of a batch share a
+// series with others.
+type metaCache[M any] struct {
+	known map[any]metaEntry // nil: M is not comparable
+}
+
+type metaEntry struct {
+	v      bson.RawValue
+	series string // bsonid.Key(v)
+}
+
+func newMetaCache[M any]() metaCache[M] {
+	if t := reflect.TypeFor[M](); t.Comparable() && t.Kind() != reflect.Interface {
+		return metaCache[M]{known: map[any]metaEntry{}}
+	}
+	return metaCache[M]{}
+}
+
+// value returns the meta's canonical form (see [metaValue]) and its
+// series key.
+func (c metaCache[M]) value(m M) (bson.RawValue, string, error) {
+	if c.known != nil {
+		if e, ok := c.known[m]; ok {
+			return e.v, e.series, nil
+		}
+	}
+	v, err := metaValue(m)
+	if err != nil {
+		return v, "", err
+	}
+	e := metaEntry{v: v, series: bsonid.Key(v)}
+	if c.known != nil {
+		c.known[m] = e
+	}
+	return e.v, e.series, nil
+}
+
+// manyWrite is one AddMany call: its measurements, grouped by series and
+// window, and what became of them.
+type manyWrite struct {
+	s      *settings
+	pts    []point
+	done   []bool // stored, or failed for good
+	groups []*group
+	stored bool  // some measurement was stored
+	failed []int // the measurements not stored, and not to be
+	cause  error // why the first of them (the lowest index) failed
+	first  int   // that index
+}
+
+// windowKey identifies the window of a series: the series by
+// [bsonid.Key] of its meta, so that equal numbers of different types are
+// one series, as they are to the server.
+type windowKey struct {
+	series string
+	start  bson.DateTime
+}
+
+// group is the measurements of one series in one window.
+type group struct {
+	windowKey
+	meta    bson.RawValue
+	pending []int        // the measurements not stored yet, in time order
+	open    []openBucket // the buckets with room, as the round's read saw them
+	// lost counts the rounds in which a top-up lost its room to another
+	// writer, conflicts those in which another statement was refused
+	// with a duplicate key.
+	lost, conflicts int
+}
+
+// openBucket is a bucket with room, as a round read it.
+type openBucket struct {
+	id    bson.RawValue
+	count int
+}
+
+// statement is one write of a round: measurements it stores in one
+// bucket.
+type statement struct {
+	g     *group
+	pts   []int
+	kind  int // topUp, insert or single
+	model mongo.WriteModel
+}
+
+const (
+	topUp  = iota // a guarded upsert into a bucket with room
+	insert        // a new bucket
+	single        // Add's upsert of one measurement
+)
+
+// maxRounds is the most rounds a call runs: a group leaves the rounds
+// once stored, or after maxLostRaces rounds losing a race and
+// maxAttempts rounds with a duplicate key (see [Buckets.AddMany]).
+const maxRounds = maxLostRaces + maxAttempts
+
+// run writes the groups in rounds, limit update statements per command
+// at most (0: no limit), until every measurement is stored or failed.
+func (w *manyWrite) run(ctx context.Context, limit int) error {
+	pending := w.groups
+	for round := 1; len(pending) > 0; round++ {
+		if round > maxRounds {
+			// Not reached: each round settles a group or counts a lost
+			// race or a conflict against it.
+			for _, g := range pending {
+				w.fail(g, g.pending, errors.New("measurements left unwritten after the last round"))
+			}
+			break
+		}
+		if err := w.read(ctx, pending); err != nil {
+			return w.abort(err)
+		}
+		var updates, inserts []statement
+		for _, g := range pending {
+			updates, inserts = w.plan(g, updates, inserts)
+		}
+		r := rounds{lost: map[*group]bool{}, conflicted: map[*group]error{}}
+		if err := w.send(ctx, updates, limit, &r); err != nil {
+			return err
+		}
+		// A group whose top-up lost its room opens no bucket in this
+		// round: the next one reads again.
+		inserts = slices.DeleteFunc(inserts, func(st statement) bool { return r.lost[st.g] })
+		if err := w.send(ctx, inserts, 0, &r); err != nil {
+			return err
+		}
+		for g := range r.lost {
+			g.lost++
+		}
+		for g, err := range r.conflicted {
+			if g.conflicts++; g.conflicts == maxAttempts {
+				w.fail(g, g.pending, conflict(g.conflicts, err))
+			}
+		}
+		for _, g := range pending {
+			g.pending = slices.DeleteFunc(g.pending, func(at int) bool { return w.done[at] })
+		}
+		pending = slices.DeleteFunc(pending, func(g *group) bool { return len(g.pending) == 0 })
+	}
+	if len(w.failed) > 0 {
+		slices.Sort(w.failed)
+		return &PartialError{Failed: w.failed, Err: w.cause}
+	}
+	return nil
+}
+
+// rounds is what the statements of one round met: the groups with a
+// top-up that lost its room, and those with a statement refused with a
+// duplicate key otherwise (with the error).
+type rounds struct {
+	lost       map[*group]bool
+	conflicted map[*group]error
+}
+
+// abort ends the call on err, which left the measurements not stored yet
+// unwritten: a [*PartialError] listing them when some were stored, err
+// itself when none were.
+func (w *manyWrite) abort(err error) error {
+	if !w.stored {
+		return err
+	}
+	for _, g := range w.groups {
+		w.fail(g, g.pending, err)
+	}
+	slices.Sort(w.failed)
+	return &PartialError{Failed: w.failed, Err: w.cause}
+}
+
+// fail records that the measurements pts of g will not be stored, and
+// why.
+func (w *manyWrite) fail(g *group, pts []int, err error) {
+	for _, at := range pts {
+		if w.done[at] {
+			continue
+		}
+		w.done[at] = true
+		w.failed = append(w.failed, at)
+		if w.cause == nil || at < w.first {
+			w.cause, w.first = err, at
+		}
+	}
+}
+
+// read reads the buckets with room of the windows of the groups that top
+// up (not those storing one measurement per upsert): one find per
+// maxSeriesPerRead series.
+func (w *manyWrite) read(ctx context.Context, groups []*group) error {
+	byKey := map[windowKey]*group{}
+	var series []windows
+	at := map[string]int{} // series -> index in series
+	for _, g := range groups {
+		g.open = g.open[:0]
+		if g.lost >= maxLostRaces {
+			continue
+		}
+		byKey[g.windowKey] = g
+		i, ok := at[g.series]
+		if !ok {
+			i = len(series)
+			at[g.series] = i
+			series = append(series, windows{meta: g.meta})
+		}
+		series[i].starts = append(series[i].starts, g.start)
+	}
+	for chunk := range slices.Chunk(series, maxSeriesPerRead) {
+		// The whole answer in the first batch: its documents are small.
+		cur, err := w.s.coll.Find(ctx, w.s.openFilter(chunk), options.Find().
+			SetProjection(w.s.openProjection()).SetBatchSize(readBatch))
+		if err != nil {
+			return srverr.Classify(err)
+		}
+		for cur.Next(ctx) {
+			doc := cur.Current
+			start, isDate := doc.Lookup(fieldStart).DateTimeOK()
+			count, isNumber := number(doc.Lookup(fieldCount))
+			g := byKey[windowKey{series: bsonid.Key(doc.Lookup(w.s.metaField)), start: bson.DateTime(start)}]
+			if !isDate || !isNumber || g == nil {
+				continue
+			}
+			id := doc.Lookup("_id")
+			g.open = append(g.open, openBucket{id: bson.RawValue{Type: id.Type, Value: bytes.Clone(id.Value)}, count: int(count)})
+		}
+		err = cur.Err()
+		_ = cur.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return srverr.Classify(err)
+		}
+	}
+	return nil
+}
+
+// plan appends the statements that store g's pending measurements: the
+// top-ups of the buckets read with room, in random order, and new buckets
+// for the rest; or, after maxLostRaces lost races, one upsert per
+// measurement.
+func (w *manyWrite) plan(g *group, updates, inserts []statement) ([]statement, []statement) {
+	s := w.s
+	if g.lost >= maxLostRaces {
+		for _, at := range g.pending {
+			p := &w.pts[at]
+			sp := spanOf(p)
+			model := mongo.NewUpdateOneModel().SetFilter(s.addFilter(g.meta, g.start)).SetUpdate(s.pushUpdate(p.raw, &sp)).SetUpsert(true)
+			updates = append(updates, statement{g: g, pts: []int{at}, kind: single, model: model})
+		}
+		return updates, inserts
+	}
+	// In any order: concurrent writers that read the same buckets then
+	// spread over them rather than all take the room of the same one.
+	// (Without other writers a window has at most one bucket with room.)
+	rand.Shuffle(len(g.open), func(i, j int) { g.open[i], g.open[j] = g.open[j], g.open[i] })
+	rest := g.pending
+	for _, o := range g.open {
+		room := s.cap - o.count
+		if len(rest) == 0 || room <= 0 {
+			continue
+		}
+		k := min(room, len(rest))
+		pts, arr, sp := w.take(rest[:k])
+		model := mongo.NewUpdateOneModel().SetFilter(s.topUpFilter(o.id, g.meta, g.start, k)).SetUpdate(s.pushUpdate(each(arr), &sp)).SetUpsert(true)
+		updates = append(updates, statement{g: g, pts: pts, kind: topUp, model: model})
+		rest = rest[k:]
+	}
+	for len(rest) > 0 {
+		k := min(s.cap, len(rest))
+		pts, arr, sp := w.take(rest[:k])
+		model := mongo.NewInsertOneModel().SetDocument(s.newBucket(bson.NewObjectID(), g.meta, g.start, arr, &sp))
+		inserts = append(inserts, statement{g: g, pts: pts, kind: insert, model: model})
+		rest = rest[k:]
+	}
+	return updates, inserts
+}
+
+// take returns a copy of the measurement indexes pts, their documents as
+// a BSON array, and their span.
+func (w *manyWrite) take(pts []int) ([]int, bson.RawValue, span) {
+	nf := len(w.s.valueFields)
+	stats := make([]float64, 3*nf)
+	sp := span{n: int32(len(pts)), first: math.MaxInt64, last: math.MinInt64, min: stats[:nf], max: stats[nf : 2*nf], sum: stats[2*nf:]}
+	for f := range nf {
+		sp.min[f], sp.max[f] = math.Inf(1), math.Inf(-1)
+	}
+	size := 5
+	for _, at := range pts {
+		size += 2 + len(w.pts[at].raw) + 7 // type byte, index, NUL: room enough
+	}
+	arr := make([]byte, 4, size)
+	var key []byte
+	for i, at := range pts {
+		p := &w.pts[at]
+		key = strconv.AppendInt(key[:0], int64(i), 10)
+		arr = append(arr, byte(bson.TypeEmbeddedDocument))
+		arr = append(append(arr, key...), 0)
+		arr = append(arr, p.raw...)
+		sp.first, sp.last = min(sp.first, p.at), max(sp.last, p.at)
+		for f, v := range p.values {
+			sp.min[f], sp.max[f], sp.sum[f] = min(sp.min[f], v), max(sp.max[f], v), sp.sum[f]+v
+		}
+	}
+	arr = append(arr, 0)
+	binary.LittleEndian.PutUint32(arr, uint32(len(arr)))
+	return slices.Clone(pts), bson.RawValue{Type: bson.TypeArray, Value: arr}, sp
+}
+
+// send sends the statements, at most limit per command (0: as many as
+// the driver puts in one), and records what became of each: stored;
+// refused for lack of room (a top-up that lost a race: r.lost); refused
+// with a duplicate key otherwise (r.conflicted: sent again in the next
+// round, up to maxAttempts rounds); or refused for good. It returns an
+// error that leaves unknown which statements applied.
+func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *rounds) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, len(stmts))
+	for i, st := range stmts {
+		models[i] = st.model
+	}
+	results, err := w.s.write(ctx, models, limit)
+	if err != nil {
+		return err
+	}
+	for i, st := range stmts {
+		switch err := results[i]; {
+		case err == nil:
+			w.stored = true
+			for _, at := range st.pts {
+				w.done[at] = true
+			}
+		case mongo.IsDuplicateKeyError(err) && st.kind == topUp:
+			r.lost[st.g] = true
+		case mongo.IsDuplicateKeyError(err):
+			r.conflicted[st.g] = err
+		default:
+			w.fail(st.g, st.pts, srverr.Classify(err))
+		}
+	}
+	return nil
+}

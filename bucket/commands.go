@@ -1,0 +1,344 @@
+package bucket
+
+import (
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/mongopatterns/mongopatterns/internal/esr"
+)
+
+// The filters, updates, projections, pipelines and commands the store
+// sends, as pure builders; commands_test.go pins each of them.
+
+// bucketKey is the key of the index that serves every filter on the
+// buckets of a series (see [Buckets.Indexes]): {<meta>: 1, start: 1,
+// count: 1}, in ESR order: the meta by equality, start sorted on (and
+// matched by equality or range), the count by range.
+func (s *settings) bucketKey() (bson.D, error) {
+	return esr.Key(esr.Equality(s.metaField), esr.Sort(fieldStart, 1), esr.Range(fieldCount))
+}
+
+// startKey is the key of the index that serves DeleteBefore, whose
+// filter names no series: {start: 1}.
+func startKey() bson.D { return bson.D{{Key: fieldStart, Value: 1}} }
+
+// ttlKey is the key of the TTL index on the buckets' last time.
+func ttlKey() bson.D { return bson.D{{Key: fieldLast, Value: 1}} }
+
+// addFilter selects a bucket of the series m for the window that starts
+// at start with room for one more measurement. On insert the server
+// copies its equality fields (meta and start) into the new bucket.
+func (s *settings) addFilter(m bson.RawValue, start bson.DateTime) bson.D {
+	return bson.D{
+		{Key: s.metaField, Value: m},
+		{Key: fieldStart, Value: start},
+		{Key: fieldCount, Value: s.hasRoom},
+	}
+}
+
+// topUpFilter selects the bucket id, of the series m and the window that
+// starts at start, if it has room for k more measurements. As an upsert
+// it either tops that bucket up or, when the bucket lacks the room, fails
+// with a duplicate key on _id (the insert it attempts reuses the id): the
+// guard never lets a bucket pass the cap, and the failure tells which
+// statement lost the room to another writer. Should the bucket have been
+// deleted meanwhile, the upsert creates it again, with its meta and
+// start, holding the k measurements.
+func (s *settings) topUpFilter(id bson.RawValue, m bson.RawValue, start bson.DateTime, k int) bson.D {
+	return bson.D{
+		{Key: "_id", Value: id},
+		{Key: s.metaField, Value: m},
+		{Key: fieldStart, Value: start},
+		{Key: fieldCount, Value: bson.D{{Key: "$lte", Value: int32(s.cap - k)}}},
+	}
+}
+
+// pushUpdate adds measurements to a bucket: push is a measurement (one
+// bson.Raw) or {$each: [...]}, sp their summary. The same update pushes
+// them, adds their number to the count and their sums to the sums, and
+// lowers or raises first, last, min and max; $inc, $min and $max create
+// the fields they find missing, so it also fills a new bucket.
+func (s *settings) pushUpdate(push any, sp *span) bson.D {
+	n := 1 + len(s.summaryPaths)
+	elems := make([]bson.E, 3*n) // one allocation for the three documents
+	inc, lower, raise := bson.D(elems[:1:n]), bson.D(elems[n:n+1:2*n]), bson.D(elems[2*n:2*n+1])
+	inc[0] = bson.E{Key: fieldCount, Value: sp.n}
+	lower[0] = bson.E{Key: fieldFirst, Value: sp.first}
+	raise[0] = bson.E{Key: fieldLast, Value: sp.last}
+	for i, path := range s.summaryPaths {
+		inc = append(inc, bson.E{Key: path.sum, Value: sp.sum[i]})
+		lower = append(lower, bson.E{Key: path.min, Value: sp.min[i]})
+		raise = append(raise, bson.E{Key: path.max, Value: sp.max[i]})
+	}
+	return bson.D{
+		{Key: "$push", Value: bson.D{{Key: fieldPoints, Value: push}}},
+		{Key: "$inc", Value: inc},
+		{Key: "$min", Value: lower},
+		{Key: "$max", Value: raise},
+	}
+}
+
+// each is the $push argument of several measurements, pts a BSON array of
+// them.
+func each(pts bson.RawValue) bson.D { return bson.D{{Key: "$each", Value: pts}} }
+
+// newBucket is a bucket document holding pts, a BSON array of
+// measurements whose summary is sp: what a series of upserts into a new
+// bucket would leave, built at once, and encoded here (in one allocation)
+// rather than by the driver:
+//
+//	{_id, <meta>, start, first, last, count,
+//	 summary: {<field>: {min, max, sum}, ...}, measurements: [...]}
+func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateTime, pts bson.RawValue, sp *span) bson.Raw {
+	size := 128 + len(s.metaField) + len(m.Value) + len(pts.Value)
+	for _, f := range s.valueFields {
+		size += 48 + len(f)
+	}
+	at, doc := bsoncore.AppendDocumentStart(make([]byte, 0, size))
+	doc = bsoncore.AppendObjectIDElement(doc, "_id", id)
+	doc = bsoncore.AppendValueElement(doc, s.metaField, bsoncore.Value{Type: bsoncore.Type(m.Type), Data: m.Value})
+	doc = bsoncore.AppendDateTimeElement(doc, fieldStart, int64(start))
+	doc = bsoncore.AppendDateTimeElement(doc, fieldFirst, int64(sp.first))
+	doc = bsoncore.AppendDateTimeElement(doc, fieldLast, int64(sp.last))
+	doc = bsoncore.AppendInt32Element(doc, fieldCount, sp.n)
+	summary, doc := bsoncore.AppendDocumentElementStart(doc, fieldSummary)
+	for i, f := range s.valueFields {
+		var field int32
+		field, doc = bsoncore.AppendDocumentElementStart(doc, f)
+		doc = bsoncore.AppendDoubleElement(doc, "min", sp.min[i])
+		doc = bsoncore.AppendDoubleElement(doc, "max", sp.max[i])
+		doc = bsoncore.AppendDoubleElement(doc, "sum", sp.sum[i])
+		doc, _ = bsoncore.AppendDocumentEnd(doc, field)
+	}
+	doc, _ = bsoncore.AppendDocumentEnd(doc, summary)
+	doc = bsoncore.AppendArrayElement(doc, fieldPoints, pts.Value)
+	doc, _ = bsoncore.AppendDocumentEnd(doc, at)
+	return doc
+}
+
+// windows are the windows of one series that AddMany writes to.
+type windows struct {
+	meta   bson.RawValue
+	starts bson.A // bson.DateTime
+}
+
+// openFilter selects the buckets with room of the given windows: one
+// branch per series, each an equality on the meta, a set of window starts
+// and a range on the count, all bounds of the index {<meta>, start,
+// count}.
+func (s *settings) openFilter(series []windows) bson.D {
+	branch := func(w windows) bson.D {
+		return bson.D{
+			{Key: s.metaField, Value: w.meta},
+			{Key: fieldStart, Value: bson.D{{Key: "$in", Value: w.starts}}},
+			{Key: fieldCount, Value: s.hasRoom},
+		}
+	}
+	if len(series) == 1 {
+		return branch(series[0])
+	}
+	or := make(bson.A, len(series))
+	for i, w := range series {
+		or[i] = branch(w)
+	}
+	return bson.D{{Key: "$or", Value: or}}
+}
+
+// openProjection is what AddMany reads of a bucket with room.
+func (s *settings) openProjection() bson.D {
+	return bson.D{{Key: s.metaField, Value: 1}, {Key: fieldStart, Value: 1}, {Key: fieldCount, Value: 1}}
+}
+
+// overlapFilter selects the buckets of the series that may hold
+// measurements in [from, to): a bucket of window start s holds times in
+// [s, s+Window), so s lies in (from-Window, to); its first and last times
+// narrow it further. The equality on the meta and the range on start are
+// bounds of the index {<meta>, start, count}.
+func (s *settings) overlapFilter(r read) bson.D {
+	return bson.D{
+		{Key: s.metaField, Value: r.meta},
+		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: r.from - bson.DateTime(s.window)}, {Key: "$lt", Value: r.to}}},
+		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: r.to}}},
+		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: r.from}}},
+	}
+}
+
+// byStart sorts buckets by window start, as the index yields them.
+func byStart() bson.D { return bson.D{{Key: fieldStart, Value: 1}} }
+
+// rangeProjection is what Range reads of a bucket.
+func rangeProjection() bson.D {
+	return bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}
+}
+
+// withoutPoints is what the client path of Summaries reads of a bucket
+// first: everything but its measurements.
+func withoutPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 0}} }
+
+// byIDs selects the buckets ids.
+func byIDs(ids []bson.ObjectID) bson.D {
+	return bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
+}
+
+// onlyPoints is what the client path of Summaries reads of a bucket that
+// does not lie in one step: its measurements.
+func onlyPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 1}} }
+
+// summaryPipeline is the aggregation of Summaries on the server path:
+// $match, then each bucket becomes rows {t, n, sum<i>, min<i>, max<i>}:
+// one row from its summary when its measurements lie in one step and in
+// [from, to), else one row per measurement in [from, to); then the rows
+// are grouped by step.
+func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
+	at := "$$p." + s.timeField
+	whole := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$gte", Value: bson.A{"$" + fieldFirst, g.from}}},
+		bson.D{{Key: "$lt", Value: bson.A{"$" + fieldLast, g.to}}},
+		bson.D{{Key: "$eq", Value: bson.A{g.stepExpr("$" + fieldFirst), g.stepExpr("$" + fieldLast)}}},
+	}}}
+	inRange := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$gte", Value: bson.A{at, g.from}}},
+		bson.D{{Key: "$lt", Value: bson.A{at, g.to}}},
+	}}}
+	bucketRow := bson.D{{Key: "t", Value: "$" + fieldFirst}, {Key: "n", Value: "$" + fieldCount}}
+	pointRow := bson.D{{Key: "t", Value: at}, {Key: "n", Value: bson.D{{Key: "$literal", Value: 1}}}}
+	for i, f := range s.valueFields {
+		sum := "$" + fieldSummary + "." + f + "."
+		bucketRow = append(bucketRow,
+			bson.E{Key: column("sum", i), Value: sum + "sum"},
+			bson.E{Key: column("min", i), Value: sum + "min"},
+			bson.E{Key: column("max", i), Value: sum + "max"})
+		v := "$$p." + f
+		pointRow = append(pointRow,
+			bson.E{Key: column("sum", i), Value: v},
+			bson.E{Key: column("min", i), Value: v},
+			bson.E{Key: column("max", i), Value: v})
+	}
+	rows := bson.D{{Key: "$cond", Value: bson.D{
+		{Key: "if", Value: whole},
+		{Key: "then", Value: bson.A{bucketRow}},
+		{Key: "else", Value: bson.D{{Key: "$map", Value: bson.D{
+			{Key: "input", Value: bson.D{{Key: "$filter", Value: bson.D{
+				{Key: "input", Value: "$" + fieldPoints}, {Key: "as", Value: "p"}, {Key: "cond", Value: inRange},
+			}}}},
+			{Key: "as", Value: "p"},
+			{Key: "in", Value: pointRow},
+		}}}},
+	}}}
+	return append(mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: rows}}}},
+		{{Key: "$unwind", Value: "$r"}},
+	}, groupStages(g, "$r.t", "$r.n", func(kind string, i int) string { return "$r." + column(kind, i) }, len(s.valueFields))...)
+}
+
+// The names of the per-field columns of the rows the summary pipelines
+// group: sum0, min0, max0, n0 for the first value field, and so on. Field
+// indexes, not names, so that no user field name can clash.
+func column(kind string, i int) string { return kind + strconv.Itoa(i) }
+
+// groupStages group rows by step and sort the steps: count is the sum of
+// n; per value field i, sum, min and max of its columns, and n<i> the
+// count of the rows whose value is a number, which must equal count.
+func groupStages(g grid, at string, n any, col func(kind string, i int) string, fields int) mongo.Pipeline {
+	group := bson.D{{Key: "_id", Value: g.stepExpr(at)}, {Key: "count", Value: bson.D{{Key: "$sum", Value: n}}}}
+	for i := range fields {
+		group = append(group,
+			bson.E{Key: column("sum", i), Value: bson.D{{Key: "$sum", Value: col("sum", i)}}},
+			bson.E{Key: column("min", i), Value: bson.D{{Key: "$min", Value: col("min", i)}}},
+			bson.E{Key: column("max", i), Value: bson.D{{Key: "$max", Value: col("max", i)}}},
+			bson.E{Key: column("n", i), Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
+				bson.D{{Key: "$isNumber", Value: col("sum", i)}}, n, 0,
+			}}}}}})
+	}
+	return mongo.Pipeline{
+		{{Key: "$group", Value: group}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}
+}
+
+// stepExpr is the start of the step that holds the date t, as an
+// aggregation expression: integer arithmetic on dates ($subtract of two
+// dates gives milliseconds, of a date and a number a date), so it is
+// exact and needs no $dateTrunc.
+func (g grid) stepExpr(t any) bson.D {
+	return bson.D{{Key: "$subtract", Value: bson.A{t, bson.D{{Key: "$mod", Value: bson.A{
+		bson.D{{Key: "$subtract", Value: bson.A{t, g.from}}}, g.step,
+	}}}}}}
+}
+
+// expiredFilter selects the buckets, of the series meta (of every series
+// when meta is nil), whose measurements are all before t. A bucket's
+// start is at most its last time, so the range on start adds nothing to
+// the match: it is there so that an index leads with it ({<meta>, start,
+// ...} for a series, {start: 1} for all).
+func (s *settings) expiredFilter(meta *bson.RawValue, t bson.DateTime) bson.D {
+	var filter bson.D
+	if meta != nil {
+		filter = bson.D{{Key: s.metaField, Value: *meta}}
+	}
+	return append(filter,
+		bson.E{Key: fieldStart, Value: bson.D{{Key: "$lt", Value: t}}},
+		bson.E{Key: fieldLast, Value: bson.D{{Key: "$lt", Value: t}}})
+}
+
+// beforeFilter selects the measurements of a time-series collection, of
+// the series meta (of every series when meta is nil), before t.
+func (s *settings) beforeFilter(meta *bson.RawValue, t bson.DateTime) bson.D {
+	var filter bson.D
+	if meta != nil {
+		filter = bson.D{{Key: s.metaField, Value: *meta}}
+	}
+	return append(filter, bson.E{Key: s.timeField, Value: bson.D{{Key: "$lt", Value: t}}})
+}
+
+// createCommand creates the time-series collection: bucketed by
+// granularity, or by Window (else the server's default), expiring after
+// Config.TTL.
+func (s *settings) createCommand() bson.D {
+	opts := bson.D{{Key: "timeField", Value: s.timeField}, {Key: "metaField", Value: s.metaField}}
+	switch {
+	case s.granularity != "":
+		opts = append(opts, bson.E{Key: "granularity", Value: string(s.granularity)})
+	case s.window > 0:
+		span := int32(s.window / 1000)
+		opts = append(opts, bson.E{Key: "bucketMaxSpanSeconds", Value: span}, bson.E{Key: "bucketRoundingSeconds", Value: span})
+	}
+	cmd := bson.D{{Key: "create", Value: s.coll.Name()}, {Key: "timeseries", Value: opts}}
+	if s.ttl > 0 {
+		cmd = append(cmd, bson.E{Key: "expireAfterSeconds", Value: s.ttl})
+	}
+	return cmd
+}
+
+// timeSeriesKey is the key of the index of a time-series collection
+// that Range, Summaries and DeleteSeriesBefore use: {<meta>: 1, <time>:
+// 1}, in ESR order: the meta by equality, the time sorted on and matched
+// by range.
+func (s *settings) timeSeriesKey() (bson.D, error) {
+	return esr.Key(esr.Equality(s.metaField), esr.Sort(s.timeField, 1))
+}
+
+// byName selects a collection in listCollections.
+func byName(name string) bson.D { return bson.D{{Key: "name", Value: name}} }
+
+// intervalFilter is the filter of a series' measurements in [from, to)
+// in a time-series collection.
+func (s *settings) intervalFilter(r read) bson.D {
+	return bson.D{
+		{Key: s.metaField, Value: r.meta},
+		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}},
+	}
+}
+
+// byTime sorts measurements of a time-series collection by time.
+func (s *settings) byTime() bson.D { return bson.D{{Key: s.timeField, Value: 1}} }
+
+// timeSeriesPipeline is the aggregation of TimeSeries.Summaries.
+func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
+	return append(mongo.Pipeline{{{Key: "$match", Value: filter}}},
+		groupStages(g, "$"+s.timeField, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
+}

@@ -1,0 +1,40 @@
+package bucket
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+func TestPlanFor(t *testing.T) {
+	want := map[string]plan{
+		"MongoDB 8 replica set": {
+			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+			timeSeries: true, timeSeriesBucketing: true, timeSeriesDeletes: true,
+		},
+		"MongoDB 6 standalone": {
+			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+			timeSeries: true,
+		},
+		// Server summaries and TTL indexes; one update statement per
+		// command (multi-statement updates not measured there); no
+		// time-series collections (it would create a plain collection).
+		"FerretDB 2.7": {serverSummaries: true, ttlIndexes: true},
+		// Nothing: client summaries, one statement per command, no TTL,
+		// no time-series collections.
+		"FerretDB 1.24": {},
+		"other":         {},
+	}
+	servers := mongotest.KnownServers()
+	require.Len(t, want, len(servers), "every known server has a row")
+	for name, srv := range servers {
+		t.Run(name, func(t *testing.T) {
+			w, ok := want[name]
+			require.True(t, ok, "no expected plan for %s", name)
+			require.Equal(t, w, planFor(srv))
+		})
+	}
+	require.Equal(t, plan{}, planFor(mongotest.Portable()), "the portable plan needs no feature")
+}

@@ -1,0 +1,73 @@
+package bucket
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+)
+
+// write sends models unordered, at most limit per command (0: as many as
+// the driver puts in one), and sends again, as [srverr.Retry] allows,
+// those that fail with a transient error (which applied nothing). It
+// returns each model's error, nil where it applied, or an error that
+// leaves unknown which models applied.
+func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit int) ([]error, error) {
+	results := make([]error, len(models))
+	todo := make([]int, len(models))
+	for i := range todo {
+		todo[i] = i
+	}
+	if limit <= 0 {
+		limit = len(models)
+	}
+	var unknown error
+	// When Retry gives up, the transient errors left are in results.
+	_ = srverr.Retry(ctx, func() error {
+		var again []int
+		var last error
+		for chunk := range slices.Chunk(todo, limit) {
+			batch := make([]mongo.WriteModel, len(chunk))
+			for i, at := range chunk {
+				batch[i] = models[at]
+				results[at] = nil
+			}
+			_, err := s.coll.BulkWrite(ctx, batch, options.BulkWrite().SetOrdered(false))
+			if err == nil {
+				continue
+			}
+			bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+			switch {
+			case ok && bwe.WriteConcernError == nil && len(bwe.WriteErrors) > 0:
+				for _, we := range bwe.WriteErrors {
+					at := chunk[we.Index]
+					results[at] = we.WriteError
+					if srverr.Transient(we.WriteError) {
+						again = append(again, at)
+						last = err
+					}
+				}
+			case len(chunk) == 1 && srverr.Transient(err):
+				// A single statement that the server aborted: it applied
+				// nothing.
+				results[chunk[0]] = err
+				again = append(again, chunk[0])
+				last = err
+			default:
+				// The server did not say which statements applied, if any.
+				unknown = err
+				return nil
+			}
+		}
+		todo = again
+		return last
+	})
+	if unknown != nil {
+		return nil, srverr.Classify(unknown)
+	}
+	return results, nil
+}
