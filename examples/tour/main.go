@@ -34,7 +34,7 @@ var programs = []struct{ dir, db, about string }{
 	{"products", "example_products", "subset: each product embeds its 3 newest reviews; out-of-order and retried adds, refill on remove, keyset pages of all reviews"},
 	{"orders", "example_orders", "extended references: customer and product copies in orders and carts kept in sync on rename and reprice; drift found by Verify and fixed by Repair"},
 	{"posts", "example_posts", "outlier: ordinary posts embed their comments; a viral post keeps 50 and overflows the rest into documents of 20, read back in order"},
-	{"iot", "example_iot", "bucket: sensor readings in hourly buckets (one upsert each), hourly summaries from bucket summaries, range read, retention"},
+	{"iot", "example_iot", "bucket: sensor readings in hourly buckets (AddMany: one write per bucket it fills), hourly summaries from bucket summaries, range read, retention"},
 	{"users", "example_users", "schema versioning: old documents migrated on read and written back, writes stamp the version, a newer document is refused, MigrateAll finishes the rest"},
 }
 
