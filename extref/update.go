@@ -17,6 +17,12 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
+// ErrNotSynced is wrapped by the error of an [Ref.Update] that updated
+// the source and then failed to sync its copies, which may be stale:
+// Sync(sourceID) is the retry (running the Update again would apply the
+// update twice).
+var ErrNotSynced = errors.New("updated, but its copies may be stale")
+
 // Update applies update (an update document such as
 // {$set: {name: "Ann"}}, or a pipeline where the server has
 // [patterns.FeaturePipelineUpdates]) to the source document with _id
@@ -41,8 +47,14 @@ import (
 // the findAndModify returns it). Between the two steps readers see the new
 // source with the old copies; if the sync fails, or the process dies in
 // that gap, the source keeps its change and the copies stay stale until a
-// Sync, Repair or Watch event: the error says so, and Sync(sourceID) is the
-// retry. There, a findAndModify that fails with a transient error that
+// Sync, Repair or Watch event: the error wraps [ErrNotSynced], the counts
+// say what the sync wrote before it (as Sync's do), and Sync(sourceID) is
+// the retry. If the findAndModify itself fails without an answer (the
+// connection lost, ctx's deadline passed), the source may have changed or
+// not (the server may have run it and its reply be lost), and no copy was
+// written: the error does not wrap ErrNotSynced, and running Update again
+// is the retry of an idempotent update ($set); otherwise read the source
+// to decide. A findAndModify that fails with a transient error that
 // applied nothing (FerretDB 2.x's "deadlock detected") is sent again, up to
 // 5 times, and so are the sync's updates (see [Ref.Sync]).
 //
@@ -118,7 +130,7 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	}
 	counts, err := r.converge(ctx, d.plan, sourceID, c)
 	if err != nil {
-		return counts, r.fail("Update", sourceID, fmt.Errorf("updated, but its copies may be stale (run Sync): %w", err))
+		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
 	return counts, nil
 }
