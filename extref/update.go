@@ -38,8 +38,13 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // or sharded cluster), the source's update and the copies' updates run in
 // one transaction: a findAndModify, one updateMany per target and a
 // commitTransaction; readers see the source and its copies change
-// together, and on error nothing is written. The driver retries the
-// transaction on transient errors.
+// together. An error before the commit means nothing was written, and the
+// error says "nothing written"; a commit that fails without an answer
+// (the connection lost) may have applied, and the error says "all written
+// or nothing, unknown which": running Update again is the retry of an
+// idempotent update ($set), otherwise read the source to decide. The
+// driver retries the transaction on transient errors, and its commit,
+// which it runs detached from ctx's deadline (up to the client's timeout).
 //
 // Elsewhere (a standalone server, FerretDB, whose transactions are absent
 // or silently wrong: see [patterns.FeatureTransactions]) Update sends the
@@ -106,18 +111,30 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 			return nil, r.fail("Update", sourceID, err)
 		}
 		defer sess.EndSession(context.WithoutCancel(ctx))
+		committing := false // the last attempt's writes all succeeded: the driver commits next
 		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+			committing = false
 			c, err := updateSource(ctx)
 			if err != nil {
 				return nil, err
 			}
 			counts := r.counts()
-			return counts, r.apply(ctx, d.plan, c, counts)
+			if err := r.apply(ctx, d.plan, c, counts); err != nil {
+				return nil, err
+			}
+			committing = true
+			return counts, nil
 		})
-		if err != nil {
-			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
+		switch {
+		case err == nil:
+			return res.([]Count), nil
+		case committing && (ctx.Err() == nil || err != ctx.Err()):
+			// The commit failed; one without an answer may have applied.
+			// (With ctx done before it, WithTransaction aborts and returns
+			// ctx.Err() itself.)
+			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction commit (all written or nothing, unknown which): %w", err))
 		}
-		return res.([]Count), nil
+		return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
 	}
 
 	var c copyValue
