@@ -85,14 +85,12 @@ func (w world) clone() world {
 // it runs without a fault), and, when it failed, the state the retry
 // started from and what the retry returned.
 type faultRun struct {
+	calls
 	t       *testing.T
 	sc      faultScene
 	p       extref.Plan
 	before  world
-	first   outcome
-	retried bool
 	atRetry world
-	second  outcome
 }
 
 // outcome is what one call returned.
@@ -101,6 +99,38 @@ type outcome struct {
 	reports []extref.Report
 	token   bson.Raw
 	err     error
+}
+
+// calls records what a fault case's operation returned: first through the
+// faulty client (or through the healthy one, in the run without a fault),
+// second on the retry, if any.
+type calls struct {
+	first, second outcome
+	retried       bool
+}
+
+func (c *calls) record() *calls { return c }
+
+// callCase is the fault case whose operation is call, which Op calls and
+// Retry calls again with retry true; their outcomes are recorded in S.
+func callCase[S interface{ record() *calls }](prepare func(*testing.T, *mongo.Database) S,
+	call func(ctx context.Context, db *mongo.Database, s S, retry bool) outcome,
+	check func(*testing.T, *mongo.Database, S)) faults.Case[S] {
+	return faults.Case[S]{
+		Prepare: prepare,
+		Op: func(ctx context.Context, db *mongo.Database, s S) error {
+			c := s.record()
+			c.first = call(ctx, db, s, false)
+			return c.first.err
+		},
+		Retry: func(ctx context.Context, db *mongo.Database, s S) error {
+			c := s.record()
+			c.retried = true
+			c.second = call(ctx, db, s, true)
+			return c.second.err
+		},
+		Check: check,
+	}
 }
 
 // ref builds the repository on db (New sends nothing), on the run's plan.
@@ -113,10 +143,17 @@ func (s *faultRun) ref(db *mongo.Database) (*extref.Ref[ProductRef], error) {
 	return r, nil
 }
 
-// startRetry records the state the retry starts from.
-func (s *faultRun) startRetry(db *mongo.Database) {
-	s.retried = true
-	s.atRetry = readWorld(s.t, db)
+// call builds the repository on db and runs op with it; on the retry it
+// first records the state the retry starts from.
+func (s *faultRun) call(db *mongo.Database, retry bool, op func(*extref.Ref[ProductRef]) outcome) outcome {
+	if retry {
+		s.atRetry = readWorld(s.t, db)
+	}
+	r, err := s.ref(db)
+	if err != nil {
+		return outcome{err: err}
+	}
+	return op(r)
 }
 
 // prepareScene stores sc's fixture in db, with the repository's indexes.
@@ -468,22 +505,14 @@ func simulate(t testing.TB, w world, targets []extref.Target, repair bool) []ext
 
 // syncCase is Sync(1), retried with Sync(1).
 func syncCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
-	sync := func(ctx context.Context, db *mongo.Database, s *faultRun, o *outcome) error {
-		r, err := s.ref(db)
-		if err != nil {
-			return err
-		}
-		o.counts, o.err = r.Sync(ctx, 1)
-		return o.err
-	}
-	return faults.Case[*faultRun]{
-		Prepare: func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
-		Op:      func(ctx context.Context, db *mongo.Database, s *faultRun) error { return sync(ctx, db, s, &s.first) },
-		Retry: func(ctx context.Context, db *mongo.Database, s *faultRun) error {
-			s.startRetry(db)
-			return sync(ctx, db, s, &s.second)
+	return callCase(func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
+		func(ctx context.Context, db *mongo.Database, s *faultRun, retry bool) outcome {
+			return s.call(db, retry, func(r *extref.Ref[ProductRef]) outcome {
+				counts, err := r.Sync(ctx, 1)
+				return outcome{counts: counts, err: err}
+			})
 		},
-		Check: func(t *testing.T, db *mongo.Database, s *faultRun) {
+		func(t *testing.T, db *mongo.Database, s *faultRun) {
 			products := s.before["products"]
 			checkState(t, s, readWorld(t, db), products, 1)
 			got, from := s.first, s.before
@@ -494,8 +523,7 @@ func syncCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
 			}
 			require.NoError(t, got.err)
 			require.Equal(t, wantCounts(s, from, products[1], 1), got.counts, "the counts of the run that succeeded")
-		},
-	}
+		})
 }
 
 // updateCase is Update(1, {$set: {name: "Renamed"}}), retried as its
@@ -503,30 +531,19 @@ func syncCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
 // source is updated), else with the same Update (an idempotent update
 // whose outcome the caller cannot know).
 func updateCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
-	update := func(ctx context.Context, db *mongo.Database, s *faultRun, o *outcome) error {
-		r, err := s.ref(db)
-		if err != nil {
-			return err
-		}
-		o.counts, o.err = r.Update(ctx, 1, setName("Renamed"))
-		return o.err
-	}
-	return faults.Case[*faultRun]{
-		Prepare: func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
-		Op:      func(ctx context.Context, db *mongo.Database, s *faultRun) error { return update(ctx, db, s, &s.first) },
-		Retry: func(ctx context.Context, db *mongo.Database, s *faultRun) error {
-			s.startRetry(db)
-			if !errors.Is(s.first.err, extref.ErrNotSynced) {
-				return update(ctx, db, s, &s.second)
-			}
-			r, err := s.ref(db)
-			if err != nil {
-				return err
-			}
-			s.second.counts, s.second.err = r.Sync(ctx, 1)
-			return s.second.err
+	return callCase(func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
+		func(ctx context.Context, db *mongo.Database, s *faultRun, retry bool) outcome {
+			return s.call(db, retry, func(r *extref.Ref[ProductRef]) outcome {
+				var o outcome
+				if retry && errors.Is(s.first.err, extref.ErrNotSynced) {
+					o.counts, o.err = r.Sync(ctx, 1)
+				} else {
+					o.counts, o.err = r.Update(ctx, 1, setName("Renamed"))
+				}
+				return o
+			})
 		},
-		Check: func(t *testing.T, db *mongo.Database, s *faultRun) {
+		func(t *testing.T, db *mongo.Database, s *faultRun) {
 			products := maps.Clone(s.before["products"])
 			products[1] = withName(t, products[1], "Renamed")
 			now := readWorld(t, db)
@@ -562,32 +579,24 @@ func updateCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
 			}
 			require.NoError(t, s.second.err)
 			require.Equal(t, wantCounts(s, at, products[1], 1), s.second.counts, "the counts of the retry")
-		},
-	}
+		})
 }
 
 // scanCase is Verify (or, with repair, Repair), retried with itself.
 func scanCase(sc faultScene, p extref.Plan, repair bool) faults.Case[*faultRun] {
-	scan := func(ctx context.Context, db *mongo.Database, s *faultRun, o *outcome) error {
-		r, err := s.ref(db)
-		if err != nil {
-			return err
-		}
-		if repair {
-			o.reports, o.err = r.Repair(ctx)
-		} else {
-			o.reports, o.err = r.Verify(ctx)
-		}
-		return o.err
-	}
-	return faults.Case[*faultRun]{
-		Prepare: func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
-		Op:      func(ctx context.Context, db *mongo.Database, s *faultRun) error { return scan(ctx, db, s, &s.first) },
-		Retry: func(ctx context.Context, db *mongo.Database, s *faultRun) error {
-			s.startRetry(db)
-			return scan(ctx, db, s, &s.second)
+	return callCase(func(t *testing.T, db *mongo.Database) *faultRun { return prepareScene(t, db, sc, p) },
+		func(ctx context.Context, db *mongo.Database, s *faultRun, retry bool) outcome {
+			return s.call(db, retry, func(r *extref.Ref[ProductRef]) outcome {
+				var o outcome
+				if repair {
+					o.reports, o.err = r.Repair(ctx)
+				} else {
+					o.reports, o.err = r.Verify(ctx)
+				}
+				return o
+			})
 		},
-		Check: func(t *testing.T, db *mongo.Database, s *faultRun) {
+		func(t *testing.T, db *mongo.Database, s *faultRun) {
 			products := s.before["products"]
 			var ids []int32
 			if repair {
@@ -609,8 +618,7 @@ func scanCase(sc faultScene, p extref.Plan, repair bool) faults.Case[*faultRun] 
 			}
 			require.NoError(t, got.err)
 			require.Equal(t, simulate(t, from, s.sc.targets, repair), got.reports, "the reports of the run that succeeded")
-		},
-	}
+		})
 }
 
 // TestSyncFaultsOneTarget breaks Sync of a product copied into one single
@@ -710,12 +718,6 @@ func TestVerifyFaults(t *testing.T) {
 	})
 }
 
-// tokenRun is one run of a TokenCollection fault case.
-type tokenRun struct {
-	first, second outcome
-	retried       bool
-}
-
 func token(t testing.TB, data string) bson.Raw {
 	t.Helper()
 	raw, err := bson.Marshal(bson.D{{Key: "_data", Value: data}})
@@ -732,22 +734,19 @@ func TestTokenCollectionFaults(t *testing.T) {
 	tokens := func(db *mongo.Database) extref.TokenCollection {
 		return extref.TokenCollection{Collection: db.Collection("tokens"), Name: "orders"}
 	}
-	t.Run("save", func(t *testing.T) {
-		save := func(ctx context.Context, db *mongo.Database, o *outcome) error {
-			o.err = tokens(db).SaveToken(ctx, token(t, "new"))
-			return o.err
+	saved := func(data string) func(*testing.T, *mongo.Database) *calls {
+		return func(t *testing.T, db *mongo.Database) *calls {
+			require.NoError(t, tokens(db).SaveToken(ctx, token(t, data)))
+			return &calls{}
 		}
-		faults.Run(t, px, faults.Case[*tokenRun]{
-			Prepare: func(t *testing.T, db *mongo.Database) *tokenRun {
-				require.NoError(t, tokens(db).SaveToken(ctx, token(t, "old")))
-				return &tokenRun{}
+	}
+	t.Run("save", func(t *testing.T) {
+		next := token(t, "new")
+		faults.Run(t, px, callCase(saved("old"),
+			func(ctx context.Context, db *mongo.Database, _ *calls, _ bool) outcome {
+				return outcome{err: tokens(db).SaveToken(ctx, next)}
 			},
-			Op: func(ctx context.Context, db *mongo.Database, s *tokenRun) error { return save(ctx, db, &s.first) },
-			Retry: func(ctx context.Context, db *mongo.Database, s *tokenRun) error {
-				s.retried = true
-				return save(ctx, db, &s.second)
-			},
-			Check: func(t *testing.T, db *mongo.Database, s *tokenRun) {
+			func(t *testing.T, db *mongo.Database, s *calls) {
 				if s.retried {
 					requirePrefix(t, s.first.err, `extref: SaveToken: token "orders": `)
 				}
@@ -757,27 +756,17 @@ func TestTokenCollectionFaults(t *testing.T) {
 				require.NoError(t, cur.All(ctx, &docs))
 				require.Len(t, docs, 1)
 				require.Equal(t, "orders", docs[0].Lookup("_id").StringValue())
-				require.Equal(t, token(t, "new"), docs[0].Lookup("token").Document())
+				require.Equal(t, next, docs[0].Lookup("token").Document())
 				require.Equal(t, bson.TypeDateTime, docs[0].Lookup("savedAt").Type)
-			},
-		})
+			}))
 	})
 	t.Run("load", func(t *testing.T) {
-		load := func(ctx context.Context, db *mongo.Database, o *outcome) error {
-			o.token, o.err = tokens(db).LoadToken(ctx)
-			return o.err
-		}
-		faults.Run(t, px, faults.Case[*tokenRun]{
-			Prepare: func(t *testing.T, db *mongo.Database) *tokenRun {
-				require.NoError(t, tokens(db).SaveToken(ctx, token(t, "saved")))
-				return &tokenRun{}
+		faults.Run(t, px, callCase(saved("saved"),
+			func(ctx context.Context, db *mongo.Database, _ *calls, _ bool) outcome {
+				tok, err := tokens(db).LoadToken(ctx)
+				return outcome{token: tok, err: err}
 			},
-			Op: func(ctx context.Context, db *mongo.Database, s *tokenRun) error { return load(ctx, db, &s.first) },
-			Retry: func(ctx context.Context, db *mongo.Database, s *tokenRun) error {
-				s.retried = true
-				return load(ctx, db, &s.second)
-			},
-			Check: func(t *testing.T, db *mongo.Database, s *tokenRun) {
+			func(t *testing.T, db *mongo.Database, s *calls) {
 				got := s.first
 				if s.retried {
 					requirePrefix(t, s.first.err, `extref: LoadToken: token "orders": `)
@@ -785,7 +774,6 @@ func TestTokenCollectionFaults(t *testing.T) {
 				}
 				require.NoError(t, got.err)
 				require.Equal(t, token(t, "saved"), got.token)
-			},
-		})
+			}))
 	})
 }
