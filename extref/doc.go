@@ -32,8 +32,9 @@
 //     created.
 //   - [Ref.Update] changes the source and its copies; [Ref.Sync] pushes a
 //     source's current fields to its copies after any other change. Both
-//     rewrite only the documents whose copies differ, and are safe to run
-//     again after any error.
+//     rewrite only the documents whose copies differ. Sync is safe to run
+//     again after any error; an Update that failed after changing the
+//     source says so ([ErrNotSynced]), and Sync is its retry.
 //   - [Ref.Verify] finds copies that drifted from their source (a crash
 //     between an update and its sync, writes by other code) and
 //     [Ref.Repair] fixes them, in batches, with counts.

@@ -89,7 +89,9 @@ const (
 // (removing or rewriting the documents that reference a deleted source is
 // the application's decision). If the source is deleted after Sync wrote
 // the copies, Sync returns nil and the copies keep its last value. With an
-// error, the counts say what was written before it.
+// error, the counts say what was written before it, except what the
+// command that failed may have written: one whose reply was lost (the
+// connection broke after the server ran it) is not counted.
 func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Sync", err)

@@ -17,6 +17,12 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
+// ErrNotSynced is wrapped by the error of an [Ref.Update] that updated
+// the source and then failed to sync its copies, which may be stale:
+// Sync(sourceID) is the retry (running the Update again would apply the
+// update twice).
+var ErrNotSynced = errors.New("updated, but its copies may be stale")
+
 // Update applies update (an update document such as
 // {$set: {name: "Ann"}}, or a pipeline where the server has
 // [patterns.FeaturePipelineUpdates]) to the source document with _id
@@ -32,8 +38,13 @@ import (
 // or sharded cluster), the source's update and the copies' updates run in
 // one transaction: a findAndModify, one updateMany per target and a
 // commitTransaction; readers see the source and its copies change
-// together, and on error nothing is written. The driver retries the
-// transaction on transient errors.
+// together. An error before the commit means nothing was written, and the
+// error says "nothing written"; a commit that fails without an answer
+// (the connection lost) may have applied, and the error says "all written
+// or nothing, unknown which": running Update again is the retry of an
+// idempotent update ($set), otherwise read the source to decide. The
+// driver retries the transaction on transient errors, and its commit,
+// which it runs detached from ctx's deadline (up to the client's timeout).
 //
 // Elsewhere (a standalone server, FerretDB, whose transactions are absent
 // or silently wrong: see [patterns.FeatureTransactions]) Update sends the
@@ -41,8 +52,14 @@ import (
 // the findAndModify returns it). Between the two steps readers see the new
 // source with the old copies; if the sync fails, or the process dies in
 // that gap, the source keeps its change and the copies stay stale until a
-// Sync, Repair or Watch event: the error says so, and Sync(sourceID) is the
-// retry. There, a findAndModify that fails with a transient error that
+// Sync, Repair or Watch event: the error wraps [ErrNotSynced], the counts
+// say what the sync wrote before it (as Sync's do), and Sync(sourceID) is
+// the retry. If the findAndModify itself fails without an answer (the
+// connection lost, ctx's deadline passed), the source may have changed or
+// not (the server may have run it and its reply be lost), and no copy was
+// written: the error does not wrap ErrNotSynced, and running Update again
+// is the retry of an idempotent update ($set); otherwise read the source
+// to decide. A findAndModify that fails with a transient error that
 // applied nothing (FerretDB 2.x's "deadlock detected") is sent again, up to
 // 5 times, and so are the sync's updates (see [Ref.Sync]).
 //
@@ -94,18 +111,30 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 			return nil, r.fail("Update", sourceID, err)
 		}
 		defer sess.EndSession(context.WithoutCancel(ctx))
+		committing := false // the last attempt's writes all succeeded: the driver commits next
 		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+			committing = false
 			c, err := updateSource(ctx)
 			if err != nil {
 				return nil, err
 			}
 			counts := r.counts()
-			return counts, r.apply(ctx, d.plan, c, counts)
+			if err := r.apply(ctx, d.plan, c, counts); err != nil {
+				return nil, err
+			}
+			committing = true
+			return counts, nil
 		})
-		if err != nil {
-			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
+		switch {
+		case err == nil:
+			return res.([]Count), nil
+		case committing && (ctx.Err() == nil || err != ctx.Err()):
+			// The commit failed; one without an answer may have applied.
+			// (With ctx done before it, WithTransaction aborts and returns
+			// ctx.Err() itself.)
+			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction commit (all written or nothing, unknown which): %w", err))
 		}
-		return res.([]Count), nil
+		return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
 	}
 
 	var c copyValue
@@ -118,7 +147,7 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	}
 	counts, err := r.converge(ctx, d.plan, sourceID, c)
 	if err != nil {
-		return counts, r.fail("Update", sourceID, fmt.Errorf("updated, but its copies may be stale (run Sync): %w", err))
+		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
 	return counts, nil
 }

@@ -39,6 +39,11 @@ type Report struct {
 // copy written or synced while Verify runs may be counted before or after
 // the change. A copy whose source is missing (deleted), or that has no id,
 // is an orphan, not stale. It needs no optional feature of the server.
+//
+// A failed read (a lost connection, ctx's deadline) ends Verify with an
+// error and the counts made so far, which are incomplete: a nil error
+// comes only with complete reports. Verify writes nothing, so it is safe
+// to run again.
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, false)
 	if err != nil {
@@ -54,7 +59,9 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 // those syncs rewrote in each target; with no concurrent writers, a second
 // Verify finds no stale copies. Round trips: those of Verify plus those of
 // one Sync per source with stale copies. Orphans are counted and left as
-// they are. Repair is safe to run again after any error.
+// they are. Repair is safe to run again after any error; with an error, the
+// reports are those of Verify so far, and Repaired counts what the syncs
+// wrote before it (as Sync's counts do).
 func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
 	reports, err := r.scan(ctx, true)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -78,6 +79,48 @@ func TestWatch(t *testing.T) {
 	defer stop()
 	waitFor(2, "While down")
 	require.Equal(t, []int64{0}, verifyStale(t, r))
+}
+
+// TestWatchRetriesAFailedSyncOnRestart backs Watch's "a failed sync stops
+// Watch with its error, before the token is saved, so that the event is
+// retried on restart": a unique index on the copies' email makes the sync
+// of a customer who took another's email fail; Watch stops with that
+// error and the saved token stays before the event; with the index gone,
+// a restarted Watch replays the event and syncs the copy.
+func TestWatchRetriesAFailedSyncOnRestart(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureChangeStreams)
+	db, r := withOrders(t, 2, 2) // one order per customer
+	_, err := db.Collection("orders").Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys: bson.D{{Key: "customer.email", Value: 1}}, Options: options.Index().SetUnique(true).SetName("unique_email"),
+	})
+	require.NoError(t, err)
+	tokens := extref.TokenCollection{Collection: db.Collection("tokens"), Name: "customers->orders"}
+	cs, err := db.Collection("customers").Watch(ctx, mongo.Pipeline{})
+	require.NoError(t, err)
+	before := cs.ResumeToken()
+	require.NoError(t, tokens.SaveToken(ctx, before))
+	require.NoError(t, cs.Close(ctx))
+
+	_, err = db.Collection("customers").UpdateByID(ctx, 1, set("email", "c2@example.com"))
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	err = r.Watch(wctx, tokens)
+	require.True(t, mongo.IsDuplicateKeyError(err), "Watch stops with the sync's error: %v", err)
+	saved, err := tokens.LoadToken(ctx)
+	require.NoError(t, err)
+	require.Equal(t, before, saved, "the token is not saved past the event whose sync failed")
+
+	require.NoError(t, db.Collection("orders").Indexes().DropOne(ctx, "unique_email"))
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Watch(wctx, tokens) }()
+	require.Eventually(t, func() bool {
+		n, err := db.Collection("orders").CountDocuments(ctx, bson.D{{Key: "customer.id", Value: 1}, {Key: "customer.email", Value: "c2@example.com"}})
+		return err == nil && n == 1
+	}, 30*time.Second, 50*time.Millisecond, "the restarted Watch replays the event")
+	stop()
+	require.ErrorIs(t, <-done, context.Canceled)
 }
 
 // TestTokenCollection stores and loads resume tokens for real.

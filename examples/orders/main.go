@@ -72,6 +72,11 @@ func run(ctx context.Context, db *mongo.Database) error {
 	fmt.Printf("renamed customer 2: %s\n", describe(counts))
 
 	counts, err = products.Update(ctx, 3, bson.D{{Key: "$mul", Value: bson.D{{Key: "price", Value: 0.9}}}})
+	if errors.Is(err, extref.ErrNotSynced) {
+		// The price changed and only its copies may be stale: Sync is the
+		// retry (running the $mul again would apply it twice).
+		counts, err = products.Sync(ctx, 3)
+	}
 	if err != nil {
 		return err
 	}
