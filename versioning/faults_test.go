@@ -610,3 +610,53 @@ func TestFaultsMigrateAll(t *testing.T) {
 	})
 }
 
+// TestFaultsUpdatePast16MiB breaks Update where it checks sizes itself
+// and the server stores what it is given (FerretDB 1.x), at the steps of
+// its undo: before and inside the replaceOne that puts back the document
+// read. The read and the
+// findAndModify before it reaches the server are the steps of
+// TestFaultsUpdate's current document, which run the same code. Each step
+// costs seconds on the embedded server (a document of 16 MiB), so the
+// faults are the two that close the connection at once (reset, timeout),
+// not a stall, and Run's baseline is TestUpdatePast16MiBIsUndone. The
+// call struck must report ErrTooLarge with the document put back (or a
+// fault's error, and then its retry must), and no document past 16 MiB
+// may stay.
+func TestFaultsUpdatePast16MiB(t *testing.T) {
+	if mongotest.Server().Has(patterns.FeatureUpdateSizeLimit) {
+		t.Skipf("skipped: %s refuses an update past 16 MiB itself: there is nothing to put back", mongotest.Server())
+	}
+	p := faults.New(t)
+	big := bson.D{{Key: "$set", Value: bson.D{{Key: "last", Value: strings.Repeat("y", 16<<20)}}}}
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
+		if plan.ServerSizeLimit {
+			t.Skip("skipped: the plan lets the server refuse the update")
+		}
+		fs := []faults.Fault{
+			{Step: 3, Place: faults.Before, Kind: faults.Reset},
+			{Step: 3, Place: faults.Inside, Kind: faults.Timeout},
+		}
+		if testing.Short() {
+			fs = fs[:1]
+		}
+		for _, f := range fs {
+			t.Run(f.String(), func(t *testing.T) {
+				ctx := context.Background()
+				db := mongotest.DB(t)
+				seeded := seedRaw(t, db, currentV3("a", "Ada", "Lovelace", 7))[0]
+				p.Arm(f)
+				err := tracedUsers(p.Client().Database(db.Name()), plan).Update(ctx, "a", big)
+				p.Disarm()
+				require.True(t, p.Fired(), "the fault struck (err %v)", err)
+				t.Logf("the caller saw: %v", err)
+				if !errors.Is(err, patterns.ErrTooLarge) {
+					requireFaultError(t, "Update", err)
+					err = tracedUsers(db, plan).Update(ctx, "a", big)
+				}
+				require.ErrorIs(t, err, patterns.ErrTooLarge)
+				require.ErrorContains(t, err, "(the previous document was put back)")
+				require.Equal(t, seeded, stored(t, db.Collection("users"), "a"), "the document is as it was")
+			})
+		}
+	})
+}

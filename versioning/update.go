@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -42,11 +43,13 @@ import (
 // guarded on the revision it read, which returns the result; two commands
 // for a current document, three for an older one (find, write-back,
 // findAndModify). If the result passes 16 MiB, Update puts the document it
-// read back (a replaceOne guarded on the revision its update stamped) and
-// returns [patterns.ErrTooLarge]. Until then, for one round trip, readers
-// may see the oversized document; and if a concurrent writer changes it
-// within that round trip, it is not put back (that write would be lost)
-// and the error says that the update stays.
+// read back (a replaceOne guarded on the revision its update stamped, sent
+// again if its reply is lost) and returns [patterns.ErrTooLarge]. Until
+// then, for one round trip, readers may see the oversized document; and if
+// a concurrent writer changes it within that round trip, it is not put
+// back (that write would be lost) and the error says that the update
+// stays. The put-back runs even after ctx has ended, for at most 30
+// seconds: it undoes a write that must not stay, as a rollback would.
 //
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
@@ -172,15 +175,65 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 	return conflict()
 }
 
+// undoTimeout bounds what Update sends after its findAndModify to keep a
+// document past 16 MiB from staying: the put-back. It runs even when the
+// caller's context has ended (a write that must not stay is undone, as a
+// transaction would be rolled back), for at most this long.
+const undoTimeout = 30 * time.Second
+
+// undoContext returns the context of the undo: ctx's values, without its
+// cancellation, and a deadline undoTimeout away.
+func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+}
+
+// refused reports whether the server answered a write with an error, so
+// that the write applied nothing: a write error, or a command error
+// carrying the server's code. A network error, a timeout on the client's
+// side, an ended context or a write concern error (reported after the
+// write applied) leave the outcome unknown.
+func refused(err error) bool {
+	if we, ok := errors.AsType[mongo.WriteException](err); ok {
+		return we.WriteConcernError == nil && len(we.WriteErrors) > 0
+	}
+	ce, ok := errors.AsType[mongo.CommandError](err)
+	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
+}
+
 // restore puts back the document before that an update stamped with rev
 // replaced with one of size bytes, over 16 MiB, unless a write changed it
-// since, and returns the error Update reports.
+// since, and returns the error Update reports. A put-back whose reply is
+// lost is sent again (its guard makes that safe), up to maxAttempts times.
 func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectID, size int) error {
-	restored, err := r.replaceOne(ctx, r.restoreFilter(before.Lookup("_id"), rev), before)
+	ctx, cancel := undoContext(ctx)
+	defer cancel()
+	filter := r.restoreFilter(before, rev)
+	_, noRev := before.LookupErr(r.revField)
+	var (
+		restored bool
+		err      error
+		lost     bool // a put-back was sent whose outcome is unknown
+	)
+	for range maxAttempts {
+		if restored, err = r.replaceOne(ctx, filter, before); err == nil || refused(err) || ctx.Err() != nil {
+			break
+		}
+		lost = true
+	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update stays: %w: %w",
-			size, patterns.MaxDocumentSize, srverr.Classify(err), patterns.ErrTooLarge)
+		stays := "may stay" // the last put-back's outcome is unknown
+		if refused(err) {
+			stays = "stays"
+		}
+		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update %s: %w: %w",
+			size, patterns.MaxDocumentSize, stays, srverr.Classify(err), patterns.ErrTooLarge)
+	case !restored && lost && noRev != nil:
+		// The put-back may have landed before the reply was lost: without
+		// a revision of its own, the document put back cannot be told
+		// from a later write.
+		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and the reply to putting the previous document back was lost, so the update may stay",
+			size, patterns.MaxDocumentSize)
 	case !restored:
 		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and a concurrent write changed the document before the previous one was put back, so the update stays",
 			size, patterns.MaxDocumentSize)
