@@ -63,7 +63,8 @@ func (s schema) notNewerFilter(id any) bson.D {
 }
 
 // stampedFilter matches the document id while it holds the revision rev
-// that Update's findAndModify stamped.
+// that Update's findAndModify stamped: the read-back of an update whose
+// reply was lost, which tells whether it landed.
 func (s schema) stampedFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: s.revField, Value: bson.D{{Key: "$eq", Value: rev}}}}
 }

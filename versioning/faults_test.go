@@ -612,8 +612,9 @@ func TestFaultsMigrateAll(t *testing.T) {
 
 // TestFaultsUpdatePast16MiB breaks Update where it checks sizes itself
 // and the server stores what it is given (FerretDB 1.x), at the steps of
-// its undo: before and inside the replaceOne that puts back the document
-// read. The read and the
+// its undo: inside the findAndModify that stores a document past 16 MiB
+// (the reply, with the result, is lost), and before and inside the
+// replaceOne that puts back the document read. The read and the
 // findAndModify before it reaches the server are the steps of
 // TestFaultsUpdate's current document, which run the same code. Each step
 // costs seconds on the embedded server (a document of 16 MiB), so the
@@ -633,6 +634,7 @@ func TestFaultsUpdatePast16MiB(t *testing.T) {
 			t.Skip("skipped: the plan lets the server refuse the update")
 		}
 		fs := []faults.Fault{
+			{Step: 2, Place: faults.Inside, Kind: faults.Reset},
 			{Step: 3, Place: faults.Before, Kind: faults.Reset},
 			{Step: 3, Place: faults.Inside, Kind: faults.Timeout},
 		}

@@ -48,8 +48,15 @@ import (
 // then, for one round trip, readers may see the oversized document; and if
 // a concurrent writer changes it within that round trip, it is not put
 // back (that write would be lost) and the error says that the update
-// stays. The put-back runs even after ctx has ended, for at most 30
-// seconds: it undoes a write that must not stay, as a rollback would.
+// stays. If the connection fails during the findAndModify, its result is
+// lost but the update may have landed: Update reads the document back
+// (one more find) and, if the update landed, puts the document back when
+// it passed 16 MiB, or succeeds when it did not; if not, it returns the
+// connection's error. The read-back and the put-back run even after ctx
+// has ended, for at most 30 seconds: they undo a write that must not
+// stay, as a rollback would. An update the server is still applying when
+// the read-back is answered (the caller's deadline passed first) escapes
+// that check.
 //
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
@@ -165,6 +172,8 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			continue // changed since the read
+		case err != nil && !refused(err):
+			return r.readBack(ctx, raw, rev, err)
 		case err != nil:
 			return err
 		case len(after) > patterns.MaxDocumentSize:
@@ -176,8 +185,9 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 }
 
 // undoTimeout bounds what Update sends after its findAndModify to keep a
-// document past 16 MiB from staying: the put-back. It runs even when the
-// caller's context has ended (a write that must not stay is undone, as a
+// document past 16 MiB from staying: the read-back of an update whose
+// reply was lost, and the put-back. Both run even when the caller's
+// context has ended (a write that must not stay is undone, as a
 // transaction would be rolled back), for at most this long.
 const undoTimeout = 30 * time.Second
 
@@ -198,6 +208,28 @@ func refused(err error) bool {
 	}
 	ce, ok := errors.AsType[mongo.CommandError](err)
 	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
+}
+
+// readBack handles the findAndModify of an update stamped with rev that
+// failed with cause and no answer from the server: the update may have
+// landed, and on this path what it stored may be past 16 MiB. It reads
+// the document back while it holds rev: absent, the update did not land
+// (or a later write replaced it) and cause is returned; present and
+// within 16 MiB, the update landed whole and Update succeeds; past 16 MiB,
+// the document before is put back, as after any oversized update.
+func (r *Repo[T]) readBack(ctx context.Context, before bson.Raw, rev bson.ObjectID, cause error) error {
+	uctx, cancel := undoContext(ctx)
+	defer cancel()
+	now, err := r.coll.FindOne(uctx, r.stampedFilter(before.Lookup("_id"), rev)).Raw()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return cause
+	case err != nil:
+		return fmt.Errorf("%w; reading the document back to check the size of what the update may have stored failed too: %v", cause, err)
+	case len(now) > patterns.MaxDocumentSize:
+		return r.restore(ctx, before, rev, len(now))
+	}
+	return nil
 }
 
 // restore puts back the document before that an update stamped with rev
