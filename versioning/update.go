@@ -72,6 +72,13 @@ import (
 // [patterns.FeatureArrayFilters]: on a server lacking them, Update returns
 // [patterns.ErrUnsupported] naming the feature, before sending anything
 // but the detection of the server (once per client).
+//
+// A failure of the connection, or the end of ctx, at any step leaves the
+// update applied whole or not at all, never to an old shape (the document
+// may have been migrated), and returns that error, which claims neither
+// outcome. Update is safe to retry: the retry applies the update again,
+// so an update that is not idempotent ($inc) counts twice if the failed
+// call's had landed.
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Update", err)
