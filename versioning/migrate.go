@@ -223,13 +223,15 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 				res.Migrated++
 			case err == nil:
 				res.Skipped++
-			case ctx.Err() != nil || mongo.IsNetworkError(err) || mongo.IsTimeout(err):
-				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
-			default:
+			case refused(err):
 				// The server refused this one document (FerretDB 1.x
 				// reports a unique-index violation as a command error,
 				// not a write error).
 				res.Failed = append(res.Failed, Failure{ID: idOf(old), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(err))})
+			default:
+				// The connection, the context, the driver's pool: nothing
+				// about this document, and the next write would meet it too.
+				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
 			}
 		}
 		return nil

@@ -204,19 +204,6 @@ func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
 }
 
-// refused reports whether the server answered a write with an error, so
-// that the write applied nothing: a write error, or a command error
-// carrying the server's code. A network error, a timeout on the client's
-// side, an ended context or a write concern error (reported after the
-// write applied) leave the outcome unknown.
-func refused(err error) bool {
-	if we, ok := errors.AsType[mongo.WriteException](err); ok {
-		return we.WriteConcernError == nil && len(we.WriteErrors) > 0
-	}
-	ce, ok := errors.AsType[mongo.CommandError](err)
-	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
-}
-
 // readBack handles the findAndModify of an update stamped with rev that
 // failed with cause and no answer from the server: the update may have
 // landed, and on this path what it stored may be past 16 MiB. It reads
