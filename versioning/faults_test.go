@@ -259,6 +259,18 @@ func TestFaultsGetOldDocument(t *testing.T) {
 	})
 }
 
+// threeOld are the old documents of the Find and MigrateAll fault tests,
+// as stored (versions 1, 2 and 1), and threeOldWant what they migrate to.
+func threeOld() []bson.D {
+	return []bson.D{adaV1(), oldV2("b", "Alan Turing", "alan@example.com", 3), oldV1("c", "Grace Hopper", "grace@example.com", 5)}
+}
+
+var threeOldWant = map[string]TracedUser{
+	"a": adaWant,
+	"b": migratedUser("b", "Alan", "Turing", "alan@example.com", 3, "2>3"),
+	"c": migratedUser("c", "Grace", "Hopper", "grace@example.com", 5, "1>2", "2>3"),
+}
+
 // found is what a call of Find yielded: the documents and the errors.
 type found struct {
 	docs []TracedUser
@@ -272,15 +284,11 @@ type found struct {
 func TestFaultsFindOldDocuments(t *testing.T) {
 	t.Parallel() // the stalls of the fault tests wait side by side
 	p := faults.New(t)
-	want := map[string]TracedUser{
-		"a": adaWant,
-		"b": migratedUser("b", "Alan", "Turing", "alan@example.com", 3, "2>3"),
-		"c": migratedUser("c", "Grace", "Hopper", "grace@example.com", 5, "1>2", "2>3"),
-	}
+	want := threeOldWant
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		faults.Run(t, p, faults.Case[*calls[found]]{
 			Prepare: func(t *testing.T, db *mongo.Database) *calls[found] {
-				seedRaw(t, db, adaV1(), oldV2("b", "Alan Turing", "alan@example.com", 3), oldV1("c", "Grace Hopper", "grace@example.com", 5))
+				seedRaw(t, db, threeOld()...)
 				return &calls[found]{}
 			},
 			Op: func(ctx context.Context, db *mongo.Database, c *calls[found]) error {
@@ -549,11 +557,7 @@ type migrated struct {
 func TestFaultsMigrateAll(t *testing.T) {
 	t.Parallel() // the stalls of the fault tests wait side by side
 	p := faults.New(t)
-	want := map[string]TracedUser{
-		"a": adaWant,
-		"b": migratedUser("b", "Alan", "Turing", "alan@example.com", 3, "2>3"),
-		"c": migratedUser("c", "Grace", "Hopper", "grace@example.com", 5, "1>2", "2>3"),
-	}
+	want := threeOldWant
 	const batch = 2
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		op := func(ctx context.Context, db *mongo.Database, c *migrated) error {
@@ -566,8 +570,7 @@ func TestFaultsMigrateAll(t *testing.T) {
 		}
 		faults.Run(t, p, faults.Case[*migrated]{
 			Prepare: func(t *testing.T, db *mongo.Database) *migrated {
-				seeded := seedRaw(t, db, adaV1(), oldV2("b", "Alan Turing", "alan@example.com", 3), oldV1("c", "Grace Hopper", "grace@example.com", 5),
-					currentV3("d", "Barbara", "Liskov", 4), newerV4("e"))
+				seeded := seedRaw(t, db, append(threeOld(), currentV3("d", "Barbara", "Liskov", 4), newerV4("e"))...)
 				return &migrated{untouched: seeded[3:]}
 			},
 			Op: op,
