@@ -62,12 +62,25 @@ func (s schema) notNewerFilter(id any) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: int32(s.current)}}}}}}
 }
 
-// restoreFilter matches the document id while it still holds the
-// revision rev that Update's findAndModify stamped: the guard of putting
-// back the document an oversized update replaced, so that a later write
-// is never undone.
-func (s schema) restoreFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
+// stampedFilter matches the document id while it holds the revision rev
+// that Update's findAndModify stamped: the read-back of an update whose
+// reply was lost, which tells whether it landed.
+func (s schema) stampedFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: s.revField, Value: bson.D{{Key: "$eq", Value: rev}}}}
+}
+
+// restoreFilter is the guard of putting back the document before, read
+// by Update, that an oversized update stamped with rev replaced: it
+// matches the document while it holds rev, so that a later write is
+// never undone, or before's own revision, so that the put-back can be
+// sent again after its reply was lost (it then rewrites what it already
+// put back). A document read without a revision is matched on rev only.
+func (s schema) restoreFilter(before bson.Raw, rev bson.ObjectID) bson.D {
+	f := s.stampedFilter(before.Lookup("_id"), rev)
+	if prev, err := before.LookupErr(s.revField); err == nil {
+		f[1].Value = bson.D{{Key: "$in", Value: bson.A{rev, prev}}}
+	}
+	return f
 }
 
 // scanFilter matches every document MigrateAll must look at: below the

@@ -59,7 +59,13 @@ func TestFiltersArePinned(t *testing.T) {
 
 	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, users.currentFilter("u1")))
 	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
-	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1).Lookup("_id"), rev)))
+	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.stampedFilter(mustRaw(t, v1).Lookup("_id"), rev)))
+	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1), rev)),
+		"a document read without a revision is put back while it holds the update's")
+	prev := bson.NewObjectID()
+	require.Equal(t, `{"_id":"u1","_rev":{"$in":[`+oid+`,{"$oid":"`+prev.Hex()+`"}]}}`,
+		ejson(t, users.restoreFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "_rev", Value: prev}}), rev)),
+		"or while it holds its own revision again: the put-back already landed")
 	require.Equal(t, `{"schemaVersion":{"$not":{"$gte":3}}}`, ejson(t, users.scanFilter()))
 	require.Equal(t, `[{"$group":{"_id":"$schemaVersion","n":{"$sum":1}}}]`, ejsonValue(t, users.statsPipeline()))
 	require.Equal(t, `{"schemaVersion":1}`, ejson(t, users.versionIndex()))

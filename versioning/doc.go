@@ -79,6 +79,18 @@
 //
 //	versioning: Get: document "ada" of users: stored at version 4, this code knows up to 3: document schema is newer than this code knows
 //
+// A failure of the connection, or the end of the context, at any step of
+// an operation returns that error (a network error, a timeout), never
+// one that claims an outcome ([patterns.ErrNotFound], [ErrNewerSchema],
+// [patterns.ErrConflict]), and never a nil error over part of the work.
+// Each document stays whole: as it was, or migrated with each step applied
+// once, or updated whole; never an update applied to an old shape. Every
+// operation is safe to retry after such a failure at any step: Get, Find
+// and MigrateAll migrate what is left; a write whose reply was lost may
+// have landed, and its retry meets it: Replace replaces again, Insert
+// reports a duplicate _id, Delete [patterns.ErrNotFound], and Update
+// applies its update once more (see [Repo.Update]).
+//
 // # Servers
 //
 // A repository decides once, from the server's features, how it uses the

@@ -97,20 +97,26 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // cost, not MongoDB's.
 //
 // It is resumable: documents migrated stay migrated, so after a
-// cancellation or an error, running it again migrates the rest. Several
-// runs may overlap (two instances of a service): each document is written
-// by one of them, the others count it skipped. Readers meanwhile see
-// documents before or after their migration, each complete; Get migrates
-// on the fly the ones not reached yet. On FerretDB 1.x, these promises
-// about concurrent runs and writers hold for one client with one
-// connection: see [patterns.FeatureConcurrentUpdates].
+// cancellation or an error (the connection failing at any step: the
+// count, the scan, a write), running it again migrates the rest, each
+// document once. Several runs may overlap (two instances of a service):
+// each document is written by one of them, the others count it skipped.
+// Readers meanwhile see documents before or after their migration, each
+// complete; Get migrates on the fly the ones not reached yet. On FerretDB
+// 1.x, these promises about concurrent runs and writers hold for one
+// client with one connection: see [patterns.FeatureConcurrentUpdates].
 //
 // Documents newer than Config.Current are left alone. Create the index
 // from [Repo.Indexes] first, or the scan reads the whole collection.
 //
-// The result counts the batches completed. The error is nil only when the
-// scan finished and no document failed: it is [patterns.ErrInvalid] for
-// bad options, the context's or the server's error if the run stopped,
+// The result counts what the run did until it stopped. A write whose
+// reply was lost when the connection failed (one replaceOne, or one
+// batch's bulk write) is not counted, though it may have landed, and the
+// next run does not count it either: it is no longer old. A failure of
+// the connection is not a document's failure: it stops the run and lists
+// nothing in Failed. The error is nil only when the scan finished and no
+// document failed: it is [patterns.ErrInvalid] for bad options, the
+// context's, the connection's or the server's error if the run stopped,
 // and wraps [ErrMigration] when documents failed (listed in the result)
 // or MaxFailures was reached.
 func (r *Repo[T]) MigrateAll(ctx context.Context, opts MigrateOptions) (MigrateResult, error) {
@@ -217,13 +223,15 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 				res.Migrated++
 			case err == nil:
 				res.Skipped++
-			case ctx.Err() != nil || mongo.IsNetworkError(err) || mongo.IsTimeout(err):
-				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
-			default:
+			case refused(err):
 				// The server refused this one document (FerretDB 1.x
 				// reports a unique-index violation as a command error,
 				// not a write error).
 				res.Failed = append(res.Failed, Failure{ID: idOf(old), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(err))})
+			default:
+				// The connection, the context, the driver's pool: nothing
+				// about this document, and the next write would meet it too.
+				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
 			}
 		}
 		return nil

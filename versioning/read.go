@@ -26,7 +26,9 @@ import (
 // last document it read, migrated, without storing it. Concurrent readers
 // of one old document may each migrate it; one write-back wins and the
 // others re-read the winner's document. Get needs no optional feature of
-// the server.
+// the server. A failure of the connection at the write-back is Get's
+// error (the document is stored as it was, or migrated); Get is safe to
+// retry.
 //
 // Errors: [patterns.ErrInvalid] for a bad id, [patterns.ErrNotFound],
 // [ErrNewerSchema] for a document newer than Config.Current, and
@@ -67,7 +69,9 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 //
 // A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
 // failed write-back) is yielded as an error and iteration goes on if the
-// loop continues; an error of the cursor ends it.
+// loop continues; an error of the cursor ends it. After a failure of the
+// connection, Find is safe to run again: documents written back stay
+// migrated, the others are migrated then.
 func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
 	if filter == nil {
 		filter = bson.D{}

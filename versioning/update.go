@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -42,11 +43,20 @@ import (
 // guarded on the revision it read, which returns the result; two commands
 // for a current document, three for an older one (find, write-back,
 // findAndModify). If the result passes 16 MiB, Update puts the document it
-// read back (a replaceOne guarded on the revision its update stamped) and
-// returns [patterns.ErrTooLarge]. Until then, for one round trip, readers
-// may see the oversized document; and if a concurrent writer changes it
-// within that round trip, it is not put back (that write would be lost)
-// and the error says that the update stays.
+// read back (a replaceOne guarded on the revision its update stamped, sent
+// again if its reply is lost) and returns [patterns.ErrTooLarge]. Until
+// then, for one round trip, readers may see the oversized document; and if
+// a concurrent writer changes it within that round trip, it is not put
+// back (that write would be lost) and the error says that the update
+// stays. If the connection fails during the findAndModify, its result is
+// lost but the update may have landed: Update reads the document back
+// (one more find) and, if the update landed, puts the document back when
+// it passed 16 MiB, or succeeds when it did not; if not, it returns the
+// connection's error. The read-back and the put-back run even after ctx
+// has ended, for at most 30 seconds: they undo a write that must not
+// stay, as a rollback would. An update the server is still applying when
+// the read-back is answered (the caller's deadline passed first) escapes
+// that check.
 //
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
@@ -62,6 +72,13 @@ import (
 // [patterns.FeatureArrayFilters]: on a server lacking them, Update returns
 // [patterns.ErrUnsupported] naming the feature, before sending anything
 // but the detection of the server (once per client).
+//
+// A failure of the connection, or the end of ctx, at any step leaves the
+// update applied whole or not at all, never to an old shape (the document
+// may have been migrated), and returns that error, which claims neither
+// outcome. Update is safe to retry: the retry applies the update again,
+// so an update that is not idempotent ($inc) counts twice if the failed
+// call's had landed.
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Update", err)
@@ -162,6 +179,8 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			continue // changed since the read
+		case err != nil && !refused(err):
+			return r.readBack(ctx, raw, rev, err)
 		case err != nil:
 			return err
 		case len(after) > patterns.MaxDocumentSize:
@@ -172,15 +191,75 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 	return conflict()
 }
 
+// undoTimeout bounds what Update sends after its findAndModify to keep a
+// document past 16 MiB from staying: the read-back of an update whose
+// reply was lost, and the put-back. Both run even when the caller's
+// context has ended (a write that must not stay is undone, as a
+// transaction would be rolled back), for at most this long.
+const undoTimeout = 30 * time.Second
+
+// undoContext returns the context of the undo: ctx's values, without its
+// cancellation, and a deadline undoTimeout away.
+func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+}
+
+// readBack handles the findAndModify of an update stamped with rev that
+// failed with cause and no answer from the server: the update may have
+// landed, and on this path what it stored may be past 16 MiB. It reads
+// the document back while it holds rev: absent, the update did not land
+// (or a later write replaced it) and cause is returned; present and
+// within 16 MiB, the update landed whole and Update succeeds; past 16 MiB,
+// the document before is put back, as after any oversized update.
+func (r *Repo[T]) readBack(ctx context.Context, before bson.Raw, rev bson.ObjectID, cause error) error {
+	uctx, cancel := undoContext(ctx)
+	defer cancel()
+	now, err := r.coll.FindOne(uctx, r.stampedFilter(before.Lookup("_id"), rev)).Raw()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return cause
+	case err != nil:
+		return fmt.Errorf("%w; reading the document back to check the size of what the update may have stored failed too: %v", cause, err)
+	case len(now) > patterns.MaxDocumentSize:
+		return r.restore(ctx, before, rev, len(now))
+	}
+	return nil
+}
+
 // restore puts back the document before that an update stamped with rev
 // replaced with one of size bytes, over 16 MiB, unless a write changed it
-// since, and returns the error Update reports.
+// since, and returns the error Update reports. A put-back whose reply is
+// lost is sent again (its guard makes that safe), up to maxAttempts times.
 func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectID, size int) error {
-	restored, err := r.replaceOne(ctx, r.restoreFilter(before.Lookup("_id"), rev), before)
+	ctx, cancel := undoContext(ctx)
+	defer cancel()
+	filter := r.restoreFilter(before, rev)
+	_, noRev := before.LookupErr(r.revField)
+	var (
+		restored bool
+		err      error
+		lost     bool // a put-back was sent whose outcome is unknown
+	)
+	for range maxAttempts {
+		if restored, err = r.replaceOne(ctx, filter, before); err == nil || refused(err) || ctx.Err() != nil {
+			break
+		}
+		lost = true
+	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update stays: %w: %w",
-			size, patterns.MaxDocumentSize, srverr.Classify(err), patterns.ErrTooLarge)
+		stays := "may stay" // the last put-back's outcome is unknown
+		if refused(err) {
+			stays = "stays"
+		}
+		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update %s: %w: %w",
+			size, patterns.MaxDocumentSize, stays, srverr.Classify(err), patterns.ErrTooLarge)
+	case !restored && lost && noRev != nil:
+		// The put-back may have landed before the reply was lost: without
+		// a revision of its own, the document put back cannot be told
+		// from a later write.
+		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and the reply to putting the previous document back was lost, so the update may stay",
+			size, patterns.MaxDocumentSize)
 	case !restored:
 		return errs.TooLarge("%d bytes after the update, over the %d-byte limit, and a concurrent write changed the document before the previous one was put back, so the update stays",
 			size, patterns.MaxDocumentSize)

@@ -18,7 +18,10 @@ import (
 // nothing). A duplicate _id is the server's error, as returned by the
 // driver. A document larger than 16 MiB is refused with
 // [patterns.ErrTooLarge] before anything is sent, on every server (FerretDB
-// 1.x would store it).
+// 1.x would store it). After a failure of the connection the document may
+// be stored: a retry with the same _id then reports the duplicate, while
+// a value without an _id gets a new one at each call and may be stored
+// twice. Give v an _id to make Insert safe to retry.
 func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 	doc, err := r.encode(v)
 	if err != nil {
@@ -43,7 +46,9 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 // is retried (up to 4 times, then [patterns.ErrConflict]). The guarded
 // replaceOne is also sent again after a transient failure (FerretDB 2.x's
 // deadlock). A document larger than 16 MiB is refused with
-// [patterns.ErrTooLarge] before anything is sent, on every server.
+// [patterns.ErrTooLarge] before anything is sent, on every server. A
+// failure of the connection leaves the document replaced or not, and
+// Replace is safe to retry: the retry replaces it again.
 func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Replace", err)
@@ -68,7 +73,8 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 
 // Delete deletes the document id, whatever its version. One command
 // (delete), sent again after a transient failure; [patterns.ErrNotFound]
-// when there is none.
+// when there is none, as for the retry of a Delete whose reply was lost
+// when the connection failed (the document was deleted).
 func (r *Repo[T]) Delete(ctx context.Context, id any) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Delete", err)
