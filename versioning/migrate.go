@@ -223,7 +223,7 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 				res.Migrated++
 			case err == nil:
 				res.Skipped++
-			case refused(err):
+			case srverr.Refused(err):
 				// The server refused this one document (FerretDB 1.x
 				// reports a unique-index violation as a command error,
 				// not a write error).

@@ -172,16 +172,3 @@ func (r *Repo[T]) replaceOne(ctx context.Context, filter bson.D, doc bson.Raw) (
 	}
 	return res.MatchedCount == 1, nil
 }
-
-// refused reports whether the server answered a write with an error, so
-// that the write applied nothing: a write error, or a command error
-// carrying the server's code. A network error, a timeout on the client's
-// side, an ended context or a write concern error (reported after the
-// write applied) leave the outcome unknown.
-func refused(err error) bool {
-	if we, ok := errors.AsType[mongo.WriteException](err); ok {
-		return we.WriteConcernError == nil && len(we.WriteErrors) > 0
-	}
-	ce, ok := errors.AsType[mongo.CommandError](err)
-	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
-}

@@ -179,7 +179,7 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			continue // changed since the read
-		case err != nil && !refused(err):
+		case err != nil && !srverr.Refused(err):
 			return r.readBack(ctx, raw, rev, err)
 		case err != nil:
 			return err
@@ -241,7 +241,7 @@ func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectI
 		lost     bool // a put-back was sent whose outcome is unknown
 	)
 	for range maxAttempts {
-		if restored, err = r.replaceOne(ctx, filter, before); err == nil || refused(err) || ctx.Err() != nil {
+		if restored, err = r.replaceOne(ctx, filter, before); err == nil || srverr.Refused(err) || ctx.Err() != nil {
 			break
 		}
 		lost = true
@@ -249,7 +249,7 @@ func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectI
 	switch {
 	case err != nil:
 		stays := "may stay" // the last put-back's outcome is unknown
-		if refused(err) {
+		if srverr.Refused(err) {
 			stays = "stays"
 		}
 		return fmt.Errorf("%d bytes after the update, over the %d-byte limit, and putting the previous document back failed, so the update %s: %w: %w",

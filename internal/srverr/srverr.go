@@ -123,3 +123,16 @@ func Retry(ctx context.Context, write func() error) error {
 		backoff *= 2
 	}
 }
+
+// Refused reports whether the server answered a write with an error, so
+// that the write applied nothing: a write error, or a command error
+// carrying the server's code. A network error, a timeout on the client's
+// side, an ended context or a write concern error (reported after the
+// write applied) leave the outcome unknown: Refused is false for them.
+func Refused(err error) bool {
+	if we, ok := errors.AsType[mongo.WriteException](err); ok {
+		return we.WriteConcernError == nil && len(we.WriteErrors) > 0
+	}
+	ce, ok := errors.AsType[mongo.CommandError](err)
+	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
+}

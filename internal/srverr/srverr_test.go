@@ -99,3 +99,11 @@ func TestRetry(t *testing.T) {
 	require.True(t, srverr.Transient(err), "the last server error is kept")
 	require.Less(t, time.Since(start), time.Second)
 }
+
+func TestRefused(t *testing.T) {
+	require.True(t, srverr.Refused(duplicate), "a write error applied nothing")
+	require.True(t, srverr.Refused(deadlock), "a command error with a code")
+	require.False(t, srverr.Refused(context.DeadlineExceeded), "a timeout leaves the outcome unknown")
+	require.False(t, srverr.Refused(mongo.CommandError{Code: 6, Labels: []string{"NetworkError"}}), "a network error")
+	require.False(t, srverr.Refused(mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Code: 64}}), "a write concern error comes after the write")
+}
