@@ -468,3 +468,97 @@ func TestFaultsDelete(t *testing.T) {
 		})
 	})
 }
+
+// readFix is the state of one read fault case: what the last attempt
+// returned.
+type readFix struct {
+	t     *testing.T
+	db    *mongo.Database
+	items []string
+	n     int
+	err   error
+}
+
+// TestFaultsReads breaks Get, Items and Count of an overflowed parent at
+// every step: each returns an error (Items after a prefix of the items, in
+// order) or the complete, ordered result, and writes nothing. The parent's
+// tail hint is stale, as a Get sees it when appenders open documents
+// between its two reads, so that Get's overflow find needs a getMore; Items
+// reads two overflow documents per round trip.
+func TestFaultsReads(t *testing.T) {
+	t.Parallel()
+	cfg, _ := small().normalize()
+	cfg.BatchSize = 2
+	s := seededOverflow
+	s.overflow = append(s.overflow[:1:1], comments("c", 5, 7), comments("c", 7, 8))
+	stale := int64(0)
+	s.staleTail = &stale
+	want := s.ids()
+	reads := []struct {
+		name string
+		op   func(ctx context.Context, r *Repo[post, comment], f *readFix)
+		// failed checks what a failed attempt returned besides its error.
+		failed func(t *testing.T, f *readFix)
+	}{
+		{"Get", func(ctx context.Context, r *Repo[post, comment], f *readFix) {
+			var items []comment
+			_, items, f.err = r.Get(ctx, faultParent)
+			f.items = idsOf(items)
+			if items == nil {
+				f.items = nil
+			}
+		}, func(t *testing.T, f *readFix) {
+			require.Nil(t, f.items, "a failed Get returns no items")
+		}},
+		{"Items", func(ctx context.Context, r *Repo[post, comment], f *readFix) {
+			f.items, f.err = nil, nil
+			for c, err := range r.Items(ctx, faultParent) {
+				if f.err != nil {
+					f.t.Errorf("Items yielded after its error: %v, %v", c, err)
+				}
+				if err != nil {
+					f.err = err
+					continue
+				}
+				f.items = append(f.items, c.ID)
+			}
+		}, func(t *testing.T, f *readFix) {
+			require.LessOrEqual(t, len(f.items), len(want))
+			require.Equal(t, want[:len(f.items)], append([]string{}, f.items...), "a failed Items yielded a prefix of the items, in order")
+		}},
+		{"Count", func(ctx context.Context, r *Repo[post, comment], f *readFix) {
+			f.n, f.err = r.Count(ctx, faultParent)
+		}, func(t *testing.T, f *readFix) {
+			require.Zero(t, f.n, "a failed Count returns 0")
+		}},
+	}
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
+		concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, p *faults.Proxy, i int) {
+			read := reads[i]
+			op := func(ctx context.Context, db *mongo.Database, f *readFix) error {
+				read.op(ctx, repoOn(db, cfg, plan), f)
+				return f.err
+			}
+			faults.Run(t, p, faults.Case[*readFix]{
+				Prepare: func(t *testing.T, db *mongo.Database) *readFix {
+					seed(t, db, cfg, s)
+					return &readFix{t: t, db: db}
+				},
+				Op: op,
+				Retry: func(ctx context.Context, db *mongo.Database, f *readFix) error {
+					sawFault(f.t, read.name, f.err)
+					read.failed(f.t, f)
+					return op(ctx, db, f)
+				},
+				Check: func(t *testing.T, _ *mongo.Database, f *readFix) {
+					if read.name == "Count" {
+						require.Equal(t, len(want), f.n)
+					} else {
+						require.Equal(t, want, f.items, "every item, in append order")
+					}
+					require.Equal(t, want, readLayout(t, f.db, cfg).ids(), "a read writes nothing")
+				},
+			})
+		})
+	})
+}
