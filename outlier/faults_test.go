@@ -321,24 +321,24 @@ var appendFaultCases = []struct {
 func TestFaultsAppend(t *testing.T) {
 	t.Parallel()
 	appendPlans(t, func(t *testing.T, plan Plan) {
-		concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, p *faults.Proxy, i int) {
+		concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 			c := appendFaultCases[i]
-			faults.Run(t, p, appendCase(small(), plan, c.s, c.add))
+			faults.Run(t, faults.New(t), appendCase(small(), plan, c.s, c.add))
 		})
 	})
 }
 
-// concurrently runs run(t, p, i) for i from 0 to n-1, as subtests named
-// name(i), all at once, each with a proxy of its own, and returns when
-// all have ended. A fault case spends most of its time waiting (a stall
-// lasts faults.StallDeadline): side by side, the cases overlap their
+// concurrently runs run(t, i) for i from 0 to n-1, as subtests named
+// name(i), all at once, and returns when all have ended. A fault case
+// spends most of its time waiting (a stall lasts faults.StallDeadline):
+// side by side, each through a proxy of its own, the cases overlap their
 // waits. (t.Run may be called from several goroutines; t.Parallel would
 // run no more than -parallel, the number of cores, at a time.)
-func concurrently(t *testing.T, n int, name func(i int) string, run func(t *testing.T, p *faults.Proxy, i int)) {
+func concurrently(t *testing.T, n int, name func(i int) string, run func(t *testing.T, i int)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { t.Run(name(i), func(t *testing.T) { run(t, faults.New(t), i) }) })
+		wg.Go(func() { t.Run(name(i), func(t *testing.T) { run(t, i) }) })
 	}
 	wg.Wait()
 }
@@ -366,8 +366,8 @@ func TestFaultsRemove(t *testing.T) {
 	cfg, _ := small().normalize()
 	ids := []string{"c01", "c04"} // in the parent, in overflow document 0
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
-		concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, p *faults.Proxy, i int) {
-			faults.Run(t, p, removeCase(cfg, plan, ids[i]))
+		concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, i int) {
+			faults.Run(t, faults.New(t), removeCase(cfg, plan, ids[i]))
 		})
 	})
 }
@@ -533,13 +533,13 @@ func TestFaultsReads(t *testing.T) {
 		}},
 	}
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
-		concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, p *faults.Proxy, i int) {
+		concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, i int) {
 			read := reads[i]
 			op := func(ctx context.Context, db *mongo.Database, f *readFix) error {
 				read.op(ctx, repoOn(db, cfg, plan), f)
 				return f.err
 			}
-			faults.Run(t, p, faults.Case[*readFix]{
+			faults.Run(t, faults.New(t), faults.Case[*readFix]{
 				Prepare: func(t *testing.T, db *mongo.Database) *readFix {
 					seed(t, db, cfg, s)
 					return &readFix{t: t, db: db}
