@@ -320,7 +320,7 @@ var appendFaultCases = []struct {
 // (appendPlans: the optimistic push of the native plan runs here too).
 func TestFaultsAppend(t *testing.T) {
 	t.Parallel()
-	appendPlans(t, func(t *testing.T, plan Plan) {
+	appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
 		concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 			c := appendFaultCases[i]
 			faults.Run(t, faults.New(t), appendCase(small(), plan, c.s, c.add))

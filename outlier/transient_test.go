@@ -262,7 +262,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 	require.True(t, srverr.Transient(mongo.CommandError{Code: deadlockCode}), "the forged error is the transient one")
 	cfg, _ := small().normalize()
 	t.Run("Append", func(t *testing.T) {
-		appendPlans(t, func(t *testing.T, plan Plan) {
+		appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
 			concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 				c := appendFaultCases[i]
 				runTransient(t, newTransientProxy(t), appendCase(cfg, plan, c.s, c.add))
