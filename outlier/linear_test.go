@@ -16,8 +16,9 @@ import (
 )
 
 // The history test: several goroutines Append to one parent through one
-// repository while others Get it, and the recorded history is checked
-// against a model of what Append and Get promise (porcupine, through
+// repository while others Get it (or Count it, or range over Items, whose
+// promises are Get's), and the recorded history is checked against a
+// model of what Append and Get promise (porcupine, through
 // internal/linear). The promise is weaker than linearizable, and the model
 // encodes exactly it: Get reads the parent, then the overflow, so it may
 // miss an item pushed into the parent after its first read while it sees
@@ -30,8 +31,9 @@ import (
 // historyAppend is the input of an Append: items [from, to) of a writer.
 type historyAppend struct{ writer, from, to int }
 
-// historyGet is the input of a Get; its output is a historyItems.
-type historyGet struct{}
+// historyGet is the input of a Get, or of a range over Items (stream
+// set), whose promise is the same; its output is a historyItems.
+type historyGet struct{ stream bool }
 
 // historyCount is the input of a Count, and its output.
 type historyCount struct {
@@ -108,11 +110,14 @@ func historyModel(writers, each int) porcupine.Model {
 			if out, ok := output.(historyCount); ok {
 				return fmt.Sprintf("Count() -> %d, %v", out.n, out.err)
 			}
-			out := output.(historyItems)
-			if out.err != nil {
-				return fmt.Sprintf("Get() -> %v", out.err)
+			op, out := "Get", output.(historyItems)
+			if input.(historyGet).stream {
+				op = "Items"
 			}
-			return fmt.Sprintf("Get() -> %v", out.items)
+			if out.err != nil {
+				return fmt.Sprintf("%s() -> %v", op, out.err)
+			}
+			return fmt.Sprintf("%s() -> %v", op, out.items)
 		},
 		DescribeState: func(state any) string {
 			return fmt.Sprintf("%d items", bits.OnesCount64(state.(uint64)))
@@ -124,29 +129,33 @@ func historyModel(writers, each int) porcupine.Model {
 // commands were all sent and answered within it.
 type span struct{ start, end time.Time }
 
-// historyRead is a Get or a Count as recorded, with its span.
+// historyRead is a Get, a Count or a range over Items as recorded, with
+// its span.
 type historyRead struct {
 	span
 	count bool
-	out   historyItems // a Get's
+	out   historyItems // a Get's or Items'
 	n     historyCount // a Count's
 }
 
 // TestAppendHistory records writers appending (alternately one and two
-// items per call) to one parent through one repository while readers Get
-// and Count it, and checks the history with historyModel; and, what the
-// model cannot see, that no read returns an item whose Append began after
-// the read ended (for Count, no more items than the Appends begun), and
-// that in every Get the items of an Append that ended before another began
-// come before the other's ("items appended after an Append returned come
-// after its items"). N=3 and M=2, so that the items cross the parent and
-// many overflow documents.
+// items per call) to one parent through one repository while readers Get,
+// Count and range over Items (one overflow document per round trip), and
+// checks the history with historyModel; and, what the model cannot see,
+// that no read returns an item whose Append began after the read ended
+// (for Count, no more items than the Appends begun), and that in every Get
+// and Items the items of an Append that ended before another began come
+// before the other's ("items appended after an Append returned come after
+// its items"). N=3 and M=2, so that the items cross the parent and many
+// overflow documents.
 func TestAppendHistory(t *testing.T) {
 	const writers, readers, maxReads = 3, 2, 40 // maxReads per reader keeps the history small
 	each := mongotest.Scale(16, 8)
 	appendPlans(t, func(t *testing.T, p Plan) {
 		ctx := context.Background()
-		r, _ := newPost(t, small(), p)
+		cfg := small()
+		cfg.BatchSize = 1 // Items reads the overflow document by document
+		r, _ := newPost(t, cfg, p)
 		index := func(id string) int {
 			var w, i int
 			if _, err := fmt.Sscanf(id, "w%d-%d", &w, &i); err != nil || w < 0 || w >= writers || i < 0 || i >= each {
@@ -158,16 +167,31 @@ func TestAppendHistory(t *testing.T) {
 		var mu sync.Mutex
 		appends := make([]span, writers*each) // by the index of each item
 		var reads []historyRead
-		read := func(client int, count bool) historyRead {
-			rd := historyRead{count: count}
-			if count {
+		// read runs a Get (kind 0), a Count (1) or a range over Items (2).
+		read := func(client, kind int) historyRead {
+			rd := historyRead{count: kind == 1}
+			switch kind {
+			case 1:
 				h.Do(client, historyCount{}, func() any {
 					rd.start = time.Now()
 					rd.n.n, rd.n.err = r.Count(ctx, 1)
 					rd.end = time.Now()
 					return rd.n
 				})
-			} else {
+			case 2:
+				h.Do(client, historyGet{stream: true}, func() any {
+					rd.start = time.Now()
+					for c, err := range r.Items(ctx, 1) {
+						if err != nil {
+							rd.out.err = err
+							break
+						}
+						rd.out.items = append(rd.out.items, index(c.ID))
+					}
+					rd.end = time.Now()
+					return rd.out
+				})
+			default:
 				h.Do(client, historyGet{}, func() any {
 					rd.start = time.Now()
 					_, items, err := r.Get(ctx, 1)
@@ -216,7 +240,7 @@ func TestAppendHistory(t *testing.T) {
 					case <-done:
 						return
 					default:
-						read(writers+c, i%2 == 1)
+						read(writers+c, (i+c)%3)
 					}
 				}
 			})
@@ -224,8 +248,9 @@ func TestAppendHistory(t *testing.T) {
 		writing.Wait()
 		close(done)
 		wg.Wait()
-		require.Len(t, read(writers, false).out.items, writers*each, "the final Get holds every item")
-		require.Equal(t, writers*each, read(writers, true).n.n, "the final Count counts every item")
+		require.Len(t, read(writers, 0).out.items, writers*each, "the final Get holds every item")
+		require.Equal(t, writers*each, read(writers, 1).n.n, "the final Count counts every item")
+		require.Len(t, read(writers, 2).out.items, writers*each, "the final Items yields every item")
 		t.Logf("%d reads, %d operations", len(reads), h.Len())
 
 		for _, rd := range reads {
