@@ -36,13 +36,15 @@ import (
 const faultParent = 1
 
 // layoutOf describes a parent and its overflow documents: the parent's
-// embedded items (its array null when nullArray is set, and the parent
-// then written without flag or tail hint, as by other means), its flag,
+// embedded items (its array null when nullArray is set, absent when
+// noArray is, and the parent then written without flag or tail hint, as
+// by other means), its flag,
 // and the items of each overflow document by seq. The tail hint is the
 // newest document's seq, or staleTail when it is set.
 type layoutOf struct {
 	embedded  []comment
 	nullArray bool
+	noArray   bool
 	flag      bool
 	overflow  [][]comment
 	staleTail *int64
@@ -64,9 +66,11 @@ func seed(t *testing.T, db *mongo.Database, cfg Config, s layoutOf) {
 	r := repoOn(db, cfg, PlanFor(mongotest.Portable()))
 	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
 	parent := bson.D{{Key: "_id", Value: faultParent}, {Key: "title", Value: "p"}}
-	if s.nullArray {
+	switch {
+	case s.noArray:
+	case s.nullArray:
 		parent = append(parent, bson.E{Key: r.cfg.Field, Value: nil})
-	} else {
+	default:
 		tail := int64(max(len(s.overflow)-1, 0))
 		if s.staleTail != nil {
 			tail = *s.staleTail
@@ -312,8 +316,9 @@ var appendFaultCases = []struct {
 	// Several items across the boundaries: two into the parent, two into
 	// document 0, one into document 1.
 	{"across", layoutOf{embedded: comments("c", 0, 1)}, comments("a", 0, 5)},
-	// A parent whose array is null gets one first.
+	// A parent whose array is null, or absent, gets one first.
 	{"null_array", layoutOf{nullArray: true}, comments("a", 0, 1)},
+	{"absent_array", layoutOf{noArray: true}, comments("a", 0, 1)},
 }
 
 // TestFaultsAppend breaks every Append case at every step, on every plan
