@@ -321,10 +321,22 @@ var appendFaultCases = []struct {
 	{"absent_array", layoutOf{noArray: true}, comments("a", 0, 1)},
 }
 
-// TestFaultsAppend breaks every Append case at every step, on every plan
-// (appendPlans: the optimistic push of the native plan runs here too).
-func TestFaultsAppend(t *testing.T) {
+// TestFaults breaks every multi-step operation of the repository at every
+// step: Append (faultsAppend), Remove (faultsRemove), Delete
+// (faultsDelete), Get, Items and Count (faultsReads), side by side, since
+// they spend most of their time waiting on stalls.
+func TestFaults(t *testing.T) {
 	t.Parallel()
+	groups := []struct {
+		name string
+		run  func(t *testing.T)
+	}{{"Append", faultsAppend}, {"Remove", faultsRemove}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+}
+
+// faultsAppend breaks every Append case at every step, on every plan
+// (appendPlans: the optimistic push of the native plan runs here too).
+func faultsAppend(t *testing.T) {
 	appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
 		concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 			c := appendFaultCases[i]
@@ -362,12 +374,11 @@ type removeFix struct {
 	err error
 }
 
-// TestFaultsRemove breaks Remove at every step, for an item in the parent
+// faultsRemove breaks Remove at every step, for an item in the parent
 // and one in an overflow document, on every plan. A Remove cut short after
 // its write applied is retried into patterns.ErrNotFound, which the retry
 // accepts only when the item is gone already.
-func TestFaultsRemove(t *testing.T) {
-	t.Parallel()
+func faultsRemove(t *testing.T) {
 	cfg, _ := small().normalize()
 	ids := []string{"c01", "c04"} // in the parent, in overflow document 0
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
@@ -425,12 +436,11 @@ func slicesDelete(ids []string, id string) []string {
 	return out
 }
 
-// TestFaultsDelete breaks Delete at each of its two steps (the parent,
+// faultsDelete breaks Delete at each of its two steps (the parent,
 // then its overflow documents). Between them a reader finds no parent;
 // the retry removes what is left and reports patterns.ErrNotFound, as the
 // godoc says, which it accepts only when the parent is gone already.
-func TestFaultsDelete(t *testing.T) {
-	t.Parallel()
+func faultsDelete(t *testing.T) {
 	p := faults.New(t)
 	cfg, _ := small().normalize()
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
@@ -484,14 +494,13 @@ type readFix struct {
 	err   error
 }
 
-// TestFaultsReads breaks Get, Items and Count of an overflowed parent at
+// faultsReads breaks Get, Items and Count of an overflowed parent at
 // every step: each returns an error (Items after a prefix of the items, in
 // order) or the complete, ordered result, and writes nothing. The parent's
 // tail hint is stale, as a Get sees it when appenders open documents
 // between its two reads, so that Get's overflow find needs a getMore; Items
 // reads two overflow documents per round trip.
-func TestFaultsReads(t *testing.T) {
-	t.Parallel()
+func faultsReads(t *testing.T) {
 	cfg, _ := small().normalize()
 	cfg.BatchSize = 2
 	s := seededOverflow

@@ -259,6 +259,7 @@ func runTransient[S any](t *testing.T, p *transientProxy, c faults.Case[S]) {
 // Remove, Delete and Insert, with FerretDB 2.x's transient deadlock, on
 // every plan: each operation succeeds, its effect whole.
 func TestTransientWritesSentAgain(t *testing.T) {
+	t.Parallel() // beside TestFaults
 	require.True(t, srverr.Transient(mongo.CommandError{Code: deadlockCode}), "the forged error is the transient one")
 	cfg, _ := small().normalize()
 	t.Run("Append", func(t *testing.T) {
