@@ -41,7 +41,9 @@ const maxMisses = 100
 //
 // Retry-safe by item id: items whose id is already in the parent or its
 // overflow documents are skipped, so calling Append again after a failure
-// (a timeout, a lost connection) stores each item once. Ids are compared
+// (a timeout, a lost connection) stores each item once. A failed Append
+// has stored the first of its items (none, some or all), in order, and no
+// others, and its error wraps the driver's. Ids are compared
 // as the server compares them (7, int64(7) and 7.0 are one id). The ids
 // must be distinct within a call. Two concurrent Appends of the same id
 // are not deduplicated across documents. Each write is also sent again

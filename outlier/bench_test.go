@@ -227,8 +227,8 @@ func seedOpenPosts(b *testing.B) *mongo.Database {
 // BenchmarkAppend appends one comment to an open post, moving to a new
 // post every 20 appends. The baseline is the same work written by hand:
 // where the server refuses documents past 16 MiB (the native plan), a
-// guarded $push, {_id, comments.49: {$exists: false}, comments._id:
-// {$nin: [id]}}; elsewhere (the portable plan) a read of the post, to
+// guarded $push, {_id, comments.49: {$exists: false}, $nor:
+// [{comments._id: {$in: [id]}}]}; elsewhere (the portable plan) a read of the post, to
 // check its size, then the $push guarded on the number of comments read.
 func BenchmarkAppend(b *testing.B) {
 	ctx := context.Background()
@@ -263,7 +263,7 @@ func BenchmarkAppend(b *testing.B) {
 				res, err := posts.UpdateOne(ctx, bson.D{
 					{Key: "_id", Value: i/perParent + 1},
 					{Key: "comments." + strconv.Itoa(at), Value: bson.D{{Key: "$exists", Value: false}}},
-					{Key: "comments._id", Value: bson.D{{Key: "$nin", Value: bson.A{c.ID}}}},
+					{Key: "$nor", Value: bson.A{bson.D{{Key: "comments._id", Value: bson.D{{Key: "$in", Value: bson.A{c.ID}}}}}}},
 				}, bson.D{{Key: "$push", Value: bson.D{{Key: "comments", Value: c}}}})
 				if err != nil || res.MatchedCount != 1 {
 					b.Fatal(res, err)

@@ -46,7 +46,11 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 // pushParentFilter matches the parent while it is open (flag not true),
 // has an array (not null or absent: $push fails on null), can take the k
 // items and holds none of them: the atomic guard of a push into the
-// parent. "Can take" is a count. With the server's size limit, at most
+// parent. "Holds none" is $nor of $in rather than $nin, which means the
+// same on MongoDB but which FerretDB 1.x reads, on the ids of an array of
+// documents, as "some element's id is not among them": there a retried
+// push, after one whose reply was lost, would store its items twice.
+// "Can take" is a count. With the server's size limit, at most
 // Cap-k items (no element at index Cap-k), whatever others pushed
 // meanwhile: the server refuses the push if it does not fit in bytes.
 // Without it, exactly the n items Append read and sized the push for (no
@@ -61,7 +65,7 @@ func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item)
 		{Key: r.cfg.FlagField, Value: neTrue},
 		{Key: r.cfg.Field, Value: neNull},
 		{Key: r.elementPath(at), Value: notExists},
-		{Key: r.idPath, Value: bson.D{{Key: "$nin", Value: ids(items)}}},
+		{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
 	}
 }
 

@@ -111,7 +111,7 @@ func TestCommandsPerPlan(t *testing.T) {
 				E("has_extra", bson.D{E("$ne", true)}),
 				E("comments", bson.D{E("$ne", nil)}),
 				E(at, bson.D{E("$exists", false)}),
-				E("comments.cid", bson.D{E("$nin", bson.A{a.id, b.id})}),
+				E("$nor", bson.A{bson.D{E("comments.cid", bson.D{E("$in", bson.A{a.id, b.id})})}}),
 			}, r.pushParentFilter(p, 7, 5, []item{a, b}))
 			if p.serverSizeLimit {
 				require.Equal(t, bson.D{E("has_extra", 1), E("extra_tail", 1), E("comments.cid", 1)}, r.stateProjection(p),

@@ -7,8 +7,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestConcurrentAppend is the acceptance test of the issue: 8 goroutines
@@ -164,5 +166,77 @@ func TestAppendersOfOneRepository(t *testing.T) {
 		n, err := r.Count(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, writers*each, n)
+	})
+}
+
+// TestRemoveLosesRace: another process removes the item between Remove's
+// finding it and its write. The write, guarded on the item being where it
+// was found, matches nothing: Remove reports patterns.ErrNotFound and
+// lowers no count a second time.
+func TestRemoveLosesRace(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		for _, id := range []string{"c01", "c04"} { // in the parent, in overflow document 0
+			t.Run(id, func(t *testing.T) {
+				ctx := context.Background()
+				r, db := newPost(t, small(), p)
+				require.NoError(t, r.Append(ctx, 1, comments("c", 0, 6)...))
+				other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), small())
+				require.NoError(t, err)
+				ForcePlan(other, p)
+				var once sync.Once
+				mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+					once.Do(func() { require.NoError(t, other.Remove(hook, 1, id)) })
+				})
+				require.ErrorIs(t, r.Remove(ctx, 1, id), patterns.ErrNotFound)
+
+				parent, docs := stored(t, r, 1)
+				got := embedded(t, parent)
+				for _, d := range docs {
+					require.Equal(t, len(d.Items), d.Count, "seq %d: the count was lowered once", d.Seq)
+					got = append(got, idsOf(d.Items)...)
+				}
+				want := idsOf(comments("c", 0, 6))
+				require.Equal(t, slicesDelete(want, id), got)
+			})
+		}
+	})
+}
+
+// TestDeleteDuringAppend: a Delete that runs between an Append's close of
+// the parent and its upsert of the overflow document leaves that document
+// behind, with no parent; readers find no parent, and Delete again
+// removes the document and reports patterns.ErrNotFound.
+func TestDeleteDuringAppend(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, db := newPost(t, small(), p)
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
+		other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), small())
+		require.NoError(t, err)
+		ForcePlan(other, p)
+		// The Append's updates: (with the server's size limit, a push that
+		// misses,) the close, the upsert.
+		upsert := 2
+		if p.serverSizeLimit {
+			upsert = 3
+		}
+		updates := 0
+		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+			if updates++; updates == upsert {
+				require.NoError(t, other.Delete(hook, 1))
+			}
+		})
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"}))
+		require.Equal(t, upsert, updates)
+
+		_, _, err = r.Get(ctx, 1)
+		require.ErrorIs(t, err, patterns.ErrNotFound)
+		left, err := r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, left, "the overflow document the Append wrote after the Delete")
+		require.ErrorIs(t, r.Delete(ctx, 1), patterns.ErrNotFound)
+		left, err = r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
+		require.NoError(t, err)
+		require.Zero(t, left, "Delete again removed it")
 	})
 }

@@ -46,9 +46,25 @@
 // 1) and one less to an overflowed parent (3 instead of 4); the portable
 // Remove a command more.
 //
-// Every write is sent again after a transient failure that applied
-// nothing (FerretDB 2.x's "deadlock detected", through srverr): each is
-// guarded by what it changes or idempotent, as each method says.
+// # Failures
+//
+// An operation that sends several commands may fail between them (a lost
+// connection, a timeout). Its error then wraps the driver's
+// ([mongo.IsNetworkError] and [mongo.IsTimeout] recognise it), never a
+// sentinel of [patterns], and calling it again is safe: Append stores
+// each item once, by id (the failed call stored the first of its items,
+// in order, and the retry stores the rest after them); Remove and Delete
+// report [patterns.ErrNotFound] when the failed call did their work; the
+// reads write nothing, and return an error or the whole result (Items
+// yields the first items, in order, then the error). Between the failure
+// and the retry, readers see the invariants held: the parent at most Cap items, each overflow
+// document within OverflowCap and 16 MiB with its count exact, the flag
+// true whenever there is overflow (perhaps announcing, with the tail
+// hint, a document not yet written), each item stored once, in order.
+//
+// Every write is also sent again at once after a transient failure that
+// applied nothing (FerretDB 2.x's "deadlock detected", through srverr):
+// each is guarded by what it changes or idempotent, as each method says.
 //
 // A Repo is safe for concurrent use by several goroutines and processes.
 // On FerretDB 1.x, what the package promises about concurrent writers

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,14 +48,38 @@ func newRepo(t testing.TB, cfg Config, p Plan) (*Repo[post, comment], *mongo.Dat
 // push, its guards under concurrency) runs on every server.
 func appendPlans(t *testing.T, test func(t *testing.T, p Plan)) {
 	t.Helper()
-	mongotest.RunPlans(t, PlanFor, test)
+	runAppendPlans(t, false, test)
+}
+
+// appendPlansAtOnce is appendPlans with the optimistic run beside the
+// server's own plans rather than after them, for tests that spend their
+// time waiting (the fault tests).
+func appendPlansAtOnce(t *testing.T, test func(t *testing.T, p Plan)) {
+	t.Helper()
+	runAppendPlans(t, true, test)
+}
+
+func runAppendPlans(t *testing.T, atOnce bool, test func(t *testing.T, p Plan)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	run := func(f func()) {
+		if atOnce {
+			wg.Go(f) // t.Run may be called from several goroutines
+		} else {
+			f()
+		}
+	}
+	run(func() { mongotest.RunPlans(t, PlanFor, test) })
 	if own := PlanFor(mongotest.Server()); !own.serverSizeLimit {
-		t.Run("optimistic", func(t *testing.T) {
-			p := own
-			p.serverSizeLimit = true
-			test(t, p)
+		run(func() {
+			t.Run("optimistic", func(t *testing.T) {
+				p := own
+				p.serverSizeLimit = true
+				test(t, p)
+			})
 		})
 	}
+	wg.Wait()
 }
 
 // newPost is newRepo with a first parent, post 1, inserted.

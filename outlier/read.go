@@ -40,6 +40,8 @@ type overflowItems[I any] struct {
 // the first command and the overflow as of the second (which may include
 // items appended in between). The flag is written before the overflow, so
 // no overflow item is missed; a missing parent is [patterns.ErrNotFound].
+// On an error (a getMore that fails after the first batch included) it
+// returns no items, never some of them: it is safe to call again.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	var p P
 	if err := validParent("Get", parentID); err != nil {
@@ -77,7 +79,10 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 		}
 		items = append(items, doc.Items...)
 	}
-	return p, items, fail("Get", parentID, cur.Err())
+	if err := cur.Err(); err != nil {
+		return p, nil, fail("Get", parentID, err) // not the items read so far
+	}
+	return p, items, nil
 }
 
 // Items streams the parent's items in append order without loading them

@@ -37,7 +37,9 @@ import (
 // sent again after a transient failure that applied nothing (FerretDB
 // 2.x's deadlock). Ids are compared as the server compares them. If the
 // item is in neither place (or the parent does not exist) it returns
-// [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid].
+// [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid]. Calling
+// Remove again after a failure (a lost connection) is safe: if the failed
+// call removed the item, the retry reports [patterns.ErrNotFound].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err := validParent("Remove", parentID); err != nil {
 		return err

@@ -101,6 +101,13 @@ func Faults(n int) []Fault {
 	return out
 }
 
+// Sampled reports whether the i-th of n faults ([Faults]) runs under
+// -short: one in each run of three, at an offset that turns from one run
+// to the next, and the first and the last. (Every third fault would be of
+// one kind only: the kinds take turns with the same period, so that the
+// sample would be all stalls, the slowest, and never a reset.)
+func Sampled(i, n int) bool { return i%3 == (i/3)%3 || i == n-1 }
+
 // Proxy is a toxiproxy in front of the server in use, and a client
 // connected through it.
 type Proxy struct {
@@ -245,16 +252,10 @@ type Case[S any] struct {
 	Check func(t *testing.T, db *mongo.Database, s S)
 }
 
-// sampled reports whether -short runs the i-th fault of [Faults]: one in
-// three, chosen so that the kinds and the places take turns. (Every third
-// fault, i%3 == 0, would always be a stall, since the kinds follow i.)
-func sampled(i int) bool { return i%3 == (i/3)%3 }
-
 // Run breaks c's operation at every step. It first runs the operation on
 // fresh data through a healthy client, counting its commands (n), and
 // checks the result. Then for each fault of [Faults](n) (under -short,
-// one in three, the kinds and places taking turns, always including the
-// first and the last), as a subtest:
+// a third of them, see [Sampled]), as a subtest:
 // on fresh data, it runs the operation through p's client with the fault
 // armed and requires that the fault struck; if the operation returned
 // nil, its effect must be whole (Check passes at once: a driver's retry
@@ -279,7 +280,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 		retry = c.Op
 	}
 	for i, f := range all {
-		if testing.Short() && !sampled(i) && i != len(all)-1 {
+		if testing.Short() && !Sampled(i, len(all)) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%s_%s", f, sent[f.Step-1]), func(t *testing.T) {

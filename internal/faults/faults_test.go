@@ -30,6 +30,27 @@ func TestFaultsCoverEveryStepPlaceAndKind(t *testing.T) {
 	require.Len(t, kinds, 3)
 }
 
+// TestSampleMeetsEveryKindAndPlace: the faults run under -short are about
+// a third, with the first and the last, and meet every kind and place.
+func TestSampleMeetsEveryKindAndPlace(t *testing.T) {
+	for _, n := range []int{2, 5, 8} {
+		fs := faults.Faults(n)
+		kinds, places, picked := map[faults.Kind]bool{}, map[faults.Place]bool{}, 0
+		for i, f := range fs {
+			if faults.Sampled(i, len(fs)) {
+				kinds[f.Kind], places[f.Place] = true, true
+				picked++
+			}
+		}
+		require.True(t, faults.Sampled(0, len(fs)) && faults.Sampled(len(fs)-1, len(fs)), "the first and the last")
+		require.LessOrEqual(t, picked, len(fs)/3+2, "%d commands", n)
+		if n >= 5 {
+			require.Len(t, kinds, 3, "%d commands: every kind", n)
+			require.Len(t, places, 2, "%d commands: both places", n)
+		}
+	}
+}
+
 // TestRunBreaksEveryStep breaks a two-step operation that is safe to
 // retry (an upsert, then a guarded update) at each step, and checks that
 // every fault struck and the retried operation ends in the same state.
