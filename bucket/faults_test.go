@@ -1,0 +1,264 @@
+package bucket_test
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/faults"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+)
+
+// The fault tests break each operation of Buckets that sends commands at
+// every one of its commands (before the server gets it, and after the
+// server ran it with the reply lost), retry it on a healthy connection as
+// its godoc says is safe, and check the final state exactly: every
+// measurement stored as often as the godoc promises, no bucket over its
+// cap, every bucket's count, first, last and summary those of its
+// measurements, every measurement in its window's bucket.
+
+// faultCap is the cap of the fault tests' buckets: small, so that a few
+// readings fill buckets and top up others in few commands.
+const faultCap = 4
+
+// faultStore builds the store of a fault test on db (through the faulty
+// client or the healthy one), taking the path p.
+func faultStore(db *mongo.Database, p bucket.Plan) *bucket.Buckets[string, reading] {
+	s, err := bucket.New[string, reading](db, config(faultCap))
+	if err != nil {
+		panic(err) // the configuration is valid
+	}
+	bucket.ForcePlan(s, p)
+	return s
+}
+
+// prepareStore creates the store's indexes on db and stores pts, through
+// the healthy client.
+func prepareStore(t *testing.T, db *mongo.Database, p bucket.Plan, pts []bucket.Point[string, reading]) {
+	t.Helper()
+	s := newBucketsOn(t, db, p, config(faultCap))
+	if len(pts) > 0 {
+		require.NoError(t, s.AddMany(context.Background(), pts))
+	}
+}
+
+// points returns readings of one sensor at the given minutes of base.
+func points(sensor string, minutes ...int) []bucket.Point[string, reading] {
+	out := make([]bucket.Point[string, reading], len(minutes))
+	for i, m := range minutes {
+		out[i] = bucket.Point[string, reading]{Meta: sensor, Value: readingAt(at(time.Duration(m)*time.Minute), m)}
+	}
+	return out
+}
+
+// bySensor groups points by series.
+func bySensor(pts ...[]bucket.Point[string, reading]) map[string][]reading {
+	out := map[string][]reading{}
+	for _, ps := range pts {
+		for _, p := range ps {
+			out[p.Meta] = append(out[p.Meta], p.Value)
+		}
+	}
+	return out
+}
+
+// sortReadings orders readings by time, then by value: a multiset in a
+// canonical order.
+func sortReadings(rs []reading) []reading {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b reading) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Temp, b.Temp), cmp.Compare(a.Hum, b.Hum))
+	})
+	return rs
+}
+
+// checkExactly checks the invariants of every bucket (within the cap,
+// count, first, last and summary those of its measurements, each
+// measurement in its window) and that the buckets of each series hold
+// exactly want: every reading as many times as it appears there, no
+// other. It returns the buckets.
+func checkExactly(t *testing.T, db *mongo.Database, want map[string][]reading) []storedBucket {
+	t.Helper()
+	bks := storedBuckets(t, db)
+	checkBuckets(t, bks, faultCap, time.Hour)
+	got := map[string][]reading{}
+	for _, b := range bks {
+		got[b.Meta] = append(got[b.Meta], utc(b.Points)...)
+	}
+	require.Len(t, got, len(want), "series stored")
+	for sensor, rs := range want {
+		require.Equal(t, sortReadings(rs), sortReadings(got[sensor]), "sensor %s: every reading stored once", sensor)
+	}
+	return bks
+}
+
+// opState records what the calls of a fault case returned.
+type opState struct {
+	errs []error
+}
+
+// TestFaultsAdd: Add is one upsert; broken before or inside it, the caller
+// sees an error and the reading is stored once or not at all (Add is not
+// idempotent: the godoc says not to send it again blindly), never twice,
+// and every bucket agrees with its measurements.
+func TestFaultsAdd(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		before := points("s1", 0, 1)
+		pt := points("s1", 5)[0]
+		faults.Run(t, faults.New(t), faults.Case[*opState]{
+			Prepare: func(t *testing.T, db *mongo.Database) *opState {
+				prepareStore(t, db, p, before)
+				return &opState{}
+			},
+			Op: func(ctx context.Context, db *mongo.Database, s *opState) error {
+				err := faultStore(db, p).Add(ctx, pt.Meta, pt.Value)
+				s.errs = append(s.errs, err)
+				return err
+			},
+			Retry: func(context.Context, *mongo.Database, *opState) error { return nil },
+			Check: func(t *testing.T, db *mongo.Database, s *opState) {
+				if s.errs[0] == nil {
+					checkExactly(t, db, bySensor(before, []bucket.Point[string, reading]{pt}))
+					return
+				}
+				require.ErrorContains(t, s.errs[0], "bucket: Add: ")
+				bks := storedBuckets(t, db)
+				checkBuckets(t, bks, faultCap, time.Hour)
+				var n int
+				for _, b := range bks {
+					n += b.Count
+				}
+				stored := n - len(before)
+				require.Contains(t, []int{0, 1}, stored, "stored once or not at all")
+				want := before
+				if stored == 1 {
+					want = append(slices.Clone(before), pt)
+				}
+				checkExactly(t, db, bySensor(want))
+			},
+		})
+	})
+}
+
+// deleteCase is the fault case of a delete of the buckets before 02:00:
+// one deleteMany, safe to send again; the final state keeps exactly the
+// readings of the buckets that are not all before it.
+func deleteCase(p bucket.Plan, op func(ctx context.Context, s *bucket.Buckets[string, reading]) error, kept map[string][]reading) faults.Case[*opState] {
+	before := slices.Concat(points("s1", 0, 1, 61, 62, 121, 122), points("s2", 5, 65, 125))
+	return faults.Case[*opState]{
+		Prepare: func(t *testing.T, db *mongo.Database) *opState {
+			prepareStore(t, db, p, before)
+			return &opState{}
+		},
+		Op: func(ctx context.Context, db *mongo.Database, s *opState) error {
+			return op(ctx, faultStore(db, p))
+		},
+		Check: func(t *testing.T, db *mongo.Database, _ *opState) {
+			checkExactly(t, db, kept)
+		},
+	}
+}
+
+// TestFaultsDeleteBefore: DeleteBefore is one deleteMany; broken before
+// or inside it and sent again, it leaves exactly the buckets not all
+// before t ("running it again is harmless").
+func TestFaultsDeleteBefore(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		faults.Run(t, faults.New(t), deleteCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) error {
+			return s.DeleteBefore(ctx, at(2*time.Hour))
+		}, bySensor(points("s1", 121, 122), points("s2", 125))))
+	})
+}
+
+// TestFaultsDeleteSeriesBefore: likewise for one series.
+func TestFaultsDeleteSeriesBefore(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		faults.Run(t, faults.New(t), deleteCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) error {
+			return s.DeleteSeriesBefore(ctx, "s1", at(2*time.Hour))
+		}, bySensor(points("s1", 121, 122), points("s2", 5, 65, 125))))
+	})
+}
+
+// readState is what a read of a fault case returned last.
+type readState[T any] struct {
+	got []T
+}
+
+// readFixture is the series of the read fault tests: a reading every five
+// minutes for 43 hours in buckets of four (three buckets a window, 129 in
+// all: more than the first batch of a find, 101), so that every read
+// needs a getMore.
+func readFixture() []bucket.Point[string, reading] {
+	var pts []bucket.Point[string, reading]
+	for m := 0; m < 43*60; m += 5 {
+		pts = append(pts, points("s1", m)...)
+	}
+	return slices.Concat(pts, points("s2", 0, 10))
+}
+
+// readCase is the fault case of a read: it yields an error, or all of the
+// right result; read again on a healthy connection, the right result.
+func readCase[T any](p bucket.Plan, read func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]T, error), want []T) faults.Case[*readState[T]] {
+	return faults.Case[*readState[T]]{
+		Prepare: func(t *testing.T, db *mongo.Database) *readState[T] {
+			prepareStore(t, db, p, readFixture())
+			return &readState[T]{}
+		},
+		Op: func(ctx context.Context, db *mongo.Database, s *readState[T]) error {
+			got, err := read(ctx, faultStore(db, p))
+			s.got = got
+			return err
+		},
+		Check: func(t *testing.T, _ *mongo.Database, s *readState[T]) {
+			require.Equal(t, want, s.got, "a complete and correct result")
+		},
+	}
+}
+
+// drain collects an iterator up to its first error.
+func drain[T any](seq func(yield func(T, error) bool)) ([]T, error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// TestFaultsRange: Range over 129 buckets (a find and a getMore), broken
+// at each: the caller gets an error, or every reading of the interval in
+// time order.
+func TestFaultsRange(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		from, to := at(5*time.Minute), at(43*time.Hour)
+		want := inRange(bySensor(readFixture())["s1"], from, to)
+		faults.Run(t, faults.New(t), readCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
+			got, err := drain(s.Range(ctx, "s1", from, to))
+			return utc(got), err
+		}, want))
+	})
+}
+
+// TestFaultsSummaries: Summaries over 129 buckets, in 104 steps of 25
+// minutes that split two buckets in three, broken at each command (on
+// the client path: a find, a getMore and a find of the split buckets'
+// measurements; on the server path: an aggregate and a getMore): an
+// error, or the right summaries.
+func TestFaultsSummaries(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		from, to, step := at(0), at(43*time.Hour), 25*time.Minute
+		want := summarise(bySensor(readFixture())["s1"], from, to, step)
+		require.Greater(t, len(want), 101)
+		faults.Run(t, faults.New(t), readCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]bucket.Summary, error) {
+			return drain(s.Summaries(ctx, "s1", from, to, step))
+		}, want))
+	})
+}
