@@ -3,14 +3,21 @@ package bucket_test
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
@@ -98,9 +105,200 @@ func checkExactly(t *testing.T, db *mongo.Database, want map[string][]reading) [
 	return bks
 }
 
+// checkBound checks that the buckets of each window number at most
+// ceil(n/Cap) + (writers - 1), for n readings in it.
+func checkBound(t *testing.T, bks []storedBucket, writers int) {
+	t.Helper()
+	readings := map[string]int{}
+	for _, b := range bks {
+		readings[b.Meta+" "+b.Start.UTC().Format(time.RFC3339)] += b.Count
+	}
+	for window, n := range perWindow(bks) {
+		require.LessOrEqual(t, n, (readings[window]+faultCap-1)/faultCap+writers-1, "window %s: buckets", window)
+	}
+}
+
+// addManyCase is the fault case of one AddMany call of op on a store
+// holding before. The retry is the whole call again (AddMany's godoc:
+// exact after any error); the final state holds every reading of before
+// and op once.
+func addManyCase(p bucket.Plan, before, op []bucket.Point[string, reading]) faults.Case[*opState] {
+	want := bySensor(before, op)
+	return faults.Case[*opState]{
+		Prepare: func(t *testing.T, db *mongo.Database) *opState {
+			prepareStore(t, db, p, before)
+			return &opState{}
+		},
+		Op:    addManyOp(p, op),
+		Retry: addManyRetry(p, op),
+		Check: func(t *testing.T, db *mongo.Database, s *opState) {
+			bks := checkExactly(t, db, want)
+			checkBound(t, bks, 2)
+		},
+	}
+}
+
+// addManyOp calls AddMany of op on db, recording its error.
+func addManyOp(p bucket.Plan, op []bucket.Point[string, reading]) func(context.Context, *mongo.Database, *opState) error {
+	return func(ctx context.Context, db *mongo.Database, s *opState) error {
+		err := faultStore(db, p).AddMany(ctx, op)
+		s.errs = append(s.errs, err)
+		return err
+	}
+}
+
+// addManyRetry checks that the state after the failed call is what its
+// error says (see checkPartial), then calls AddMany of op again.
+func addManyRetry(p bucket.Plan, op []bucket.Point[string, reading]) func(context.Context, *mongo.Database, *opState) error {
+	return func(ctx context.Context, db *mongo.Database, s *opState) error {
+		if err := checkPartial(ctx, db, op, s.errs[0]); err != nil {
+			return fmt.Errorf("what the failed call said: %w", err)
+		}
+		return addManyOp(p, op)(ctx, db, s)
+	}
+}
+
 // opState records what the calls of a fault case returned.
 type opState struct {
 	errs []error
+	// interfered counts the other writer's turns (TestFaultsAddManyAfterLostRaces).
+	interfered atomic.Int32
+}
+
+// checkPartial checks the promise of an AddMany error about the points
+// op it was given: a *bucket.PartialError says which were not stored
+// (Failed) and which may have been (Unknown), every other stored exactly
+// once; any other error, that none was stored.
+func checkPartial(ctx context.Context, db *mongo.Database, op []bucket.Point[string, reading], err error) error {
+	if !strings.HasPrefix(err.Error(), "bucket: AddMany: ") {
+		return fmt.Errorf("error %q lacks its prefix", err)
+	}
+	cur, ferr := db.Collection("readings").Find(ctx, bson.D{})
+	if ferr != nil {
+		return ferr
+	}
+	var bks []storedBucket
+	if ferr := cur.All(ctx, &bks); ferr != nil {
+		return ferr
+	}
+	stored := map[bucket.Point[string, reading]]int{}
+	for _, b := range bks {
+		for _, r := range utc(b.Points) {
+			stored[bucket.Point[string, reading]{Meta: b.Meta, Value: r}]++
+		}
+	}
+	failed, unknown := map[int]bool{}, map[int]bool{}
+	pe, partial := errors.AsType[*bucket.PartialError](err)
+	if partial {
+		for _, list := range [][]int{pe.Failed, pe.Unknown} {
+			if !slices.IsSorted(list) {
+				return fmt.Errorf("lists not in order: %v", pe)
+			}
+		}
+		for _, at := range pe.Failed {
+			failed[at] = true
+		}
+		for _, at := range pe.Unknown {
+			unknown[at] = true
+		}
+	}
+	for i, pt := range op {
+		n := stored[pt]
+		switch {
+		case !partial && n != 0:
+			return fmt.Errorf("point %d stored %d times after %v, which says none was", i, n, err)
+		case !partial:
+		case failed[i] && unknown[i]:
+			return fmt.Errorf("point %d both failed and unknown in %v", i, err)
+		case failed[i] && n != 0:
+			return fmt.Errorf("point %d stored %d times, listed as not stored in %v", i, n, err)
+		case unknown[i] && n > 1:
+			return fmt.Errorf("point %d stored %d times, listed as unknown in %v", i, n, err)
+		case !failed[i] && !unknown[i] && n != 1:
+			return fmt.Errorf("point %d stored %d times, not listed in %v", i, n, err)
+		}
+	}
+	return nil
+}
+
+// TestFaultsAddManyTopsUpAndOpens: AddMany of two series, each with a
+// part-full bucket to top up and readings left for new buckets (one in a
+// window of its own), broken at every command: the whole call retried
+// stores every reading once.
+func TestFaultsAddManyTopsUpAndOpens(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		before := slices.Concat(points("s1", 0, 1), points("s2", 0, 1, 2))
+		op := slices.Concat(points("s1", 10, 11, 12, 13), points("s2", 10, 11, 12, 70))
+		faults.Run(t, faults.New(t), addManyCase(p, before, op))
+	})
+}
+
+// TestFaultsAddManyNewWindows: AddMany into windows without buckets (a
+// find, then one insert of the new buckets), broken at every command.
+func TestFaultsAddManyNewWindows(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		op := slices.Concat(points("s1", 0, 1, 2, 3, 4), points("s2", 60, 61))
+		faults.Run(t, faults.New(t), addManyCase(p, nil, op))
+	})
+}
+
+// TestFaultsAddManyAfterLostRaces: another writer (a client of its own)
+// takes the room of the bucket AddMany tops up before each of its first
+// two update commands, so that AddMany loses two races and stores the
+// rest one upsert per reading; broken at every command, the whole call
+// retried stores every reading once, and the other writer's too.
+func TestFaultsAddManyAfterLostRaces(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		before := points("s1", 0)
+		op := points("s1", 30, 31)
+		var others []bucket.Point[string, reading]
+		for k := range 2 {
+			others = append(others, points("s1", 40+4*k, 41+4*k, 42+4*k, 43+4*k)...)
+		}
+		other := otherWriter(t)
+		want := bySensor(before, op, others)
+		faults.Run(t, faults.New(t), faults.Case[*opState]{
+			Prepare: func(t *testing.T, db *mongo.Database) *opState {
+				prepareStore(t, db, p, before)
+				s := &opState{}
+				o := faultStore(other.Database(db.Name()), p)
+				// Before each of the first two updates: four readings,
+				// three filling the bucket with room, one opening
+				// another, which the next round reads and tops up.
+				mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+					k := int(s.interfered.Add(1)) - 1
+					if k >= 2 {
+						return
+					}
+					for _, pt := range others[4*k : 4*k+4] {
+						if err := o.Add(ctx, pt.Meta, pt.Value); err != nil {
+							panic(err)
+						}
+					}
+				})
+				return s
+			},
+			Op:    addManyOp(p, op),
+			Retry: addManyRetry(p, op),
+			Check: func(t *testing.T, db *mongo.Database, s *opState) {
+				require.EqualValues(t, 2, min(s.interfered.Load(), 2), "the other writer took its two turns")
+				bks := checkExactly(t, db, want)
+				checkBound(t, bks, 3)
+			},
+		})
+	})
+}
+
+// otherWriter connects a client that is not the harness's: its commands
+// run no OnCommand hooks and are not counted by faults.Run.
+func otherWriter(t *testing.T) *mongo.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, err := dial.Connect(ctx, mongotest.URI(), func() *options.ClientOptions { return options.Client().SetTimeout(time.Minute) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
 }
 
 // TestFaultsAdd: Add is one upsert; broken before or inside it, the caller
