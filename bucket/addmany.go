@@ -159,6 +159,16 @@ func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error
 	if err != nil {
 		return err
 	}
+	w, err := b.prepare(points)
+	if err != nil {
+		return err
+	}
+	return w.write(ctx, updatesPerCommand(p))
+}
+
+// prepare validates the measurements and groups them by series and
+// window, each group in time order.
+func (b *Buckets[M, V]) prepare(points []Point[M, V]) (*manyWrite, error) {
 	w := &manyWrite{s: b.s, pts: make([]point, len(points)), state: make([]pointState, len(points)),
 		groupOf: make([]int32, len(points)), byKey: map[windowKey]*group{}}
 	nf := len(b.s.valueFields)
@@ -169,17 +179,17 @@ func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error
 		pt := &points[i]
 		m, series, err := metas.value(pt.Meta)
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, err)
+			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		raw, err := enc.add(&pt.Value)
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, notADocument(pt.Value, err))
+			return nil, fmt.Errorf("point %d: %w", i, notADocument(pt.Value, err))
 		}
 		if w.pts[i], err = b.s.read(raw, values[i*nf:(i+1)*nf:(i+1)*nf]); err == nil {
 			err = b.s.checkSize(m, &w.pts[i])
 		}
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, err)
+			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		key := windowKey{series: series, start: windowStart(w.pts[i].at, b.s.window)}
 		g := w.byKey[key]
@@ -194,15 +204,22 @@ func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error
 	for _, g := range w.groups {
 		slices.SortStableFunc(g.pending, func(a, b int) int { return cmp.Compare(w.pts[a].at, w.pts[b].at) })
 	}
+	return w, nil
+}
+
+// write stores the measurements of w, as the retry of an earlier call of
+// the same measurements that failed, if there was one, and leaves a
+// record for its own retry if it fails after it wrote, or may have.
+func (w *manyWrite) write(ctx context.Context, limit int) error {
 	// A call of the same points that failed before, in this process: this
-	// is its retry (see "Errors and retrying" above).
+	// is its retry (see "Errors and retrying" in [Buckets.AddMany]).
 	var key string
 	var earlier *record
 	if failedCalls.active() {
 		key = w.key()
 		earlier = failedCalls.take(key)
 	}
-	err = w.run(ctx, updatesPerCommand(p), earlier)
+	err := w.run(ctx, limit, earlier)
 	if err != nil && len(w.sent) > 0 {
 		if key == "" {
 			key = w.key()
