@@ -260,8 +260,8 @@ func onlyPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 1}} }
 // summaryPipeline is the aggregation of Summaries on the server path:
 // $match, then each bucket becomes rows {t, n, sum<i>, min<i>, max<i>}:
 // one row from its summary when its measurements lie in one step and in
-// [from, to), else one row per measurement in [from, to); then the rows
-// are grouped by step.
+// [from, to), else one row per measurement in [from, to); one copy of
+// each bucket is kept; then the rows are grouped by step.
 func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 	at := "$$p." + s.timeField
 	whole := bson.D{{Key: "$and", Value: bson.A{
@@ -298,11 +298,16 @@ func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 			{Key: "in", Value: pointRow},
 		}}}},
 	}}}
+	// A bucket the server returned twice (a write moved its entry in the
+	// index that serves $match, whose key holds the count) is grouped
+	// into one, the copy with the higher count: the later, which holds
+	// the other's measurements and more.
 	return append(mongo.Pipeline{
 		{{Key: "$match", Value: filter}},
-		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: rows}}}},
-		{{Key: "$unwind", Value: "$r"}},
-	}, groupStages(g, "$r.t", "$r.n", func(kind string, i int) string { return "$r." + column(kind, i) }, len(s.valueFields))...)
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$" + fieldCount}, {Key: "r", Value: rows}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$unwind", Value: "$b.r"}},
+	}, groupStages(g, "$b.r.t", "$b.r.n", func(kind string, i int) string { return "$b.r." + column(kind, i) }, len(s.valueFields))...)
 }
 
 // The names of the per-field columns of the rows the summary pipelines

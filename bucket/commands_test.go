@@ -133,7 +133,7 @@ func TestSummaryPipelinePinned(t *testing.T) {
 		return bson.D{{Key: "$subtract", Value: bson.A{x, bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{x, f}}}, int64(7200000)}}}}}}
 	}
 	require.Equal(t, mongo.Pipeline{
-		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$count"}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
 			{Key: "if", Value: bson.D{{Key: "$and", Value: bson.A{
 				bson.D{{Key: "$gte", Value: bson.A{"$first", f}}},
 				bson.D{{Key: "$lt", Value: bson.A{"$last", tt}}},
@@ -158,14 +158,15 @@ func TestSummaryPipelinePinned(t *testing.T) {
 				}},
 			}}}},
 		}}}}}}},
-		{{Key: "$unwind", Value: "$r"}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$unwind", Value: "$b.r"}},
 		{{Key: "$group", Value: bson.D{
-			{Key: "_id", Value: step("$r.t")},
-			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$r.n"}}},
-			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$r.sum0"}}},
-			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$r.min0"}}},
-			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$r.max0"}}},
-			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$r.sum0"}}, "$r.n", 0}}}}}},
+			{Key: "_id", Value: step("$b.r.t")},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.r.n"}}},
+			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.r.sum0"}}},
+			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.r.min0"}}},
+			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.r.max0"}}},
+			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.r.sum0"}}, "$b.r.n", 0}}}}}},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[1:])
