@@ -20,6 +20,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // The fault tests break each operation of Buckets that sends commands at
@@ -459,4 +460,71 @@ func TestFaultsSummaries(t *testing.T) {
 			return drain(s.Summaries(ctx, "s1", from, to, step))
 		}, want))
 	})
+}
+
+// TestFaultsTimeSeriesFirstUse: the first AddMany of a TimeSeries creates
+// its collection (and, before MongoDB 6.3, its index) and inserts; broken
+// at each command and called again, the collection is a time-series
+// collection with the index {meta, at}, whose creation a fault after the
+// create does not lose, and every reading is stored: once where the fault
+// struck the creation, once or twice where it struck the insert (its
+// godoc: an insert with driver-generated ids that may have applied is
+// not exact to send again).
+func TestFaultsTimeSeriesFirstUse(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		mongotest.Require(t, patterns.FeatureTimeSeries)
+		if p == portable {
+			t.Skip("skipped: the portable path has no time-series collections (TestTimeSeriesUnsupported covers it)")
+		}
+		op := slices.Concat(points("s1", 0, 1, 2), points("s2", 60))
+		faults.Run(t, faults.New(t), faults.Case[*opState]{
+			Prepare: func(*testing.T, *mongo.Database) *opState { return &opState{} },
+			Op: func(ctx context.Context, db *mongo.Database, s *opState) error {
+				err := faultTimeSeries(db, p).AddMany(ctx, op)
+				s.errs = append(s.errs, err)
+				return err
+			},
+			Check: func(t *testing.T, db *mongo.Database, s *opState) {
+				ctx := context.Background()
+				specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "readings"}})
+				require.NoError(t, err)
+				require.Len(t, specs, 1)
+				require.Equal(t, "timeseries", specs[0].Type)
+				cur, err := db.Collection("readings").Indexes().List(ctx)
+				require.NoError(t, err)
+				var ixs []struct {
+					Key bson.D `bson:"key"`
+				}
+				require.NoError(t, cur.All(ctx, &ixs))
+				require.True(t, slices.ContainsFunc(ixs, func(ix struct {
+					Key bson.D `bson:"key"`
+				}) bool {
+					return len(ix.Key) == 2 && ix.Key[0].Key == "meta" && ix.Key[1].Key == "at"
+				}), "the index {meta, at}: %v", ixs)
+				most := 1
+				if err := s.errs[0]; err != nil && !strings.Contains(err.Error(), "create time-series collection") {
+					most = 2
+				}
+				for sensor, rs := range bySensor(op) {
+					got := map[time.Time]int{}
+					for _, r := range utc(collect(t, faultTimeSeries(db, p).Range(ctx, sensor, at(0), at(2*time.Hour)))) {
+						got[r.At]++
+					}
+					for _, r := range rs {
+						require.True(t, got[r.At] >= 1 && got[r.At] <= most, "sensor %s: reading at %v stored %d times (at most %d)", sensor, r.At, got[r.At], most)
+					}
+				}
+			},
+		})
+	})
+}
+
+// faultTimeSeries is a TimeSeries on db taking the path p.
+func faultTimeSeries(db *mongo.Database, p bucket.Plan) *bucket.TimeSeries[string, reading] {
+	ts, err := bucket.NewTimeSeries[string, reading](db, timeSeriesConfig(config(0)))
+	if err != nil {
+		panic(err)
+	}
+	bucket.ForceTimeSeriesPlan(ts, p)
+	return ts
 }
