@@ -87,15 +87,16 @@
 // itself, 44 bytes, whose field names every measurement repeats, plus 4
 // bytes of array element (type, decimal index, NUL) and 4.2 bytes of its
 // share of the bucket's own fields (0.5 of them the id of the insert that
-// wrote the bucket, by which a retry of AddMany knows it applied). A columnar layout (one array per
-// field, times as int32 offsets from start) would take about 35 bytes
-// here (2.1x), but not without hurting reads or generality: Range would
-// rebuild every document from its columns, Summaries would index arrays
-// in parallel, and measurements whose fields vary (omitempty, maps) cannot
-// keep columns aligned under concurrent writers; storing the time as an
-// offset alone saves 4 bytes (1.58x). So the layout stays. MongoDB's
-// time-series collections compress closed buckets column by column inside
-// the server: [NewTimeSeries] uses them where the server has them.
+// wrote the bucket, by which a retry of AddMany knows it applied). A
+// columnar layout (one array per field, times as int32 offsets from
+// start) would take about 35 bytes here (2.1x), but not without hurting
+// reads or generality: Range would rebuild every document from its
+// columns, Summaries would index arrays in parallel, and measurements
+// whose fields vary (omitempty, maps) cannot keep columns aligned under
+// concurrent writers; storing the time as an offset alone saves 4 bytes
+// (1.58x). So the layout stays. MongoDB's time-series collections
+// compress closed buckets column by column inside the server:
+// [NewTimeSeries] uses them where the server has them.
 //
 // # Errors
 //

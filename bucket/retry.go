@@ -15,9 +15,9 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
-// A retry of AddMany (see "Retrying" in [Buckets.AddMany]): a call that
-// fails after it wrote, or may have written, leaves a record of the
-// statements that applied or may have; a later call of the same
+// A retry of AddMany (see "Errors and retrying" in [Buckets.AddMany]): a
+// call that fails after it wrote, or may have written, leaves a record of
+// the statements that applied or may have; a later call of the same
 // measurements on the same collection, in the same process, takes the
 // record, reads which of them applied, and sends the others again as they
 // were, before it stores the rest.

@@ -144,3 +144,56 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 	require.Equal(t, want, stored)
 	require.False(t, failedCalls.active() && failedCalls.take(w.key()) != nil, "the retry took the record")
 }
+
+// TestJournalKeepsTheLatestFailedCalls: the journal of failed calls keeps
+// the records of the last journalCalls calls, naming journalPoints
+// measurements at most in all (a larger one alone), forgetting the
+// oldest first; a record is taken once.
+func TestJournalKeepsTheLatestFailedCalls(t *testing.T) {
+	j := newJournal()
+	require.False(t, j.active())
+	rec := func(n int) *record { return &record{sent: []sentStatement{{pts: make([]int, n)}}} }
+	for i := range journalCalls + 1 {
+		j.put(fmt.Sprint(i), rec(1))
+	}
+	require.True(t, j.active())
+	require.Nil(t, j.take("0"), "the oldest went")
+	require.NotNil(t, j.take("1"))
+	require.Nil(t, j.take("1"), "taken once")
+	require.Equal(t, journalCalls-1, j.order.Len())
+
+	j = newJournal()
+	j.put("small", rec(10))
+	j.put("again", rec(3))
+	j.put("again", rec(5)) // replaces
+	require.Equal(t, 15, j.points)
+	j.put("large", rec(journalPoints-10))
+	require.Nil(t, j.take("small"), "past the bound of measurements, the oldest went")
+	require.NotNil(t, j.take("again"))
+	require.NotNil(t, j.take("large"))
+	require.False(t, j.active())
+	require.Zero(t, j.points)
+	j.put("huge", rec(journalPoints+1))
+	require.NotNil(t, j.take("huge"), "a record past the bound alone is kept")
+}
+
+// TestSuccessfulCallsAreNotRetries: a call that succeeded leaves no
+// record, so the same points sent again are stored again, as two Add
+// calls would store them.
+func TestSuccessfulCallsAreNotRetries(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	b, err := New[string, retryReading](db, retryConfig)
+	require.NoError(t, err)
+	b.planned.Set(forced(planFor(mongotest.Server())))
+	require.NoError(t, patterns.EnsureIndexes(ctx, b.Indexes()...))
+	pts := retryPoints(0, 1, 2)
+	require.NoError(t, b.AddMany(ctx, pts))
+	require.NoError(t, b.AddMany(ctx, pts))
+	n := 0
+	for _, err := range b.Range(ctx, "s1", pts[0].Value.At, pts[0].Value.At.Add(time.Hour)) {
+		require.NoError(t, err)
+		n++
+	}
+	require.Equal(t, 6, n)
+}
