@@ -165,21 +165,13 @@ type window struct {
 // and the start, bounds of the index {<meta>, start, count}, and the
 // statements' ids among the bucket's writes.
 func (s *settings) writtenFilter(ws []window) bson.D {
-	branch := func(w window) bson.D {
+	return anyOf(ws, func(w window) bson.D {
 		return bson.D{
 			{Key: s.metaField, Value: w.meta},
 			{Key: fieldStart, Value: w.start},
 			{Key: fieldWrites, Value: bson.D{{Key: "$in", Value: w.writes}}},
 		}
-	}
-	if len(ws) == 1 {
-		return branch(ws[0])
-	}
-	or := make(bson.A, len(ws))
-	for i, w := range ws {
-		or[i] = branch(w)
-	}
-	return bson.D{{Key: "$or", Value: or}}
+	})
 }
 
 // writesProjection is what a retry of AddMany reads of a bucket its
@@ -197,19 +189,24 @@ type windows struct {
 // and a range on the count, all bounds of the index {<meta>, start,
 // count}.
 func (s *settings) openFilter(series []windows) bson.D {
-	branch := func(w windows) bson.D {
+	return anyOf(series, func(w windows) bson.D {
 		return bson.D{
 			{Key: s.metaField, Value: w.meta},
 			{Key: fieldStart, Value: bson.D{{Key: "$in", Value: w.starts}}},
 			{Key: fieldCount, Value: s.hasRoom},
 		}
+	})
+}
+
+// anyOf is the filter of the branch of each item: the branch itself for
+// one item, their $or for more.
+func anyOf[T any](items []T, branch func(T) bson.D) bson.D {
+	if len(items) == 1 {
+		return branch(items[0])
 	}
-	if len(series) == 1 {
-		return branch(series[0])
-	}
-	or := make(bson.A, len(series))
-	for i, w := range series {
-		or[i] = branch(w)
+	or := make(bson.A, len(items))
+	for i, item := range items {
+		or[i] = branch(item)
 	}
 	return bson.D{{Key: "$or", Value: or}}
 }
