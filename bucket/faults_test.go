@@ -356,10 +356,17 @@ func deleteCase(p bucket.Plan, op func(ctx context.Context, s *bucket.Buckets[st
 			return &opState{}
 		},
 		Op: func(ctx context.Context, db *mongo.Database, s *opState) error {
-			return op(ctx, faultStore(db, p))
+			err := op(ctx, faultStore(db, p))
+			s.errs = append(s.errs, err)
+			return err
 		},
-		Check: func(t *testing.T, db *mongo.Database, _ *opState) {
+		Check: func(t *testing.T, db *mongo.Database, s *opState) {
 			checkExactly(t, db, kept)
+			for _, err := range s.errs {
+				if err != nil {
+					require.ErrorContains(t, err, "bucket: Delete")
+				}
+			}
 		},
 	}
 }
@@ -384,9 +391,11 @@ func TestFaultsDeleteSeriesBefore(t *testing.T) {
 	})
 }
 
-// readState is what a read of a fault case returned last.
+// readState is what a read of a fault case returned last, and the errors
+// its calls returned.
 type readState[T any] struct {
-	got []T
+	got  []T
+	errs []error
 }
 
 // readFixture is the series of the read fault tests: a reading every five
@@ -403,7 +412,7 @@ func readFixture() []bucket.Point[string, reading] {
 
 // readCase is the fault case of a read: it yields an error, or all of the
 // right result; read again on a healthy connection, the right result.
-func readCase[T any](p bucket.Plan, read func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]T, error), want []T) faults.Case[*readState[T]] {
+func readCase[T any](p bucket.Plan, op string, read func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]T, error), want []T) faults.Case[*readState[T]] {
 	return faults.Case[*readState[T]]{
 		Prepare: func(t *testing.T, db *mongo.Database) *readState[T] {
 			prepareStore(t, db, p, readFixture())
@@ -412,10 +421,16 @@ func readCase[T any](p bucket.Plan, read func(ctx context.Context, s *bucket.Buc
 		Op: func(ctx context.Context, db *mongo.Database, s *readState[T]) error {
 			got, err := read(ctx, faultStore(db, p))
 			s.got = got
+			s.errs = append(s.errs, err)
 			return err
 		},
 		Check: func(t *testing.T, _ *mongo.Database, s *readState[T]) {
 			require.Equal(t, want, s.got, "a complete and correct result")
+			for _, err := range s.errs {
+				if err != nil {
+					require.ErrorContains(t, err, "bucket: "+op+": ")
+				}
+			}
 		},
 	}
 }
@@ -439,7 +454,7 @@ func TestFaultsRange(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		from, to := at(5*time.Minute), at(43*time.Hour)
 		want := inRange(bySensor(readFixture())["s1"], from, to)
-		faults.Run(t, faults.New(t), readCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
+		faults.Run(t, faults.New(t), readCase(p, "Range", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
 			got, err := drain(s.Range(ctx, "s1", from, to))
 			return utc(got), err
 		}, want))
@@ -456,7 +471,7 @@ func TestFaultsSummaries(t *testing.T) {
 		from, to, step := at(0), at(43*time.Hour), 25*time.Minute
 		want := summarise(bySensor(readFixture())["s1"], from, to, step)
 		require.Greater(t, len(want), 101)
-		faults.Run(t, faults.New(t), readCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]bucket.Summary, error) {
+		faults.Run(t, faults.New(t), readCase(p, "Summaries", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]bucket.Summary, error) {
 			return drain(s.Summaries(ctx, "s1", from, to, step))
 		}, want))
 	})
