@@ -36,8 +36,10 @@ const maxAttempts = 3
 //
 // Add is not idempotent: after an error that leaves the outcome unknown (a
 // timeout, a network error the driver could not retry), the measurement
-// may or may not be stored. The driver's retryable writes make a retried
-// send apply once.
+// is stored once or not at all, and calling Add again may store it twice.
+// The driver's retryable writes (on a replica set) make its own retry of
+// a send apply once. A write that is exact to retry after any error is
+// [Buckets.AddMany], also of one measurement (a find, then a write).
 //
 // Bad input (see [Config], [New]; a meta that is not an equality match; a
 // zero time; a value that is missing, not a number, NaN or infinite)
@@ -95,7 +97,7 @@ func (b *Buckets[M, V]) upsert(meta M, v V) (filter, update bson.D, err error) {
 		return nil, nil, err
 	}
 	sp := spanOf(&p)
-	return b.s.addFilter(m, windowStart(p.at, b.s.window)), b.s.pushUpdate(p.raw, &sp), nil
+	return b.s.addFilter(m, windowStart(p.at, b.s.window)), b.s.pushUpdate(p.raw, &sp, nil), nil
 }
 
 // checkSize rejects a measurement so large that Cap of them could pass

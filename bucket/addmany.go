@@ -37,7 +37,8 @@ const readBatch = 1 << 16
 // AddMany stores many measurements, of any series, grouped by series and
 // window: it sends one write statement per bucket it puts measurements
 // in, where [Buckets.Add] would send one per measurement. The cap, the
-// bucket bound, the summaries and the retries are Add's.
+// bucket bound and the summaries are Add's; unlike Add, it is exact to
+// retry after any error (see "Errors and retrying").
 //
 // # How
 //
@@ -51,9 +52,10 @@ const readBatch = 1 << 16
 //     series).
 //  2. The k measurements of each series and window top up those buckets,
 //     each with as many as it has room for: one guarded upsert per bucket,
-//     {_id, <meta>, start, count: {$lte: Cap - j}} with $push $each of its
-//     j measurements, $inc of the count and the sums, $min/$max of first,
-//     last and the extremes. All top-ups go in one update command.
+//     {_id, <meta>, start, count: {$lte: Cap - j}, writes: {$ne: id}}
+//     with $push $each of its j measurements and $push of its own id to
+//     the bucket's writes, $inc of the count and the sums, $min/$max of
+//     first, last and the extremes. All top-ups go in one update command.
 //  3. What is left goes into new buckets of Cap (the last one partial),
 //     each built whole in the client, summary included, and inserted, all
 //     in one insert command after the top-ups; a window whose top-ups did
@@ -85,13 +87,15 @@ const readBatch = 1 << 16
 // round, which reads again and plans again; the window opens no new
 // bucket until its top-ups hold. Each lost race costs one write (and the
 // next round a find); after two in one window, the rest of that window
-// goes one Add upsert per measurement, which cannot lose. A duplicate key
-// on an insert or on such an upsert (a unique index on the bucket key,
-// which the store must not have) is retried in the next round, up to
-// three times in all, then reported as [patterns.ErrConflict]. A
-// statement that FerretDB 2.x aborts on a deadlock applied nothing and is
-// sent again at once, up to five times (see [srverr.Retry]). So AddMany
-// runs at most five rounds.
+// goes one Add upsert per measurement (with its id pushed to the writes
+// of the bucket it lands in), which cannot lose. A duplicate key on an
+// insert or on such an upsert (a unique index on the bucket key, which
+// the store must not have) is retried in the next round, up to three
+// times in all, then reported as [patterns.ErrConflict]. A statement that
+// FerretDB 2.x aborts on a deadlock applied nothing and is sent again at
+// once, up to five times (see [srverr.Retry]). So AddMany runs at most
+// five rounds (and a retry, first, one find, one round of the statements
+// it sends again, and a find of those the guard refused).
 //
 // # Concurrent writers
 //
@@ -110,16 +114,42 @@ const readBatch = 1 << 16
 // measurements. On FerretDB 1.x all this holds for one client with one
 // connection only (see [patterns.FeatureConcurrentUpdates]).
 //
-// # Errors
+// # Errors and retrying
 //
 // If the server refuses some measurements, AddMany returns a
-// [*PartialError] listing them; every other measurement is stored once.
-// An error that leaves unknown which statements of a command applied (a
-// network error the driver could not retry, a timeout, a write concern
-// error) is returned as it is, and then it is unknown which measurements
-// were stored; a failed read after some were stored returns a
-// [*PartialError] listing the ones not yet written. Between statements,
-// readers see the batch partly applied, each bucket consistent.
+// [*PartialError] listing them in Failed; every other one is stored
+// once. A command that fails without saying which of its statements
+// applied (a network error the driver could not retry, a timeout, a write
+// concern error) ends the call with a [*PartialError] whose Unknown lists
+// the measurements of its statements, and Failed those not sent yet; a
+// read that fails after some measurements were stored ends it likewise,
+// Failed listing those not yet written. Any other error means that
+// nothing was written. Between statements, readers see the batch partly
+// applied, each bucket consistent.
+//
+// After any error, calling AddMany again with the same points (the same
+// series and measurements, in the same order, to the same database and
+// collection: from any Buckets, through any client, of the same process)
+// stores exactly the measurements that the failed call did not, each
+// once. A call that fails after it wrote, or may have, leaves in the
+// process a record of its statements, which the next call of the same
+// points takes: it reads which of them applied (one find of the buckets
+// of their windows that hold their ids; a record meant for another server
+// finds none there, and every measurement is written), and sends the
+// others again as they were before it stores the rest, so that each
+// applies once even if its first send reaches the server late: a top-up's
+// guard refuses a bucket that holds its id, and a new bucket goes again
+// as an upsert of its _id. The one-measurement upserts after two lost
+// races are the exception: one that the server runs only after the retry
+// has read is stored twice. The process keeps the records of the last 256
+// failed calls, naming at most a million measurements in all; a retry
+// after its record went, or from another process (after a crash), is not
+// exact, but sending just the measurements of Failed again always is. Two
+// calls of the same points at once are not a retry: both store them, as
+// two Add calls do.
+//
+// The ids cost a bucket 17 bytes per AddMany statement that wrote to it,
+// at most Cap of them; Add writes none.
 func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
 	return pkg.Wrap("AddMany", b.addMany(ctx, points))
 }
@@ -129,41 +159,74 @@ func (b *Buckets[M, V]) addMany(ctx context.Context, points []Point[M, V]) error
 	if err != nil {
 		return err
 	}
-	w := &manyWrite{s: b.s, pts: make([]point, len(points)), done: make([]bool, len(points))}
+	w, err := b.prepare(points)
+	if err != nil {
+		return err
+	}
+	return w.write(ctx, updatesPerCommand(p))
+}
+
+// prepare validates the measurements and groups them by series and
+// window, each group in time order.
+func (b *Buckets[M, V]) prepare(points []Point[M, V]) (*manyWrite, error) {
+	w := &manyWrite{s: b.s, pts: make([]point, len(points)), state: make([]pointState, len(points)),
+		groupOf: make([]int32, len(points)), byKey: map[windowKey]*group{}}
 	nf := len(b.s.valueFields)
 	values := make([]float64, len(points)*nf)
 	enc := newEncoder(len(points) * b.zeroSize)
 	metas := newMetaCache[M]()
-	groups := map[windowKey]*group{}
 	for i := range points {
 		pt := &points[i]
 		m, series, err := metas.value(pt.Meta)
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, err)
+			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		raw, err := enc.add(&pt.Value)
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, notADocument(pt.Value, err))
+			return nil, fmt.Errorf("point %d: %w", i, notADocument(pt.Value, err))
 		}
 		if w.pts[i], err = b.s.read(raw, values[i*nf:(i+1)*nf:(i+1)*nf]); err == nil {
 			err = b.s.checkSize(m, &w.pts[i])
 		}
 		if err != nil {
-			return fmt.Errorf("point %d: %w", i, err)
+			return nil, fmt.Errorf("point %d: %w", i, err)
 		}
 		key := windowKey{series: series, start: windowStart(w.pts[i].at, b.s.window)}
-		g := groups[key]
+		g := w.byKey[key]
 		if g == nil {
-			g = &group{windowKey: key, meta: m}
-			groups[key] = g
+			g = &group{windowKey: key, meta: m, index: int32(len(w.groups))}
+			w.byKey[key] = g
 			w.groups = append(w.groups, g)
 		}
 		g.pending = append(g.pending, i)
+		w.groupOf[i] = g.index
 	}
 	for _, g := range w.groups {
 		slices.SortStableFunc(g.pending, func(a, b int) int { return cmp.Compare(w.pts[a].at, w.pts[b].at) })
 	}
-	return w.run(ctx, updatesPerCommand(p))
+	return w, nil
+}
+
+// write stores the measurements of w, as the retry of an earlier call of
+// the same measurements that failed, if there was one, and leaves a
+// record for its own retry if it fails after it wrote, or may have.
+func (w *manyWrite) write(ctx context.Context, limit int) error {
+	// A call of the same points that failed before, in this process: this
+	// is its retry (see "Errors and retrying" in [Buckets.AddMany]).
+	var key string
+	var earlier *record
+	if failedCalls.active() {
+		key = w.key()
+		earlier = failedCalls.take(key)
+	}
+	err := w.run(ctx, limit, earlier)
+	if err != nil && len(w.sent) > 0 {
+		if key == "" {
+			key = w.key()
+		}
+		failedCalls.put(key, &record{sent: w.sent})
+	}
+	return err
 }
 
 // updatesPerCommand is how many update statements AddMany puts in one
@@ -218,15 +281,35 @@ func (c metaCache[M]) value(m M) (bson.RawValue, string, error) {
 // manyWrite is one AddMany call: its measurements, grouped by series and
 // window, and what became of them.
 type manyWrite struct {
-	s      *settings
-	pts    []point
-	done   []bool // stored, or failed for good
-	groups []*group
+	s       *settings
+	pts     []point
+	state   []pointState
+	groupOf []int32 // each measurement's group, an index in groups
+	groups  []*group
+	byKey   map[windowKey]*group
+	// sent are the statements that applied or may have (their outcome
+	// unknown): this call's, and those of an earlier call of the same
+	// measurements that it retries. A retry of this call reads and
+	// completes them.
+	sent   []sentStatement
 	stored bool  // some measurement was stored
 	failed []int // the measurements not stored, and not to be
 	cause  error // why the first of them (the lowest index) failed
 	first  int   // that index
+	// unknown are the measurements whose outcome is unknown: those of the
+	// statements of a command that failed without saying which applied.
+	unknown []int
 }
+
+// pointState is what became of a measurement of an AddMany call.
+type pointState uint8
+
+const (
+	pending   pointState = iota // not stored yet
+	stored                      // stored, once
+	refused                     // not stored, and not to be by this call
+	uncertain                   // its statement's outcome is unknown
+)
 
 // windowKey identifies the window of a series: the series by
 // [bsonid.Key] of its meta, so that equal numbers of different types are
@@ -240,6 +323,7 @@ type windowKey struct {
 type group struct {
 	windowKey
 	meta    bson.RawValue
+	index   int32        // in manyWrite.groups
 	pending []int        // the measurements not stored yet, in time order
 	open    []openBucket // the buckets with room, as the round's read saw them
 	// lost counts the rounds in which a top-up lost its room to another
@@ -257,16 +341,27 @@ type openBucket struct {
 // statement is one write of a round: measurements it stores in one
 // bucket.
 type statement struct {
+	sentStatement
 	g     *group
-	pts   []int
-	kind  int // topUp, insert or single
 	model mongo.WriteModel
 }
 
+// sentStatement is what a retry needs to know of a statement: which
+// measurements it stores, where, and its id, which it writes into the
+// bucket's writes (see [Buckets.AddMany]).
+type sentStatement struct {
+	kind   int
+	key    windowKey
+	id     bson.ObjectID // the statement's; an insert's is its bucket's _id
+	bucket bson.RawValue // the bucket a top-up tops up
+	pts    []int
+}
+
 const (
-	topUp  = iota // a guarded upsert into a bucket with room
-	insert        // a new bucket
-	single        // Add's upsert of one measurement
+	topUp    = iota // a guarded upsert into a bucket with room
+	insert          // a new bucket
+	single          // Add's upsert of one measurement
+	reinsert        // a retry's upsert of a new bucket by its _id
 )
 
 // maxRounds is the most rounds a call runs: a group leaves the rounds
@@ -275,15 +370,22 @@ const (
 const maxRounds = maxLostRaces + maxAttempts
 
 // run writes the groups in rounds, limit update statements per command
-// at most (0: no limit), until every measurement is stored or failed.
-func (w *manyWrite) run(ctx context.Context, limit int) error {
-	pending := w.groups
+// at most (0: no limit), until every measurement is stored or failed;
+// first it completes the statements of earlier, the record of an
+// earlier call of the same measurements, when there is one.
+func (w *manyWrite) run(ctx context.Context, limit int, earlier *record) error {
+	if earlier != nil {
+		if err := w.resume(ctx, limit, earlier); err != nil {
+			return w.abort(err)
+		}
+	}
+	pending := slices.DeleteFunc(slices.Clone(w.groups), func(g *group) bool { return len(g.pending) == 0 })
 	for round := 1; len(pending) > 0; round++ {
 		if round > maxRounds {
 			// Not reached: each round settles a group or counts a lost
 			// race or a conflict against it.
 			for _, g := range pending {
-				w.fail(g, g.pending, errors.New("measurements left unwritten after the last round"))
+				w.fail(g.pending, errors.New("measurements left unwritten after the last round"))
 			}
 			break
 		}
@@ -296,25 +398,15 @@ func (w *manyWrite) run(ctx context.Context, limit int) error {
 		}
 		r := rounds{lost: map[*group]bool{}, conflicted: map[*group]error{}}
 		if err := w.send(ctx, updates, limit, &r); err != nil {
-			return err
+			return w.abort(err)
 		}
 		// A group whose top-up lost its room opens no bucket in this
 		// round: the next one reads again.
 		inserts = slices.DeleteFunc(inserts, func(st statement) bool { return r.lost[st.g] })
 		if err := w.send(ctx, inserts, 0, &r); err != nil {
-			return err
+			return w.abort(err)
 		}
-		for g := range r.lost {
-			g.lost++
-		}
-		for g, err := range r.conflicted {
-			if g.conflicts++; g.conflicts == maxAttempts {
-				w.fail(g, g.pending, conflict(g.conflicts, err))
-			}
-		}
-		for _, g := range pending {
-			g.pending = slices.DeleteFunc(g.pending, func(at int) bool { return w.done[at] })
-		}
+		w.settle(&r)
 		pending = slices.DeleteFunc(pending, func(g *group) bool { return len(g.pending) == 0 })
 	}
 	if len(w.failed) > 0 {
@@ -324,36 +416,57 @@ func (w *manyWrite) run(ctx context.Context, limit int) error {
 	return nil
 }
 
+// settle counts the lost races and conflicts of a round against their
+// groups, fails the measurements of a group after maxAttempts conflicts,
+// and leaves in each group's pending the measurements still to store.
+func (w *manyWrite) settle(r *rounds) {
+	for g := range r.lost {
+		g.lost++
+	}
+	for g, err := range r.conflicted {
+		if g.conflicts++; g.conflicts == maxAttempts {
+			w.fail(g.pending, conflict(g.conflicts, err))
+		}
+	}
+	for _, g := range w.groups {
+		g.pending = slices.DeleteFunc(g.pending, func(at int) bool { return w.state[at] != pending })
+	}
+}
+
 // rounds is what the statements of one round met: the groups with a
 // top-up that lost its room, and those with a statement refused with a
 // duplicate key otherwise (with the error).
 type rounds struct {
 	lost       map[*group]bool
 	conflicted map[*group]error
+	refused    []sentStatement // the top-ups refused for lack of room
 }
 
 // abort ends the call on err, which left the measurements not stored yet
-// unwritten: a [*PartialError] listing them when some were stored, err
-// itself when none were.
+// unwritten (and, when it is a write's, some of unknown outcome): err
+// itself when nothing was stored and nothing may have been, else a
+// [*PartialError] listing those not stored and those of unknown outcome,
+// whose Err is err.
 func (w *manyWrite) abort(err error) error {
-	if !w.stored {
+	if !w.stored && len(w.unknown) == 0 {
 		return err
 	}
 	for _, g := range w.groups {
-		w.fail(g, g.pending, err)
+		w.fail(g.pending, err)
 	}
 	slices.Sort(w.failed)
-	return &PartialError{Failed: w.failed, Err: w.cause}
+	slices.Sort(w.unknown)
+	return &PartialError{Failed: w.failed, Unknown: w.unknown, Err: err}
 }
 
-// fail records that the measurements pts of g will not be stored, and
-// why.
-func (w *manyWrite) fail(g *group, pts []int, err error) {
+// fail records that the measurements pts will not be stored by this
+// call, and why (those of unknown outcome stay so).
+func (w *manyWrite) fail(pts []int, err error) {
 	for _, at := range pts {
-		if w.done[at] {
+		if w.state[at] != pending {
 			continue
 		}
-		w.done[at] = true
+		w.state[at] = refused
 		w.failed = append(w.failed, at)
 		if w.cause == nil || at < w.first {
 			w.cause, w.first = err, at
@@ -414,13 +527,9 @@ func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 // for the rest; or, after maxLostRaces lost races, one upsert per
 // measurement.
 func (w *manyWrite) plan(g *group, updates, inserts []statement) ([]statement, []statement) {
-	s := w.s
 	if g.lost >= maxLostRaces {
 		for _, at := range g.pending {
-			p := &w.pts[at]
-			sp := spanOf(p)
-			model := mongo.NewUpdateOneModel().SetFilter(s.addFilter(g.meta, g.start)).SetUpdate(s.pushUpdate(p.raw, &sp)).SetUpsert(true)
-			updates = append(updates, statement{g: g, pts: []int{at}, kind: single, model: model})
+			updates = append(updates, w.statement(g, sentStatement{kind: single, key: g.windowKey, id: bson.NewObjectID(), pts: []int{at}}))
 		}
 		return updates, inserts
 	}
@@ -430,29 +539,53 @@ func (w *manyWrite) plan(g *group, updates, inserts []statement) ([]statement, [
 	rand.Shuffle(len(g.open), func(i, j int) { g.open[i], g.open[j] = g.open[j], g.open[i] })
 	rest := g.pending
 	for _, o := range g.open {
-		room := s.cap - o.count
+		room := w.s.cap - o.count
 		if len(rest) == 0 || room <= 0 {
 			continue
 		}
 		k := min(room, len(rest))
-		pts, arr, sp := w.take(rest[:k])
-		model := mongo.NewUpdateOneModel().SetFilter(s.topUpFilter(o.id, g.meta, g.start, k)).SetUpdate(s.pushUpdate(each(arr), &sp)).SetUpsert(true)
-		updates = append(updates, statement{g: g, pts: pts, kind: topUp, model: model})
+		updates = append(updates, w.statement(g, sentStatement{kind: topUp, key: g.windowKey, id: bson.NewObjectID(), bucket: o.id, pts: slices.Clone(rest[:k])}))
 		rest = rest[k:]
 	}
 	for len(rest) > 0 {
-		k := min(s.cap, len(rest))
-		pts, arr, sp := w.take(rest[:k])
-		model := mongo.NewInsertOneModel().SetDocument(s.newBucket(bson.NewObjectID(), g.meta, g.start, arr, &sp))
-		inserts = append(inserts, statement{g: g, pts: pts, kind: insert, model: model})
+		k := min(w.s.cap, len(rest))
+		inserts = append(inserts, w.statement(g, sentStatement{kind: insert, key: g.windowKey, id: bson.NewObjectID(), pts: slices.Clone(rest[:k])}))
 		rest = rest[k:]
 	}
 	return updates, inserts
 }
 
-// take returns a copy of the measurement indexes pts, their documents as
-// a BSON array, and their span.
-func (w *manyWrite) take(pts []int) ([]int, bson.RawValue, span) {
+// statement builds the write of st, a statement of g: the same write for
+// the same st, so that a retry sends again exactly what a failed call
+// sent.
+func (w *manyWrite) statement(g *group, st sentStatement) statement {
+	s := w.s
+	var model mongo.WriteModel
+	switch st.kind {
+	case single:
+		p := &w.pts[st.pts[0]]
+		sp := spanOf(p)
+		model = mongo.NewUpdateOneModel().SetFilter(s.addFilter(g.meta, g.start)).SetUpdate(s.pushUpdate(p.raw, &sp, &st.id)).SetUpsert(true)
+	case topUp:
+		arr, sp := w.take(st.pts)
+		model = mongo.NewUpdateOneModel().SetFilter(s.topUpFilter(st.bucket, g.meta, g.start, len(st.pts), st.id)).SetUpdate(s.pushUpdate(each(arr), &sp, &st.id)).SetUpsert(true)
+	case insert:
+		arr, sp := w.take(st.pts)
+		model = mongo.NewInsertOneModel().SetDocument(s.newBucket(st.id, g.meta, g.start, arr, &sp))
+	case reinsert:
+		arr, sp := w.take(st.pts)
+		filter, update, err := reinsertBucket(s.newBucket(st.id, g.meta, g.start, arr, &sp))
+		if err != nil {
+			panic(err) // newBucket encodes a valid document
+		}
+		model = mongo.NewUpdateOneModel().SetFilter(filter).SetUpdate(update).SetUpsert(true)
+	}
+	return statement{sentStatement: st, g: g, model: model}
+}
+
+// take returns the documents of the measurements pts as a BSON array, and
+// their span.
+func (w *manyWrite) take(pts []int) (bson.RawValue, span) {
 	nf := len(w.s.valueFields)
 	stats := make([]float64, 3*nf)
 	sp := span{n: int32(len(pts)), first: math.MaxInt64, last: math.MinInt64, min: stats[:nf], max: stats[nf : 2*nf], sum: stats[2*nf:]}
@@ -478,15 +611,16 @@ func (w *manyWrite) take(pts []int) ([]int, bson.RawValue, span) {
 	}
 	arr = append(arr, 0)
 	binary.LittleEndian.PutUint32(arr, uint32(len(arr)))
-	return slices.Clone(pts), bson.RawValue{Type: bson.TypeArray, Value: arr}, sp
+	return bson.RawValue{Type: bson.TypeArray, Value: arr}, sp
 }
 
 // send sends the statements, at most limit per command (0: as many as
 // the driver puts in one), and records what became of each: stored;
 // refused for lack of room (a top-up that lost a race: r.lost); refused
 // with a duplicate key otherwise (r.conflicted: sent again in the next
-// round, up to maxAttempts rounds); or refused for good. It returns an
-// error that leaves unknown which statements applied.
+// round, up to maxAttempts rounds); refused for good; or, when a command
+// failed without saying which of its statements applied, unknown. It
+// returns the error of that command.
 func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *rounds) error {
 	if len(stmts) == 0 {
 		return nil
@@ -495,24 +629,36 @@ func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *r
 	for i, st := range stmts {
 		models[i] = st.model
 	}
-	results, err := w.s.write(ctx, models, limit)
-	if err != nil {
-		return err
-	}
+	results, unknown := w.s.write(ctx, models, limit)
 	for i, st := range stmts {
 		switch err := results[i]; {
 		case err == nil:
-			w.stored = true
-			for _, at := range st.pts {
-				w.done[at] = true
-			}
+			w.settled(st.sentStatement, stored)
+		case errors.Is(err, errUnknown):
+			w.settled(st.sentStatement, uncertain)
+		case errors.Is(err, errUnsent):
 		case mongo.IsDuplicateKeyError(err) && st.kind == topUp:
 			r.lost[st.g] = true
+			r.refused = append(r.refused, st.sentStatement)
 		case mongo.IsDuplicateKeyError(err):
 			r.conflicted[st.g] = err
 		default:
-			w.fail(st.g, st.pts, srverr.Classify(err))
+			w.fail(st.pts, srverr.Classify(err))
 		}
 	}
-	return nil
+	return unknown
+}
+
+// settled records that st applied (state stored) or may have (uncertain).
+func (w *manyWrite) settled(st sentStatement, state pointState) {
+	w.sent = append(w.sent, st)
+	for _, at := range st.pts {
+		w.state[at] = state
+		if state == uncertain {
+			w.unknown = append(w.unknown, at)
+		}
+	}
+	if state == stored {
+		w.stored = true
+	}
 }

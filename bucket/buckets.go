@@ -19,7 +19,12 @@ import (
 // them, with a summary kept up to date by every write:
 //
 //	{_id, <meta>: M, start: date, first: date, last: date, count: int32,
-//	 measurements: [V, ...], summary: {<value field>: {min, max, sum}}}
+//	 measurements: [V, ...], summary: {<value field>: {min, max, sum}},
+//	 writes: [ObjectID, ...]}
+//
+// where writes holds the ids of the [Buckets.AddMany] statements that
+// wrote to the bucket, by which a retry knows which applied (a bucket Add
+// alone wrote has none).
 //
 // It works on every server [patterns.Capabilities] knows, MongoDB and
 // FerretDB alike; it is safe for concurrent use by several goroutines,

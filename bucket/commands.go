@@ -40,28 +40,33 @@ func (s *settings) addFilter(m bson.RawValue, start bson.DateTime) bson.D {
 }
 
 // topUpFilter selects the bucket id, of the series m and the window that
-// starts at start, if it has room for k more measurements. As an upsert
-// it either tops that bucket up or, when the bucket lacks the room, fails
-// with a duplicate key on _id (the insert it attempts reuses the id): the
-// guard never lets a bucket pass the cap, and the failure tells which
-// statement lost the room to another writer. Should the bucket have been
-// deleted meanwhile, the upsert creates it again, with its meta and
-// start, holding the k measurements.
-func (s *settings) topUpFilter(id bson.RawValue, m bson.RawValue, start bson.DateTime, k int) bson.D {
+// starts at start, if it has room for k more measurements and the
+// statement write has not written to it. As an upsert it either tops that
+// bucket up or, when the bucket lacks the room (or holds write already),
+// fails with a duplicate key on _id (the insert it attempts reuses the
+// id): the guard never lets a bucket pass the cap, the failure tells
+// which statement lost the room to another writer, and the same statement
+// sent twice applies once. Should the bucket have been deleted meanwhile,
+// the upsert creates it again, with its meta and start, holding the k
+// measurements.
+func (s *settings) topUpFilter(id bson.RawValue, m bson.RawValue, start bson.DateTime, k int, write bson.ObjectID) bson.D {
 	return bson.D{
 		{Key: "_id", Value: id},
 		{Key: s.metaField, Value: m},
 		{Key: fieldStart, Value: start},
 		{Key: fieldCount, Value: bson.D{{Key: "$lte", Value: int32(s.cap - k)}}},
+		{Key: fieldWrites, Value: bson.D{{Key: "$ne", Value: write}}},
 	}
 }
 
 // pushUpdate adds measurements to a bucket: push is a measurement (one
-// bson.Raw) or {$each: [...]}, sp their summary. The same update pushes
-// them, adds their number to the count and their sums to the sums, and
-// lowers or raises first, last, min and max; $inc, $min and $max create
-// the fields they find missing, so it also fills a new bucket.
-func (s *settings) pushUpdate(push any, sp *span) bson.D {
+// bson.Raw) or {$each: [...]}, sp their summary, write the id of the
+// AddMany statement that sends it (nil for Add). The same update pushes
+// them (and write to the bucket's writes), adds their number to the count
+// and their sums to the sums, and lowers or raises first, last, min and
+// max; $push, $inc, $min and $max create the fields they find missing, so
+// it also fills a new bucket.
+func (s *settings) pushUpdate(push any, sp *span, write *bson.ObjectID) bson.D {
 	n := 1 + len(s.summaryPaths)
 	elems := make([]bson.E, 3*n) // one allocation for the three documents
 	inc, lower, raise := bson.D(elems[:1:n]), bson.D(elems[n:n+1:2*n]), bson.D(elems[2*n:2*n+1])
@@ -73,8 +78,12 @@ func (s *settings) pushUpdate(push any, sp *span) bson.D {
 		lower = append(lower, bson.E{Key: path.min, Value: sp.min[i]})
 		raise = append(raise, bson.E{Key: path.max, Value: sp.max[i]})
 	}
+	pushed := bson.D{{Key: fieldPoints, Value: push}}
+	if write != nil {
+		pushed = append(pushed, bson.E{Key: fieldWrites, Value: *write})
+	}
 	return bson.D{
-		{Key: "$push", Value: bson.D{{Key: fieldPoints, Value: push}}},
+		{Key: "$push", Value: pushed},
 		{Key: "$inc", Value: inc},
 		{Key: "$min", Value: lower},
 		{Key: "$max", Value: raise},
@@ -88,12 +97,13 @@ func each(pts bson.RawValue) bson.D { return bson.D{{Key: "$each", Value: pts}} 
 // newBucket is a bucket document holding pts, a BSON array of
 // measurements whose summary is sp: what a series of upserts into a new
 // bucket would leave, built at once, and encoded here (in one allocation)
-// rather than by the driver:
+// rather than by the driver. Its id is also the id of the AddMany
+// statement that inserts it, its only write:
 //
 //	{_id, <meta>, start, first, last, count,
-//	 summary: {<field>: {min, max, sum}, ...}, measurements: [...]}
+//	 summary: {<field>: {min, max, sum}, ...}, measurements: [...], writes: [_id]}
 func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateTime, pts bson.RawValue, sp *span) bson.Raw {
-	size := 128 + len(s.metaField) + len(m.Value) + len(pts.Value)
+	size := 160 + len(s.metaField) + len(m.Value) + len(pts.Value)
 	for _, f := range s.valueFields {
 		size += 48 + len(f)
 	}
@@ -115,9 +125,58 @@ func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateT
 	}
 	doc, _ = bsoncore.AppendDocumentEnd(doc, summary)
 	doc = bsoncore.AppendArrayElement(doc, fieldPoints, pts.Value)
+	writes, doc := bsoncore.AppendArrayElementStart(doc, fieldWrites)
+	doc = bsoncore.AppendObjectIDElement(doc, "0", id)
+	doc, _ = bsoncore.AppendArrayEnd(doc, writes)
 	doc, _ = bsoncore.AppendDocumentEnd(doc, at)
 	return doc
 }
+
+// reinsertBucket is the upsert that inserts the bucket doc unless a bucket with
+// its _id exists: how a retry of AddMany sends again an insert whose
+// outcome it does not know, so that it applies once whether or not the
+// first one did (or does, late).
+func reinsertBucket(doc bson.Raw) (filter, update bson.D, err error) {
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil, nil, err
+	}
+	fields := make(bson.D, 0, len(elems)-1)
+	for _, e := range elems {
+		if e.Key() == "_id" {
+			filter = bson.D{{Key: "_id", Value: e.Value()}}
+			continue
+		}
+		fields = append(fields, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	return filter, bson.D{{Key: "$setOnInsert", Value: fields}}, nil
+}
+
+// window is a window of a series and the AddMany statements that may
+// have written to its buckets, for [settings.writtenFilter].
+type window struct {
+	meta   bson.RawValue
+	start  bson.DateTime
+	writes bson.A // bson.ObjectID
+}
+
+// writtenFilter selects the buckets of the given windows to which one of
+// their statements wrote: one branch per window, an equality on the meta
+// and the start, bounds of the index {<meta>, start, count}, and the
+// statements' ids among the bucket's writes.
+func (s *settings) writtenFilter(ws []window) bson.D {
+	return anyOf(ws, func(w window) bson.D {
+		return bson.D{
+			{Key: s.metaField, Value: w.meta},
+			{Key: fieldStart, Value: w.start},
+			{Key: fieldWrites, Value: bson.D{{Key: "$in", Value: w.writes}}},
+		}
+	})
+}
+
+// writesProjection is what a retry of AddMany reads of a bucket its
+// statements may have written to.
+func writesProjection() bson.D { return bson.D{{Key: fieldWrites, Value: 1}} }
 
 // windows are the windows of one series that AddMany writes to.
 type windows struct {
@@ -130,19 +189,24 @@ type windows struct {
 // and a range on the count, all bounds of the index {<meta>, start,
 // count}.
 func (s *settings) openFilter(series []windows) bson.D {
-	branch := func(w windows) bson.D {
+	return anyOf(series, func(w windows) bson.D {
 		return bson.D{
 			{Key: s.metaField, Value: w.meta},
 			{Key: fieldStart, Value: bson.D{{Key: "$in", Value: w.starts}}},
 			{Key: fieldCount, Value: s.hasRoom},
 		}
+	})
+}
+
+// anyOf is the filter of the branch of each item: the branch itself for
+// one item, their $or for more.
+func anyOf[T any](items []T, branch func(T) bson.D) bson.D {
+	if len(items) == 1 {
+		return branch(items[0])
 	}
-	if len(series) == 1 {
-		return branch(series[0])
-	}
-	or := make(bson.A, len(series))
-	for i, w := range series {
-		or[i] = branch(w)
+	or := make(bson.A, len(items))
+	for i, item := range items {
+		or[i] = branch(item)
 	}
 	return bson.D{{Key: "$or", Value: or}}
 }
@@ -175,8 +239,11 @@ func rangeProjection() bson.D {
 }
 
 // withoutPoints is what the client path of Summaries reads of a bucket
-// first: everything but its measurements.
-func withoutPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 0}} }
+// first: everything but its measurements and the ids of the statements
+// that wrote them.
+func withoutPoints() bson.D {
+	return bson.D{{Key: fieldPoints, Value: 0}, {Key: fieldWrites, Value: 0}}
+}
 
 // byIDs selects the buckets ids.
 func byIDs(ids []bson.ObjectID) bson.D {
@@ -190,8 +257,8 @@ func onlyPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 1}} }
 // summaryPipeline is the aggregation of Summaries on the server path:
 // $match, then each bucket becomes rows {t, n, sum<i>, min<i>, max<i>}:
 // one row from its summary when its measurements lie in one step and in
-// [from, to), else one row per measurement in [from, to); then the rows
-// are grouped by step.
+// [from, to), else one row per measurement in [from, to); one copy of
+// each bucket is kept; then the rows are grouped by step.
 func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 	at := "$$p." + s.timeField
 	whole := bson.D{{Key: "$and", Value: bson.A{
@@ -228,11 +295,16 @@ func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 			{Key: "in", Value: pointRow},
 		}}}},
 	}}}
+	// A bucket the server returned twice (a write moved its entry in the
+	// index that serves $match, whose key holds the count) is grouped
+	// into one, the copy with the higher count: the later, which holds
+	// the other's measurements and more.
 	return append(mongo.Pipeline{
 		{{Key: "$match", Value: filter}},
-		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: rows}}}},
-		{{Key: "$unwind", Value: "$r"}},
-	}, groupStages(g, "$r.t", "$r.n", func(kind string, i int) string { return "$r." + column(kind, i) }, len(s.valueFields))...)
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$" + fieldCount}, {Key: "r", Value: rows}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$unwind", Value: "$b.r"}},
+	}, groupStages(g, "$b.r.t", "$b.r.n", func(kind string, i int) string { return "$b.r." + column(kind, i) }, len(s.valueFields))...)
 }
 
 // The names of the per-field columns of the rows the summary pipelines

@@ -85,7 +85,7 @@ func TestWindowStart(t *testing.T) {
 func TestReadOptionsPinned(t *testing.T) {
 	require.Equal(t, bson.D{{Key: "start", Value: 1}}, byStart())
 	require.Equal(t, bson.D{{Key: "start", Value: 1}, {Key: "measurements", Value: 1}}, rangeProjection())
-	require.Equal(t, bson.D{{Key: "measurements", Value: 0}}, withoutPoints())
+	require.Equal(t, bson.D{{Key: "measurements", Value: 0}, {Key: "writes", Value: 0}}, withoutPoints())
 	require.Equal(t, bson.D{{Key: "measurements", Value: 1}}, onlyPoints())
 	ids := []bson.ObjectID{bson.NewObjectID()}
 	require.Equal(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, byIDs(ids))
@@ -133,7 +133,7 @@ func TestSummaryPipelinePinned(t *testing.T) {
 		return bson.D{{Key: "$subtract", Value: bson.A{x, bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{x, f}}}, int64(7200000)}}}}}}
 	}
 	require.Equal(t, mongo.Pipeline{
-		{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$count"}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
 			{Key: "if", Value: bson.D{{Key: "$and", Value: bson.A{
 				bson.D{{Key: "$gte", Value: bson.A{"$first", f}}},
 				bson.D{{Key: "$lt", Value: bson.A{"$last", tt}}},
@@ -158,14 +158,15 @@ func TestSummaryPipelinePinned(t *testing.T) {
 				}},
 			}}}},
 		}}}}}}},
-		{{Key: "$unwind", Value: "$r"}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$unwind", Value: "$b.r"}},
 		{{Key: "$group", Value: bson.D{
-			{Key: "_id", Value: step("$r.t")},
-			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$r.n"}}},
-			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$r.sum0"}}},
-			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$r.min0"}}},
-			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$r.max0"}}},
-			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$r.sum0"}}, "$r.n", 0}}}}}},
+			{Key: "_id", Value: step("$b.r.t")},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.r.n"}}},
+			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.r.sum0"}}},
+			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.r.min0"}}},
+			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.r.max0"}}},
+			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.r.sum0"}}, "$b.r.n", 0}}}}}},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[1:])
@@ -248,6 +249,7 @@ func TestBucketSize(t *testing.T) {
 		{Key: "start", Value: p.at}, {Key: "first", Value: p.at}, {Key: "last", Value: p.at}, {Key: "count", Value: int32(2)},
 		{Key: "measurements", Value: bson.A{p.raw, p.raw}},
 		{Key: "summary", Value: bson.D{{Key: "v", Value: bson.D{{Key: "min", Value: 1.5}, {Key: "max", Value: 1.5}, {Key: "sum", Value: 3.0}}}}},
+		{Key: "writes", Value: bson.A{bson.NewObjectID(), bson.NewObjectID()}}, // each measurement by a statement of its own
 	})
 	require.NoError(t, err)
 	require.Equal(t, len(doc), s.bucketSize(len(m.Value), len(p.raw)))
@@ -281,7 +283,8 @@ func TestEveryFilterHasAnIndex(t *testing.T) {
 	filters := map[string]bson.D{
 		"Add":                 b.s.addFilter(m, t0),
 		"AddMany's read":      b.s.openFilter([]windows{{meta: m, starts: bson.A{t0}}}),
-		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3),
+		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3, bson.NewObjectID()),
+		"AddMany's retry":     b.s.writtenFilter([]window{{meta: m, start: t0, writes: bson.A{bson.NewObjectID()}}}),
 		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
 		"DeleteBefore":        b.s.expiredFilter(nil, t0),
 		"DeleteSeriesBefore":  b.s.expiredFilter(&m, t0),
@@ -313,12 +316,14 @@ func TestAddManyCommandsPinned(t *testing.T) {
 	require.NoError(t, err)
 	start := date("2026-03-01T10:00:00Z")
 	id := bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}
+	write := bson.NewObjectID()
 	require.Equal(t, bson.D{
 		{Key: "_id", Value: id},
 		{Key: "sensor", Value: m},
 		{Key: "start", Value: start},
 		{Key: "count", Value: bson.D{{Key: "$lte", Value: int32(197)}}},
-	}, s.topUpFilter(id, m, start, 3), "a top-up of 3 into a bucket of cap 200")
+		{Key: "writes", Value: bson.D{{Key: "$ne", Value: write}}},
+	}, s.topUpFilter(id, m, start, 3, write), "a top-up of 3 into a bucket of cap 200, by the statement write")
 
 	var pts []point
 	for i, v := range []float64{21.5, 19, 23.25} {
@@ -327,18 +332,17 @@ func TestAddManyCommandsPinned(t *testing.T) {
 		pts = append(pts, p)
 	}
 	w := &manyWrite{s: s, pts: pts}
-	idx, arr, sp := w.take([]int{2, 0, 1})
-	require.Equal(t, []int{2, 0, 1}, idx)
+	arr, sp := w.take([]int{2, 0, 1})
 	want, err := bson.Marshal(bson.D{{Key: "0", Value: pts[2].raw}, {Key: "1", Value: pts[0].raw}, {Key: "2", Value: pts[1].raw}})
 	require.NoError(t, err)
 	require.Equal(t, bson.TypeArray, arr.Type)
 	require.Equal(t, want, []byte(arr.Value), "the measurements as a BSON array, in the order given")
 	require.Equal(t, bson.D{
-		{Key: "$push", Value: bson.D{{Key: "measurements", Value: bson.D{{Key: "$each", Value: arr}}}}},
+		{Key: "$push", Value: bson.D{{Key: "measurements", Value: bson.D{{Key: "$each", Value: arr}}}, {Key: "writes", Value: write}}},
 		{Key: "$inc", Value: bson.D{{Key: "count", Value: int32(3)}, {Key: "summary.temp.sum", Value: 63.75}, {Key: "summary.hum.sum", Value: 123.0}}},
 		{Key: "$min", Value: bson.D{{Key: "first", Value: date("2026-03-01T10:00:00Z")}, {Key: "summary.temp.min", Value: 19.0}, {Key: "summary.hum.min", Value: 40.0}}},
 		{Key: "$max", Value: bson.D{{Key: "last", Value: date("2026-03-01T10:20:00Z")}, {Key: "summary.temp.max", Value: 23.25}, {Key: "summary.hum.max", Value: 42.0}}},
-	}, s.pushUpdate(each(arr), &sp))
+	}, s.pushUpdate(each(arr), &sp, &write))
 
 	oid := bson.NewObjectID()
 	bucket, err := bson.Marshal(bson.D{
@@ -353,9 +357,20 @@ func TestAddManyCommandsPinned(t *testing.T) {
 			{Key: "hum", Value: bson.D{{Key: "min", Value: 40.0}, {Key: "max", Value: 42.0}, {Key: "sum", Value: 123.0}}},
 		}},
 		{Key: "measurements", Value: arr},
+		{Key: "writes", Value: bson.A{oid}},
 	})
 	require.NoError(t, err)
 	require.Equal(t, bson.Raw(bucket), s.newBucket(oid, m, start, arr, &sp))
+	filter, update, err := reinsertBucket(bucket)
+	require.NoError(t, err)
+	require.Equal(t, bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.TypeObjectID, Value: oid[:]}}}, filter)
+	fields, err := bson.Raw(bucket).Elements()
+	require.NoError(t, err)
+	var rest bson.D
+	for _, e := range fields[1:] {
+		rest = append(rest, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	require.Equal(t, bson.D{{Key: "$setOnInsert", Value: rest}}, update, "the bucket but its _id, inserted unless its _id exists")
 
 	m2, err := metaValue("s-2")
 	require.NoError(t, err)
@@ -370,6 +385,18 @@ func TestAddManyCommandsPinned(t *testing.T) {
 		bson.D{{Key: "sensor", Value: m2}, {Key: "start", Value: bson.D{{Key: "$in", Value: two.starts}}}, {Key: "count", Value: room}},
 	}}}, s.openFilter([]windows{one, two}))
 	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}}, s.openProjection())
+
+	w1, w2 := bson.NewObjectID(), bson.NewObjectID()
+	first := window{meta: m, start: start, writes: bson.A{w1, w2}}
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: m}, {Key: "start", Value: start}, {Key: "writes", Value: bson.D{{Key: "$in", Value: bson.A{w1, w2}}}},
+	}, s.writtenFilter([]window{first}))
+	second := window{meta: m2, start: start, writes: bson.A{w1}}
+	require.Equal(t, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "sensor", Value: m}, {Key: "start", Value: start}, {Key: "writes", Value: bson.D{{Key: "$in", Value: bson.A{w1, w2}}}}},
+		bson.D{{Key: "sensor", Value: m2}, {Key: "start", Value: start}, {Key: "writes", Value: bson.D{{Key: "$in", Value: bson.A{w1}}}}},
+	}}}, s.writtenFilter([]window{first, second}))
+	require.Equal(t, bson.D{{Key: "writes", Value: 1}}, writesProjection())
 }
 
 func TestIndexesPinned(t *testing.T) {

@@ -100,10 +100,14 @@ const (
 	fieldCount   = "count"        // number of measurements, an int32
 	fieldPoints  = "measurements" // the measurements, an array of documents
 	fieldSummary = "summary"      // {<value field>: {min, max, sum}}
+	// fieldWrites holds the ids of the AddMany statements that wrote to
+	// the bucket, an array of ObjectIDs (see [Buckets.AddMany]): at most
+	// Cap of them, since each statement adds a measurement at least.
+	fieldWrites = "writes"
 )
 
 // reservedFields are the bucket fields the meta field must not shadow.
-var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary}
+var reservedFields = []string{"_id", fieldStart, fieldFirst, fieldLast, fieldCount, fieldPoints, fieldSummary, fieldWrites}
 
 // maxBucketSpan is the largest bucketMaxSpanSeconds MongoDB accepts: one
 // year.
@@ -207,19 +211,21 @@ func newSettings(db *mongo.Database, cfg Config) (*settings, error) {
 }
 
 // bucketSize bounds the size of a full bucket: the fixed fields, the
-// summary, the meta element and cap measurements of pointSize bytes each
-// (an array element adds a type byte, its decimal index and a NUL).
+// summary, the meta element, cap measurements of pointSize bytes each
+// (an array element adds a type byte, its decimal index and a NUL), and
+// the ids of up to cap AddMany statements that wrote them.
 func (s *settings) bucketSize(metaSize, pointSize int) int {
 	size := 4 + 1 + // document length and terminator
 		elem("_id", 12) + elem(s.metaField, metaSize) +
 		elem(fieldStart, 8) + elem(fieldFirst, 8) + elem(fieldLast, 8) + elem(fieldCount, 4) +
-		elem(fieldPoints, 5)
+		elem(fieldPoints, 5) + elem(fieldWrites, 5)
 	summary := 5
 	for _, f := range s.valueFields {
 		summary += elem(f, 5+elem("min", 8)+elem("max", 8)+elem("sum", 8))
 	}
 	size += elem(fieldSummary, summary)
-	return size + s.cap*(2+len(strconv.Itoa(s.cap-1))+pointSize)
+	element := 2 + len(strconv.Itoa(s.cap-1)) // type byte, index, NUL
+	return size + s.cap*(element+pointSize) + s.cap*(element+12)
 }
 
 // elem is the size of a BSON element: type byte, key, NUL, value.

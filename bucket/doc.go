@@ -33,6 +33,14 @@
 // 30 writes and a read, where Add would send 1,800 upserts; its godoc
 // proves the bound and says what concurrent writers cost.
 //
+// After an error that leaves unknown whether a write applied (a timeout, a
+// broken connection), Add may have stored its measurement or not, and
+// sending it again may store it twice; AddMany says which measurements
+// were stored, were not, or may have been ([PartialError]), and calling it
+// again with the same points stores each exactly once: every statement
+// writes its id into the bucket it writes to, and the retry reads which
+// applied and sends the others again as they were.
+//
 // Both are safe for concurrent use by several goroutines, processes and
 // machines: no bucket passes Cap, and N measurements of a window make at
 // most ceil(N/Cap) + (writers - 1) buckets. On FerretDB 1.x this holds
@@ -69,23 +77,26 @@
 // # Storage
 //
 // A reading {at: date, temp: double, hum: int64} takes 75 bytes as a
-// document of its own ({_id, meta, at, temp, hum}) and 51.5 in hourly
-// buckets of 60 (BenchmarkAddManyVsInsertOne reports both): 1.46x less.
+// document of its own ({_id, meta, at, temp, hum}) and 52.0 in hourly
+// buckets of 60 written by AddMany (BenchmarkAddManyVsInsertOne reports
+// both): 1.44x less.
 // The layout saves, per measurement, the _id and the meta a document of
 // its own repeats (31 bytes here) and, not counted in those bytes, its
 // index entries: one entry per bucket in {<meta>, start, count}, not one
 // per measurement in {meta, at} and in _id. The rest is the measurement
 // itself, 44 bytes, whose field names every measurement repeats, plus 4
-// bytes of array element (type, decimal index, NUL) and 3.7 bytes of its
-// share of the bucket's own fields. A columnar layout (one array per
-// field, times as int32 offsets from start) would take about 35 bytes
-// here (2.1x), but not without hurting reads or generality: Range would
-// rebuild every document from its columns, Summaries would index arrays
-// in parallel, and measurements whose fields vary (omitempty, maps) cannot
-// keep columns aligned under concurrent writers; storing the time as an
-// offset alone saves 4 bytes (1.58x). So the layout stays. MongoDB's
-// time-series collections compress closed buckets column by column inside
-// the server: [NewTimeSeries] uses them where the server has them.
+// bytes of array element (type, decimal index, NUL) and 4.2 bytes of its
+// share of the bucket's own fields (0.5 of them the id of the insert that
+// wrote the bucket, by which a retry of AddMany knows it applied). A
+// columnar layout (one array per field, times as int32 offsets from
+// start) would take about 35 bytes here (2.1x), but not without hurting
+// reads or generality: Range would rebuild every document from its
+// columns, Summaries would index arrays in parallel, and measurements
+// whose fields vary (omitempty, maps) cannot keep columns aligned under
+// concurrent writers; storing the time as an offset alone saves 4 bytes
+// (1.58x). So the layout stays. MongoDB's time-series collections
+// compress closed buckets column by column inside the server:
+// [NewTimeSeries] uses them where the server has them.
 //
 // # Errors
 //

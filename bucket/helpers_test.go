@@ -1,6 +1,7 @@
 package bucket_test
 
 import (
+	"bytes"
 	"context"
 	"iter"
 	"math"
@@ -143,13 +144,14 @@ func summarise(rs []reading, from, to time.Time, step time.Duration) []bucket.Su
 
 // storedBucket is a bucket document as stored.
 type storedBucket struct {
-	ID      bson.ObjectID `bson:"_id"`
-	Meta    string        `bson:"meta"`
-	Start   time.Time     `bson:"start"`
-	First   time.Time     `bson:"first"`
-	Last    time.Time     `bson:"last"`
-	Count   int           `bson:"count"`
-	Points  []reading     `bson:"measurements"`
+	ID      bson.ObjectID   `bson:"_id"`
+	Meta    string          `bson:"meta"`
+	Start   time.Time       `bson:"start"`
+	First   time.Time       `bson:"first"`
+	Last    time.Time       `bson:"last"`
+	Count   int             `bson:"count"`
+	Points  []reading       `bson:"measurements"`
+	Writes  []bson.ObjectID `bson:"writes"`
 	Summary map[string]struct {
 		Min, Max, Sum float64
 	} `bson:"summary"`
@@ -166,13 +168,17 @@ func storedBuckets(t *testing.T, db *mongo.Database) []storedBucket {
 
 // checkBuckets checks the invariants of every bucket: within the cap, the
 // count equal to its number of measurements, first and last their extreme
-// times, every measurement in the bucket's window, and a summary equal to
-// what its measurements give.
+// times, every measurement in the bucket's window, a summary equal to
+// what its measurements give, and the ids of the AddMany statements that
+// wrote to it each once (a statement applies once), no more of them than
+// measurements.
 func checkBuckets(t *testing.T, bks []storedBucket, cap int, window time.Duration) {
 	t.Helper()
 	for _, b := range bks {
 		require.LessOrEqual(t, b.Count, cap, "bucket %s holds more than the cap", b.ID.Hex())
 		require.Len(t, b.Points, b.Count, "bucket %s: count and measurements disagree", b.ID.Hex())
+		require.LessOrEqual(t, len(b.Writes), b.Count, "bucket %s: more statements than measurements", b.ID.Hex())
+		require.Len(t, slices.Compact(slices.SortedFunc(slices.Values(b.Writes), func(x, y bson.ObjectID) int { return bytes.Compare(x[:], y[:]) })), len(b.Writes), "bucket %s: a statement applied twice", b.ID.Hex())
 		first, last := b.Points[0].At, b.Points[0].At
 		temp := struct{ Min, Max, Sum float64 }{math.Inf(1), math.Inf(-1), 0}
 		hum := temp

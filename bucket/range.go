@@ -30,9 +30,15 @@ import (
 // windows do not overlap in time, so no more is needed.
 //
 // Concurrent writes may or may not be seen: each bucket is read as one
-// consistent document, but a measurement added during the iteration to a
-// window not yet read appears, and one added to a window already yielded
-// does not.
+// consistent document, at one instant of the call, and the buckets one
+// after the other, so a measurement added during the iteration to a
+// window not yet read appears, one added to a window already yielded does
+// not, and one added to the window being read may or may not. (MongoDB
+// may return a bucket twice when a write moves its entry in the index
+// that serves the find, whose key holds the count; Range keeps the later
+// copy, which holds the earlier one's measurements and more.) A window
+// that holds one bucket is read at one instant: the concurrent writers of
+// a window open a bucket each at most (see [Buckets.Add]).
 //
 // A bad meta, a zero from or to, or to before from yield one
 // [patterns.ErrInvalid] error; from == to yields nothing and sends
@@ -73,6 +79,26 @@ type rangeBucket struct {
 	Points []bson.Raw    `bson:"measurements"`
 }
 
+// latest returns the buckets of one window sorted by id, one copy of
+// each: of a bucket a find returned twice (a write moved its index entry
+// ahead of the cursor), the copy with the most measurements, which holds
+// the other's and later ones, since measurements are only ever added to
+// a bucket.
+func latest[B any](window []B, id func(*B) bson.ObjectID, size func(*B) int) []B {
+	slices.SortStableFunc(window, func(a, b B) int { x, y := id(&a), id(&b); return bytes.Compare(x[:], y[:]) })
+	out := window[:0]
+	for i := range window {
+		if n := len(out); n > 0 && id(&out[n-1]) == id(&window[i]) {
+			if size(&window[i]) > size(&out[n-1]) {
+				out[n-1] = window[i]
+			}
+			continue
+		}
+		out = append(out, window[i])
+	}
+	return out
+}
+
 // yieldWindow yields, in time order, the measurements in [r.from, r.to)
 // of the buckets of one window, and reports whether to go on.
 func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield func(V, error) bool) bool {
@@ -80,9 +106,8 @@ func yieldWindow[V any](timeField string, window []rangeBucket, r read, yield fu
 		at  bson.DateTime
 		raw bson.Raw
 	}
-	slices.SortFunc(window, func(a, b rangeBucket) int { return bytes.Compare(a.ID[:], b.ID[:]) })
 	var pts []timed
-	for _, bk := range window {
+	for _, bk := range latest(window, func(b *rangeBucket) bson.ObjectID { return b.ID }, func(b *rangeBucket) int { return len(b.Points) }) {
 		for _, raw := range bk.Points {
 			at, err := timeOf(raw, timeField)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -24,8 +25,8 @@ type Store[M, V any] interface {
 	// Add stores one measurement of the series meta.
 	Add(ctx context.Context, meta M, v V) error
 	// AddMany stores many measurements, of any series: one write per
-	// bucket filled ([Buckets.AddMany]), or one insert command
-	// ([TimeSeries.AddMany]).
+	// bucket filled ([Buckets.AddMany], exact to retry after any error),
+	// or one insert command ([TimeSeries.AddMany], not).
 	AddMany(ctx context.Context, points []Point[M, V]) error
 	// Range yields the measurements of the series with from <= time < to,
 	// in time order.
@@ -63,18 +64,32 @@ type Stats struct {
 }
 
 // PartialError reports that [Store.AddMany] stored some measurements and
-// not others: the ones listed were not stored (the server refused them,
-// or a read [Buckets.AddMany] needed failed before they were sent), and
-// every other one was stored exactly once. Retrying just the failed ones
-// is safe; retrying the whole batch would store the others twice.
+// not others, or may have: the ones in Failed were not stored (the server
+// refused them, or the call ended before it sent them), those in Unknown
+// may or may not have been (a command that wrote them failed without
+// saying whether it applied: a network error, a timeout), and every other
+// one was stored exactly once. Sending just the Failed ones again is
+// safe; what else is, each backend's AddMany says ([Buckets.AddMany]
+// retries exactly).
 type PartialError struct {
-	Failed []int // indexes into the points given to AddMany, in increasing order
-	Err    error // why the first of them (the lowest index) was not stored
+	Failed  []int // indexes into the points given to AddMany, in increasing order
+	Unknown []int // likewise; empty unless the call was cut short
+	// Err is the error that cut the call short, if one did; else why the
+	// first of Failed (the lowest index) was not stored.
+	Err error
 }
 
-// Error says how many measurements were not stored and why.
+// Error says how many measurements were not stored, or may not have
+// been, and why.
 func (e *PartialError) Error() string {
-	return fmt.Sprintf("%d measurement(s) not stored (indexes %v): %v", len(e.Failed), e.Failed, e.Err)
+	var parts []string
+	if len(e.Failed) > 0 || len(e.Unknown) == 0 {
+		parts = append(parts, fmt.Sprintf("%d measurement(s) not stored (indexes %v)", len(e.Failed), e.Failed))
+	}
+	if len(e.Unknown) > 0 {
+		parts = append(parts, fmt.Sprintf("%d of unknown outcome (indexes %v)", len(e.Unknown), e.Unknown))
+	}
+	return strings.Join(parts, ", ") + ": " + e.Err.Error()
 }
 
 // Unwrap returns the cause.

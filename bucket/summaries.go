@@ -37,10 +37,13 @@ import (
 // aggregate (plus getMores beyond 101 steps) that does all of this on the
 // server. Elsewhere (FerretDB 1.x) it computes in the client: one find
 // of the bucket summaries without their measurements (plus getMores), and
-// one find per 256 buckets for the measurements of the buckets that do not
-// fit a step; memory holds at most 256 buckets and the steps they touch.
-// Either path reads each bucket as one consistent document; writes during
-// the iteration may or may not be counted, as with [Buckets.Range].
+// one find per 256 buckets (rounded up to whole windows) for the
+// measurements of the buckets that do not fit a step; memory holds about
+// 256 buckets and the steps they touch.
+// Either path reads each bucket as one consistent document, and counts a
+// bucket the server returned twice once (the later copy: see
+// [Buckets.Range]); writes during the iteration may or may not be
+// counted, as with [Buckets.Range].
 //
 // A bad meta, a zero from or to, to before from, or a step that is not a
 // positive whole number of milliseconds yield one [patterns.ErrInvalid]
@@ -88,34 +91,55 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g gr
 		}
 		return nil
 	}
+	// The buckets of one window are held until the next window starts, so
+	// that a bucket the find returned twice counts once (see [latest]).
+	var window []summaryBucket
+	add := func() error {
+		for _, bk := range latest(window, func(b *summaryBucket) bson.ObjectID { return b.ID }, func(b *summaryBucket) int { return int(b.Count) }) {
+			if !g.within(bk.First, bk.Last) {
+				split = append(split, bk.ID)
+				continue
+			}
+			if err := acc.addBucket(bk); err != nil {
+				return err
+			}
+		}
+		window = window[:0]
+		return nil
+	}
 	open := func(ctx context.Context) (*mongo.Cursor, error) {
 		return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutPoints()))
 	}
-	n := 0
+	n := 0 // buckets read since the last emit
 	for bk, err := range seq.Cursor[summaryBucket](ctx, open) {
 		if err != nil {
 			fail(err)
 			return
 		}
-		if g.within(bk.First, bk.Last) {
-			if err := acc.addBucket(bk); err != nil {
+		if len(window) > 0 && bk.Start != window[0].Start {
+			if err := add(); err != nil {
 				fail(err)
 				return
 			}
-		} else {
-			split = append(split, bk.ID)
-		}
-		if n++; n%chunk == 0 {
-			if err := flush(); err != nil {
-				fail(err)
-				return
+			if n >= chunk {
+				if err := flush(); err != nil {
+					fail(err)
+					return
+				}
+				// Later buckets start at bk.Start or after: no measurement
+				// of theirs falls in a step that ends by then.
+				if !acc.emit(bk.Start, yield) {
+					return
+				}
+				n = 0
 			}
-			// Later buckets start at bk.Start or after: no measurement
-			// of theirs falls in a step that ends by then.
-			if !acc.emit(bk.Start, yield) {
-				return
-			}
 		}
+		window = append(window, bk)
+		n++
+	}
+	if err := add(); err != nil {
+		fail(err)
+		return
 	}
 	if err := flush(); err != nil {
 		fail(err)

@@ -18,9 +18,13 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// codeNamespaceExists is the server's error code for creating a
-// collection that exists.
-const codeNamespaceExists = 48
+// The server's error codes for creating a collection that exists, and an
+// index whose keys an index of another name (or options) has already.
+const (
+	codeNamespaceExists       = 48
+	codeIndexOptionsConflict  = 85
+	codeIndexKeySpecsConflict = 86
+)
 
 // TimeSeries stores measurements in a native time-series collection
 // (MongoDB 5.0+): one document per measurement, {<meta>: M, ...V}, which
@@ -56,7 +60,9 @@ var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
 // index {<meta>: 1, <time>: 1} (the collection is empty: the build is
 // instant). If the collection exists, one listCollections checks that it
 // is a time-series collection with the same time and meta fields, and the
-// store uses it as it is (its granularity, expiry and indexes untouched).
+// store uses it as it is (its granularity and expiry untouched), with the
+// createIndexes of that index before MongoDB 6.3: a first use cut short
+// after the create left the collection without it, and the retry adds it.
 // Writing to a plain collection of that name would silently store plain
 // documents; that is why the store creates or checks it before anything
 // else.
@@ -123,12 +129,18 @@ func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
 func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 	db := ts.s.coll.Database()
 	err := db.RunCommand(ctx, ts.s.createCommand()).Err()
-	switch ce, ok := errors.AsType[mongo.CommandError](err); {
-	case ok && ce.Code == codeNamespaceExists:
+	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeNamespaceExists {
 		err = ts.checkExisting(ctx)
-	case err == nil && !p.timeSeriesBucketing:
-		// MongoDB 6.3+ creates this index with the collection.
+	}
+	if err == nil && !p.timeSeriesBucketing {
+		// MongoDB 6.3+ creates this index with the collection; before,
+		// a first use cut short between the create and the createIndexes
+		// left an existing collection without it, so it goes on an
+		// existing collection too (where it is, this changes nothing).
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
+		if ce, ok := errors.AsType[mongo.CommandError](err); ok && (ce.Code == codeIndexOptionsConflict || ce.Code == codeIndexKeySpecsConflict) {
+			err = nil // an index of these keys exists, by another name
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("create time-series collection %s: %w", ts.s.coll.Name(), srverr.Classify(err))

@@ -11,16 +11,29 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
+// errUnsent is the result of a model that [settings.write] did not send,
+// and errUnknown of one whose command failed in a way that leaves unknown
+// whether it applied.
+var (
+	errUnsent  = errors.New("not sent")
+	errUnknown = errors.New("outcome unknown")
+)
+
 // write sends models unordered, at most limit per command (0: as many as
 // the driver puts in one), and sends again, as [srverr.Retry] allows,
 // those that fail with a transient error (which applied nothing). It
-// returns each model's error, nil where it applied, or an error that
-// leaves unknown which models applied.
+// returns each model's result: nil where it applied, the server's error
+// where the server refused it (it applied nothing). When a command fails
+// in a way that leaves unknown which of its models applied (a network
+// error, a timeout, a write concern error), write stops there: it returns
+// that error too, [errUnknown] as the result of each model of that
+// command, and [errUnsent] for those it had not sent yet.
 func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit int) ([]error, error) {
 	results := make([]error, len(models))
 	todo := make([]int, len(models))
 	for i := range todo {
 		todo[i] = i
+		results[i] = errUnsent
 	}
 	if limit <= 0 {
 		limit = len(models)
@@ -59,6 +72,9 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 				last = err
 			default:
 				// The server did not say which statements applied, if any.
+				for _, at := range chunk {
+					results[at] = errUnknown
+				}
 				unknown = err
 				return nil
 			}
@@ -66,8 +82,5 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 		todo = again
 		return last
 	})
-	if unknown != nil {
-		return nil, srverr.Classify(unknown)
-	}
-	return results, nil
+	return results, srverr.Classify(unknown)
 }

@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -54,7 +55,8 @@ func run(ctx context.Context, db *mongo.Database) error {
 	}
 
 	// Three sensors report every 5 minutes from 06:00 to 12:00; the
-	// gateway forwards what it has every half hour, in one AddMany.
+	// gateway forwards what it has every half hour, in one AddMany, and
+	// sends a batch again when the network fails it.
 	sensors := []Sensor{{"north", 1}, {"north", 2}, {"south", 1}}
 	start := time.Date(2026, 6, 1, 6, 0, 0, 0, time.UTC)
 	var batch []bucket.Point[Sensor, Reading]
@@ -65,7 +67,7 @@ func run(ctx context.Context, db *mongo.Database) error {
 			batch = append(batch, bucket.Point[Sensor, Reading]{Meta: s, Value: reading(t, k)})
 		}
 		if len(batch) == 6*len(sensors) {
-			if err := store.AddMany(ctx, batch); err != nil {
+			if err := forward(ctx, store, batch); err != nil {
 				return err
 			}
 			total += len(batch)
@@ -105,6 +107,23 @@ func run(ctx context.Context, db *mongo.Database) error {
 	}
 	fmt.Printf("retention: buckets before 08:00 deleted, %d left\n", left)
 	return nil
+}
+
+// forward stores a batch, trying up to three times: AddMany is exact to
+// retry, so a batch whose first send timed out or lost its connection
+// halfway is stored once, whatever had applied. A bad reading is not
+// worth another try.
+func forward(ctx context.Context, store *bucket.Buckets[Sensor, Reading], batch []bucket.Point[Sensor, Reading]) error {
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+		}
+		if err = store.AddMany(ctx, batch); err == nil || errors.Is(err, patterns.ErrInvalid) || errors.Is(err, patterns.ErrTooLarge) {
+			return err
+		}
+	}
+	return err
 }
 
 // reading is a made-up, deterministic reading of sensor k at t: warmer
