@@ -33,10 +33,10 @@ import (
 // An Add of the same item running concurrently with its Remove may leave
 // the item in the subset only: a [Repo.Rebuild] repairs it.
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))
 	}
-	if err := validateID(itemID); err != nil {
+	if err := patterns.ValidateID(itemID); err != nil {
 		return fail("Remove", fmt.Errorf("parent %s: item id: %w", idOf(parentID), err))
 	}
 	if err := r.remove(ctx, parentID, itemID); err != nil {
@@ -129,7 +129,7 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // parent that its first Cap items would take past 16 MiB gives
 // [patterns.ErrTooLarge] and keeps its subset.
 func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) error {
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Rebuild", fmt.Errorf("parent id: %w", err))
 	}
 	p, err := r.plan(ctx)

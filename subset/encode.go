@@ -43,36 +43,6 @@ func newParentRef(field string, id any) (parentRef, error) {
 	return parentRef{id: id, elem: elem, val: val}, nil
 }
 
-// validateID is patterns.ValidateID for an id given at the API, which
-// it leaves to decide only for ids other than a non-empty string, a
-// non-zero ObjectID or a non-zero integer: those it accepts without
-// encoding them (ValidateID's encoding costs allocations on every call).
-func validateID(id any) error {
-	switch v := id.(type) {
-	case string:
-		if v != "" {
-			return nil
-		}
-	case bson.ObjectID:
-		if !v.IsZero() {
-			return nil
-		}
-	case int:
-		if v != 0 {
-			return nil
-		}
-	case int32:
-		if v != 0 {
-			return nil
-		}
-	case int64:
-		if v != 0 {
-			return nil
-		}
-	}
-	return patterns.ValidateID(id)
-}
-
 // plainID reports whether v is an id of the common kinds that
 // patterns.ValidateID accepts: a non-empty string, a non-zero ObjectID or
 // a non-zero integer. It reads only the encoding; for every other value

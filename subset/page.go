@@ -14,6 +14,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // All returns every item of the parent from the items collection, in the
@@ -30,7 +31,7 @@ import (
 // The iteration is not a snapshot: items added or removed while it runs
 // may or may not appear.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
 	opts = append(slices.Clip(opts), options.Find().SetSort(r.cmd.order))
@@ -59,7 +60,7 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 // outside 1 to 1<<20 gives [patterns.ErrInvalid]. It takes the same path
 // on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))
 	}
 	if limit < 1 || limit > maxN {

@@ -130,7 +130,7 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // [Repo.Remove] has deleted but not yet taken out.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error) {
 	var p P
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return p, fail("Get", fmt.Errorf("parent id: %w", err))
 	}
 	err := r.parents.FindOne(ctx, r.cmd.parent(parentID), opts...).Decode(&p)
@@ -167,7 +167,7 @@ func idOf(id any) string {
 // retry; it returns [patterns.ErrNotFound] when there was neither a
 // parent nor an item.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
-	if err := validateID(parentID); err != nil {
+	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Delete", fmt.Errorf("parent id: %w", err))
 	}
 	p, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.parents.DeleteOne(ctx, r.cmd.parent(parentID)) })
