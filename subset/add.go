@@ -63,7 +63,10 @@ const maxAttempts = 10
 // the portable path checks it before inserting; the push path finds it
 // when the push matches nothing and deletes the items it inserted (a
 // reader may see them until then). A parent deleted concurrently is
-// handled the same way; see [Repo.Delete].
+// handled the same way; see [Repo.Delete]. Should that deletion fail (the
+// connection broke), Add returns that failure, not ErrNotFound, since
+// the items may remain: Add again deletes them (TestFaults, its
+// AddDeletedParent cases).
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -71,7 +74,9 @@ const maxAttempts = 10
 // server without [patterns.FeatureUpdateSizeLimit] the repository
 // measures the parent before writing it), and Add deletes the items it
 // stored, after one more read of the parent, so that no later
-// recomputation meets them.
+// recomputation meets them; should that fail, Add returns the failure,
+// not ErrTooLarge, and Add again deletes them
+// (TestFaultsAddTooLargeTakesBack).
 //
 // Bad input gives [patterns.ErrInvalid] and writes nothing: an invalid
 // parent id, an item without a valid id or a scalar sort value, an item
@@ -110,8 +115,15 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 // parent too large, stored: every one of its items when the parent is
 // missing; when the parent would be too large, those the subset does not
 // hold (read once more), so that no later recomputation meets them. It
-// returns cause, joined with its own failure if any.
+// returns cause; or, when it cannot delete them, its own failure, with
+// cause in the message but not in the chain: an error that wraps
+// patterns.ErrNotFound or patterns.ErrTooLarge tells the caller that the
+// items are not stored (Add's godoc), which is then unknown, and an Add
+// again deletes them.
 func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
+	failed := func(what string, err error) error {
+		return fmt.Errorf("%v; the items stored may remain, for %s failed (Add again deletes them): %w", cause, what, err)
+	}
 	var drop []bson.RawValue
 	switch {
 	case errors.Is(cause, patterns.ErrNotFound):
@@ -119,7 +131,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	case errors.Is(cause, patterns.ErrTooLarge):
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
-			return errors.Join(cause, fmt.Errorf("read the parent to delete the items stored: %w", err))
+			return failed("the read of the parent", err)
 		}
 		for _, e := range entries {
 			if !st.holds(e.id) {
@@ -131,7 +143,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 		return cause
 	}
 	if _, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, drop)) }); err != nil {
-		return errors.Join(cause, fmt.Errorf("delete the items stored: %w", err))
+		return failed("their deletion", err)
 	}
 	return cause
 }

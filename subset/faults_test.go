@@ -6,13 +6,16 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/dial"
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -410,8 +413,8 @@ func changeCases() []change {
 
 // TestFaults breaks every operation of the repository at every step, on
 // every plan, the groups side by side, since they spend most of their time
-// waiting on stalls: Add (one item, several, the first of a parent),
-// Remove (in and out of the subset), Update (into and out of it) and
+// waiting on stalls: Add (one item, several, the first of a parent;
+// faultsAddDeletedParent: to a parent deleted under it), Remove (in and out of the subset), Update (into and out of it) and
 // Rebuild (faultsChange), RebuildAll (faultsRebuildAll), Delete
 // (faultsDelete), and the reads Get, Page and All (faultsReads).
 func TestFaults(t *testing.T) {
@@ -419,7 +422,7 @@ func TestFaults(t *testing.T) {
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Change", faultsChange}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -677,4 +680,122 @@ func shifted(items []item, k int64) []item {
 		out[i].ID += k
 	}
 	return out
+}
+
+// otherWriter connects a client that is not the harness's: its commands
+// run no OnCommand hooks and are not counted by faults.Run.
+func otherWriter(t *testing.T) *mongo.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, _, err := dial.Connect(ctx, mongotest.URI(), func() *options.ClientOptions { return options.Client().SetTimeout(time.Minute) })
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// deletedFix is the state of the case of an Add to a parent deleted
+// under it.
+type deletedFix struct {
+	t       *testing.T
+	deleted atomic.Int32 // the times another writer deleted the parent
+	calls   []error
+}
+
+// faultsAddDeletedParent breaks, at every step, an Add to a parent that
+// another writer deletes (Delete: the parent, then its items) just before
+// the Add inserts its items: the Add reads the parent, inserts, finds its
+// compare-and-set matching nothing, reads the parent again, finds it gone
+// and deletes the items it inserted; it reports patterns.ErrNotFound and
+// leaves no item behind, as the godoc says. A call struck by a fault
+// reports the fault (never patterns.ErrNotFound while the items it stored
+// may remain: a caller would take them for deleted); its retry reports
+// patterns.ErrNotFound and deletes them.
+func faultsAddDeletedParent(t *testing.T) {
+	other := otherWriter(t)
+	items := []item{{ID: 6, Score: 45}, {ID: 7, Score: 5}}
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		op := func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
+			err := faultRepo(db, p).Add(ctx, "a", items...)
+			f.calls = append(f.calls, err)
+			if errors.Is(err, patterns.ErrNotFound) {
+				return nil // the outcome expected, recorded for Check
+			}
+			return err
+		}
+		faults.Run(t, faults.New(t), faults.Case[*deletedFix]{
+			Prepare: func(t *testing.T, db *mongo.Database) *deletedFix {
+				seed(t, db, seedParent{id: "a", items: five})
+				f := &deletedFix{t: t}
+				o := faultRepo(other.Database(db.Name()), p)
+				mongotest.OnCommand(t, db, "insert", func(ctx context.Context) {
+					if f.deleted.Add(1) == 1 {
+						if err := o.Delete(context.WithoutCancel(ctx), "a"); err != nil {
+							panic(err)
+						}
+					}
+				})
+				return f
+			},
+			Op: op,
+			Retry: func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
+				sawFault(f.t, "Add", f.calls[0])
+				return op(ctx, db, f)
+			},
+			Check: func(t *testing.T, db *mongo.Database, f *deletedFix) {
+				require.EqualValues(t, 1, f.deleted.Load(), "the other writer deleted the parent once")
+				s := readSnapshot(t, db, "a")
+				require.False(t, s.found, "the parent is gone")
+				require.Empty(t, s.items, "no item is left behind")
+				last := f.calls[len(f.calls)-1]
+				require.ErrorIs(t, last, patterns.ErrNotFound, "the last call reports the parent missing")
+				require.True(t, strings.HasPrefix(last.Error(), `subset: Add: parent "a": `), "the package's format: %v", last)
+			},
+		})
+	})
+}
+
+// TestFaultsAddTooLargeTakesBack breaks the last step of an Add that the
+// parent has no room for (an item of the largest size a cap of 1 allows,
+// under a parent with a field of its own): the deletion of the item it
+// stored, before it reaches the server. The caller must not see
+// patterns.ErrTooLarge then, which tells that nothing is stored (it would
+// not send the item again, and the item would stay in the items
+// collection, outside the subset, for a later recomputation to meet),
+// but the fault; Add again reports patterns.ErrTooLarge and deletes it.
+// The other steps are TestFaults's (Add_several): a 16 MiB item costs
+// seconds per run on the embedded server, so only the step of the
+// take-back runs here, by a reset, which the driver does not retry.
+func TestFaultsAddTooLargeTakesBack(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("skipped under -short: a 16 MiB item costs seconds on the embedded server")
+	}
+	p := faults.New(t)
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		r, items := tightParent(t, plan)
+		db := items.Database()
+		big := largest(t, 2, 5)
+		c := mongotest.NewCounter(t, db)
+		sent := c.Count(func() { require.ErrorIs(t, r.Add(ctx, "a", big), patterns.ErrTooLarge) })
+		require.Equal(t, "delete", sent[len(sent)-1], "the take-back is the last step: %v", sent)
+		f := faults.Fault{Step: len(sent), Place: faults.Before, Kind: faults.Reset}
+		t.Run(f.String(), func(t *testing.T) {
+			faulty, err := subset.New[bson.M, any](p.Client().Database(db.Name()), config(1))
+			require.NoError(t, err)
+			subset.ForcePlan(faulty, plan)
+			p.Arm(f)
+			err = faulty.Add(ctx, "a", big)
+			p.Disarm()
+			require.True(t, p.Fired(), "the fault struck (err %v)", err)
+			t.Logf("the caller saw: %v", err)
+			sawFault(t, "Add", err)
+			require.ErrorContains(t, err, "(Add again deletes them)")
+			require.EqualValues(t, 1, count(t, items, bson.D{{Key: "_id", Value: 2}}), "the item stayed")
+			require.ErrorIs(t, r.Add(ctx, "a", big), patterns.ErrTooLarge)
+			require.Zero(t, count(t, items, bson.D{{Key: "_id", Value: 2}}), "Add again takes the item back")
+			require.Equal(t, "small", body(t, r, "a", 0), "the subset is as it was")
+		})
+	})
 }
