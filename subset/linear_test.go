@@ -1,0 +1,425 @@
+package subset_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/linear"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+// The history test: several goroutines Add, Update and Remove items of
+// one parent through one repository (and Rebuild it) while others Get it
+// and list its items with Page, and the recorded history is checked
+// against a model of what the package promises (porcupine, through
+// internal/linear).
+//
+// Without the items collection in view, the promise is linearizability:
+// the subset a Get returns is the first Cap of the items of some
+// linearization of the writes, each taking effect at one point between
+// its call and its return, and one Get never sees a write that an
+// earlier Get did not... unless the write took effect in between. The
+// package documents one weakness, and the model encodes exactly it: every
+// write changes the items collection first and the subset second, so a
+// reader of the items collection (Page, All) may see a write in flight
+// that a reader of the subset (Get) does not see yet, an Add's item
+// stored but not in the subset, a Remove's item deleted but still in it
+// (Get's godoc; the package documentation's Writes). So each write is two
+// steps of the model, both between its call and its return, the items
+// collection's first: a Get sees the subset's state, a Page the items
+// collection's.
+
+// linKind is a write of the history.
+type linKind int
+
+const (
+	linAdd linKind = iota
+	linUpdate
+	linRemove
+)
+
+func (k linKind) String() string { return [...]string{"Add", "Update", "Remove"}[k] }
+
+// linWrite is the input of one step of a write: to the items collection
+// (subset false), or to the subset. Add and Update write the item with
+// the score; Remove deletes it.
+type linWrite struct {
+	kind   linKind
+	id     int
+	score  int
+	subset bool
+}
+
+// linRebuild is the input of a Rebuild, which changes nothing the model
+// sees.
+type linRebuild struct{}
+
+// linRead is the input of a Get (subset) or of a Page of every item.
+type linRead struct{ subset bool }
+
+// linItems is what a read returned: the items, as [id, score] pairs, in
+// the order returned.
+type linItems struct {
+	items [][2]int
+	err   error
+}
+
+// linMax bounds the ids of the history test: the state holds a score per
+// id.
+const linMax = 128
+
+// linState is the model's state: for each id, its score plus one (zero
+// when absent), in the items collection and as the subset reflects it.
+type linState struct {
+	items, subset [linMax]int8
+}
+
+// top returns the first n of the items of s (the subset's view
+// when subset is set), in the configured order: highest score first,
+// ties by highest id.
+func (s linState) top(subset bool, n int) [][2]int {
+	from := s.items
+	if subset {
+		from = s.subset
+	}
+	var out [][2]int
+	for id, v := range from {
+		if v != 0 {
+			out = append(out, [2]int{id, int(v) - 1})
+		}
+	}
+	slices.SortFunc(out, func(a, b [2]int) int {
+		if c := cmp.Compare(b[1], a[1]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b[0], a[0])
+	})
+	return out[:min(n, len(out))]
+}
+
+// subsetModel is the model of a repository of Cap capacity (see the
+// comment at the top of this file). A write whose call failed (its
+// outcome unknown) may have taken each step or not; the test has no
+// faults, and fails on any error, but the model stays honest about them.
+func subsetModel(capacity int) porcupine.Model {
+	m := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{linState{}} },
+		Step: func(state, input, output any) []any {
+			s := state.(linState)
+			switch in := input.(type) {
+			case linRead:
+				out := output.(linItems)
+				n := linMax
+				if in.subset {
+					n = capacity
+				}
+				if out.err == nil && !slices.Equal(out.items, s.top(in.subset, n)) {
+					return nil
+				}
+				return []any{s}
+			case linRebuild:
+				return []any{s}
+			}
+			in := input.(linWrite)
+			next := s
+			v := int8(in.score + 1)
+			if in.kind == linRemove {
+				v = 0
+			}
+			if !in.subset {
+				// The items collection: the item exists unless it is added.
+				if (s.items[in.id] == 0) != (in.kind == linAdd) {
+					return nil
+				}
+				next.items[in.id] = v
+			} else {
+				// The subset, after the items collection: it holds the item
+				// unless it is added, and follows what the items
+				// collection holds.
+				if (s.subset[in.id] == 0) != (in.kind == linAdd) || s.items[in.id] != v {
+					return nil
+				}
+				next.subset[in.id] = v
+			}
+			if err, _ := output.(error); err != nil {
+				return []any{s, next}
+			}
+			return []any{next}
+		},
+		DescribeOperation: func(input, output any) string {
+			switch in := input.(type) {
+			case linRead:
+				op := "Page"
+				if in.subset {
+					op = "Get"
+				}
+				out := output.(linItems)
+				if out.err != nil {
+					return fmt.Sprintf("%s() -> %v", op, out.err)
+				}
+				return fmt.Sprintf("%s() -> %v", op, out.items)
+			case linRebuild:
+				return fmt.Sprintf("Rebuild() -> %v", output)
+			}
+			in := input.(linWrite)
+			where := "items"
+			if in.subset {
+				where = "subset"
+			}
+			return fmt.Sprintf("%s(%d, %d) %s -> %v", in.kind, in.id, in.score, where, output)
+		},
+		DescribeState: func(state any) string {
+			s := state.(linState)
+			return fmt.Sprintf("items %v, subset %v", s.top(false, linMax), s.top(true, linMax))
+		},
+	}
+	return m.ToModel()
+}
+
+// errOf returns err as an any that is nil when err is, for the model.
+func errOf(err error) any { return err }
+
+// TestLinearizable records writers adding, updating and removing their
+// own items of one parent (and rebuilding it), through one repository,
+// while readers Get it and Page through all its items, and checks the
+// history with subsetModel, on every plan the server runs. Each writer
+// changes only items of its own, one call after another, so that no Add
+// of an item runs concurrently with its Remove (which Remove's godoc
+// excludes). Afterwards the subset is the first Cap of the items.
+func TestLinearizable(t *testing.T) {
+	const writers, readers, capacity, maxReads = 4, 2, 3, 150
+	each := mongotest.Scale(24, 15)
+	require.Less(t, writers*each, linMax, "the ids fit the model's state")
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(capacity), p)
+		insertParents(t, db, "a")
+		counter := mongotest.NewCounter(t, db)
+		var h linear.History
+		pairs := func(items []item) [][2]int {
+			out := [][2]int{}
+			for _, it := range items {
+				out = append(out, [2]int{int(it.ID), int(it.Score)})
+			}
+			return out
+		}
+		// write runs a write as its two steps: the items collection's,
+		// then the subset's, each recorded over the call (the inner
+		// call's span lies within the outer's).
+		write := func(w int, kind linKind, id, score int, call func() error) {
+			var err error
+			h.Do(w, linWrite{kind, id, score, false}, func() any {
+				h.Do(writers+readers+w, linWrite{kind, id, score, true}, func() any {
+					err = call()
+					return errOf(err)
+				})
+				return errOf(err)
+			})
+			if err != nil {
+				t.Errorf("%s %d: %v", kind, id, err)
+			}
+		}
+		var writing, reading sync.WaitGroup
+		for w := range writers {
+			seed := uint64(time.Now().UnixNano()) + uint64(w)
+			t.Logf("writer %d: seed %d", w, seed)
+			rnd := rand.New(rand.NewPCG(seed, 0))
+			writing.Go(func() {
+				owned := map[int]bool{}
+				next := 0
+				for k := range each {
+					// A pause of 0 to 2 ms desynchronises the writers, which
+					// would otherwise take turns on the single connection of
+					// FerretDB 1.x in lockstep, each at the same step.
+					time.Sleep(time.Duration(rnd.IntN(8)) * time.Millisecond)
+					var mine []int
+					for id := range owned {
+						mine = append(mine, id)
+					}
+					slices.Sort(mine)
+					score := rnd.IntN(8)
+					switch {
+					case len(mine) == 0 || k%4 == 0 || k%4 == 2:
+						id := 1 + w*each + next
+						next++
+						owned[id] = true
+						write(w, linAdd, id, score, func() error { return r.Add(ctx, "a", item{ID: int64(id), Score: int64(score)}) })
+					case k%8 == 1:
+						id := mine[rnd.IntN(len(mine))]
+						delete(owned, id)
+						write(w, linRemove, id, 0, func() error { return r.Remove(ctx, "a", int64(id)) })
+					case k%8 == 5:
+						h.Do(w, linRebuild{}, func() any {
+							err := r.Rebuild(ctx, "a")
+							if err != nil {
+								t.Errorf("Rebuild: %v", err)
+							}
+							return errOf(err)
+						})
+					default:
+						id := mine[rnd.IntN(len(mine))]
+						write(w, linUpdate, id, score, func() error {
+							return r.Update(ctx, "a", item{ID: int64(id), Score: int64(score)})
+						})
+					}
+				}
+			})
+		}
+		done := make(chan struct{})
+		var reads atomic.Int32
+		read := func(client int, get bool) linItems {
+			reads.Add(1)
+			var out linItems
+			h.Do(client, linRead{get}, func() any {
+				if get {
+					var pa parent
+					pa, out.err = r.Get(ctx, "a")
+					out.items = pairs(pa.Top)
+				} else {
+					var items []item
+					items, _, out.err = r.Page(ctx, "a", subset.Cursor{}, linMax)
+					out.items = pairs(items)
+				}
+				return out
+			})
+			if out.err != nil {
+				t.Errorf("read: %v", out.err)
+			}
+			return out
+		}
+		for c := range readers {
+			reading.Go(func() {
+				for i := range maxReads {
+					select {
+					case <-done:
+						return
+					default:
+						read(writers+c, (i+c)%2 == 0)
+					}
+				}
+			})
+		}
+		writing.Wait()
+		close(done)
+		reading.Wait()
+		all := read(writers, false)
+		require.Equal(t, all.items[:min(capacity, len(all.items))], read(writers, true).items, "once the writes end, the subset is the first Cap items")
+		updates := 0
+		for _, c := range counter.Commands() {
+			if c == "update" {
+				updates++
+			}
+		}
+		final, err := r.Get(ctx, "a")
+		require.NoError(t, err)
+		t.Logf("%d operations, %d reads; %d updates, revision %d", h.Len(), reads.Load(), updates, final.Rev)
+		linear.Check(t, subsetModel(capacity), &h, time.Minute)
+	})
+}
+
+// TestSubsetModel: the model accepts what the package promises and
+// rejects the rest.
+func TestSubsetModel(t *testing.T) {
+	model := subsetModel(2)
+	op := func(client int, call, ret int64, in, out any) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+	}
+	// add and friends are the two steps of a write, over [call, ret].
+	steps := func(client int, call, ret int64, kind linKind, id, score int, err error) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(client, call, ret, linWrite{kind, id, score, false}, errOf(err)),
+			op(client+10, call, ret, linWrite{kind, id, score, true}, errOf(err)),
+		}
+	}
+	get := func(call, ret int64, items ...[2]int) porcupine.Operation {
+		return op(5, call, ret, linRead{true}, linItems{items: append([][2]int{}, items...)})
+	}
+	page := func(call, ret int64, items ...[2]int) porcupine.Operation {
+		return op(6, call, ret, linRead{false}, linItems{items: append([][2]int{}, items...)})
+	}
+	history := func(parts ...any) []porcupine.Operation {
+		var out []porcupine.Operation
+		for _, p := range parts {
+			switch p := p.(type) {
+			case porcupine.Operation:
+				out = append(out, p)
+			case []porcupine.Operation:
+				out = append(out, p...)
+			}
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		ops []porcupine.Operation
+		ok  bool
+	}{
+		"the first Cap of the items of the writes that returned": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(1, 2, 3, linAdd, 2, 7, nil), steps(0, 4, 5, linAdd, 3, 1, nil),
+			get(6, 7, [2]int{2, 7}, [2]int{1, 5}), page(6, 7, [2]int{2, 7}, [2]int{1, 5}, [2]int{3, 1}),
+		), true},
+		"ties broken by the highest id": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(1, 2, 3, linAdd, 2, 5, nil),
+			get(6, 7, [2]int{2, 5}, [2]int{1, 5}),
+		), true},
+		"an item of a write that returned is missing": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil),
+			get(2, 3),
+		), false},
+		"the subset not in order": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(1, 2, 3, linAdd, 2, 7, nil),
+			get(6, 7, [2]int{1, 5}, [2]int{2, 7}),
+		), false},
+		"more than Cap": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(1, 2, 3, linAdd, 2, 7, nil), steps(0, 4, 5, linAdd, 3, 1, nil),
+			get(6, 7, [2]int{2, 7}, [2]int{1, 5}, [2]int{3, 1}),
+		), false},
+		"Page sees an Add in flight that Get does not see yet": {history(
+			steps(0, 0, 10, linAdd, 1, 5, nil),
+			page(1, 2, [2]int{1, 5}), get(3, 4),
+		), true},
+		"Get sees an Add in flight that Page does not see yet": {history(
+			steps(0, 0, 10, linAdd, 1, 5, nil),
+			get(1, 2, [2]int{1, 5}), page(3, 4),
+		), false},
+		"Get sees a Remove in flight's item after Page saw it deleted": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(0, 2, 10, linRemove, 1, 0, nil),
+			page(3, 4), get(5, 6, [2]int{1, 5}),
+		), true},
+		"Get sees the Remove's item again after it saw it gone": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(0, 2, 10, linRemove, 1, 0, nil),
+			get(3, 4), get(5, 6, [2]int{1, 5}),
+		), false},
+		"an Update in flight, old then new": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(0, 2, 10, linUpdate, 1, 9, nil),
+			get(3, 4, [2]int{1, 5}), get(5, 6, [2]int{1, 9}),
+		), true},
+		"an Update in flight, new then old": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), steps(0, 2, 10, linUpdate, 1, 9, nil),
+			get(3, 4, [2]int{1, 9}), get(5, 6, [2]int{1, 5}),
+		), false},
+		"a Rebuild changes nothing": {history(
+			steps(0, 0, 1, linAdd, 1, 5, nil), op(1, 2, 3, linRebuild{}, errOf(nil)),
+			get(4, 5, [2]int{1, 5}),
+		), true},
+		"a failed Add, applied or not": {history(
+			steps(0, 0, 1, linAdd, 1, 5, fmt.Errorf("broken")),
+			page(2, 3, [2]int{1, 5}), get(4, 5),
+		), true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.ok, porcupine.CheckOperations(model, tc.ops))
+		})
+	}
+}
