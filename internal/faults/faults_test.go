@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 func TestMain(m *testing.M) { mongotest.Main(m) }
@@ -84,4 +86,42 @@ func TestRunBreaksEveryStep(t *testing.T) {
 		want = 1 + 2
 	}
 	require.Equal(t, want, subtests)
+}
+
+// TestTransientSendsAgain: the transient proxy fails the armed write
+// with an error srverr.Transient recognises, once; a write sent again
+// after it (srverr.Retry) applies once, and RunTransient fails each write
+// in turn.
+func TestTransientSendsAgain(t *testing.T) {
+	p := faults.NewTransient(t)
+	var subtests int
+	faults.RunTransient(t, p, faults.Case[struct{}]{
+		Prepare: func(*testing.T, *mongo.Database) struct{} { subtests++; return struct{}{} },
+		Op: func(ctx context.Context, db *mongo.Database, _ struct{}) error {
+			coll := db.Collection("c")
+			for i := range 2 {
+				var first error
+				err := srverr.Retry(ctx, func() error {
+					_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}})
+					if first == nil && err != nil {
+						first = err
+					}
+					return err
+				})
+				if first != nil && !srverr.Transient(first) {
+					return fmt.Errorf("the forged error is not transient: %w", first)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		Check: func(t *testing.T, db *mongo.Database, _ struct{}) {
+			n, err := db.Collection("c").CountDocuments(context.Background(), bson.D{})
+			require.NoError(t, err)
+			require.EqualValues(t, 2, n, "each insert applied once")
+		},
+	})
+	require.Equal(t, 1+2, subtests, "the healthy run, then each of 2 writes failed")
 }
