@@ -82,7 +82,14 @@ const maxAttempts = 10
 // parent id, an item without a valid id or a scalar sort value, an item
 // whose ParentField names another parent, two items with one id, an id
 // stored under another parent. An item too large for the cap (see
-// [Config].Cap) gives [patterns.ErrTooLarge] and writes nothing.
+// [Config].Cap) gives [patterns.ErrTooLarge] and writes nothing. An id
+// stored under another parent is found only by the insert, after which
+// Add deletes the items it inserted; so after a failed Add, an Add again
+// that reports ErrInvalid for that reason may leave the items the failed
+// attempt stored, in the items collection and not in the subset (Add
+// cannot tell them from items added before): send them again without the
+// bad ones, or Remove them (TestFaults, its AddForeignID cases). Should
+// the deletion fail, Add returns that failure, not ErrInvalid.
 func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
@@ -252,7 +259,9 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		if _, err := write(ctx, func() (*mongo.DeleteResult, error) {
 			return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, inserted))
 		}); err != nil {
-			return errors.Join(cause, fmt.Errorf("delete the items inserted before the error: %w", err))
+			// Not cause's sentinel (patterns.ErrInvalid says nothing is
+			// written): the failure, which leaves it unknown.
+			return fmt.Errorf("%v; the items inserted may remain, for their deletion failed (Add them again without the bad ones, or Remove them): %w", cause, err)
 		}
 		return cause
 	}

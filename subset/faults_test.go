@@ -414,7 +414,8 @@ func changeCases() []change {
 // TestFaults breaks every operation of the repository at every step, on
 // every plan, the groups side by side, since they spend most of their time
 // waiting on stalls: Add (one item, several, the first of a parent;
-// faultsAddDeletedParent: to a parent deleted under it), Remove (in and out of the subset), Update (into and out of it) and
+// faultsAddDeletedParent: to a parent deleted under it;
+// faultsAddForeignID: with an id stored under another parent), Remove (in and out of the subset), Update (into and out of it) and
 // Rebuild (faultsChange), RebuildAll (faultsRebuildAll), Delete
 // (faultsDelete), and the reads Get, Page and All (faultsReads).
 func TestFaults(t *testing.T) {
@@ -422,7 +423,7 @@ func TestFaults(t *testing.T) {
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -796,6 +797,66 @@ func TestFaultsAddTooLargeTakesBack(t *testing.T) {
 			require.ErrorIs(t, r.Add(ctx, "a", big), patterns.ErrTooLarge)
 			require.Zero(t, count(t, items, bson.D{{Key: "_id", Value: 2}}), "Add again takes the item back")
 			require.Equal(t, "small", body(t, r, "a", 0), "the subset is as it was")
+		})
+	})
+}
+
+// foreignFix is the state of the case of an Add with an id stored under
+// another parent.
+type foreignFix struct {
+	t      *testing.T
+	calls  []error
+	other  snapshot // parent b as seeded
+	resent bool     // the retry sent the item without the bad one
+}
+
+// faultsAddForeignID breaks, at every step, an Add to parent a of two
+// items, one of whose ids is stored under parent b: the Add reads the
+// parent, inserts (one item stored, one duplicate), reads the duplicate,
+// finds it is b's, and deletes the item it stored; it reports
+// patterns.ErrInvalid and writes nothing, as the godoc says. A call struck
+// by a fault reports the fault (never patterns.ErrInvalid while the item
+// it stored may remain). Its retry reports patterns.ErrInvalid, and may
+// leave the item that the struck call stored (Add cannot tell it from one
+// added before, the godoc says): the caller sends it again without the
+// bad one, as the godoc says, and it is then stored once, in both places.
+// Parent b is untouched throughout.
+func faultsAddForeignID(t *testing.T) {
+	items := []item{{ID: 6, Score: 45}, {ID: 11, Score: 1}}
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		op := func(ctx context.Context, db *mongo.Database, f *foreignFix) error {
+			err := faultRepo(db, p).Add(ctx, "a", items...)
+			f.calls = append(f.calls, err)
+			if errors.Is(err, patterns.ErrInvalid) {
+				return nil // the outcome expected, recorded for Check
+			}
+			return err
+		}
+		faults.Run(t, faults.New(t), faults.Case[*foreignFix]{
+			Prepare: func(t *testing.T, db *mongo.Database) *foreignFix {
+				seed(t, db, seedParent{id: "a", items: five}, seedParent{id: "b", items: []item{{ID: 11, Score: 2}}})
+				return &foreignFix{t: t, other: readSnapshot(t, db, "b")}
+			},
+			Op: op,
+			Retry: func(ctx context.Context, db *mongo.Database, f *foreignFix) error {
+				sawFault(f.t, "Add", f.calls[0])
+				if err := op(ctx, db, f); err != nil {
+					return err
+				}
+				require.ErrorIs(f.t, f.calls[1], patterns.ErrInvalid, "the retry reports the id taken")
+				f.resent = true
+				return faultRepo(db, p).Add(ctx, "a", items[0])
+			},
+			Check: func(t *testing.T, db *mongo.Database, f *foreignFix) {
+				if f.resent {
+					requireSettled(t, db, "a", append(slices.Clone(five), items[0]), 2)
+				} else {
+					requireSettled(t, db, "a", five, 1)
+					require.Len(t, f.calls, 1)
+					require.ErrorIs(t, f.calls[0], patterns.ErrInvalid, "the call reports the id taken")
+				}
+				require.Equal(t, f.other, readSnapshot(t, db, "b"), "the other parent and its items are untouched")
+			},
 		})
 	})
 }
