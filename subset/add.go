@@ -46,9 +46,10 @@ const maxAttempts = 10
 // ([Repo.All], [Repo.Page]) but not yet in the subset ([Repo.Get]).
 //
 // Retry-safe: after a failure at any step, calling Add again with the same
-// items leaves exactly one copy of each in each place. Its writes are
-// retried a few times after a transient failure (FerretDB 2.x's
-// "deadlock detected", which applied nothing). An item whose id is already stored under the parent counts
+// items leaves exactly one copy of each in each place (TestFaults,
+// TestAddIsRetrySafe). Its writes are retried a few times after a
+// transient failure (FerretDB 2.x's "deadlock detected", which applied
+// nothing; TestTransientWritesSentAgain). An item whose id is already stored under the parent counts
 // as added by the earlier attempt and keeps its stored version (Add is
 // not an upsert: use [Repo.Update] to change an item). If the guarded
 // push matches nothing because the subset holds some of the items already
