@@ -2,20 +2,10 @@ package outlier
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
-	"io"
-	"net"
-	"net/url"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -24,249 +14,21 @@ import (
 
 // The transient tests back the promise that every write of the repository
 // is sent again after a transient failure that applied nothing (FerretDB
-// 2.x's "deadlock detected", which the driver does not retry): a proxy
-// between a client and the server answers one write command with that
-// error instead of forwarding it, and the operation must succeed, whole,
-// without the caller seeing anything. FerretDB 2.x cannot run here and no
-// other server fails this way on demand, so the proxy forges the reply;
-// everything else goes to the real server.
-
-// deadlockCode is FerretDB 2.x's code for PostgreSQL's deadlock detected.
-const deadlockCode = 16908292
-
-// opMsg is the wire protocol's OP_MSG opcode, the only one the driver
-// sends commands with.
-const opMsg = 2013
-
-// transientProxy forwards a client's connections to the server, and
-// answers the armed write command (the n-th update, insert, delete or
-// findAndModify from Arm on) with a deadlock error instead of forwarding
-// it.
-type transientProxy struct {
-	server string
-	client *mongo.Client
-
-	mu     sync.Mutex
-	armed  int // the write to fail, counted from 1; 0: none
-	writes int // writes seen since Arm
-	forged int // replies forged since Arm
-}
-
-// newTransientProxy starts a proxy in front of the server in use and
-// connects a client through it; both stop when the test ends. It skips the
-// test where the server's URI is not a single mongodb://host:port.
-func newTransientProxy(t *testing.T) *transientProxy {
-	t.Helper()
-	u, err := url.Parse(mongotest.URI())
-	if err != nil || u.Scheme != "mongodb" || strings.Contains(u.Host, ",") {
-		t.Skipf("skipped: the server's URI is not a single mongodb://host:port, which the proxy needs")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &transientProxy{server: u.Host}
-	var conns sync.WaitGroup
-	t.Cleanup(func() {
-		_ = ln.Close()
-		conns.Wait()
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Go(func() { p.serve(c) })
-		}
-	}()
-	q := u.Query()
-	q.Set("directConnection", "true")
-	u.Host, u.RawQuery = ln.Addr().String(), q.Encode()
-	p.client = mongotest.Connect(t, u.String(), nil, func(o *options.ClientOptions) {
-		// Polled heartbeats: the server streams nothing the proxy must
-		// interleave with a forged reply.
-		o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
-	})
-	return p
-}
-
-// Arm makes the n-th write command the client sends from now fail with a
-// deadlock (n 0: none), once.
-func (p *transientProxy) Arm(n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.armed, p.writes, p.forged = n, 0, 0
-}
-
-// Counts returns the writes seen and the replies forged since Arm.
-func (p *transientProxy) Counts() (writes, forged int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.writes, p.forged
-}
-
-// serve relays one connection, message by message from the client (so
-// that it can answer one itself), byte for byte from the server.
-func (p *transientProxy) serve(c net.Conn) {
-	defer c.Close()
-	s, err := net.DialTimeout("tcp", p.server, 10*time.Second)
-	if err != nil {
-		return
-	}
-	defer s.Close()
-	var toClient sync.Mutex // the server's replies and the forged ones
-	go func() {
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := s.Read(buf)
-			if n > 0 {
-				toClient.Lock()
-				_, werr := c.Write(buf[:n])
-				toClient.Unlock()
-				if werr != nil {
-					return
-				}
-			}
-			if err != nil {
-				_ = c.Close()
-				return
-			}
-		}
-	}()
-	for {
-		msg, err := readMessage(c)
-		if err != nil {
-			return
-		}
-		if reply := p.forge(msg); reply != nil {
-			toClient.Lock()
-			_, err = c.Write(reply)
-			toClient.Unlock()
-		} else {
-			_, err = s.Write(msg)
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-// readMessage reads one wire protocol message.
-func readMessage(r io.Reader) ([]byte, error) {
-	var header [16]byte
-	if _, err := io.ReadFull(r, header[:]); err != nil {
-		return nil, err
-	}
-	n := int(binary.LittleEndian.Uint32(header[:4]))
-	if n < 16 || n > 64<<20 {
-		return nil, fmt.Errorf("message of %d bytes", n)
-	}
-	msg := make([]byte, n)
-	copy(msg, header[:])
-	_, err := io.ReadFull(r, msg[16:])
-	return msg, err
-}
-
-// forge returns the reply to send instead of forwarding msg, or nil.
-// Writes alternate between the two shapes a deadlock takes: a command
-// error (ok: 0), and a write error in an ok reply.
-func (p *transientProxy) forge(msg []byte) []byte {
-	name := commandName(msg)
-	switch name {
-	case "update", "insert", "delete", "findAndModify":
-	default:
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.writes++; p.writes != p.armed {
-		return nil
-	}
-	p.forged++
-	body := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "deadlock detected"}, {Key: "code", Value: int32(deadlockCode)}, {Key: "codeName", Value: "InternalError"}}
-	if p.armed%2 == 0 && name != "findAndModify" {
-		body = bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{
-			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(deadlockCode)}, {Key: "errmsg", Value: "deadlock detected"},
-		}}}, {Key: "ok", Value: 1.0}}
-	}
-	doc, err := bson.Marshal(body)
-	if err != nil {
-		panic(err)
-	}
-	reply := make([]byte, 16+4+1, 16+4+1+len(doc))
-	binary.LittleEndian.PutUint32(reply[0:], uint32(cap(reply)))
-	binary.LittleEndian.PutUint32(reply[4:], 1<<30|binary.LittleEndian.Uint32(msg[4:])) // a request id of its own
-	binary.LittleEndian.PutUint32(reply[8:], binary.LittleEndian.Uint32(msg[4:]))       // responseTo
-	binary.LittleEndian.PutUint32(reply[12:], opMsg)
-	// flagBits 0, then a body section (kind 0).
-	return append(reply, doc...)
-}
-
-// commandName returns the name of the command an OP_MSG carries: the
-// first key of its body section; "" for any other message.
-func commandName(msg []byte) string {
-	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:]) != opMsg {
-		return ""
-	}
-	for rest := msg[20:]; len(rest) > 5; {
-		kind, size := rest[0], int(binary.LittleEndian.Uint32(rest[1:]))
-		if size < 5 || 1+size > len(rest) {
-			return ""
-		}
-		if kind == 0 {
-			elems, err := bson.Raw(rest[1 : 1+size]).Elements()
-			if err != nil || len(elems) == 0 {
-				return ""
-			}
-			return elems[0].Key()
-		}
-		rest = rest[1+size:]
-	}
-	return ""
-}
-
-// runTransient runs c's operation once healthy through p's client,
-// counting its writes (w), then, for each write k of 1..w, as a subtest
-// on fresh data: fails write k with a deadlock and requires that the
-// operation returns nil (it sent the write again) with its whole effect
-// (Check).
-func runTransient[S any](t *testing.T, p *transientProxy, c faults.Case[S]) {
-	t.Helper()
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	s := c.Prepare(t, db)
-	p.Arm(0)
-	require.NoError(t, c.Op(ctx, p.client.Database(db.Name()), s))
-	c.Check(t, db, s)
-	w, _ := p.Counts()
-	t.Logf("the operation sends %d writes", w)
-	for k := 1; k <= w; k++ {
-		t.Run(fmt.Sprintf("deadlock_write_%d", k), func(t *testing.T) {
-			db := mongotest.DB(t)
-			s := c.Prepare(t, db)
-			p.Arm(k)
-			err := c.Op(ctx, p.client.Database(db.Name()), s)
-			sent, forged := p.Counts()
-			p.Arm(0)
-			require.Equal(t, 1, forged, "write %d failed with a deadlock", k)
-			require.NoError(t, err, "the write was sent again")
-			require.Equal(t, w+1, sent, "only the failed write was sent again")
-			c.Check(t, db, s)
-		})
-	}
-}
+// 2.x's "deadlock detected", which the driver does not retry), through
+// faults.TransientProxy, which forges that reply to one write command.
 
 // TestTransientWritesSentAgain fails each write of every Append case, of
 // Remove, Delete and Insert, with FerretDB 2.x's transient deadlock, on
 // every plan: each operation succeeds, its effect whole.
 func TestTransientWritesSentAgain(t *testing.T) {
 	t.Parallel() // beside TestFaults
-	require.True(t, srverr.Transient(mongo.CommandError{Code: deadlockCode}), "the forged error is the transient one")
+	require.True(t, srverr.Transient(mongo.CommandError{Code: faults.DeadlockCode}), "the forged error is the transient one")
 	cfg, _ := small().normalize()
 	t.Run("Append", func(t *testing.T) {
 		appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
 			concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 				c := appendFaultCases[i]
-				runTransient(t, newTransientProxy(t), appendCase(cfg, plan, c.s, c.add))
+				faults.RunTransient(t, faults.NewTransient(t), appendCase(cfg, plan, c.s, c.add))
 			})
 		})
 	})
@@ -305,7 +67,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 			}},
 		}
 		concurrently(t, len(others), func(i int) string { return others[i].name }, func(t *testing.T, i int) {
-			runTransient(t, newTransientProxy(t), others[i].c)
+			faults.RunTransient(t, faults.NewTransient(t), others[i].c)
 		})
 	})
 }
