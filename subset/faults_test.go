@@ -415,7 +415,8 @@ func changeCases() []change {
 // every plan, the groups side by side, since they spend most of their time
 // waiting on stalls: Add (one item, several, the first of a parent;
 // faultsAddDeletedParent: to a parent deleted under it;
-// faultsAddForeignID: with an id stored under another parent), Remove (in and out of the subset), Update (into and out of it) and
+// faultsAddForeignID: with an id stored under another parent), the
+// operations that find nothing to change (faultsMissing), Remove (in and out of the subset), Update (into and out of it) and
 // Rebuild (faultsChange), RebuildAll (faultsRebuildAll), Delete
 // (faultsDelete), and the reads Get, Page and All (faultsReads).
 func TestFaults(t *testing.T) {
@@ -423,7 +424,7 @@ func TestFaults(t *testing.T) {
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -857,6 +858,68 @@ func faultsAddForeignID(t *testing.T) {
 				}
 				require.Equal(t, f.other, readSnapshot(t, db, "b"), "the other parent and its items are untouched")
 			},
+		})
+	})
+}
+
+// missingFix is the state of a case that finds nothing to change.
+type missingFix struct {
+	t     *testing.T
+	calls []error
+	seed  snapshot // parent a as seeded
+}
+
+// faultsMissing breaks, at every step, the operations that find their
+// parent or item missing and report patterns.ErrNotFound: Add to a
+// missing parent (which reads it, then deletes the items of the call that
+// an earlier attempt may have stored), Remove and Update of a missing
+// item, Rebuild and Delete of a missing parent. A call struck by a fault
+// reports the fault, never patterns.ErrNotFound, which it cannot know; the
+// retry reports patterns.ErrNotFound; nothing is written.
+func faultsMissing(t *testing.T) {
+	ops := []struct {
+		name string
+		op   func(ctx context.Context, r *subset.Repo[parent, item]) error
+	}{
+		{"Add", func(ctx context.Context, r *subset.Repo[parent, item]) error {
+			return r.Add(ctx, "nope", item{ID: 6, Score: 1})
+		}},
+		{"Remove", func(ctx context.Context, r *subset.Repo[parent, item]) error { return r.Remove(ctx, "a", int64(99)) }},
+		{"Update", func(ctx context.Context, r *subset.Repo[parent, item]) error {
+			return r.Update(ctx, "a", item{ID: 99, Score: 1})
+		}},
+		{"Rebuild", func(ctx context.Context, r *subset.Repo[parent, item]) error { return r.Rebuild(ctx, "nope") }},
+		{"Delete", func(ctx context.Context, r *subset.Repo[parent, item]) error { return r.Delete(ctx, "nope") }},
+	}
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		concurrently(t, len(ops), func(i int) string { return ops[i].name }, func(t *testing.T, i int) {
+			o := ops[i]
+			op := func(ctx context.Context, db *mongo.Database, f *missingFix) error {
+				err := o.op(ctx, faultRepo(db, p))
+				f.calls = append(f.calls, err)
+				if errors.Is(err, patterns.ErrNotFound) {
+					return nil // the outcome expected, recorded for Check
+				}
+				return err
+			}
+			faults.Run(t, faults.New(t), faults.Case[*missingFix]{
+				Prepare: func(t *testing.T, db *mongo.Database) *missingFix {
+					seed(t, db, seedParent{id: "a", items: five})
+					return &missingFix{t: t, seed: readSnapshot(t, db, "a")}
+				},
+				Op: op,
+				Retry: func(ctx context.Context, db *mongo.Database, f *missingFix) error {
+					sawFault(f.t, o.name, f.calls[0])
+					return op(ctx, db, f)
+				},
+				Check: func(t *testing.T, db *mongo.Database, f *missingFix) {
+					last := f.calls[len(f.calls)-1]
+					require.ErrorIs(t, last, patterns.ErrNotFound, "the last call reports what is missing")
+					require.True(t, strings.HasPrefix(last.Error(), "subset: "+o.name+": parent "), "the package's format: %v", last)
+					require.Equal(t, f.seed, readSnapshot(t, db, "a"), "nothing written")
+					require.Empty(t, readSnapshot(t, db, "nope").items, "nothing written")
+				},
+			})
 		})
 	})
 }
