@@ -700,6 +700,7 @@ func otherWriter(t *testing.T) *mongo.Client {
 // under it.
 type deletedFix struct {
 	t       *testing.T
+	inserts atomic.Int32 // the inserts the Add sent
 	deleted atomic.Int32 // the times another writer deleted the parent
 	calls   []error
 }
@@ -715,46 +716,53 @@ type deletedFix struct {
 // patterns.ErrNotFound and deletes them.
 func faultsAddDeletedParent(t *testing.T) {
 	other := otherWriter(t)
-	items := []item{{ID: 6, Score: 45}, {ID: 7, Score: 5}}
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
-		op := func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
-			err := faultRepo(db, p).Add(ctx, "a", items...)
-			f.calls = append(f.calls, err)
-			if errors.Is(err, patterns.ErrNotFound) {
-				return nil // the outcome expected, recorded for Check
-			}
-			return err
-		}
-		faults.Run(t, faults.New(t), faults.Case[*deletedFix]{
-			Prepare: func(t *testing.T, db *mongo.Database) *deletedFix {
-				seed(t, db, seedParent{id: "a", items: five})
-				f := &deletedFix{t: t}
-				o := faultRepo(other.Database(db.Name()), p)
-				mongotest.OnCommand(t, db, "insert", func(ctx context.Context) {
-					if f.deleted.Add(1) == 1 {
-						if err := o.Delete(context.WithoutCancel(ctx), "a"); err != nil {
-							panic(err)
-						}
-					}
-				})
-				return f
-			},
-			Op: op,
-			Retry: func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
-				sawFault(f.t, "Add", f.calls[0])
-				return op(ctx, db, f)
-			},
-			Check: func(t *testing.T, db *mongo.Database, f *deletedFix) {
-				require.EqualValues(t, 1, f.deleted.Load(), "the other writer deleted the parent once")
-				s := readSnapshot(t, db, "a")
-				require.False(t, s.found, "the parent is gone")
-				require.Empty(t, s.items, "no item is left behind")
-				last := f.calls[len(f.calls)-1]
-				require.ErrorIs(t, last, patterns.ErrNotFound, "the last call reports the parent missing")
-				require.True(t, strings.HasPrefix(last.Error(), `subset: Add: parent "a": `), "the package's format: %v", last)
-			},
-		})
+		faults.Run(t, faults.New(t), addDeletedParentCase(other, p))
 	})
+}
+
+// addDeletedParentCase is the case of faultsAddDeletedParent on plan p,
+// the parent deleted through other.
+func addDeletedParentCase(other *mongo.Client, p subset.Plan) faults.Case[*deletedFix] {
+	items := []item{{ID: 6, Score: 45}, {ID: 7, Score: 5}}
+	op := func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
+		err := faultRepo(db, p).Add(ctx, "a", items...)
+		f.calls = append(f.calls, err)
+		if errors.Is(err, patterns.ErrNotFound) {
+			return nil // the outcome expected, recorded for Check
+		}
+		return err
+	}
+	return faults.Case[*deletedFix]{
+		Prepare: func(t *testing.T, db *mongo.Database) *deletedFix {
+			seed(t, db, seedParent{id: "a", items: five})
+			f := &deletedFix{t: t}
+			o := faultRepo(other.Database(db.Name()), p)
+			mongotest.OnCommand(t, db, "insert", func(ctx context.Context) {
+				if f.inserts.Add(1) == 1 { // the first insert only, sent again or not
+					if err := o.Delete(context.WithoutCancel(ctx), "a"); err != nil {
+						panic(err)
+					}
+					f.deleted.Add(1)
+				}
+			})
+			return f
+		},
+		Op: op,
+		Retry: func(ctx context.Context, db *mongo.Database, f *deletedFix) error {
+			sawFault(f.t, "Add", f.calls[0])
+			return op(ctx, db, f)
+		},
+		Check: func(t *testing.T, db *mongo.Database, f *deletedFix) {
+			require.EqualValues(t, 1, f.deleted.Load(), "the other writer deleted the parent once")
+			s := readSnapshot(t, db, "a")
+			require.False(t, s.found, "the parent is gone")
+			require.Empty(t, s.items, "no item is left behind")
+			last := f.calls[len(f.calls)-1]
+			require.ErrorIs(t, last, patterns.ErrNotFound, "the last call reports the parent missing")
+			require.True(t, strings.HasPrefix(last.Error(), `subset: Add: parent "a": `), "the package's format: %v", last)
+		},
+	}
 }
 
 // TestFaultsAddTooLargeTakesBack breaks the last step of an Add that the

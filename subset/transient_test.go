@@ -13,7 +13,8 @@ import (
 )
 
 // TestTransientWritesSentAgain fails each write of every change case
-// (Add, Remove, Update, Rebuild), of RebuildAll and of Delete with
+// (Add, Remove, Update, Rebuild), of an Add to a parent deleted under it
+// (whose last write takes its items back), of RebuildAll and of Delete with
 // FerretDB 2.x's transient "deadlock detected" (a forged reply, see
 // faults.TransientProxy), on every plan: each write is sent again, once,
 // and the operation succeeds, its effect whole, as the package
@@ -22,6 +23,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 	t.Parallel() // beside TestFaults
 	require.True(t, srverr.Transient(mongo.CommandError{Code: faults.DeadlockCode}), "the forged error is the transient one")
 	cases := changeCases()
+	other := otherWriter(t)
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
 		others := []struct {
 			name string
@@ -44,6 +46,9 @@ func TestTransientWritesSentAgain(t *testing.T) {
 						}
 					},
 				})
+			}},
+			{"AddDeletedParent", func(t *testing.T, tp *faults.TransientProxy) {
+				faults.RunTransient(t, tp, addDeletedParentCase(other, p))
 			}},
 			{"Delete", func(t *testing.T, tp *faults.TransientProxy) {
 				faults.RunTransient(t, tp, faults.Case[struct{}]{
