@@ -36,9 +36,11 @@ import (
 // that a reader of the subset (Get) does not see yet, an Add's item
 // stored but not in the subset, a Remove's item deleted but still in it
 // (Get's godoc; the package documentation's Writes). So each write is two
-// steps of the model, both between its call and its return, the items
-// collection's first: a Get sees the subset's state, a Page the items
-// collection's.
+// steps of the model per item, all between its call and its return, an
+// item's step in the items collection before its step in the subset: a
+// Get sees the subset's state, a Page the items collection's. The items
+// of an Add of several are steps of their own, since the package
+// documentation says a reader may see some before the others.
 
 // linKind is a write of the history.
 type linKind int
@@ -77,7 +79,7 @@ type linItems struct {
 
 // linMax bounds the ids of the history test: the state holds a score per
 // id.
-const linMax = 128
+const linMax = 256
 
 // linState is the model's state: for each id, its score plus one (zero
 // when absent), in the items collection and as the subset reflects it.
@@ -190,8 +192,9 @@ func subsetModel(capacity int) porcupine.Model {
 // errOf returns err as an any that is nil when err is, for the model.
 func errOf(err error) any { return err }
 
-// TestLinearizable records writers adding, updating and removing their
-// own items of one parent (and rebuilding it), through one repository,
+// TestLinearizable records writers adding (one item or two per call),
+// updating and removing their own items of one parent (and rebuilding
+// it), through one repository,
 // while readers Get it and Page through all its items, and checks the
 // history with subsetModel, on every plan the server runs. Each writer
 // changes only items of its own, one call after another, so that no Add
@@ -200,7 +203,7 @@ func errOf(err error) any { return err }
 func TestLinearizable(t *testing.T) {
 	const writers, readers, capacity, maxReads = 4, 2, 3, 150
 	each := mongotest.Scale(24, 15)
-	require.Less(t, writers*each, linMax, "the ids fit the model's state")
+	require.Less(t, 2*writers*each, linMax, "the ids fit the model's state")
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
@@ -215,20 +218,36 @@ func TestLinearizable(t *testing.T) {
 			}
 			return out
 		}
-		// write runs a write as its two steps: the items collection's,
-		// then the subset's, each recorded over the call (the inner
-		// call's span lies within the outer's).
-		write := func(w int, kind linKind, id, score int, call func() error) {
+		// write runs a write of the items as its steps: the items
+		// collection's for each item, then the subset's for each, each
+		// recorded over the call (each inner call's span lies within the
+		// outer's).
+		write := func(w int, kind linKind, items [][2]int, call func() error) {
+			var steps []linWrite
+			for _, subset := range []bool{false, true} {
+				for _, it := range items {
+					steps = append(steps, linWrite{kind, it[0], it[1], subset})
+				}
+			}
 			var err error
-			h.Do(w, linWrite{kind, id, score, false}, func() any {
-				h.Do(writers+readers+w, linWrite{kind, id, score, true}, func() any {
+			var run func(i int)
+			run = func(i int) {
+				if i == len(steps) {
 					err = call()
+					return
+				}
+				client := w // the first step's, then one of its own per step
+				if i > 0 {
+					client = writers + readers + w*len(steps) + i
+				}
+				h.Do(client, steps[i], func() any {
+					run(i + 1)
 					return errOf(err)
 				})
-				return errOf(err)
-			})
+			}
+			run(0)
 			if err != nil {
-				t.Errorf("%s %d: %v", kind, id, err)
+				t.Errorf("%s %v: %v", kind, items, err)
 			}
 		}
 		var writing, reading sync.WaitGroup
@@ -252,14 +271,22 @@ func TestLinearizable(t *testing.T) {
 					score := rnd.IntN(8)
 					switch {
 					case len(mine) == 0 || k%4 == 0 || k%4 == 2:
-						id := 1 + w*each + next
-						next++
-						owned[id] = true
-						write(w, linAdd, id, score, func() error { return r.Add(ctx, "a", item{ID: int64(id), Score: int64(score)}) })
+						// One item, or two (every other Add).
+						var adds [][2]int
+						var its []item
+						for range 1 + k%4/2 {
+							id := 1 + 2*w*each + next
+							next++
+							owned[id] = true
+							adds = append(adds, [2]int{id, score})
+							its = append(its, item{ID: int64(id), Score: int64(score)})
+							score = rnd.IntN(8)
+						}
+						write(w, linAdd, adds, func() error { return r.Add(ctx, "a", its...) })
 					case k%8 == 1:
 						id := mine[rnd.IntN(len(mine))]
 						delete(owned, id)
-						write(w, linRemove, id, 0, func() error { return r.Remove(ctx, "a", int64(id)) })
+						write(w, linRemove, [][2]int{{id, 0}}, func() error { return r.Remove(ctx, "a", int64(id)) })
 					case k%8 == 5:
 						h.Do(w, linRebuild{}, func() any {
 							err := r.Rebuild(ctx, "a")
@@ -270,7 +297,7 @@ func TestLinearizable(t *testing.T) {
 						})
 					default:
 						id := mine[rnd.IntN(len(mine))]
-						write(w, linUpdate, id, score, func() error {
+						write(w, linUpdate, [][2]int{{id, score}}, func() error {
 							return r.Update(ctx, "a", item{ID: int64(id), Score: int64(score)})
 						})
 					}
