@@ -46,12 +46,12 @@ const maxAttempts = 10
 // ([Repo.All], [Repo.Page]) but not yet in the subset ([Repo.Get]).
 //
 // Retry-safe: after a failure at any step, calling Add again with the same
-// items leaves exactly one copy of each in each place (TestFaults,
-// TestAddIsRetrySafe). Its writes are retried a few times after a
-// transient failure (FerretDB 2.x's "deadlock detected", which applied
-// nothing; TestTransientWritesSentAgain). An item whose id is already stored under the parent counts
-// as added by the earlier attempt and keeps its stored version (Add is
-// not an upsert: use [Repo.Update] to change an item). If the guarded
+// items leaves exactly one copy of each in each place. Its writes are
+// retried a few times after a transient failure (FerretDB 2.x's
+// "deadlock detected", which applied nothing). An item whose id is
+// already stored under the parent counts as added by the earlier attempt
+// and keeps its stored version (Add is not an upsert: use [Repo.Update]
+// to change an item). If the guarded
 // push matches nothing because the subset holds some of the items already
 // (an earlier attempt, or a concurrent recomputation, put them there), Add
 // reads the subset's ids and pushes only the absent ones: one read and
@@ -66,8 +66,7 @@ const maxAttempts = 10
 // reader may see them until then). A parent deleted concurrently is
 // handled the same way; see [Repo.Delete]. Should that deletion fail (the
 // connection broke), Add returns that failure, not ErrNotFound, since
-// the items may remain: Add again deletes them (TestFaults, its
-// AddDeletedParent cases).
+// the items may remain: Add again deletes them.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -76,8 +75,7 @@ const maxAttempts = 10
 // measures the parent before writing it), and Add deletes the items it
 // stored, after one more read of the parent, so that no later
 // recomputation meets them; should that fail, Add returns the failure,
-// not ErrTooLarge, and Add again deletes them
-// (TestFaultsAddTooLargeTakesBack).
+// not ErrTooLarge, and Add again deletes them.
 //
 // Bad input gives [patterns.ErrInvalid] and writes nothing: an invalid
 // parent id, an item without a valid id or a scalar sort value, an item
@@ -89,8 +87,8 @@ const maxAttempts = 10
 // that reports ErrInvalid for that reason may leave the items the failed
 // attempt stored, in the items collection and not in the subset (Add
 // cannot tell them from items added before): send them again without the
-// bad ones, or Remove them (TestFaults, its AddForeignID cases). Should
-// the deletion fail, Add returns that failure, not ErrInvalid.
+// bad ones, or Remove them. Should the deletion fail, Add returns that
+// failure, not ErrInvalid.
 func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {

@@ -25,12 +25,11 @@ import (
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove
-// finishes that job (TestFaults). It returns [patterns.ErrNotFound] when
-// the item is in neither place (so a retry after a call that did the
-// whole job but lost its reply reports it), and when the parent does not
-// exist; an item of a missing
-// parent (an orphan, which [Repo.Delete] deletes too) is deleted all the
-// same.
+// finishes that job. It returns [patterns.ErrNotFound] when the item is in
+// neither place (so a retry after a call that did the whole job but lost
+// its reply reports it), and when the parent does not exist; an item of a
+// missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
+// all the same.
 //
 // An Add of the same item running concurrently with its Remove may leave
 // the item in the subset only: a [Repo.Rebuild] repairs it.
@@ -78,10 +77,9 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 // collection, so that an item whose sort value changed enters, moves in or
 // leaves the subset. It sends four commands and bounds its
 // compare-and-sets like [Repo.Remove], and a reader may see the old
-// version in the subset until the last one. It is safe to retry
-// (TestFaults), and its writes are retried after a transient failure, as
-// Remove's. The item
-// is validated like one given to [Repo.Add] ([patterns.ErrInvalid],
+// version in the subset until the last one. It is safe to retry, and its
+// writes are retried after a transient failure, as Remove's. The item is
+// validated like one given to [Repo.Add] ([patterns.ErrInvalid],
 // [patterns.ErrTooLarge], nothing written); a missing item or parent gives
 // [patterns.ErrNotFound].
 //
@@ -128,9 +126,9 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // the revision, a find of the first Cap items, the compare-and-set), at
 // most two compare-and-sets under concurrent writers (see [Repo.Remove]),
 // and writes the subset in one atomic update, so a reader sees the old
-// subset or the new one; it is safe to retry (TestFaults). A missing parent gives [patterns.ErrNotFound]; a
-// parent that its first Cap items would take past 16 MiB gives
-// [patterns.ErrTooLarge] and keeps its subset.
+// subset or the new one; it is safe to retry. A missing parent gives
+// [patterns.ErrNotFound]; a parent that its first Cap items would take
+// past 16 MiB gives [patterns.ErrTooLarge] and keeps its subset.
 func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Rebuild", fmt.Errorf("parent id: %w", err))
@@ -158,8 +156,7 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // returns that number. It reads the parents' ids with one cursor (a find
 // and a getMore per batch) and sends three commands per parent; a parent
 // deleted while it runs is skipped. It stops at the first error, which
-// names the parent: run it again to resume (rebuilding is idempotent;
-// TestFaults breaks it at every command).
+// names the parent: run it again to resume (rebuilding is idempotent).
 func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
 	p, err := r.plan(ctx)
 	if err != nil {

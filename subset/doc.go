@@ -25,14 +25,12 @@
 // between the two a reader sees the item in the full set but not (yet, or
 // still) in the subset, and that is all the lag a reader sees: the subset
 // a [Repo.Get] returns is the first N items of a linearization of the
-// writes, each taking effect within its call (TestLinearizable, with
-// writes of one item: a reader may see some items of an Add of several
-// before the others, since the items collection may show them so). Each
-// write is safe to retry after a failure at any step (TestFaults breaks
-// each at every command), and each of its commands that writes is retried
+// writes, each item taking effect within its call (a reader may see some
+// items of an Add of several before the others, since the items
+// collection may show them so). Each write is safe to retry after a
+// failure at any step, and each of its commands that writes is retried
 // after a transient failure (FerretDB 2.x's "deadlock detected", which
-// applied nothing, a few times with a short backoff;
-// TestTransientWritesSentAgain). [Repo.Add] is
+// applied nothing, a few times with a short backoff). [Repo.Add] is
 // the hot path; the repository takes one of two paths, chosen once from
 // the server's features ([patterns.Capabilities]):
 //
@@ -125,9 +123,7 @@
 //
 // A [Repo] is safe for concurrent use by several goroutines and by
 // several processes: the subset is never larger than N, never holds an
-// item twice, and is the first N items once the writes end
-// (TestChangesConvergeUnderSustainedAdds, TestConcurrentAddsToOneParent,
-// TestLinearizable). On FerretDB
+// item twice, and is the first N items once the writes end. On FerretDB
 // 1.x this holds only for one client with one connection
 // (options.Client().SetMaxPoolSize(1)), since that server loses concurrent
 // updates of one document: see [patterns.FeatureConcurrentUpdates].

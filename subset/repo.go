@@ -127,8 +127,7 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // The subset it returns is one atomic snapshot of the parent document. It
 // may lag the items collection by the writes in flight: an item that
 // [Repo.Add] has stored but not yet put in the subset, or one that
-// [Repo.Remove] has deleted but not yet taken out; and no more than that
-// (TestLinearizable).
+// [Repo.Remove] has deleted but not yet taken out; and no more than that.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error) {
 	var p P
 	if err := patterns.ValidateID(parentID); err != nil {
@@ -166,8 +165,8 @@ func idOf(id any) string {
 // items before the parent was gone either had them deleted by the second
 // step or finds the parent missing and deletes them itself. It is safe to
 // retry; it returns [patterns.ErrNotFound] when there was neither a
-// parent nor an item (TestFaults: so a retry after a call that did the
-// whole job but lost its reply reports ErrNotFound).
+// parent nor an item (so a retry after a call that did the whole job but
+// lost its reply reports ErrNotFound).
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Delete", fmt.Errorf("parent id: %w", err))
