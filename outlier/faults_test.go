@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -239,13 +237,7 @@ func readersSee(t testing.TB, db *mongo.Database, cfg Config, l layout) {
 // did not find the parent missing, the input invalid...).
 func sawFault(t testing.TB, op string, err error) {
 	t.Helper()
-	require.Error(t, err)
-	require.True(t, strings.HasPrefix(err.Error(), fmt.Sprintf("outlier: %s: parent %d: ", op, faultParent)), "the package's format: %v", err)
-	for _, s := range []error{patterns.ErrNotFound, patterns.ErrInvalid, patterns.ErrConflict, patterns.ErrTooLarge, patterns.ErrUnsupported} {
-		require.NotErrorIs(t, err, s)
-	}
-	require.True(t, mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded),
-		"a broken connection is told apart as such: %v", err)
+	faults.Saw(t, fmt.Sprintf("outlier: %s: parent %d: ", op, faultParent), err)
 }
 
 // appendFix is the state of one Append fault case.
@@ -331,33 +323,18 @@ func TestFaults(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{{"Append", faultsAppend}, {"Remove", faultsRemove}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
-	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
 // faultsAppend breaks every Append case at every step, on every plan
 // (appendPlans: the optimistic push of the native plan runs here too).
 func faultsAppend(t *testing.T) {
 	appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
-		concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 			c := appendFaultCases[i]
 			faults.Run(t, faults.New(t), appendCase(small(), plan, c.s, c.add))
 		})
 	})
-}
-
-// concurrently runs run(t, i) for i from 0 to n-1, as subtests named
-// name(i), all at once, and returns when all have ended. A fault case
-// spends most of its time waiting (a stall lasts faults.StallDeadline):
-// side by side, each through a proxy of its own, the cases overlap their
-// waits. (t.Run may be called from several goroutines; t.Parallel would
-// run no more than -parallel, the number of cores, at a time.)
-func concurrently(t *testing.T, n int, name func(i int) string, run func(t *testing.T, i int)) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { t.Run(name(i), func(t *testing.T) { run(t, i) }) })
-	}
-	wg.Wait()
 }
 
 // seededOverflow is the layout of the Remove, Delete and read cases: a
@@ -382,7 +359,7 @@ func faultsRemove(t *testing.T) {
 	cfg, _ := small().normalize()
 	ids := []string{"c01", "c04"} // in the parent, in overflow document 0
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
-		concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, i int) {
 			faults.Run(t, faults.New(t), removeCase(cfg, plan, ids[i]))
 		})
 	})
@@ -547,7 +524,7 @@ func faultsReads(t *testing.T) {
 		}},
 	}
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
-		concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, i int) {
 			read := reads[i]
 			op := func(ctx context.Context, db *mongo.Database, f *readFix) error {
 				read.op(ctx, repoOn(db, cfg, plan), f)

@@ -26,7 +26,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 	cfg, _ := small().normalize()
 	t.Run("Append", func(t *testing.T) {
 		appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
-			concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
+			faults.Concurrently(t, len(appendFaultCases), func(i int) string { return appendFaultCases[i].name }, func(t *testing.T, i int) {
 				c := appendFaultCases[i]
 				faults.RunTransient(t, faults.NewTransient(t), appendCase(cfg, plan, c.s, c.add))
 			})
@@ -66,7 +66,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 				},
 			}},
 		}
-		concurrently(t, len(others), func(i int) string { return others[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(others), func(i int) string { return others[i].name }, func(t *testing.T, i int) {
 			faults.RunTransient(t, faults.NewTransient(t), others[i].c)
 		})
 	})

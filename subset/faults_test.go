@@ -74,21 +74,6 @@ func faultPlans(t *testing.T, test func(t *testing.T, p subset.Plan)) {
 	wg.Wait()
 }
 
-// concurrently runs run(t, i) for i from 0 to n-1, as subtests named
-// name(i), all at once, and returns when all have ended. A fault case
-// spends most of its time waiting (a stall lasts faults.StallDeadline):
-// side by side, each through a proxy of its own, the cases overlap their
-// waits. (t.Run may be called from several goroutines; t.Parallel would
-// run no more than -parallel, the number of cores, at a time.)
-func concurrently(t *testing.T, n int, name func(i int) string, run func(t *testing.T, i int)) {
-	t.Helper()
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { t.Run(name(i), func(t *testing.T) { run(t, i) }) })
-	}
-	wg.Wait()
-}
-
 // seedParent is a parent as a fault case stores it before the operation:
 // its items, and its subset and revision (the first Cap items and
 // revision 1 unless said otherwise; none at all when bare: a parent whose
@@ -228,30 +213,7 @@ func requireSubset(t testing.TB, parentID string, s snapshot, items []item) {
 // item missing, the input invalid, a conflict...).
 func sawFault(t testing.TB, op string, err error) {
 	t.Helper()
-	require.Error(t, err, "a fault's call returns an error")
-	require.True(t, strings.HasPrefix(err.Error(), "subset: "+op+": "), "the package's format: %v", err)
-	for _, s := range []error{patterns.ErrNotFound, patterns.ErrInvalid, patterns.ErrConflict, patterns.ErrTooLarge, patterns.ErrUnsupported} {
-		require.NotErrorIs(t, err, s, "a fault claims no outcome: %v", err)
-	}
-	require.True(t, transportError(err), "the error is the network's, a timeout, or what a lost connection leaves: %v", err)
-}
-
-// transportError reports whether err is the network's, a timeout, or
-// what a lost connection leaves behind: the driver's pool cleared after
-// another command failed, or a cursor the server dropped with the
-// connection (FerretDB 1.x ties cursors to connections).
-func transportError(err error) bool {
-	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if pe, ok := errors.AsType[interface {
-		error
-		Retryable() bool
-	}](err); ok && pe.Retryable() {
-		return true // the driver's pool cleared (x/mongo/driver.RetryablePoolError)
-	}
-	se, ok := errors.AsType[mongo.ServerError](err)
-	return ok && se.HasErrorCode(43) // CursorNotFound
+	faults.Saw(t, "subset: "+op+": ", err)
 }
 
 // change is a fault case of an operation on parent "a" that sends
@@ -425,7 +387,7 @@ func TestFaults(t *testing.T) {
 		name string
 		run  func(t *testing.T)
 	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
-	concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
 // faultsChange breaks each change case at every step, on every plan: the
@@ -436,7 +398,7 @@ func TestFaults(t *testing.T) {
 func faultsChange(t *testing.T) {
 	cases := changeCases()
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
-		concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
 			faults.Run(t, faults.New(t), changeCase(cases[i], p))
 		})
 	})
@@ -642,7 +604,7 @@ func faultsReads(t *testing.T) {
 		}},
 	}
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
-		concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(reads), func(i int) string { return reads[i].name }, func(t *testing.T, i int) {
 			read := reads[i]
 			op := func(ctx context.Context, db *mongo.Database, f *readFix) error {
 				read.op(ctx, faultRepo(db, p), f)
@@ -900,7 +862,7 @@ func faultsMissing(t *testing.T) {
 		{"Delete", func(ctx context.Context, r *subset.Repo[parent, item]) error { return r.Delete(ctx, "nope") }},
 	}
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
-		concurrently(t, len(ops), func(i int) string { return ops[i].name }, func(t *testing.T, i int) {
+		faults.Concurrently(t, len(ops), func(i int) string { return ops[i].name }, func(t *testing.T, i int) {
 			o := ops[i]
 			op := func(ctx context.Context, db *mongo.Database, f *missingFix) error {
 				err := o.op(ctx, faultRepo(db, p))

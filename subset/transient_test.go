@@ -68,7 +68,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 			}},
 		}
 		n := len(cases) + len(others)
-		concurrently(t, n, func(i int) string {
+		faults.Concurrently(t, n, func(i int) string {
 			if i < len(cases) {
 				return cases[i].name
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/linear"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -204,7 +205,7 @@ func TestGetAndUpdateAreLinearizable(t *testing.T) {
 			switch {
 			case err == nil:
 				return outcome{applied: true}
-			case transportError(err):
+			case faults.Broken(err):
 				return outcome{unknown: true}
 			}
 			for _, r := range refusals {

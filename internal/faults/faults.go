@@ -21,6 +21,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -38,6 +39,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Kind is how a fault breaks the connection.
@@ -307,4 +309,62 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 			c.Check(t, db, s)
 		})
 	}
+}
+
+// Broken reports whether err is what a broken connection gives the
+// caller: the network's error, a timeout or a passed deadline, the
+// driver's pool cleared after another command failed, or a cursor the
+// server dropped with the connection (FerretDB 1.x ties cursors to
+// connections).
+func Broken(err error) bool {
+	if mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if pe, ok := errors.AsType[interface {
+		error
+		Retryable() bool
+	}](err); ok && pe.Retryable() {
+		return true // the driver's pool cleared (x/mongo/driver.RetryablePoolError)
+	}
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && se.HasErrorCode(43) // CursorNotFound
+}
+
+// Saw checks what the caller of an operation struck by a fault saw: an
+// error that starts with prefix (the package and the operation, as
+// "subset: Add: "), that the broken connection explains ([Broken]), and
+// that claims no outcome the caller cannot know: none of the sentinels of
+// patterns (not found, invalid, a conflict, too large, unsupported) nor
+// any of claims, the package's own.
+func Saw(t testing.TB, prefix string, err error, claims ...error) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("a fault's call returned nil, not an error")
+	}
+	if !strings.HasPrefix(err.Error(), prefix) {
+		t.Fatalf("the error does not start %q, the package's format: %v", prefix, err)
+	}
+	if !Broken(err) {
+		t.Fatalf("the error is not the network's, a timeout, or what a lost connection leaves: %v", err)
+	}
+	for _, claim := range append([]error{patterns.ErrNotFound, patterns.ErrInvalid, patterns.ErrConflict, patterns.ErrTooLarge, patterns.ErrUnsupported}, claims...) {
+		if errors.Is(err, claim) {
+			t.Fatalf("a fault claims no outcome, but the error is %v: %v", claim, err)
+		}
+	}
+}
+
+// Concurrently runs run(t, i) for i in [0, n) as subtests named name(i),
+// all at once, and waits for them. Fault cases spend most of their time
+// waiting (a stall lasts [StallDeadline]): side by side, each through a
+// proxy of its own, they overlap their waits. (t.Run may be called from
+// several goroutines; t.Parallel would run no more than -parallel, the
+// number of cores, at a time.)
+func Concurrently(t *testing.T, n int, name func(i int) string, run func(t *testing.T, i int)) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { t.Run(name(i), func(t *testing.T) { run(t, i) }) })
+	}
+	wg.Wait()
 }

@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -124,4 +125,13 @@ func TestTransientSendsAgain(t *testing.T) {
 		},
 	})
 	require.Equal(t, 1+2, subtests, "the healthy run, then each of 2 writes failed")
+}
+
+// TestBroken: the errors a broken connection gives are told apart from
+// the server's answers.
+func TestBroken(t *testing.T) {
+	require.True(t, faults.Broken(fmt.Errorf("subset: Add: %w", context.DeadlineExceeded)))
+	require.True(t, faults.Broken(mongo.CommandError{Code: 43, Name: "CursorNotFound"}), "a cursor dropped with its connection")
+	require.False(t, faults.Broken(mongo.CommandError{Code: 11000}), "a duplicate key is the server's answer")
+	require.False(t, faults.Broken(errors.New("no documents")))
 }
