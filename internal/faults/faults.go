@@ -130,10 +130,7 @@ type Proxy struct {
 // replica set seed list cannot be proxied this way).
 func New(t testing.TB) *Proxy {
 	t.Helper()
-	u, err := url.Parse(mongotest.URI())
-	if err != nil || u.Scheme != "mongodb" || strings.Contains(u.Host, ",") {
-		t.Skipf("skipped: the server's URI is not a single mongodb://host:port, which the fault proxy needs")
-	}
+	u := serverURL(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("faults: reserve a port: %v", err)
@@ -148,10 +145,7 @@ func New(t testing.TB) *Proxy {
 	}
 	t.Cleanup(p.proxy.Stop)
 
-	q := u.Query()
-	q.Set("directConnection", "true")
-	u.Host, u.RawQuery = listen, q.Encode()
-	p.client = mongotest.Connect(t, u.String(), &event.CommandMonitor{
+	p.client = mongotest.Connect(t, through(u, listen), &event.CommandMonitor{
 		Started:   p.started,
 		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) { p.finished(e.RequestID) },
 		Failed:    func(_ context.Context, e *event.CommandFailedEvent) { p.finished(e.RequestID) },
@@ -161,6 +155,28 @@ func New(t testing.TB) *Proxy {
 		o.SetServerMonitoringMode(options.ServerMonitoringModePoll).SetHeartbeatInterval(time.Minute)
 	})
 	return p
+}
+
+// serverURL returns the URI of the server in use, or skips the test when
+// it is not a single mongodb://host:port (an SRV record or a replica set
+// seed list cannot be proxied this way).
+func serverURL(t testing.TB) *url.URL {
+	t.Helper()
+	u, err := url.Parse(mongotest.URI())
+	if err != nil || u.Scheme != "mongodb" || strings.Contains(u.Host, ",") {
+		t.Skipf("skipped: the server's URI is not a single mongodb://host:port, which the fault proxies need")
+	}
+	return u
+}
+
+// through returns the URI of the server u seen through a proxy listening
+// at addr: a direct connection to addr, u's options kept.
+func through(u *url.URL, addr string) string {
+	v := *u
+	q := v.Query()
+	q.Set("directConnection", "true")
+	v.Host, v.RawQuery = addr, q.Encode()
+	return v.String()
 }
 
 // Client returns the client connected through the proxy.

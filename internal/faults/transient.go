@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -55,10 +53,7 @@ type TransientProxy struct {
 // where the server's URI is not a single mongodb://host:port.
 func NewTransient(t *testing.T) *TransientProxy {
 	t.Helper()
-	u, err := url.Parse(mongotest.URI())
-	if err != nil || u.Scheme != "mongodb" || strings.Contains(u.Host, ",") {
-		t.Skipf("skipped: the server's URI is not a single mongodb://host:port, which the proxy needs")
-	}
+	u := serverURL(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("faults: listen: %v", err)
@@ -78,10 +73,7 @@ func NewTransient(t *testing.T) *TransientProxy {
 			conns.Go(func() { p.serve(c) })
 		}
 	}()
-	q := u.Query()
-	q.Set("directConnection", "true")
-	u.Host, u.RawQuery = ln.Addr().String(), q.Encode()
-	p.client = mongotest.Connect(t, u.String(), nil, func(o *options.ClientOptions) {
+	p.client = mongotest.Connect(t, through(u, ln.Addr().String()), nil, func(o *options.ClientOptions) {
 		// Polled heartbeats: the server streams nothing the proxy must
 		// interleave with a forged reply.
 		o.SetServerMonitoringMode(options.ServerMonitoringModePoll)
