@@ -121,15 +121,10 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 // parent too large, stored: every one of its items when the parent is
 // missing; when the parent would be too large, those the subset does not
 // hold (read once more), so that no later recomputation meets them. It
-// returns cause; or, when it cannot delete them, its own failure, with
-// cause in the message but not in the chain: an error that wraps
-// patterns.ErrNotFound or patterns.ErrTooLarge tells the caller that the
-// items are not stored (Add's godoc), which is then unknown, and an Add
-// again deletes them.
+// returns cause, or, when it cannot delete them, its own failure (see
+// leftBehind).
 func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
-	failed := func(what string, err error) error {
-		return fmt.Errorf("%v; the items stored may remain, for %s failed (Add again deletes them): %w", cause, what, err)
-	}
+	const remedy = "Add again deletes them"
 	var drop []bson.RawValue
 	switch {
 	case errors.Is(cause, patterns.ErrNotFound):
@@ -137,7 +132,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	case errors.Is(cause, patterns.ErrTooLarge):
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
-			return failed("the read of the parent", err)
+			return leftBehind(cause, "the read of the parent", remedy, err)
 		}
 		for _, e := range entries {
 			if !st.holds(e.id) {
@@ -145,13 +140,30 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 			}
 		}
 	}
+	return r.dropItems(ctx, parent, drop, cause, remedy)
+}
+
+// dropItems deletes the items drop of parent, which a failed Add stored,
+// and returns cause; or, when it cannot, its own failure (see
+// leftBehind). It sends nothing for no items.
+func (r *Repo[P, I]) dropItems(ctx context.Context, parent parentRef, drop []bson.RawValue, cause error, remedy string) error {
 	if len(drop) == 0 {
 		return cause
 	}
 	if _, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, drop)) }); err != nil {
-		return failed("their deletion", err)
+		return leftBehind(cause, "their deletion", remedy, err)
 	}
 	return cause
+}
+
+// leftBehind is the error of an Add that failed for cause and could not
+// take back the items it stored, because what failed with err: cause is
+// in the message but not in the chain, since the sentinel it wraps
+// (patterns.ErrNotFound, ErrTooLarge, ErrInvalid) tells the caller that
+// nothing is stored (Add's godoc), which is then unknown; remedy says how
+// to finish the job.
+func leftBehind(cause error, what, remedy string, err error) error {
+	return fmt.Errorf("%v; the items stored may remain, for %s failed (%s): %w", cause, what, remedy, err)
 }
 
 func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entries []entry) error {
@@ -252,17 +264,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		}
 	}
 	undo := func(cause error) error {
-		if len(inserted) == 0 {
-			return cause
-		}
-		if _, err := write(ctx, func() (*mongo.DeleteResult, error) {
-			return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, inserted))
-		}); err != nil {
-			// Not cause's sentinel (patterns.ErrInvalid says nothing is
-			// written): the failure, which leaves it unknown.
-			return fmt.Errorf("%v; the items inserted may remain, for their deletion failed (Add them again without the bad ones, or Remove them): %w", cause, err)
-		}
-		return cause
+		return r.dropItems(ctx, parent, inserted, cause, "Add them again without the bad ones, or Remove them")
 	}
 	if other != nil {
 		return nil, undo(other)
