@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -125,7 +126,7 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 			return fmt.Errorf("%s.%d: %w", r.cfg.Field, i, err)
 		}
 		if seen[it.idKey()] {
-			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.IDField, it.id)
+			return errs.Invalid("%s.%d repeats %s %s", r.cfg.Field, i, r.cfg.IDField, bsonid.Text(it.id))
 		}
 		seen[it.key] = true
 	}

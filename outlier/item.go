@@ -56,13 +56,13 @@ func (r *Repo[P, I]) encodeItems(items []I, budget int) ([]item, error) {
 		}
 		if seen != nil {
 			if j, dup := seen[e.idKey()]; dup {
-				return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.IDField, e.id)
+				return nil, errs.Invalid("items %d and %d have the same %s %s", j, i, r.cfg.IDField, bsonid.Text(e.id))
 			}
 			seen[e.key] = i
 		}
 		if size := elementSize(r.cfg.OverflowCap-1, len(raw)); size > budget {
 			return nil, errs.TooLarge("item %d (%s %s) encodes to %d bytes; an overflow document has room for %d bytes of items, so no document can hold it",
-				i, r.cfg.IDField, e.id, len(raw), budget-(size-len(raw)))
+				i, r.cfg.IDField, bsonid.Text(e.id), len(raw), budget-(size-len(raw)))
 		}
 		out[i] = e
 	}

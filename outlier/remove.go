@@ -57,7 +57,7 @@ func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	}
 	removed, err := remove(ctx, parentID, itemID)
 	if err == nil && !removed {
-		err = fmt.Errorf("item %s: no such item: %w", idString(itemID), patterns.ErrNotFound)
+		err = fmt.Errorf("item %s: no such item: %w", bsonid.Text(itemID), patterns.ErrNotFound)
 	}
 	return fail("Remove", parentID, err)
 }

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"iter"
 	"reflect"
-	"strconv"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
@@ -221,16 +221,7 @@ func fail(op string, parentID any, err error) error {
 	if err == nil {
 		return nil
 	}
-	return pkg.Wrap(op, fmt.Errorf("parent %s: %w", idString(parentID), srverr.Classify(err)))
-}
-
-// idString formats an id for an error message: strings quoted, other
-// values as fmt prints them.
-func idString(id any) string {
-	if s, ok := id.(string); ok {
-		return strconv.Quote(s)
-	}
-	return fmt.Sprint(id)
+	return pkg.Wrap(op, fmt.Errorf("parent %s: %w", bsonid.Text(parentID), srverr.Classify(err)))
 }
 
 // validParent validates a parent id given at the API.
