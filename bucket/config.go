@@ -224,7 +224,10 @@ func (s *settings) bucketSize(metaSize, pointSize int) int {
 		summary += elem(f, 5+elem("min", 8)+elem("max", 8)+elem("sum", 8))
 	}
 	size += elem(fieldSummary, summary)
-	element := 2 + len(strconv.Itoa(s.cap-1)) // type byte, index, NUL
+	// An array element: type byte, decimal index, NUL. The digits are
+	// counted on the stack: Add and AddMany check every measurement.
+	var digits [20]byte
+	element := 2 + len(strconv.AppendInt(digits[:0], int64(s.cap-1), 10))
 	return size + s.cap*(element+pointSize) + s.cap*(element+12)
 }
 
