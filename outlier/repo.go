@@ -181,17 +181,12 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // of the repository is safe to send again: each is guarded by what it
 // changes (the pushes by the item ids or the room left, the removals by
 // the item's presence) or idempotent (the close, the new array).
-func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (*mongo.UpdateResult, error) {
-	res, err := coll.UpdateOne(ctx, filter, update, opts...)
-	if !srverr.Transient(err) {
-		return res, err // the common case, without building the retry
-	}
-	var again *mongo.UpdateResult
+func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
 	err = srverr.Retry(ctx, func() (err error) {
-		again, err = coll.UpdateOne(ctx, filter, update, opts...)
+		res, err = coll.UpdateOne(ctx, filter, update, opts...)
 		return err
 	})
-	return again, err
+	return res, err
 }
 
 // findParent reads the parent, with the projection if any; a missing
