@@ -194,7 +194,7 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 			}
 			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
 		}
-		out, err := r.pushParent(ctx, p, parentID, st.n, pending[:k])
+		out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
 		switch {
 		case err != nil:
 			return err
@@ -225,13 +225,12 @@ func lost(where string) error {
 type parentState struct {
 	open bool  // the flag is not true: items may still go into the parent
 	tail int64 // the tail hint, 0 when absent
-	n    int   // items in the array
 	// size is the parent's encoded size once its flag is a bool and its
 	// tail hint an int64, as every push and the close make them (so that
 	// the close, which changes their values, never grows it); -1 when not
 	// read (the server checks it).
 	size  int
-	items []bson.RawValue // the items in the array (as read: with the server's size limit, their ids only)
+	items []bson.RawValue // the items in the array, as many as it holds (as read: with the server's size limit, their ids only)
 	// noArray: the array field is null or absent (with the server's size
 	// limit, where the ids are read, it may also hold a value of another
 	// type), so nothing can be pushed to it before newArray.
@@ -271,7 +270,7 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	if err != nil {
 		return parentState{}, err
 	}
-	st.n, st.items = len(vals), vals
+	st.items = vals
 	return st, nil
 }
 
@@ -341,11 +340,11 @@ func (r *Repo[P, I]) array(parent bson.Raw) (bson.RawArray, error) {
 // count, and by size when the size is known (elementSize is exact, so the
 // estimate is exact for the parent as read).
 func (r *Repo[P, I]) fitParent(st parentState, items []item) int {
-	size := st.size
+	size, n := st.size, len(st.items)
 	k := 0
-	for ; k < len(items) && st.n+k < r.cfg.Cap; k++ {
+	for ; k < len(items) && n+k < r.cfg.Cap; k++ {
 		if size >= 0 {
-			size += elementSize(st.n+k, len(items[k].raw))
+			size += elementSize(n+k, len(items[k].raw))
 			if size > patterns.MaxDocumentSize {
 				break
 			}
