@@ -106,7 +106,8 @@ func encodesAsDocument[T any]() error {
 	return nil
 }
 
-// Config returns the configuration in use, defaults filled in.
+// Config returns the configuration in use, defaults filled in. It sends
+// nothing; the configuration never changes after [New].
 func (r *Repo[P, I]) Config() Config { return r.cfg }
 
 // Indexes returns the indexes the repository's operations need, all on
@@ -118,7 +119,8 @@ func (r *Repo[P, I]) Config() Config { return r.cfg }
 //     retry-safe and lets Remove find an item. It is multikey: one index
 //     entry per overflowed item, the storage price of both.
 //
-// Create them with [patterns.EnsureIndexes] before the first write.
+// It sends nothing: create them with [patterns.EnsureIndexes] before the
+// first write.
 func (r *Repo[P, I]) Indexes() []patterns.Index {
 	return []patterns.Index{
 		{Collection: r.overflow, Model: mongo.IndexModel{
