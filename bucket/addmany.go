@@ -1,7 +1,6 @@
 package bucket
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -18,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
@@ -496,27 +496,22 @@ func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 		series[i].starts = append(series[i].starts, g.start)
 	}
 	for chunk := range slices.Chunk(series, maxSeriesPerRead) {
-		// The whole answer in the first batch: its documents are small.
-		cur, err := w.s.coll.Find(ctx, w.s.openFilter(chunk), options.Find().
-			SetProjection(w.s.openProjection()).SetBatchSize(readBatch))
-		if err != nil {
-			return srverr.Classify(err)
+		open := func(ctx context.Context) (*mongo.Cursor, error) {
+			// The whole answer in the first batch: its documents are small.
+			return w.s.coll.Find(ctx, w.s.openFilter(chunk), options.Find().
+				SetProjection(w.s.openProjection()).SetBatchSize(readBatch))
 		}
-		for cur.Next(ctx) {
-			doc := cur.Current
+		for doc, err := range seq.Cursor[bson.Raw](ctx, open) {
+			if err != nil {
+				return srverr.Classify(err)
+			}
 			start, isDate := doc.Lookup(fieldStart).DateTimeOK()
 			count, isNumber := number(doc.Lookup(fieldCount))
 			g := byKey[windowKey{series: bsonid.Key(doc.Lookup(w.s.metaField)), start: bson.DateTime(start)}]
 			if !isDate || !isNumber || g == nil {
 				continue
 			}
-			id := doc.Lookup("_id")
-			g.open = append(g.open, openBucket{id: bson.RawValue{Type: id.Type, Value: bytes.Clone(id.Value)}, count: int(count)})
-		}
-		err = cur.Err()
-		_ = cur.Close(context.WithoutCancel(ctx))
-		if err != nil {
-			return srverr.Classify(err)
+			g.open = append(g.open, openBucket{id: doc.Lookup("_id"), count: int(count)})
 		}
 	}
 	return nil

@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
@@ -206,24 +208,21 @@ func (w *manyWrite) applied(ctx context.Context, sts []sentStatement) (map[bson.
 	}
 	found := map[bson.ObjectID]bool{}
 	for chunk := range slices.Chunk(ws, maxSeriesPerRead) {
-		cur, err := w.s.coll.Find(ctx, w.s.writtenFilter(chunk), options.Find().
-			SetProjection(writesProjection()).SetBatchSize(readBatch))
-		if err != nil {
-			return nil, srverr.Classify(err)
+		open := func(ctx context.Context) (*mongo.Cursor, error) {
+			return w.s.coll.Find(ctx, w.s.writtenFilter(chunk), options.Find().
+				SetProjection(writesProjection()).SetBatchSize(readBatch))
 		}
-		for cur.Next(ctx) {
-			arr, _ := cur.Current.Lookup(fieldWrites).ArrayOK()
+		for doc, err := range seq.Cursor[bson.Raw](ctx, open) {
+			if err != nil {
+				return nil, srverr.Classify(err)
+			}
+			arr, _ := doc.Lookup(fieldWrites).ArrayOK()
 			vals, _ := arr.Values()
 			for _, v := range vals {
 				if id, ok := v.ObjectIDOK(); ok && asked[id] {
 					found[id] = true
 				}
 			}
-		}
-		err = cur.Err()
-		_ = cur.Close(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, srverr.Classify(err)
 		}
 	}
 	return found, nil
