@@ -136,9 +136,9 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 //     bucket, written once.
 //   - when Config.TTL is set, a TTL index on the buckets' last time.
 //
-// Create them with [patterns.EnsureIndexes]; on a server without TTL
-// indexes, creating the TTL index fails, as every method of the store
-// does.
+// Indexes sends nothing. Create them with [patterns.EnsureIndexes]; on a
+// server without TTL indexes, creating the TTL index fails, as every
+// method of the store does.
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
 	ixs := []patterns.Index{
 		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}},

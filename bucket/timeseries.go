@@ -234,7 +234,8 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 // yours, say: sending them again would not help, so AddMany does not), it
 // returns a [*PartialError] listing them; the others are stored once. An
 // error that leaves unknown which were inserted (a network error the
-// driver could not retry, a timeout) is returned as it is.
+// driver could not retry, a timeout) is returned as it is. A concurrent
+// reader may see some measurements of the batch and not yet the others.
 func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
 	return pkg.Wrap("AddMany", ts.addMany(ctx, points))
 }
@@ -257,8 +258,10 @@ func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) e
 // Range yields the measurements of the series meta with from <= time < to,
 // in time order (measurements with equal times in no fixed order): one
 // find sorted on the time field, plus a getMore per batch, served by the
-// index {<meta>: 1, <time>: 1}. Argument errors are those of
-// [Buckets.Range].
+// index {<meta>: 1, <time>: 1}. Each measurement is one document, read
+// whole; the find reads no snapshot across its batches, so a measurement
+// inserted or deleted during the iteration may or may not be seen.
+// Argument errors are those of [Buckets.Range].
 func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
 	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
 		return wrapErrs("Range", seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
@@ -273,7 +276,9 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 // Summaries is [Buckets.Summaries] on the time-series collection: one
 // aggregate ($match on the series and interval, $group by step with $sum,
 // $min and $max, $sort), plus getMores beyond 101 steps; the server reads
-// its buckets' control summaries where it can.
+// its buckets' control summaries where it can. It reads no snapshot:
+// measurements inserted or deleted while it runs may or may not be
+// counted.
 func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
 	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
 		g := newGrid(r, step)
@@ -291,7 +296,9 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 // (not by bucket), with one deleteMany: {<time>: {$lt: t}}. It needs
 // MongoDB 7.0+ ([patterns.FeatureTimeSeriesDeletes]); earlier servers delete from
 // time-series collections by meta only, and get an
-// [*patterns.UnsupportedError]. A zero t returns [patterns.ErrInvalid].
+// [*patterns.UnsupportedError]. A concurrent reader may see some of the
+// old measurements gone and others not yet. A zero t returns
+// [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
 	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.beforeFilter))
 }
