@@ -67,7 +67,7 @@ const (
 	// 16 MiB. FerretDB 1.x silently stores it.
 	FeatureUpdateSizeLimit Feature = "16 MiB limit on updates"
 	// A projection (fields) on findAndModify. FerretDB 1.x answers
-	// NotImplemented.
+	// NotImplemented; FerretDB 2.x has it.
 	FeatureFindAndModifyProjection Feature = "findAndModify projection"
 	// Update commands of several statements with MongoDB's semantics: an
 	// unordered command runs every statement and reports each failure at
@@ -77,6 +77,7 @@ const (
 	// statement until the command ends and stalls on commands of more than
 	// about a hundred statements, so that a caller cannot tell which
 	// statements ran: repositories send one statement per command there.
+	// FerretDB 2.x runs them as MongoDB does.
 	FeatureBatchedUpdates Feature = "update commands of several statements"
 	// Time-series collections with bucketMaxSpanSeconds and
 	// bucketRoundingSeconds (MongoDB 6.3+).
@@ -95,12 +96,13 @@ const (
 	FeatureConcurrentUpdates Feature = "atomic updates from concurrent connections"
 	// A createIndexes command naming several indexes. FerretDB 1.x drops
 	// the connection when all of them exist already, so [EnsureIndexes]
-	// sends one index per command where this is absent.
+	// sends one index per command where this is absent. FerretDB 2.x has
+	// it.
 	FeatureCreateManyIndexes Feature = "createIndexes of several indexes"
 	// The $sortArray expression (MongoDB 5.2+), which sorts an array of
 	// documents by several fields inside an expression, so that a pipeline
-	// update can merge sorted arrays in one atomic write. Not measured on
-	// FerretDB 2.x, so not reported there.
+	// update can merge sorted arrays in one atomic write. FerretDB 2.x has
+	// it.
 	FeatureSortArray Feature = "$sortArray"
 )
 
@@ -122,14 +124,14 @@ func AllFeatures() []Feature {
 // Microsoft's DocumentDB extension) was measured to have, exactly as
 // MongoDB has them (FerretDB v2.7.0, DocumentDB 0.107, 2026-12-01). The
 // features it lacks or gets silently wrong (transactions, validators at
-// create, time-series collections, $dateTrunc by day and week) and those
-// not measured (findAndModify projection, multi-statement update
-// semantics, several indexes per createIndexes, $sortArray) are absent.
+// create, time-series collections, $dateTrunc by day and week) and the one
+// it lacks (change streams) are absent.
 var ferretDB2 = []Feature{
 	FeaturePushModifiers, FeatureArrayFilters, FeatureTTLIndexes,
 	FeaturePartialIndexes, FeatureLookup, FeatureGroupMinMaxAvg,
 	FeaturePipelineUpdates, FeaturePullConditions, FeatureUpdateSizeLimit,
-	FeatureConcurrentUpdates,
+	FeatureFindAndModifyProjection, FeatureBatchedUpdates,
+	FeatureConcurrentUpdates, FeatureCreateManyIndexes, FeatureSortArray,
 }
 
 // Kind says which server implementation answers on the wire.
@@ -209,7 +211,8 @@ type Server struct {
 	// Version holds the MongoDB version FerretDB emulates.
 	FerretDBVersion string
 
-	features map[Feature]bool
+	features  map[Feature]bool
+	ferretDB1 bool // FerretDB 1.x: buildInfo has ferretdbVersion
 }
 
 // Has reports whether the server is known to support f.
@@ -236,8 +239,39 @@ func (s *Server) Features() []Feature {
 }
 
 // String describes the server, for example "MongoDB 8.0.4 (replica set)".
+// FerretDB is named by its own version, with the MongoDB version it
+// emulates as a detail: "FerretDB v2.7.0 (emulates MongoDB 7.0.77,
+// standalone)"; an embedded FerretDB 1.x, which does not know its own
+// version, is "FerretDB 1.x (emulates MongoDB 7.0.42, standalone)".
 func (s *Server) String() string {
-	return fmt.Sprintf("%s %s (%s)", s.Kind, s.Version, s.Topology)
+	if s.Kind != KindFerretDB {
+		return fmt.Sprintf("%s %s (%s)", s.Kind, s.Version, s.Topology)
+	}
+	own := s.FerretDBVersion
+	if own == "" || own == "unknown" {
+		// FerretDB 1.x says "unknown" when embedded, but its
+		// ferretdbVersion field tells the major version; a 2.x with no
+		// readable version is named without one.
+		own = "(version unknown)"
+		if s.ferretDB1 {
+			own = "1.x"
+		}
+	}
+	return fmt.Sprintf("FerretDB %s (emulates MongoDB %s, %s)", own, s.Version, s.Topology)
+}
+
+// Without returns a copy of s that lacks the given features: what a
+// repository would do on a server like s without them. s is unchanged.
+func (s *Server) Without(features ...Feature) *Server {
+	c := *s
+	c.features = make(map[Feature]bool, len(s.features))
+	for f, ok := range s.features {
+		c.features[f] = ok
+	}
+	for _, f := range features {
+		delete(c.features, f)
+	}
+	return &c
 }
 
 // NewServer builds a Server from what the server said about itself: the
@@ -289,6 +323,7 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	case b.FerretDBVersion != nil:
 		s.Kind = KindFerretDB
 		s.FerretDBVersion = *b.FerretDBVersion
+		s.ferretDB1 = true
 	case b.FerretDB != nil:
 		s.Kind = KindFerretDB
 		s.FerretDBVersion = b.FerretDB.Version

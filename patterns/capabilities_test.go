@@ -95,7 +95,8 @@ func TestNewServer(t *testing.T) {
 				patterns.FeaturePushModifiers, patterns.FeatureArrayFilters, patterns.FeatureTTLIndexes,
 				patterns.FeaturePartialIndexes, patterns.FeatureLookup, patterns.FeatureGroupMinMaxAvg,
 				patterns.FeaturePipelineUpdates, patterns.FeaturePullConditions, patterns.FeatureUpdateSizeLimit,
-				patterns.FeatureConcurrentUpdates,
+				patterns.FeatureFindAndModifyProjection, patterns.FeatureBatchedUpdates,
+				patterns.FeatureConcurrentUpdates, patterns.FeatureCreateManyIndexes, patterns.FeatureSortArray,
 			},
 		},
 		{
@@ -152,4 +153,47 @@ func TestVersionAtLeast(t *testing.T) {
 	require.True(t, v.AtLeast(5, 9))
 	require.False(t, v.AtLeast(6, 1))
 	require.False(t, v.AtLeast(7, 0))
+}
+
+func TestServerString(t *testing.T) {
+	sessions := bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}
+	for _, tc := range []struct {
+		hello, build bson.D
+		want         string
+	}{
+		{bson.D{{Key: "setName", Value: "rs0"}, sessions},
+			bson.D{{Key: "version", Value: "8.0.4"}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}},
+			"MongoDB 8.0.4 (replica set)"},
+		{bson.D{sessions},
+			bson.D{{Key: "version", Value: "7.0.77"}, {Key: "gitVersion", Value: "unknown"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "v2.7.0"}}}},
+			"FerretDB v2.7.0 (emulates MongoDB 7.0.77, standalone)"},
+		{bson.D{sessions},
+			bson.D{{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "unknown"}},
+			"FerretDB 1.x (emulates MongoDB 7.0.42, standalone)"},
+		{bson.D{sessions},
+			bson.D{{Key: "version", Value: "7.0.42"}, {Key: "ferretdbVersion", Value: "v1.24.2"}},
+			"FerretDB v1.24.2 (emulates MongoDB 7.0.42, standalone)"},
+		{bson.D{sessions},
+			bson.D{{Key: "version", Value: "7.0.77"}, {Key: "ferretdb", Value: bson.D{{Key: "version", Value: "unknown"}}}},
+			"FerretDB (version unknown) (emulates MongoDB 7.0.77, standalone)"},
+		{bson.D{{Key: "setName", Value: "globaldb"}},
+			bson.D{{Key: "version", Value: "4.2.0"}},
+			"other 4.2.0 (replica set)"},
+	} {
+		s, err := patterns.NewServer(raw(t, tc.hello), raw(t, tc.build))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, s.String())
+	}
+}
+
+func TestServerWithout(t *testing.T) {
+	s, err := patterns.NewServer(raw(t, bson.D{{Key: "setName", Value: "rs0"}}),
+		raw(t, bson.D{{Key: "version", Value: "8.0.4"}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}))
+	require.NoError(t, err)
+	w := s.Without(patterns.FeatureArrayFilters, patterns.FeatureLookup)
+	require.False(t, w.Has(patterns.FeatureArrayFilters))
+	require.False(t, w.Has(patterns.FeatureLookup))
+	require.True(t, w.Has(patterns.FeaturePushModifiers))
+	require.True(t, s.Has(patterns.FeatureArrayFilters), "the original keeps its features")
+	require.Equal(t, s.String(), w.String())
 }

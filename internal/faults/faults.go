@@ -297,6 +297,9 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	if retry == nil {
 		retry = c.Op
 	}
+	// What each case's caller saw is logged only when that case fails: a
+	// passing run prints one summary line instead of a line per fault.
+	var failed, absorbed int
 	for i, f := range all {
 		if testing.Short() && !Sampled(i, len(all)) {
 			continue
@@ -314,17 +317,28 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				t.Fatalf("the fault never struck: the operation sent fewer than %d commands (err %v)", f.Step, err)
 			}
 			if err == nil {
-				t.Logf("the operation absorbed the fault (a driver retry) and returned nil: its effect must be whole")
+				absorbed++
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("the operation absorbed the fault (a driver retry) and returned nil: its effect must be whole")
+					}
+				})
 				c.Check(t, db, s)
 				return
 			}
-			t.Logf("the caller saw: %v", err)
+			failed++
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("the caller saw: %v", err)
+				}
+			})
 			if err := retry(ctx, db, s); err != nil {
 				t.Fatalf("the retry on a healthy connection failed: %v", err)
 			}
 			c.Check(t, db, s)
 		})
 	}
+	t.Logf("faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
 }
 
 // Broken reports whether err is what a broken connection gives the

@@ -2,6 +2,9 @@ package mongotest
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -21,8 +24,10 @@ import (
 //
 // Plans that are equal run once, under the first name. A plan other than
 // the portable one runs only where it is the server's own plan, and is
-// skipped elsewhere with a message naming the server and the features it
-// lacks. A repository's test hook (ForcePlan in its export_test.go) makes
+// skipped elsewhere with the message of [Require]: the server and the
+// features that the plan needs and the server lacks (each feature of
+// the other plan whose removal changes that plan), so that a reader sees
+// what did not run and why. A repository's test hook (ForcePlan in its export_test.go) makes
 // the repository take the plan it is given; planFor is the repository's
 // pure plan function.
 func RunPlans[P comparable](t *testing.T, planFor func(*patterns.Server) P, test func(t *testing.T, p P)) {
@@ -43,20 +48,48 @@ func RunPlans[P comparable](t *testing.T, planFor func(*patterns.Server) P, test
 		}
 		t.Run(p.name, func(t *testing.T) {
 			if p.plan != own && p.plan != portable {
-				t.Skipf("skipped: %s takes another path (plan %+v, not %+v); it lacks %v", Server(), own, p.plan, lacks(Server()))
+				t.Skipf("skipped: %s lacks %s", Server(), needs(planFor, p.plan, Server()))
 			}
 			test(t, p.plan)
 		})
 	}
 }
 
-// lacks lists the optional features srv lacks.
-func lacks(srv *patterns.Server) []patterns.Feature {
-	var out []patterns.Feature
-	for _, f := range patterns.AllFeatures() {
-		if !srv.Has(f) {
-			out = append(out, f)
+// needs names the features that the plans of the known servers need to
+// take plan, and srv lacks: each feature f of a known server whose plan
+// is plan, such that the same server without f takes another path.
+func needs[P comparable](planFor func(*patterns.Server) P, plan P, srv *patterns.Server) string {
+	var out []string
+	seen := map[patterns.Feature]bool{}
+	for _, known := range append([]*patterns.Server{Native()}, sortedKnown()...) {
+		if planFor(known) != plan {
+			continue
 		}
+		for _, f := range patterns.AllFeatures() {
+			if known.Has(f) && !srv.Has(f) && !seen[f] && planFor(known.Without(f)) != plan {
+				seen[f] = true
+				out = append(out, string(f))
+			}
+		}
+	}
+	if len(out) == 0 {
+		// No single feature makes the difference: name them all.
+		for _, f := range patterns.AllFeatures() {
+			if !srv.Has(f) {
+				out = append(out, string(f))
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// sortedKnown returns the known servers in the order of their names.
+func sortedKnown() []*patterns.Server {
+	known := KnownServers()
+	names := slices.Sorted(maps.Keys(known))
+	out := make([]*patterns.Server, len(names))
+	for i, n := range names {
+		out[i] = known[n]
 	}
 	return out
 }
