@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/dial"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -281,6 +282,7 @@ type Counter struct {
 	db       string
 	mu       sync.Mutex
 	commands []string
+	sent     []bson.Raw // the commands as the driver encoded them
 }
 
 // counters maps a database name to the Counters watching it.
@@ -295,6 +297,7 @@ var monitor = &event.CommandMonitor{
 		for _, c := range counters[e.DatabaseName] {
 			c.mu.Lock()
 			c.commands = append(c.commands, e.CommandName)
+			c.sent = append(c.sent, slices.Clone(e.Command))
 			c.mu.Unlock()
 		}
 		var run []func(context.Context)
@@ -371,8 +374,41 @@ func NewCounter(t testing.TB, db *mongo.Database) *Counter {
 // Reset forgets the commands counted so far.
 func (c *Counter) Reset() {
 	c.mu.Lock()
-	c.commands = nil
+	c.commands, c.sent = nil, nil
 	c.mu.Unlock()
+}
+
+// RequireTargeted routes every command counted since the last Reset, as
+// the driver encoded it, on a sharded cluster (package internal/shard):
+// it fails the test for a command that mongos would refuse, and for one
+// that goes to some or to every shard unless allowed names it, as
+// "<command> <collection>" (for example "update items"), with the reason
+// the package's documentation gives. It returns the routes, by command,
+// for the test's log.
+func (c *Counter) RequireTargeted(t testing.TB, cluster shard.Cluster, allowed map[string]string) []string {
+	t.Helper()
+	c.mu.Lock()
+	sent := slices.Clone(c.sent)
+	c.mu.Unlock()
+	var out []string
+	for _, cmd := range sent {
+		r, err := cluster.Route(cmd)
+		if err != nil {
+			t.Fatalf("mongotest: route %s: %v", cmd, err)
+		}
+		first := cmd.Index(0)
+		coll, _ := first.Value().StringValueOK()
+		name := first.Key() + " " + coll
+		line := fmt.Sprintf("%s: %s", name, r)
+		out = append(out, line)
+		switch {
+		case r.Target == shard.Refused:
+			t.Errorf("mongos would refuse %s\n%s", line, cmd)
+		case r.Target != shard.OneShard && allowed[name] == "":
+			t.Errorf("goes to %s, and the package does not say so: %s\n%s", r.Target, line, cmd)
+		}
+	}
+	return out
 }
 
 // N returns the number of commands counted since the last Reset.

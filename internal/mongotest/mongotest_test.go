@@ -2,6 +2,7 @@ package mongotest_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -207,4 +209,49 @@ func BenchmarkCompareWithItself(b *testing.B) {
 		}
 	}
 	mongotest.Compare(b, mongotest.Comparison{Library: side, Baseline: side, Speed: 0.5, Allocs: 2})
+}
+
+// errorsOf records what a check reports instead of failing the test.
+type errorsOf struct {
+	testing.TB
+	errs []string
+}
+
+func (e *errorsOf) Helper() {}
+func (e *errorsOf) Errorf(format string, args ...any) {
+	e.errs = append(e.errs, fmt.Sprintf(format, args...))
+}
+
+func TestRequireTargetedRoutesWhatWasSent(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	c := mongotest.NewCounter(t, db)
+	coll := db.Collection("items")
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "parent", Value: "p"}})
+	require.NoError(t, err)
+	_, err = coll.UpdateOne(ctx, bson.D{{Key: "parent", Value: "p"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}})
+	require.NoError(t, err)
+	_, err = coll.UpdateMany(ctx, bson.D{{Key: "n", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "m", Value: 1}}}})
+	require.NoError(t, err)
+
+	byParent := shard.Cluster{Version: patterns.Version{Major: 6}, Keys: map[string]shard.Key{
+		"items": shard.MustParseKey(bson.D{{Key: "parent", Value: 1}}),
+	}}
+	rec := &errorsOf{TB: t}
+	routes := c.RequireTargeted(rec, byParent, nil)
+	require.Len(t, routes, 3, "insert, update, update")
+	require.Len(t, rec.errs, 1, "only the updateMany goes to every shard: %v", rec.errs)
+	require.Contains(t, rec.errs[0], "every shard")
+
+	rec = &errorsOf{TB: t}
+	c.RequireTargeted(rec, byParent, map[string]string{"update items": "updateMany by n goes to every shard"})
+	require.Empty(t, rec.errs)
+
+	byID := shard.Cluster{Version: patterns.Version{Major: 6}, Keys: map[string]shard.Key{
+		"items": shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}}),
+	}}
+	rec = &errorsOf{TB: t}
+	c.RequireTargeted(rec, byID, map[string]string{"update items": "allowed"})
+	require.Len(t, rec.errs, 1, "an updateOne by parent is refused on 6.0 under a hashed _id: %v", rec.errs)
+	require.Contains(t, rec.errs[0], "refuse")
 }

@@ -1,0 +1,665 @@
+// Package shard decides where a command goes on a sharded MongoDB
+// cluster: to one shard, to some shards, to every shard, or nowhere
+// because mongos refuses it (with the server's error code). It is a pure
+// function of the command as the driver encodes it, the shard keys of the
+// collections, and the server's version, written from the routing rules of
+// MongoDB 6.0 to 8.0 (the manual's pages for each command and mongos's
+// targeting code):
+//
+//   - A filter reaches one shard when it matches every field of the shard
+//     key by one equality (a hashed field by equality too); some shards
+//     when it matches a prefix of the key by equality, a key field by an
+//     $in of several values, or a ranged (not hashed) first field by a
+//     range; every shard otherwise.
+//   - findAndModify, up to 7.0, needs equality on the full shard key: an
+//     _id alone is not enough (61 ShardKeyNotFound). From 7.1 on, mongos
+//     accepts any filter and routes it with a two-phase write (every shard).
+//   - A single update (multi: false) or delete (limit: 1), up to 7.0, needs
+//     the full shard key or an exact _id match, which is sent to every
+//     shard (72 InvalidOptions for updates, 61 for deletes). From 7.1 on any
+//     filter is accepted (two-phase write, every shard). A replacement is
+//     also targeted by the shard key the replacement document holds.
+//   - An upsert needs equality on every shard-key field (61, "Failed to
+//     target upsert by query"); a single upsert is exempt from 7.1 on, a
+//     multi upsert never.
+//   - An update that changes a shard-key field must hold the full shard key
+//     in its filter (31025) and cannot be a multi-update (72).
+//   - A unique index must be prefixed by the shard key (67
+//     CannotCreateIndex); _id's own index is the exception.
+//   - updateMany and deleteMany go where their filter goes.
+//   - aggregate goes where its first $match goes; $lookup and $graphLookup
+//     from a sharded collection need 5.1 (28769); $merge into a sharded
+//     collection needs "on" to hold every shard-key field (51190); $out
+//     cannot write to a sharded collection (28769).
+//   - An insert goes to the shard of each document's key.
+//
+// The doctor's shard-key analysis and every pattern package's tests use
+// it: one implementation of the rules.
+package shard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Field is one field of a shard key.
+type Field struct {
+	Path   string
+	Hashed bool
+}
+
+// Key is a shard key: its fields in order, at most one of them hashed.
+type Key []Field
+
+// ParseKey reads a shard key as shardCollection takes it ({a: 1, b:
+// "hashed"}). It rejects, wrapping patterns.ErrInvalid: no fields, an
+// invalid path, a field given twice, a value other than 1 or "hashed",
+// and more than one hashed field.
+func ParseKey(d bson.D) (Key, error) {
+	if len(d) == 0 {
+		return nil, errs.Invalid("shard key has no fields")
+	}
+	var k Key
+	for _, e := range d {
+		if err := check.Path(e.Key); err != nil {
+			return nil, err
+		}
+		if k.Has(e.Key) {
+			return nil, errs.Invalid("shard key field %q given twice", e.Key)
+		}
+		f := Field{Path: e.Key}
+		switch v := e.Value.(type) {
+		case string:
+			if v != "hashed" {
+				return nil, errs.Invalid("shard key field %q: %q is neither 1 nor \"hashed\"", e.Key, v)
+			}
+			f.Hashed = true
+		default:
+			if n, ok := number(v); !ok || n != 1 {
+				return nil, errs.Invalid("shard key field %q: %v is neither 1 nor \"hashed\"", e.Key, e.Value)
+			}
+		}
+		k = append(k, f)
+	}
+	if n := len(slices.DeleteFunc(slices.Clone(k), func(f Field) bool { return !f.Hashed })); n > 1 {
+		return nil, errs.Invalid("shard key has %d hashed fields; at most one", n)
+	}
+	return k, nil
+}
+
+// MustParseKey is [ParseKey] for keys written in code; it panics on an
+// invalid key.
+func MustParseKey(d bson.D) Key {
+	k, err := ParseKey(d)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}
+
+// Has reports whether path is a field of the key.
+func (k Key) Has(path string) bool {
+	return slices.ContainsFunc(k, func(f Field) bool { return f.Path == path })
+}
+
+// String returns the key as shardCollection takes it, for example
+// {"meta": 1, "start": 1}.
+func (k Key) String() string {
+	parts := make([]string, len(k))
+	for i, f := range k {
+		v := "1"
+		if f.Hashed {
+			v = `"hashed"`
+		}
+		parts[i] = fmt.Sprintf("%q: %s", f.Path, v)
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// Target says where a command goes.
+type Target int
+
+// The targets, from the best to the worst.
+const (
+	OneShard   Target = iota // mongos sends it to the one shard that owns the key
+	SomeShards               // to the shards owning the chunks of a key range
+	EveryShard               // to every shard (scatter-gather, or an _id write broadcast)
+	Refused                  // mongos refuses it; Route.Code is the server's error code
+)
+
+// String returns "one shard", "some shards", "every shard" or "refused".
+func (t Target) String() string {
+	switch t {
+	case OneShard:
+		return "one shard"
+	case SomeShards:
+		return "some shards"
+	case EveryShard:
+		return "every shard"
+	default:
+		return "refused"
+	}
+}
+
+// Route is where a command goes, and why.
+type Route struct {
+	Target Target
+	Code   int32  // the server's error code when Refused
+	Why    string // one sentence
+}
+
+func (r Route) String() string {
+	if r.Target == Refused {
+		return fmt.Sprintf("refused (code %d): %s", r.Code, r.Why)
+	}
+	return fmt.Sprintf("%s: %s", r.Target, r.Why)
+}
+
+// worse returns the worse of two routes (the first of equals).
+func worse(a, b Route) Route {
+	if b.Target > a.Target {
+		return b
+	}
+	return a
+}
+
+// Filter says where a query with this filter goes on a collection sharded
+// on k: the rules of the package documentation for a filter alone. A
+// filter that cannot be read (an $or, $expr, ...) goes to every shard
+// unless its other fields target it.
+func (k Key) Filter(filter bson.D) Route {
+	m := matchOf(filter)
+	first := k[0]
+	eq := m.eq[first.Path]
+	rng := m.ranged[first.Path]
+	switch {
+	case eq == nil && !rng:
+		return Route{EveryShard, 0, fmt.Sprintf("the filter does not match %s, the shard key's first field, by equality", first.Path)}
+	case eq == nil && first.Hashed:
+		return Route{EveryShard, 0, fmt.Sprintf("a range on the hashed field %s is sent to every shard", first.Path)}
+	case eq == nil:
+		return Route{SomeShards, 0, fmt.Sprintf("the range on %s goes to the shards owning chunks in it", first.Path)}
+	}
+	for i, f := range k {
+		e := m.eq[f.Path]
+		if e == nil {
+			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the shard key (%s); its chunks may span shards", strings.Join(k.paths(i), ", "))}
+		}
+		if e.several {
+			return Route{SomeShards, 0, fmt.Sprintf("$in on %s: one shard per value at most", f.Path)}
+		}
+	}
+	return Route{OneShard, 0, "equality on every shard-key field"}
+}
+
+// full reports whether the filter holds one equality on every key field.
+func (k Key) full(m match) bool {
+	for _, f := range k {
+		if e := m.eq[f.Path]; e == nil || e.several {
+			return false
+		}
+	}
+	return true
+}
+
+func (k Key) paths(n int) []string {
+	out := make([]string, n)
+	for i := range n {
+		out[i] = k[i].Path
+	}
+	return out
+}
+
+// equality is a field matched by equality: one value, or an $in of several.
+type equality struct{ several bool }
+
+// match is what a filter says of its top-level fields.
+type match struct {
+	eq     map[string]*equality
+	ranged map[string]bool
+}
+
+// matchOf reads a filter's fields: {f: v} (v neither an operator
+// document, a regular expression nor an array) and {f: {$eq: v}} are
+// equalities, as is {f: {$in: [v]}}; an $in of several values is an
+// equality on several values; any other condition on f is a range. $and is
+// read into; $or, $nor, $expr and the like target nothing.
+func matchOf(filter bson.D) match {
+	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}}
+	var walk func(d bson.D)
+	walk = func(d bson.D) {
+		for _, e := range d {
+			if e.Key == "$and" {
+				if arr, ok := e.Value.(bson.A); ok {
+					for _, sub := range arr {
+						if sd, ok := sub.(bson.D); ok {
+							walk(sd)
+						}
+					}
+				}
+				continue
+			}
+			if strings.HasPrefix(e.Key, "$") {
+				continue
+			}
+			if _, isArray := e.Value.(bson.A); isArray {
+				continue // matches the array or an element: no key value
+			}
+			switch c := condition(e.Value); {
+			case c == nil:
+				m.ranged[e.Key] = true
+			case m.eq[e.Key] == nil || m.eq[e.Key].several:
+				m.eq[e.Key] = c
+			}
+		}
+	}
+	walk(filter)
+	return m
+}
+
+// condition classifies a field's condition: an equality (nil when not).
+func condition(v any) *equality {
+	switch c := v.(type) {
+	case bson.Regex, bson.A:
+		return nil
+	case bson.D:
+		if len(c) == 0 || !strings.HasPrefix(c[0].Key, "$") {
+			return &equality{} // an equality with an embedded document
+		}
+		var out *equality
+		for _, op := range c {
+			switch op.Key {
+			case "$eq":
+				if condition(op.Value) != nil {
+					out = &equality{}
+				}
+			case "$in":
+				if arr, ok := op.Value.(bson.A); ok && len(arr) > 0 && !slices.ContainsFunc(arr, func(x any) bool { return condition(x) == nil }) {
+					if out == nil {
+						out = &equality{several: len(arr) > 1}
+					}
+				}
+			}
+		}
+		return out
+	}
+	return &equality{}
+}
+
+// exactID reports whether the filter matches _id by one equality.
+func exactID(m match) bool {
+	e := m.eq["_id"]
+	return e != nil && !e.several
+}
+
+// Cluster is a sharded cluster as the routing rules see it.
+type Cluster struct {
+	// Version is the server's version: the rules changed in 5.1 and 7.1.
+	Version patterns.Version
+	// Keys maps a collection's name to its shard key; a collection not in
+	// the map is unsharded, and every command on it goes to one shard (its
+	// primary shard).
+	Keys map[string]Key
+}
+
+// keyless reports whether single writes and findAndModify without the
+// shard key are accepted (7.1+).
+func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) }
+
+// Route says where cmd goes on c. cmd is a command as the driver encodes
+// it: its first field names the command and the collection. Commands that
+// do not read or write documents of a collection (hello, getMore,
+// listIndexes, drop...) go to one shard: a cursor's getMore follows its
+// find. For commands of several statements (update, delete, insert), the
+// worst statement's route is returned, its Why naming the statement.
+func (c Cluster) Route(cmd bson.Raw) (Route, error) {
+	var d bson.D
+	if err := bson.Unmarshal(cmd, &d); err != nil {
+		return Route{}, errs.Invalid("command: %v", err)
+	}
+	if len(d) == 0 {
+		return Route{}, errs.Invalid("empty command")
+	}
+	name := d[0].Key
+	coll, _ := d[0].Value.(string)
+	key := c.Keys[coll]
+	get := func(name string) any { return field(d, name) }
+	switch name {
+	case "find", "count", "distinct":
+		if key == nil {
+			return Route{OneShard, 0, "the collection is not sharded"}, nil
+		}
+		f := "filter"
+		if name != "find" {
+			f = "query"
+		}
+		filter, _ := get(f).(bson.D)
+		return key.Filter(filter), nil
+	case "aggregate":
+		pipeline, _ := get("pipeline").(bson.A)
+		return c.aggregate(key, pipeline), nil
+	case "insert":
+		docs, _ := get("documents").(bson.A)
+		if key == nil || len(docs) <= 1 {
+			return Route{OneShard, 0, "an insert goes to the shard of its document's key"}, nil
+		}
+		return Route{SomeShards, 0, fmt.Sprintf("%d documents go each to the shard of its key", len(docs))}, nil
+	case "update":
+		stmts, _ := get("updates").(bson.A)
+		return each(stmts, func(s bson.D) Route { return c.update(key, s) }), nil
+	case "delete":
+		stmts, _ := get("deletes").(bson.A)
+		return each(stmts, func(s bson.D) Route { return c.delete(key, s) }), nil
+	case "findAndModify", "findandmodify":
+		return c.findAndModify(key, d), nil
+	case "createIndexes":
+		idx, _ := get("indexes").(bson.A)
+		return each(idx, func(s bson.D) Route { return createIndex(key, s) }), nil
+	}
+	return Route{OneShard, 0, fmt.Sprintf("%s reads or writes no documents", name)}, nil
+}
+
+// each routes every statement and returns the worst route.
+func each(stmts bson.A, route func(bson.D) Route) Route {
+	out := Route{OneShard, 0, "no statement"}
+	for i, s := range stmts {
+		sd, _ := s.(bson.D)
+		r := route(sd)
+		if len(stmts) > 1 {
+			r.Why = fmt.Sprintf("statement %d: %s", i, r.Why)
+		}
+		if i == 0 {
+			out = r
+		}
+		out = worse(out, r)
+	}
+	return out
+}
+
+func field(d bson.D, name string) any {
+	for _, e := range d {
+		if e.Key == name {
+			return e.Value
+		}
+	}
+	return nil
+}
+
+func truthy(v any) bool {
+	switch b := v.(type) {
+	case bool:
+		return b
+	default:
+		n, ok := number(v)
+		return ok && n != 0
+	}
+}
+
+// update routes one statement of an update command.
+func (c Cluster) update(key Key, s bson.D) Route {
+	if key == nil {
+		return Route{OneShard, 0, "the collection is not sharded"}
+	}
+	q, _ := field(s, "q").(bson.D)
+	u := field(s, "u")
+	multi := truthy(field(s, "multi"))
+	upsert := truthy(field(s, "upsert"))
+	m := matchOf(q)
+	full := key.full(m)
+	if changes, path := changesKey(key, u, m); changes {
+		switch {
+		case multi:
+			return Route{Refused, 72, fmt.Sprintf("a multi-update cannot change the shard-key field %s", path)}
+		case !full:
+			return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
+		}
+	}
+	if upsert && !full {
+		if multi || !c.keyless() {
+			return Route{Refused, 61, "an upsert needs equality on every shard-key field (Failed to target upsert by query)"}
+		}
+		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
+	}
+	if multi {
+		return key.Filter(q)
+	}
+	if full {
+		return Route{OneShard, 0, "equality on every shard-key field"}
+	}
+	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && key.full(matchOf(repl)) {
+		return Route{OneShard, 0, "the replacement document holds the shard key"}
+	}
+	return c.single(m, 72, "a single update")
+}
+
+// single routes a single write (update, delete, findAndModify's exact-_id
+// case) whose filter lacks the full shard key.
+func (c Cluster) single(m match, code int32, what string) Route {
+	switch {
+	case c.keyless():
+		return Route{EveryShard, 0, what + " without the full shard key is routed by a two-phase write (7.1+)"}
+	case exactID(m):
+		return Route{EveryShard, 0, what + " by exact _id without the shard key is sent to every shard"}
+	}
+	return Route{Refused, code, what + " on a sharded collection must contain the shard key or an exact match on _id (before 7.1)"}
+}
+
+// changesKey reports whether an update document (operators, replacement
+// or pipeline) may change a shard-key field: an operator that names a key
+// field, a path inside one or a parent of one; a replacement that lacks a
+// key field its filter matches (one that holds it is taken to keep it:
+// the values are the caller's, a change of value is not seen here).
+func changesKey(key Key, u any, m match) (bool, string) {
+	touches := func(p string) (bool, string) {
+		for _, f := range key {
+			if p == f.Path || strings.HasPrefix(f.Path, p+".") || strings.HasPrefix(p, f.Path+".") {
+				return true, f.Path
+			}
+		}
+		return false, ""
+	}
+	switch doc := u.(type) {
+	case bson.D:
+		if len(doc) > 0 && strings.HasPrefix(doc[0].Key, "$") {
+			for _, op := range doc {
+				if op.Key == "$setOnInsert" {
+					continue
+				}
+				fields, _ := op.Value.(bson.D)
+				for _, f := range fields {
+					if ok, p := touches(f.Key); ok {
+						return true, p
+					}
+					if op.Key == "$rename" {
+						if to, _ := f.Value.(string); to != "" {
+							if ok, p := touches(to); ok {
+								return true, p
+							}
+						}
+					}
+				}
+			}
+			return false, ""
+		}
+		// A replacement whose filter holds the key keeps it only where it
+		// holds every key field; without the key in the filter, mongos
+		// targets the replacement by the key it holds.
+		rm := matchOf(doc)
+		for _, f := range key {
+			if rm.eq[f.Path] == nil && m.eq[f.Path] != nil {
+				return true, f.Path
+			}
+		}
+		return false, ""
+	case bson.A:
+		for _, stage := range doc {
+			sd, _ := stage.(bson.D)
+			for _, st := range sd {
+				switch st.Key {
+				case "$set", "$addFields", "$replaceWith", "$replaceRoot", "$unset", "$project":
+					fields, _ := st.Value.(bson.D)
+					if st.Key == "$replaceWith" || st.Key == "$replaceRoot" {
+						return true, key[0].Path
+					}
+					for _, f := range fields {
+						if ok, p := touches(f.Key); ok {
+							return true, p
+						}
+					}
+					if names, ok := st.Value.(bson.A); ok {
+						for _, n := range names {
+							if s, _ := n.(string); s != "" {
+								if ok, p := touches(s); ok {
+									return true, p
+								}
+							}
+						}
+					}
+					if s, ok := st.Value.(string); ok {
+						if ok, p := touches(s); ok {
+							return true, p
+						}
+					}
+				}
+			}
+		}
+	}
+	return false, ""
+}
+
+// delete routes one statement of a delete command.
+func (c Cluster) delete(key Key, s bson.D) Route {
+	if key == nil {
+		return Route{OneShard, 0, "the collection is not sharded"}
+	}
+	q, _ := field(s, "q").(bson.D)
+	if n, _ := number(field(s, "limit")); n == 0 {
+		return key.Filter(q)
+	}
+	m := matchOf(q)
+	if key.full(m) {
+		return Route{OneShard, 0, "equality on every shard-key field"}
+	}
+	return c.single(m, 61, "a single delete")
+}
+
+// findAndModify routes a findAndModify command.
+func (c Cluster) findAndModify(key Key, d bson.D) Route {
+	if key == nil {
+		return Route{OneShard, 0, "the collection is not sharded"}
+	}
+	q, _ := field(d, "query").(bson.D)
+	m := matchOf(q)
+	full := key.full(m)
+	if changes, path := changesKey(key, field(d, "update"), m); changes && field(d, "update") != nil && !full {
+		return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
+	}
+	switch {
+	case full:
+		return Route{OneShard, 0, "equality on every shard-key field"}
+	case c.keyless():
+		return Route{EveryShard, 0, "findAndModify without the full shard key is routed by a two-phase write (7.1+)"}
+	}
+	return Route{Refused, 61, "findAndModify on a sharded collection must contain the shard key (before 7.1; an _id alone is not enough)"}
+}
+
+// createIndex routes one index of createIndexes: a unique index must be
+// prefixed by the shard key.
+func createIndex(key Key, s bson.D) Route {
+	if key == nil || !truthy(field(s, "unique")) {
+		return Route{OneShard, 0, "an index is built on every shard that owns chunks"}
+	}
+	k, _ := field(s, "key").(bson.D)
+	if len(k) == 1 && k[0].Key == "_id" {
+		return Route{OneShard, 0, "the _id index"}
+	}
+	for i, f := range key {
+		if i >= len(k) || k[i].Key != f.Path {
+			return Route{Refused, 67, fmt.Sprintf("a unique index must be prefixed by the shard key %s", key)}
+		}
+	}
+	return Route{OneShard, 0, "the unique index is prefixed by the shard key"}
+}
+
+// aggregate routes a pipeline on a collection sharded on key (nil:
+// unsharded).
+func (c Cluster) aggregate(key Key, pipeline bson.A) Route {
+	out := Route{OneShard, 0, "the collection is not sharded"}
+	if key != nil {
+		out = Route{EveryShard, 0, "the pipeline does not start with a $match"}
+	}
+	for i, stage := range pipeline {
+		sd, _ := stage.(bson.D)
+		if len(sd) == 0 {
+			continue
+		}
+		st := sd[0]
+		arg, _ := st.Value.(bson.D)
+		switch st.Key {
+		case "$match":
+			if i == 0 && key != nil {
+				out = key.Filter(arg)
+			}
+		case "$lookup", "$graphLookup":
+			from, _ := field(arg, "from").(string)
+			if c.Keys[from] != nil && !c.Version.AtLeast(5, 1) {
+				return Route{Refused, 28769, fmt.Sprintf("%s from the sharded collection %s needs 5.1", st.Key, from)}
+			}
+		case "$out":
+			to, _ := st.Value.(string)
+			if to == "" {
+				to, _ = field(arg, "coll").(string)
+			}
+			if c.Keys[to] != nil {
+				return Route{Refused, 28769, fmt.Sprintf("$out cannot write to the sharded collection %s", to)}
+			}
+		case "$merge":
+			into, _ := st.Value.(string)
+			if into == "" {
+				into, _ = field(arg, "into").(string)
+			}
+			k := c.Keys[into]
+			if k == nil {
+				continue
+			}
+			on := []string{"_id"}
+			switch v := field(arg, "on").(type) {
+			case string:
+				on = []string{v}
+			case bson.A:
+				on = nil
+				for _, x := range v {
+					s, _ := x.(string)
+					on = append(on, s)
+				}
+			}
+			for _, f := range k {
+				if !slices.Contains(on, f.Path) {
+					return Route{Refused, 51190, fmt.Sprintf("$merge into the sharded collection %s needs \"on\" to hold the shard-key field %s", into, f.Path)}
+				}
+			}
+		}
+	}
+	return out
+}
