@@ -92,24 +92,24 @@ func Judge(detected bool, m Measured) Verdict {
 
 // Result is one feature's line of a [Report].
 type Result struct {
-	Feature  patterns.Feature `json:"feature"`
-	Detected bool             `json:"detected"` // what patterns.Capabilities says
-	Measured Measured         `json:"measured"`
-	Verdict  Verdict          `json:"verdict"`
+	Feature  patterns.Feature
+	Detected bool // what patterns.Capabilities says
+	Measured Measured
+	Verdict  Verdict
 	// Evidence is one line saying what the probe asked and what the
-	// server answered, for example "$dateTrunc to day gave 2026-11-26 for
-	// 2026-11-30T12:42:07Z, want 2026-11-30".
-	Evidence string        `json:"evidence"`
-	Elapsed  time.Duration `json:"elapsedNanos"`
+	// server answered, for example "$dateTrunc of 2026-11-30T12:42:07Z to
+	// day gave 2026-11-26T00:00:00Z, want 2026-11-30T00:00:00Z".
+	Evidence string
+	Elapsed  time.Duration
 }
 
 // Report is what [Run] measured: one [Result] per feature, in the order
 // of [patterns.AllFeatures].
 type Report struct {
-	Server   string        `json:"server"`   // the server, as patterns.Server.String names it
-	Database string        `json:"database"` // the scratch database, dropped
-	Results  []Result      `json:"features"`
-	Elapsed  time.Duration `json:"elapsedNanos"`
+	Server   string // the server, as patterns.Server.String names it
+	Database string // the scratch database, dropped
+	Results  []Result
+	Elapsed  time.Duration
 }
 
 // Count returns how many results have verdict v.

@@ -145,12 +145,13 @@ func probeArrayFilters(ctx context.Context, e *env) finding {
 		return refused("$set a.$[e].v with arrayFilters", err)
 	}
 	var doc struct{ A []struct{ K, V int } }
-	if err := coll.FindOne(ctx, bson.D{}).Decode(&doc); err != nil {
+	js, err := readOne(ctx, coll, &doc)
+	if err != nil {
 		return notMeasured("read back: %v", short(err))
 	}
-	got := fmt.Sprintf("$set a.$[e].v: 5 with arrayFilters e.k: 2 on [{k 1 v 0} {k 2 v 0}] gave %v", doc.A)
+	got := fmt.Sprintf("$set a.$[e].v: 5 with arrayFilters [{e.k: 2}] on {a: [{k: 1, v: 0}, {k: 2, v: 0}]} gave %s", js)
 	if len(doc.A) != 2 || doc.A[0].V != 0 || doc.A[1].V != 5 {
-		return wrong("%s, want [{1 0} {2 5}]", got)
+		return wrong("%s, want v 5 in the second element only", got)
 	}
 	return works("%s", got)
 }
@@ -309,6 +310,25 @@ func aggregate(ctx context.Context, coll *mongo.Collection, p mongo.Pipeline, ou
 	return cur.All(ctx, out)
 }
 
+// readOne reads the one document of coll, without its _id, into out, and
+// returns it as relaxed extended JSON, for the evidence.
+func readOne(ctx context.Context, coll *mongo.Collection, out any) (string, error) {
+	raw, err := coll.FindOne(ctx, bson.D{}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 0}})).Raw()
+	if err != nil {
+		return "", err
+	}
+	return jsonOf(raw), bson.Unmarshal(raw, out)
+}
+
+// jsonOf returns doc as relaxed extended JSON.
+func jsonOf(doc bson.Raw) string {
+	b, err := bson.MarshalExtJSON(doc, false, false)
+	if err != nil {
+		return doc.String()
+	}
+	return string(b)
+}
+
 func probeLookup(ctx context.Context, e *env) finding {
 	if _, err := e.db.Collection("lookup_local").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "r", Value: 7}}); err != nil {
 		return notMeasured("insert the fixture: %v", short(err))
@@ -316,16 +336,23 @@ func probeLookup(ctx context.Context, e *env) finding {
 	if _, err := e.db.Collection("lookup_foreign").InsertOne(ctx, bson.D{{Key: "_id", Value: 7}, {Key: "name", Value: "seven"}}); err != nil {
 		return notMeasured("insert the fixture: %v", short(err))
 	}
-	var out []struct{ J []struct{ Name string } }
+	var out []bson.Raw
 	err := aggregate(ctx, e.db.Collection("lookup_local"), mongo.Pipeline{{{Key: "$lookup", Value: bson.D{
 		{Key: "from", Value: "lookup_foreign"}, {Key: "localField", Value: "r"}, {Key: "foreignField", Value: "_id"}, {Key: "as", Value: "j"},
-	}}}}, &out)
+	}}}, {{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "j", Value: 1}}}}}, &out)
 	if err != nil {
 		return refused("$lookup", err)
 	}
-	got := fmt.Sprintf("$lookup of r: 7 in a collection holding {_id: 7, name: seven} gave %v", out)
-	if len(out) != 1 || len(out[0].J) != 1 || out[0].J[0].Name != "seven" {
-		return wrong("%s, want [{[{seven}]}]", got)
+	if len(out) != 1 {
+		return wrong("$lookup of one document gave %d", len(out))
+	}
+	var doc struct{ J []struct{ Name string } }
+	if err := bson.Unmarshal(out[0], &doc); err != nil {
+		return wrong("$lookup gave %s: %s", jsonOf(out[0]), short(err))
+	}
+	got := fmt.Sprintf("$lookup of {r: 7} as j in a collection holding {_id: 7, name: seven} gave %s", jsonOf(out[0]))
+	if len(doc.J) != 1 || doc.J[0].Name != "seven" {
+		return wrong("%s, want the one document of _id 7", got)
 	}
 	return works("%s", got)
 }
@@ -434,12 +461,13 @@ func probePullConditions(ctx context.Context, e *env) finding {
 		return refused("$pull with a condition", err)
 	}
 	var doc struct{ A []struct{ K int } }
-	if err := coll.FindOne(ctx, bson.D{}).Decode(&doc); err != nil {
+	js, err := readOne(ctx, coll, &doc)
+	if err != nil {
 		return notMeasured("read back: %v", short(err))
 	}
-	got := fmt.Sprintf("$pull {k: 1} from [{k: 1, v: x} {k: 2, v: y}] left %v", doc.A)
+	got := fmt.Sprintf("$pull {a: {k: 1}} from {a: [{k: 1, v: x}, {k: 2, v: y}]} left %s", js)
 	if len(doc.A) != 1 || doc.A[0].K != 2 {
-		return wrong("%s, want [{2}]", got)
+		return wrong("%s, want only the element of k 2", got)
 	}
 	return works("%s", got)
 }
@@ -483,7 +511,7 @@ func probeFindAndModifyProjection(ctx context.Context, e *env) finding {
 	if err != nil {
 		return refused("findAndModify with a projection", err)
 	}
-	got := fmt.Sprintf("findAndModify $inc a with fields {_id: 0, a: 1} of {_id: 1, a: 1, b: 2} returned %s", raw)
+	got := fmt.Sprintf("findAndModify $inc a with fields {_id: 0, a: 1} of {_id: 1, a: 1, b: 2} returned %s", jsonOf(raw))
 	if a, ok := raw.Lookup("a").AsInt64OK(); !ok || a != 2 || len(mustElements(raw)) != 1 {
 		return wrong("%s, want {a: 2}", got)
 	}
@@ -681,8 +709,9 @@ func probeSortArray(ctx context.Context, e *env) finding {
 	if err != nil {
 		return notMeasured("insert the fixture: %v", short(err))
 	}
-	var out []struct{ S []struct{ K, I int } }
+	var out []bson.Raw
 	err = aggregate(ctx, coll, mongo.Pipeline{{{Key: "$project", Value: bson.D{
+		{Key: "_id", Value: 0},
 		{Key: "s", Value: bson.D{{Key: "$sortArray", Value: bson.D{{Key: "input", Value: "$a"}, {Key: "sortBy", Value: bson.D{{Key: "k", Value: -1}, {Key: "i", Value: 1}}}}}}},
 	}}}}, &out)
 	if err != nil {
@@ -691,10 +720,13 @@ func probeSortArray(ctx context.Context, e *env) finding {
 	if len(out) != 1 {
 		return wrong("$project of one document gave %d", len(out))
 	}
-	got := fmt.Sprintf("$sortArray of [{1 2} {2 1} {1 1}] by {k: -1, i: 1} gave %v", out[0].S)
-	want := []struct{ K, I int }{{2, 1}, {1, 1}, {1, 2}}
-	if !slices.Equal(out[0].S, want) {
-		return wrong("%s, want %v", got, want)
+	var doc struct{ S []struct{ K, I int } }
+	if err := bson.Unmarshal(out[0], &doc); err != nil {
+		return wrong("$sortArray gave %s: %s", jsonOf(out[0]), short(err))
+	}
+	got := fmt.Sprintf("$sortArray of [{k: 1, i: 2}, {k: 2, i: 1}, {k: 1, i: 1}] by {k: -1, i: 1} gave %s", jsonOf(out[0]))
+	if !slices.Equal(doc.S, []struct{ K, I int }{{2, 1}, {1, 1}, {1, 2}}) {
+		return wrong("%s, want k 2, then k 1 by i", got)
 	}
 	return works("%s", got)
 }
