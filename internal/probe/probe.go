@@ -158,7 +158,9 @@ const dropTimeout = 30 * time.Second
 // Run returns an error, and no report, when it cannot reach the server,
 // detect it, or the scratch database exists already (it would drop
 // someone's data). When ctx ends during the probes it returns the results
-// so far and ctx's error. When the drop fails it returns the report and
+// so far and ctx's error, after making sure for a second that no write
+// the server was still running re-created the scratch database. When the
+// drop fails it returns the report and
 // an error that names the database to drop by hand.
 func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 	start := time.Now()
@@ -194,9 +196,7 @@ func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 			name, strings.Join(existing, ", ")))
 	}
 	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
-		defer cancel()
-		if derr := e.db.Drop(dctx); derr != nil {
+		if derr := e.drop(ctx); derr != nil {
 			err = errors.Join(err, pkg.Wrap("Run", fmt.Errorf("drop the scratch database %q (drop it by hand): %w", name, derr)))
 		}
 	}()
@@ -219,6 +219,44 @@ type env struct {
 	uri  string
 	opts func() *options.ClientOptions
 	db   *mongo.Database // the scratch database, through Run's client
+}
+
+// After an interrupt, drop checks that the scratch database stays dropped
+// settleChecks times, settlePause apart.
+const (
+	settleChecks = 5
+	settlePause  = 200 * time.Millisecond
+)
+
+// drop drops the scratch database, also when ctx has ended. A write the
+// server was still running when ctx ended (the driver stops waiting for
+// it, the server does not stop) may land after the drop and create the
+// database again: so after an interrupt, drop looks again after a pause
+// and drops what it finds, until the database stays empty.
+func (e *env) drop(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	defer cancel()
+	if err := e.db.Drop(dctx); err != nil || ctx.Err() == nil {
+		return err
+	}
+	for range settleChecks {
+		select {
+		case <-dctx.Done():
+			return dctx.Err()
+		case <-time.After(settlePause):
+		}
+		names, err := e.db.ListCollectionNames(dctx, bson.D{})
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			continue
+		}
+		if err := e.db.Drop(dctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // connect connects a client of the probe's own to the server, as Run's
