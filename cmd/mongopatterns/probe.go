@@ -88,10 +88,17 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return usageErr("write the report: %v", err)
 	}
-	if n := rep.Count(probe.OverClaimed); n > 0 {
-		if *format != "text" {
-			fmt.Fprintf(stderr, "mongopatterns probe: %d features OVER-CLAIMED\n", n)
-		}
+	code := probeStatus(rep)
+	if code == exitOverClaimed && *format != "text" {
+		fmt.Fprintf(stderr, "mongopatterns probe: %d features OVER-CLAIMED\n", rep.Count(probe.OverClaimed))
+	}
+	return code
+}
+
+// probeStatus is the exit status of a report: exitOverClaimed when a
+// feature is over-claimed, else exitOK.
+func probeStatus(rep *probe.Report) int {
+	if rep.Count(probe.OverClaimed) > 0 {
 		return exitOverClaimed
 	}
 	return exitOK

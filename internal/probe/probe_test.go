@@ -96,6 +96,7 @@ func TestRun(t *testing.T) {
 		require.NotEmpty(t, r.Evidence, r.Feature)
 		require.NotContains(t, r.Evidence, "\n", "one line of evidence")
 		require.NotEqual(t, probe.NotMeasured, r.Measured, "%s: %s", r.Feature, r.Evidence)
+		t.Logf("%-44s %-8s %6.2fs", r.Feature, r.Measured, r.Elapsed.Seconds())
 		measured[r.Feature] = r.Measured
 	}
 
