@@ -76,11 +76,11 @@ func probeTransactions(ctx context.Context, e *env) finding {
 		return notMeasured("count after the abort: %v", short(err))
 	}
 	if seen != 0 || kept != 0 {
-		abort := "ok"
+		abort := ""
 		if abortErr != nil {
-			abort = short(abortErr)
+			abort = "; the abort answered " + short(abortErr)
 		}
-		return wrong("an insert inside a transaction was seen outside it before commit (documents: %d) and kept after abort (documents: %d; abort answered %s)",
+		return wrong("an insert inside a transaction was seen outside it before commit (documents: %d) and after an abort (documents: %d)%s",
 			seen, kept, abort)
 	}
 	if abortErr != nil {
