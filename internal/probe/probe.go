@@ -25,6 +25,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -139,8 +140,9 @@ type Options struct {
 const probeTimeout = time.Minute
 
 // dropTimeout bounds the drop of the scratch database, which runs even
-// when ctx has ended.
-const dropTimeout = 30 * time.Second
+// when ctx has ended. It is generous: on FerretDB 2.x under load a
+// dropDatabase was seen to wait more than 30 s for its locks.
+const dropTimeout = 2 * time.Minute
 
 // Run connects to uri, detects the server with [patterns.Capabilities]
 // and runs one probe per [patterns.Feature], one after the other, in a
@@ -236,7 +238,7 @@ const (
 func (e *env) drop(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
 	defer cancel()
-	if err := e.db.Drop(dctx); err != nil || ctx.Err() == nil {
+	if err := srverr.Retry(dctx, func() error { return e.db.Drop(dctx) }); err != nil || ctx.Err() == nil {
 		return err
 	}
 	for range settleChecks {
