@@ -276,11 +276,26 @@ func (e *env) connect(ctx context.Context, edit func(*options.ClientOptions)) (*
 	return c, nil
 }
 
-// run runs f's probe, bounded by probeTimeout.
+// interruptGrace is how long a probe running when ctx ends may go on.
+const interruptGrace = 5 * time.Second
+
+// run runs f's probe, bounded by probeTimeout. When ctx ends, the probe
+// may finish within interruptGrace before its commands are cancelled: a
+// command the driver stops waiting for may still run on the server, and
+// write after the scratch database is dropped.
 func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result {
 	start := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		t := time.NewTimer(interruptGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-pctx.Done(): // the probe returned, or its time is up
+		}
+	})()
 	var got finding
 	if p, ok := probes[f]; ok {
 		got = p(pctx, e)
@@ -288,10 +303,10 @@ func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result
 		got = notMeasured("this version of mongopatterns has no probe for it")
 	}
 	switch {
-	case got.measured == Works:
+	case got.measured == Works || pctx.Err() == nil:
 	case ctx.Err() != nil:
 		got = notMeasured("interrupted: %v", ctx.Err())
-	case pctx.Err() != nil:
+	default:
 		got = notMeasured("did not finish within %s (%s)", probeTimeout, got.evidence)
 	}
 	return Result{
