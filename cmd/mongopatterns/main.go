@@ -8,6 +8,11 @@
 // nothing at or above --fail-on severity is found, 1 when something is,
 // and 2 on a usage or connection error or when the database has no
 // collection to check, so that it can gate a CI job.
+//
+// Its second, probe, measures which features a server really has (one
+// real probe per patterns.Feature, in a scratch database it creates and
+// drops) and compares them with what the library detects; run
+// "mongopatterns probe -h".
 package main
 
 import (
@@ -48,8 +53,9 @@ const usage = `usage: mongopatterns <command> [flags]
 
 commands:
   doctor   check a live database for schema and index anti-patterns
+  probe    measure which features a server really has, and what the library detects
 
-Run "mongopatterns doctor -h" for the flags of doctor.
+Run "mongopatterns doctor -h" or "mongopatterns probe -h" for their flags.
 `
 
 // run is the command: args without the program name; it returns the exit
@@ -62,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "doctor":
 		return runDoctor(ctx, args[1:], stdout, stderr)
+	case "probe":
+		return runProbe(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/probe"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// probeRun runs "mongopatterns probe" with args.
+func probeRun(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), append([]string{"probe"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// scratch is a scratch database name of the test's own.
+func scratch(t *testing.T, what string) string {
+	return fmt.Sprintf("mpt_cmd_probe_%s_%d", what, os.Getpid()%100000)
+}
+
+// requireDropped checks that the server lists no database called name.
+func requireDropped(t *testing.T, name string) {
+	t.Helper()
+	names, err := mongotest.Client().ListDatabaseNames(context.Background(), bson.D{})
+	require.NoError(t, err)
+	require.NotContains(t, names, name, "the scratch database is dropped")
+}
+
+// wellJudged is what a verdict must be on the test server: the
+// capabilities match it.
+var wellJudged = []string{string(probe.OK), string(probe.Absent)}
+
+func TestProbeJSON(t *testing.T) {
+	name := scratch(t, "json")
+	code, stdout, stderr := probeRun("--uri", mongotest.URI(), "--db", name, "--format", "json")
+	require.Equal(t, exitOK, code, stderr)
+	require.Empty(t, stderr)
+	requireDropped(t, name)
+
+	var rep struct {
+		Server, Database string
+		Seconds          float64
+		Counts           map[string]int
+		Features         []struct {
+			Feature, Measured, Verdict, Evidence string
+			Detected                             bool
+			Seconds                              float64
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	require.NoError(t, dec.Decode(&rep), stdout)
+	_, err := dec.Token()
+	require.Error(t, err, "stdout holds the JSON report and nothing else")
+
+	srv := mongotest.Server()
+	require.Equal(t, srv.String(), rep.Server)
+	require.Equal(t, name, rep.Database)
+	require.Positive(t, rep.Seconds)
+	require.Len(t, rep.Features, len(patterns.AllFeatures()))
+	counts := map[string]int{}
+	for i, f := range patterns.AllFeatures() {
+		got := rep.Features[i]
+		require.Equal(t, string(f), got.Feature)
+		require.Equal(t, srv.Has(f), got.Detected, got.Feature)
+		require.Contains(t, wellJudged, got.Verdict, "%s: %s: %s", got.Feature, got.Measured, got.Evidence)
+		require.Contains(t, []string{"works", "refused", "wrong"}, got.Measured, got.Feature)
+		require.NotEmpty(t, got.Evidence, got.Feature)
+		counts[got.Verdict]++
+	}
+	require.Equal(t, map[string]int{
+		"ok": counts["ok"], "absent": counts["absent"], "under-claimed": 0, "OVER-CLAIMED": 0, "not measured": 0,
+	}, rep.Counts)
+}
+
+// TestProbeBinary builds the command and runs it as a user would: the text
+// report and exit status 0, then an interrupt in the middle of the run,
+// which exits 2 and drops the scratch database all the same.
+func TestProbeBinary(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("skipped: the go command is not on PATH to build mongopatterns: %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "mongopatterns")
+	build := exec.Command(goCmd, "build", "-o", bin, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	t.Run("text", func(t *testing.T) {
+		name := scratch(t, "text")
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "probe", "--uri", mongotest.URI(), "--db", name)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Run(), "exit status 0: %s", stderr.String())
+		require.Empty(t, stderr.String())
+		requireDropped(t, name)
+		t.Logf("\n%s", stdout.String())
+
+		lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+		require.Equal(t, "mongopatterns probe: "+mongotest.Server().String(), lines[0])
+		require.Contains(t, lines[1], "in the scratch database "+name+" (dropped)")
+		require.Equal(t, []string{"verdict", "detected", "measured", "feature"}, strings.Fields(lines[3]))
+		rows := lines[4 : 4+2*len(patterns.AllFeatures())]
+		ok, absent := 0, 0
+		for i, f := range patterns.AllFeatures() {
+			row, evidence := rows[2*i], rows[2*i+1]
+			require.True(t, strings.HasSuffix(row, "  "+string(f)), "row %q names %s", row, f)
+			verdict := strings.Fields(row)[0]
+			require.Contains(t, wellJudged, verdict, "%s\n%s", row, evidence)
+			if verdict == "ok" {
+				ok++
+			} else {
+				absent++
+			}
+			require.True(t, strings.HasPrefix(evidence, strings.Repeat(" ", 17)), "evidence under its row: %q", evidence)
+			require.NotEmpty(t, strings.TrimSpace(evidence))
+		}
+		require.Equal(t, fmt.Sprintf("%d ok, 0 under-claimed, 0 OVER-CLAIMED, %d absent, 0 not measured", ok, absent), lines[len(lines)-1])
+	})
+
+	t.Run("interrupt", func(t *testing.T) {
+		name := scratch(t, "interrupt")
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "probe", "--uri", mongotest.URI(), "--db", name)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Start())
+		db := mongotest.Client().Database(name)
+		require.Eventually(t, func() bool {
+			names, err := db.ListCollectionNames(context.Background(), bson.D{})
+			return err == nil && len(names) > 0
+		}, time.Minute, 5*time.Millisecond, "the probe starts writing")
+		require.NoError(t, cmd.Process.Signal(os.Interrupt))
+		err := cmd.Wait()
+		exit, ok := errors.AsType[*exec.ExitError](err)
+		require.True(t, ok, "%v", err)
+		require.Equal(t, exitUsage, exit.ExitCode(), stderr.String())
+		require.Contains(t, stderr.String(), "interrupted at ")
+		require.Empty(t, stdout.String())
+		requireDropped(t, name)
+	})
+}
+
+func TestProbeUsageAndConnectionErrors(t *testing.T) {
+	db := mongotest.DB(t)
+	_, err := db.Collection("keep").InsertOne(context.Background(), bson.D{{Key: "_id", Value: 1}})
+	require.NoError(t, err)
+	for name, args := range map[string][]string{
+		"no uri":          {"--uri", ""},
+		"bad format":      {"--uri", mongotest.URI(), "--format", "html"},
+		"unknown flag":    {"--bogus"},
+		"extra args":      {"--uri", mongotest.URI(), "extra"},
+		"bad uri":         {"--uri", "postgres://x"},
+		"unreachable":     {"--uri", "mongodb://127.0.0.1:1/", "--timeout", "300ms"},
+		"database exists": {"--uri", mongotest.URI(), "--db", db.Name()},
+	} {
+		code, stdout, stderr := probeRun(args...)
+		require.Equal(t, exitUsage, code, "%s: %s", name, stderr)
+		require.Empty(t, stdout, "%s: errors go to stderr", name)
+		require.NotEmpty(t, stderr, name)
+	}
+	n, err := db.Collection("keep").CountDocuments(context.Background(), bson.D{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "an existing --db is left as it was")
+
+	code, stdout, stderr := probeRun("-h")
+	require.Equal(t, exitOK, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "OVER-CLAIMED")
+	var out, errOut bytes.Buffer
+	require.Equal(t, exitOK, run(context.Background(), []string{"help"}, &out, &errOut))
+	require.Contains(t, out.String(), "probe")
+}
+
+// TestProbeOverClaimExitsOne checks the report and exit status of an
+// over-claim, which no server the tests reach gives.
+func TestProbeOverClaimExitsOne(t *testing.T) {
+	rep := &probe.Report{Server: "Example 1.0 (standalone)", Database: "scratch", Elapsed: 1200 * time.Millisecond, Results: []probe.Result{
+		{Feature: patterns.FeatureDateTrunc, Detected: true, Measured: probe.Wrong, Verdict: probe.OverClaimed,
+			Evidence: "$dateTrunc of 2026-11-30T12:42:07Z to day gave 2026-11-26T00:00:00Z, want 2026-11-30T00:00:00Z"},
+		{Feature: patterns.FeatureLookup, Detected: true, Measured: probe.Works, Verdict: probe.OK, Evidence: "fine"},
+		{Feature: patterns.FeatureSortArray, Detected: false, Measured: probe.NotMeasured, Verdict: probe.Unmeasured,
+			Evidence: "not measured: insert the fixture: quota exceeded"},
+	}}
+	require.Equal(t, exitOverClaimed, probeStatus(rep))
+	var text bytes.Buffer
+	require.NoError(t, writeProbeText(&text, rep))
+	require.Equal(t, `mongopatterns probe: Example 1.0 (standalone)
+3 features probed in 1.2s, in the scratch database scratch (dropped)
+
+  verdict        detected  measured      feature
+  OVER-CLAIMED   yes       wrong         $dateTrunc
+                 $dateTrunc of 2026-11-30T12:42:07Z to day gave 2026-11-26T00:00:00Z, want 2026-11-30T00:00:00Z
+  ok             yes       works         $lookup
+                 fine
+  not measured   no        not measured  $sortArray
+                 not measured: insert the fixture: quota exceeded
+
+1 ok, 0 under-claimed, 1 OVER-CLAIMED, 0 absent, 1 not measured
+`, text.String())
+
+	rep.Results = slices.Delete(rep.Results, 0, 1)
+	require.Equal(t, exitOK, probeStatus(rep), "not measured is not an over-claim")
+}

@@ -1,0 +1,352 @@
+// Package probe measures, on a live server, whether each
+// [patterns.Feature] really does what MongoDB does, and compares the
+// measurement with what [patterns.Capabilities] detects. It is the one copy
+// of the capability probes: TestCapabilitiesMatchTheServer runs it against
+// the test server, and "mongopatterns probe" runs it for users.
+//
+// No error is not enough: a server may accept a command and do something
+// else (FerretDB 1.x accepts $slice in $push and ignores it; FerretDB 2.x
+// applies writes made "inside" a transaction at once). So every probe
+// checks the result of what it asked, and says what it saw in one line of
+// evidence.
+package probe
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+const pkg errs.Prefix = "probe"
+
+// Measured is what a probe saw the server do with a feature.
+type Measured string
+
+// The measurements.
+const (
+	// Works: the server did exactly what MongoDB does.
+	Works Measured = "works"
+	// Refused: the server answered with an error. The feature is absent,
+	// loudly: a repository that used it would fail, not be wrong.
+	Refused Measured = "refused"
+	// Wrong: the server accepted the request and did something else than
+	// MongoDB does. The feature is absent, silently: the dangerous case.
+	Wrong Measured = "wrong"
+	// NotMeasured: the probe could not run (its fixture could not be
+	// written, it did not finish in time, it was interrupted); the
+	// evidence says why. Nothing is guessed.
+	NotMeasured Measured = "not measured"
+)
+
+// Verdict compares what [patterns.Capabilities] detects with what the
+// probe measured.
+type Verdict string
+
+// The verdicts.
+const (
+	// OK: detected, and it works: the library uses it, rightly.
+	OK Verdict = "ok"
+	// UnderClaimed: the feature works but is not detected, so the library
+	// takes a slower, safe path.
+	UnderClaimed Verdict = "under-claimed"
+	// OverClaimed: the feature is detected but the server refuses it or
+	// gets it wrong, so the library would trust it: the dangerous case.
+	OverClaimed Verdict = "OVER-CLAIMED"
+	// Absent: not detected, and the server refuses it or gets it wrong;
+	// the library does without it.
+	Absent Verdict = "absent"
+	// Unmeasured: the probe could not run, so nothing can be said.
+	Unmeasured Verdict = "not measured"
+)
+
+// Judge returns the verdict for a feature that [patterns.Capabilities]
+// detects (detected) and that a probe measured as m: [OK] when both say
+// it works, [UnderClaimed] when only the probe does, [OverClaimed] when
+// only Capabilities does, [Absent] when neither does, and [Unmeasured]
+// when the probe could not run.
+func Judge(detected bool, m Measured) Verdict {
+	switch {
+	case m == NotMeasured:
+		return Unmeasured
+	case m == Works && detected:
+		return OK
+	case m == Works:
+		return UnderClaimed
+	case detected:
+		return OverClaimed
+	default:
+		return Absent
+	}
+}
+
+// Result is one feature's line of a [Report].
+type Result struct {
+	Feature  patterns.Feature
+	Detected bool // what patterns.Capabilities says
+	Measured Measured
+	Verdict  Verdict
+	// Evidence is one line saying what the probe asked and what the
+	// server answered, for example "$dateTrunc of 2026-11-30T12:42:07Z to
+	// day gave 2026-11-26T00:00:00Z, want 2026-11-30T00:00:00Z".
+	Evidence string
+	Elapsed  time.Duration
+}
+
+// Report is what [Run] measured: one [Result] per feature, in the order
+// of [patterns.AllFeatures].
+type Report struct {
+	Server   string // the server, as patterns.Server.String names it
+	Database string // the scratch database, dropped
+	Results  []Result
+	Elapsed  time.Duration
+}
+
+// Count returns how many results have verdict v.
+func (r *Report) Count(v Verdict) int {
+	n := 0
+	for _, res := range r.Results {
+		if res.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// Options configure [Run].
+type Options struct {
+	// Database is the scratch database, which Run creates and drops; it
+	// must not exist. Empty means "mongopatterns_probe_" and 12 random hex
+	// digits.
+	Database string
+	// Client returns the options of each client Run connects (timeouts,
+	// an application name, a monitor), to which Run applies the URI; nil
+	// means options.Client(). It must return new options on each call.
+	Client func() *options.ClientOptions
+}
+
+// probeTimeout bounds each probe; one that takes longer is not measured.
+const probeTimeout = time.Minute
+
+// dropTimeout bounds the drop of the scratch database, which runs even
+// when ctx has ended. It is generous: on FerretDB 2.x under load a
+// dropDatabase was seen to wait more than 30 s for its locks.
+const dropTimeout = 2 * time.Minute
+
+// Run connects to uri, detects the server with [patterns.Capabilities]
+// and runs one probe per [patterns.Feature], one after the other, in a
+// scratch database that it creates and always drops before it returns,
+// also when a probe fails or ctx ends. It writes nothing outside the
+// scratch database; outside it, it sends only hello, buildInfo, ping and
+// the session and transaction commands of the transactions probe.
+//
+// Each probe checks the result of what it asks, not just the absence of
+// an error, and is bounded in time (a minute; the concurrency probe sends
+// 400 updates from 8 connections). On a busy 2-core machine the whole run
+// took about 10 s on FerretDB 2.7 and 15 to 20 s on FerretDB 1.24, most of
+// it storing the 17 MiB document of the 16 MiB limit probe.
+//
+// Run returns an error, and no report, when it cannot reach the server,
+// detect it, or the scratch database exists already (it would drop
+// someone's data). When ctx ends during the probes it returns the results
+// so far and ctx's error, after making sure for a second that no write
+// the server was still running re-created the scratch database. When the
+// drop fails it returns the report and
+// an error that names the database to drop by hand.
+func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
+	start := time.Now()
+	if o.Client == nil {
+		o.Client = options.Client
+	}
+	name := o.Database
+	if name == "" {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name = "mongopatterns_probe_" + hex.EncodeToString(b[:])
+	}
+	e := &env{uri: uri, opts: o.Client}
+	client, err := e.connect(ctx, nil)
+	if err != nil {
+		return nil, pkg.Wrap("Run", err)
+	}
+	defer func() { _ = client.Disconnect(context.WithoutCancel(ctx)) }()
+	if err := client.Ping(ctx, nil); err != nil {
+		return nil, pkg.Wrap("Run", fmt.Errorf("ping: %w", err))
+	}
+	srv, err := patterns.Capabilities(ctx, client)
+	if err != nil {
+		return nil, pkg.Wrap("Run", err)
+	}
+	e.db = client.Database(name)
+	existing, err := e.db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		return nil, pkg.Wrap("Run", fmt.Errorf("list the collections of %q: %w", name, err))
+	}
+	if len(existing) > 0 {
+		return nil, pkg.Wrap("Run", errs.Invalid("database %q exists (it holds %s): the probe needs a database of its own, which it creates and drops",
+			name, strings.Join(existing, ", ")))
+	}
+	defer func() {
+		if derr := e.drop(ctx); derr != nil {
+			err = errors.Join(err, pkg.Wrap("Run", fmt.Errorf("drop the scratch database %q (drop it by hand): %w", name, derr)))
+		}
+	}()
+
+	rep = &Report{Server: srv.String(), Database: name}
+	for _, f := range patterns.AllFeatures() {
+		res := e.run(ctx, f, srv.Has(f))
+		rep.Results = append(rep.Results, res)
+		if ctx.Err() != nil {
+			rep.Elapsed = time.Since(start)
+			return rep, pkg.Wrap("Run", fmt.Errorf("interrupted at %s: %w", f, ctx.Err()))
+		}
+	}
+	rep.Elapsed = time.Since(start)
+	return rep, nil
+}
+
+// env is what a probe works with.
+type env struct {
+	uri  string
+	opts func() *options.ClientOptions
+	db   *mongo.Database // the scratch database, through Run's client
+}
+
+// After an interrupt, drop checks that the scratch database stays dropped
+// settleChecks times, settlePause apart.
+const (
+	settleChecks = 5
+	settlePause  = 200 * time.Millisecond
+)
+
+// drop drops the scratch database, also when ctx has ended. A write the
+// server was still running when ctx ended (the driver stops waiting for
+// it, the server does not stop) may land after the drop and create the
+// database again: so after an interrupt, drop looks again after a pause
+// and drops what it finds, until the database stays empty.
+func (e *env) drop(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dropTimeout)
+	defer cancel()
+	if err := srverr.Retry(dctx, func() error { return e.db.Drop(dctx) }); err != nil || ctx.Err() == nil {
+		return err
+	}
+	for range settleChecks {
+		select {
+		case <-dctx.Done():
+			return dctx.Err()
+		case <-time.After(settlePause):
+		}
+		names, err := e.db.ListCollectionNames(dctx, bson.D{})
+		if err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			continue
+		}
+		if err := e.db.Drop(dctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// connect connects a client of the probe's own to the server, as Run's
+// is connected, after edit (when not nil) adjusted its options. The
+// caller disconnects it.
+func (e *env) connect(ctx context.Context, edit func(*options.ClientOptions)) (*mongo.Client, error) {
+	o := e.opts().ApplyURI(e.uri)
+	if edit != nil {
+		edit(o)
+	}
+	c, err := mongo.Connect(o)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return c, nil
+}
+
+// interruptGrace is how long a probe running when ctx ends may go on.
+const interruptGrace = 5 * time.Second
+
+// run runs f's probe, bounded by probeTimeout. When ctx ends, the probe
+// may finish within interruptGrace before its commands are cancelled: a
+// command the driver stops waiting for may still run on the server, and
+// write after the scratch database is dropped.
+func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result {
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
+	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		t := time.NewTimer(interruptGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-pctx.Done(): // the probe returned, or its time is up
+		}
+	})()
+	var got finding
+	if p, ok := probes[f]; ok {
+		got = p(pctx, e)
+	} else {
+		got = notMeasured("this version of mongopatterns has no probe for it")
+	}
+	switch {
+	case got.measured == Works || pctx.Err() == nil:
+	case ctx.Err() != nil:
+		got = notMeasured("interrupted: %v", ctx.Err())
+	default:
+		got = notMeasured("did not finish within %s (%s)", probeTimeout, got.evidence)
+	}
+	return Result{
+		Feature: f, Detected: detected, Measured: got.measured, Verdict: Judge(detected, got.measured),
+		Evidence: got.evidence, Elapsed: time.Since(start),
+	}
+}
+
+// finding is what one probe measured, with its evidence.
+type finding struct {
+	measured Measured
+	evidence string
+}
+
+func works(format string, args ...any) finding { return finding{Works, line(format, args...)} }
+func wrong(format string, args ...any) finding { return finding{Wrong, line(format, args...)} }
+
+func notMeasured(format string, args ...any) finding {
+	return finding{NotMeasured, "not measured: " + line(format, args...)}
+}
+
+// refused is the finding of a server that answered what asked with err.
+func refused(what string, err error) finding {
+	return finding{Refused, line("%s: %s", what, short(err))}
+}
+
+// line formats one line of evidence.
+func line(format string, args ...any) string {
+	return strings.Join(strings.Fields(fmt.Sprintf(format, args...)), " ")
+}
+
+// maxErr is the longest error text quoted in evidence: some servers
+// quote the whole command back.
+const maxErr = 160
+
+// short returns err's text on one line, at most maxErr bytes of it.
+func short(err error) string {
+	s := strings.Join(strings.Fields(err.Error()), " ")
+	if len(s) > maxErr {
+		s = strings.ToValidUTF8(s[:maxErr], "") + "..."
+	}
+	return s
+}

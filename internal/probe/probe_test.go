@@ -1,0 +1,212 @@
+package probe_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/probe"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+func TestMain(m *testing.M) { mongotest.Main(m) }
+
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		detected bool
+		measured probe.Measured
+		want     probe.Verdict
+	}{
+		{true, probe.Works, probe.OK},
+		{false, probe.Works, probe.UnderClaimed},
+		{true, probe.Wrong, probe.OverClaimed},
+		{true, probe.Refused, probe.OverClaimed},
+		{false, probe.Wrong, probe.Absent},
+		{false, probe.Refused, probe.Absent},
+		{true, probe.NotMeasured, probe.Unmeasured},
+		{false, probe.NotMeasured, probe.Unmeasured},
+	} {
+		require.Equal(t, c.want, probe.Judge(c.detected, c.measured), "detected %v, measured %s", c.detected, c.measured)
+	}
+}
+
+// scratchName is a scratch database name of the test's own.
+func scratchName(t *testing.T) string {
+	return fmt.Sprintf("mpt_probe_%s_%d", strings.ToLower(t.Name()[4:]), os.Getpid()%100000)
+}
+
+// databaseExists reports whether the server lists a database called name.
+func databaseExists(t *testing.T, name string) bool {
+	names, err := mongotest.Client().ListDatabaseNames(context.Background(), bson.D{})
+	require.NoError(t, err)
+	return slices.Contains(names, name)
+}
+
+// silentlyWrong lists, per server this project measured, the features it
+// accepts and gets wrong: the probes must see each as wrong, not refused.
+var silentlyWrong = map[string][]patterns.Feature{
+	"FerretDB 1.x": {
+		patterns.FeaturePushModifiers, patterns.FeaturePullConditions, patterns.FeatureUpdateSizeLimit,
+		patterns.FeatureBatchedUpdates, patterns.FeatureConcurrentUpdates,
+	},
+	"FerretDB v2.": {
+		patterns.FeatureTransactions, patterns.FeatureJSONSchema, patterns.FeatureTimeSeries,
+		patterns.FeatureDateTrunc, patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes,
+	},
+}
+
+// TestRun runs every probe once and checks what the run promises: a report
+// line per feature with its evidence, every silently wrong feature of a
+// known server seen as wrong, nothing sent to another database but the
+// session and server commands, and the scratch database dropped.
+func TestRun(t *testing.T) {
+	ctx := context.Background()
+	name := scratchName(t)
+	type sent struct{ db, command string }
+	var mu sync.Mutex
+	var commands []sent
+	monitor := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		mu.Lock()
+		commands = append(commands, sent{e.DatabaseName, e.CommandName})
+		mu.Unlock()
+	}}
+	rep, err := probe.Run(ctx, mongotest.URI(), probe.Options{Database: name, Client: func() *options.ClientOptions {
+		return options.Client().SetMonitor(monitor)
+	}})
+	require.NoError(t, err)
+	t.Logf("%s: %d probes in %s", rep.Server, len(rep.Results), rep.Elapsed)
+
+	require.Equal(t, mongotest.Server().String(), rep.Server)
+	require.Equal(t, name, rep.Database)
+	require.Len(t, rep.Results, len(patterns.AllFeatures()))
+	measured := map[patterns.Feature]probe.Measured{}
+	for i, r := range rep.Results {
+		require.Equal(t, patterns.AllFeatures()[i], r.Feature)
+		require.NotEmpty(t, r.Evidence, r.Feature)
+		require.NotContains(t, r.Evidence, "\n", "one line of evidence")
+		require.NotEqual(t, probe.NotMeasured, r.Measured, "%s: %s", r.Feature, r.Evidence)
+		t.Logf("%-44s %-8s %6.2fs", r.Feature, r.Measured, r.Elapsed.Seconds())
+		measured[r.Feature] = r.Measured
+	}
+
+	t.Run("silently wrong features are seen as wrong", func(t *testing.T) {
+		known := false
+		for prefix, features := range silentlyWrong {
+			if !strings.HasPrefix(rep.Server, prefix) {
+				continue
+			}
+			known = true
+			for _, f := range features {
+				require.Equal(t, probe.Wrong, measured[f], "%s on %s", f, rep.Server)
+			}
+		}
+		if !known {
+			t.Skipf("skipped: no silently wrong features are recorded for %s", rep.Server)
+		}
+	})
+
+	t.Run("nothing sent to another database but server and session commands", func(t *testing.T) {
+		outside := []string{"hello", "isMaster", "buildInfo", "ping", "endSessions", "commitTransaction", "abortTransaction"}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range commands {
+			if c.db != name {
+				require.Contains(t, outside, c.command, "%s sent to database %s", c.command, c.db)
+			}
+		}
+		var last sent
+		for _, c := range commands {
+			if c.db != "admin" {
+				last = c
+			}
+		}
+		require.Equal(t, sent{name, "dropDatabase"}, last, "the last command to a database drops the scratch database")
+	})
+	names, _ := mongotest.Client().Database(name).ListCollectionNames(context.Background(), bson.D{})
+	require.False(t, databaseExists(t, name), "the scratch database is dropped; it holds %v", names)
+	time.Sleep(2 * time.Second)
+	require.False(t, databaseExists(t, name), "no late write of the run created the scratch database again")
+}
+
+func TestRunRefusesADatabaseThatExists(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	_, err := db.Collection("keep").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	require.NoError(t, err)
+	rep, err := probe.Run(ctx, mongotest.URI(), probe.Options{Database: db.Name()})
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.ErrorContains(t, err, fmt.Sprintf("probe: Run: database %q exists (it holds keep)", db.Name()))
+	require.Nil(t, rep)
+	n, err := db.Collection("keep").CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the database is untouched")
+}
+
+func TestRunUnreachable(t *testing.T) {
+	start := time.Now()
+	rep, err := probe.Run(context.Background(), "mongodb://127.0.0.1:1/", probe.Options{Client: func() *options.ClientOptions {
+		return options.Client().SetServerSelectionTimeout(300 * time.Millisecond)
+	}})
+	require.ErrorContains(t, err, "probe: Run: ping: ")
+	require.Nil(t, rep)
+	require.Less(t, time.Since(start), 10*time.Second)
+}
+
+// TestRunDropsTheScratchDatabaseWhenInterrupted cancels the run as soon as
+// a given collection of it exists: its first, and the 16 MiB probe's,
+// whose writes outlast the grace given to the probe running at an
+// interrupt on the slower servers. The run stops after that probe (which
+// may finish, or say it was interrupted), and the database is dropped all
+// the same, and stays dropped.
+func TestRunDropsTheScratchDatabaseWhenInterrupted(t *testing.T) {
+	for what, when := range map[string]func(names []string) bool{
+		"at the first collection": func(names []string) bool { return len(names) > 0 },
+		"in the 16 MiB probe":     func(names []string) bool { return slices.Contains(names, "big") },
+	} {
+		t.Run(what, func(t *testing.T) {
+			name := fmt.Sprintf("%s_%d", scratchName(t)[:30], len(what))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			type result struct {
+				rep *probe.Report
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				rep, err := probe.Run(ctx, mongotest.URI(), probe.Options{Database: name})
+				done <- result{rep, err}
+			}()
+			scratch := mongotest.Client().Database(name)
+			require.Eventually(t, func() bool {
+				names, err := scratch.ListCollectionNames(context.Background(), bson.D{})
+				return err == nil && when(names)
+			}, time.Minute, 5*time.Millisecond)
+			cancel()
+			got := <-done
+			require.ErrorIs(t, got.err, context.Canceled)
+			require.ErrorContains(t, got.err, "probe: Run: interrupted at ")
+			require.NotNil(t, got.rep)
+			require.Less(t, len(got.rep.Results), len(patterns.AllFeatures()))
+			last := got.rep.Results[len(got.rep.Results)-1]
+			t.Logf("stopped after %s: %s: %s", last.Feature, last.Measured, last.Evidence)
+			if last.Measured == probe.NotMeasured {
+				require.True(t, strings.HasPrefix(last.Evidence, "not measured: interrupted"), last.Evidence)
+			}
+			names, _ := scratch.ListCollectionNames(context.Background(), bson.D{})
+			require.False(t, databaseExists(t, name), "the scratch database is dropped; it holds %v", names)
+			time.Sleep(2 * time.Second)
+			require.False(t, databaseExists(t, name), "no late write of the run created the scratch database again")
+		})
+	}
+}
