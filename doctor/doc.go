@@ -2,8 +2,8 @@
 // MongoDB database, the ones the schema design guides this library follows
 // end with: unbounded arrays, bloated documents, values stored as field
 // names, many small time-stamped documents, too many or redundant or
-// unused indexes, too many collections, compound indexes over two array
-// fields, indexes out of Equality, Sort, Range order, unindexed and
+// unused indexes, too many collections, compound indexes over two different
+// arrays, indexes out of Equality, Sort, Range order, unindexed and
 // case-insensitive queries, shard keys of low cardinality, skewed
 // frequency or monotonic growth, and aggregation pipelines that block
 // index use. It is the open counterpart of Atlas's schema advisor, for any

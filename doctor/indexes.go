@@ -207,41 +207,72 @@ func isPrefix(a, b []keyField) bool {
 	return same || reversed
 }
 
-// sameRaw compares two optional documents byte for byte.
 // multikeyCompound applies the multikey-compound rule: a compound index
-// with two or more fields that hold arrays (at the field or above it) in
-// the sample. MongoDB refuses to insert a document with arrays in two
-// fields of one index ("cannot index parallel arrays"), and such an index
-// is multikey on each.
+// whose fields run through different arrays in the sample. MongoDB
+// refuses to index a document with two different arrays in the fields of
+// one index ("cannot index parallel arrays"). Fields in one array are
+// valid: {"items.sku": 1, "items.qty": 1} over items: [{sku, qty}] indexes
+// each element once. So each field is described by the innermost of the
+// arrays the sample saw on its path (at the field or above it), and two
+// fields conflict when neither of those paths is a prefix of the other:
+// "items" and "items.sizes" are nested, "tags" and "sizes" are not.
 func multikeyCompound(coll string, specs []indexSpec, p *profile) []Finding {
 	var out []Finding
 	for _, s := range specs {
 		if len(s.Key) < 2 {
 			continue
 		}
-		var arrays []string
-		var ev Evidence
+		type field struct {
+			path, array string // array: the innermost array on path
+			arrays      int    // arrays the sample saw at the path or above it
+		}
+		var fields []field
 		for _, k := range s.Key {
 			if k.Kind == "wildcard" {
 				continue
 			}
-			if n := p.holdsArrays(k.Path); n > 0 {
-				arrays = append(arrays, k.Path)
-				ev = append(ev, Measure{"arraysAt." + k.Path, n})
+			if at, n := p.arraysAt(k.Path); n > 0 {
+				fields = append(fields, field{k.Path, at[len(at)-1], n})
 			}
 		}
-		if len(arrays) < 2 {
+		conflict := make([]bool, len(fields))
+		for i := range fields {
+			for j := i + 1; j < len(fields); j++ {
+				if !nestedPaths(fields[i].array, fields[j].array) {
+					conflict[i], conflict[j] = true, true
+				}
+			}
+		}
+		var names, desc []string
+		var ev Evidence
+		for i, f := range fields {
+			if conflict[i] {
+				names = append(names, f.path)
+				desc = append(desc, fmt.Sprintf("%s (array at %s)", f.path, f.array))
+				ev = append(ev, Measure{"arraysAt." + f.path, f.arrays}, Measure{"arrayOf." + f.path, f.array})
+			}
+		}
+		if len(names) == 0 {
 			continue
 		}
 		out = append(out, Finding{
 			Rule: RuleMultikeyCompound, Severity: Warning, Collection: coll, Index: s.Name,
-			Field:    strings.Join(arrays, ", "),
-			Message:  fmt.Sprintf("index %s %s has %d fields that hold arrays: %s", s.Name, keyString(s.Key), len(arrays), strings.Join(arrays, ", ")),
-			Evidence: append(Evidence{{"arrayFields", len(arrays)}}, ev...),
-			Remedy:   "keep at most one array field per compound index (patterns.ESRKey refuses two): a document with arrays in both cannot be inserted; split it into one index per array field",
+			Field:    strings.Join(names, ", "),
+			Message:  fmt.Sprintf("index %s %s has fields in different arrays: %s", s.Name, keyString(s.Key), strings.Join(desc, ", ")),
+			Evidence: append(Evidence{{"arrayFields", len(names)}}, ev...),
+			Remedy:   "index at most one array per compound index (patterns.ESRKey refuses two array fields): a document with arrays in both cannot be inserted; split it into one index per array, fields of one array's elements may share an index",
 		})
 	}
 	return out
+}
+
+// nestedPaths reports whether one dotted path is the other or one of its
+// prefixes: "a" and "a.b" are nested, "a.b" and "a.c" are not.
+func nestedPaths(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == b || strings.HasPrefix(b, a+".")
 }
 
 // indexUse is what $indexStats says of one index, summed over the hosts

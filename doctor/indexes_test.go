@@ -84,6 +84,50 @@ func TestTooManyIndexesAndMultikeyCompound(t *testing.T) {
 	require.Len(t, fs, 1, "sizes.v is multikey through its parent array")
 	require.Equal(t, "t_s", fs[0].Index)
 	require.Equal(t, "tags, sizes.v", fs[0].Field)
+	of, _ := fs[0].Evidence.Get("arrayOf.sizes.v")
+	require.Equal(t, "sizes", of)
+}
+
+// TestMultikeyCompoundComparesArrays: MongoDB refuses only an index over
+// two different arrays; fields of one array's elements, or of arrays
+// nested in one another, share an index (its manual's example of a valid
+// compound multikey index is {"ratings.score": 1, "ratings.by": 1}).
+func TestMultikeyCompoundComparesArrays(t *testing.T) {
+	th, _ := Thresholds{}.withDefaults()
+	p := newProfile(th)
+	for _, doc := range []bson.D{
+		d("items", bson.A{d("sku", "a", "qty", 1, "sizes", bson.A{"S", "M"}, "colors", bson.A{"red"})}, "tags", bson.A{"x"}, "n", 1),
+		d("items", bson.A{d("sku", "b", "qty", 2)}, "tags", "y", "n", 2),
+		d("line", d("items", bson.A{d("sku", "c")}, "codes", bson.A{1, 2}), "n", 3),
+	} {
+		raw, err := bson.Marshal(doc)
+		require.NoError(t, err)
+		require.NoError(t, p.add(raw))
+	}
+	for _, tc := range []struct {
+		key  []keyField
+		want string // the fields reported, "" for none
+	}{
+		{key("items.sku", 1, "items.qty", 1), ""},
+		{key("items.sku", 1, "items.qty", -1, "n", 1), ""},
+		{key("items", 1, "items.sku", 1), ""},
+		{key("items.sku", 1, "items.sizes", 1), "" /* sizes is inside the items array */},
+		{key("items", 1, "items.sizes", 1), ""},
+		{key("line.items.sku", 1, "line.n", 1), ""},
+		{key("items.sku", 1, "tags", 1), "items.sku, tags"},
+		{key("items.sizes", 1, "items.colors", 1), "items.sizes, items.colors"},
+		{key("items.sku", 1, "items.sizes", 1, "items.colors", 1), "items.sizes, items.colors"},
+		{key("line.items.sku", 1, "line.codes", 1), "line.items.sku, line.codes"},
+		{key("tags", 1, "n", 1), ""},
+	} {
+		fs := multikeyCompound("c", []indexSpec{{Name: keyString(tc.key), Key: tc.key}}, p)
+		if tc.want == "" {
+			require.Empty(t, fs, "%s", keyString(tc.key))
+			continue
+		}
+		require.Len(t, fs, 1, "%s", keyString(tc.key))
+		require.Equal(t, tc.want, fs[0].Field, "%s", keyString(tc.key))
+	}
 }
 
 func TestUnusedIndexes(t *testing.T) {

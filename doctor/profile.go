@@ -228,17 +228,18 @@ func (p *profile) level(path string) *levelStats {
 	return lv
 }
 
-// holdsArrays reports how many arrays the sample saw at path or at any of
-// its prefixes: MongoDB makes an index on "a.b" multikey when "a" or "a.b"
-// holds arrays.
-func (p *profile) holdsArrays(path string) int {
-	n := 0
+// arraysAt returns the paths, among path and its prefixes, at which the
+// sample saw arrays, outermost first, and how many arrays it saw there in
+// all: MongoDB makes an index on "a.b" multikey when "a" or "a.b" holds
+// arrays.
+func (p *profile) arraysAt(path string) (at []string, n int) {
 	for prefix := range prefixes(path) {
 		if a := p.arrays[prefix]; a != nil {
+			at = append(at, prefix)
 			n += a.lengths.n
 		}
 	}
-	return n
+	return at, n
 }
 
 // prefixes yields "a", "a.b", "a.b.c" for "a.b.c".

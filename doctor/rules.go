@@ -24,8 +24,8 @@ const (
 	RuleRedundantIndex = "redundant-index"
 	// RuleUnusedIndex: an index no operation used since its statistics began.
 	RuleUnusedIndex = "unused-index"
-	// RuleMultikeyCompound: a compound index with more than one field that
-	// holds arrays.
+	// RuleMultikeyCompound: a compound index whose fields run through two
+	// different arrays (fields of one array's elements are valid).
 	RuleMultikeyCompound = "multikey-compound"
 	// RuleMissingIndex: an index a repository declares is absent or differs.
 	RuleMissingIndex = "missing-index"
@@ -93,7 +93,7 @@ var Rules = []RuleInfo{
 	{RuleTooManyIndexes, "more than 30 indexes on a collection", "listIndexes"},
 	{RuleRedundantIndex, "an index whose key is a prefix of another index's key", "listIndexes"},
 	{RuleUnusedIndex, "an index no operation used in at least 7 days of statistics", "$indexStats"},
-	{RuleMultikeyCompound, "a compound index with more than one field that holds arrays", "listIndexes and the sample"},
+	{RuleMultikeyCompound, "a compound index over two different arrays (fields of one array's elements may share one)", "listIndexes and the sample"},
 	{RuleMissingIndex, "an index a repository declares (Indexes()) that is absent or differs", "listIndexes"},
 	{RuleTooManyCollections, "more than 100 collections in the database", "listCollections"},
 	{RuleUnindexedQuery, "a query shape no index serves, or that the server's plan runs as a collection scan", "listIndexes and explain (queryPlanner)"},
