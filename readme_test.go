@@ -98,3 +98,17 @@ func TestReadmeQuickStartRuns(t *testing.T) {
 		require.Equal(t, outputs[0], stdout.String(), "run %d prints what the README shows", run)
 	}
 }
+
+// TestReadmeGatesOnTheDoctorBinary: the README's doctor commands run the
+// installed binary, whose exit status tells findings (1) from errors (2);
+// go run would end with 1 for both.
+func TestReadmeGatesOnTheDoctorBinary(t *testing.T) {
+	section := readmeSection(t, "## Doctor: find the anti-patterns in a live database")
+	blocks := codeBlocks(section, "sh")
+	require.NotEmpty(t, blocks)
+	require.Contains(t, blocks[0], "go install github.com/mongopatterns/mongopatterns/cmd/mongopatterns@latest\n")
+	for _, b := range blocks {
+		require.NotContains(t, b, "go run", "a gate runs the binary")
+		require.Contains(t, b, "\nmongopatterns doctor ")
+	}
+}
