@@ -161,20 +161,20 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 
 	// The index serves "customer history" in ESR order. Whether that is a
 	// finding depends on what the server's explain says: on MongoDB an
-	// IXSCAN (no finding); on FerretDB 1.24 SQLite's "SCAN orders_..."
-	// (the server scans, and the finding says so); on a server whose
-	// explain cannot be read, a skip.
+	// IXSCAN (no finding); a plan that scans (PostgreSQL's Seq Scan, which
+	// FerretDB 2.x picks for a collection this small), a warning; a plan
+	// that cannot say (FerretDB 1.x's SQLite plan), an info finding that
+	// says so; an explain the server refuses, a skip.
 	history := byQuery(doctor.RuleUnindexedQuery, "customer history")
-	skipped := slices.ContainsFunc(rep.Skipped, func(s doctor.Skip) bool {
-		return s.Rule == doctor.RuleUnindexedQuery && strings.Contains(s.Reason, "customer history")
-	})
 	if len(history) > 0 {
-		scan, _ := history[0].Evidence.Get("collectionScan")
-		require.Equal(t, true, scan, "a served shape is reported only when the plan scans: %v", history[0])
 		plan, _ := history[0].Evidence.Get("plan")
 		t.Logf("the server's plan for a served shape: %s", plan)
-	} else if skipped {
-		t.Log("the server's explain could not be read; the skip says so")
+		if history[0].Severity == doctor.Info {
+			require.True(t, strings.HasPrefix(history[0].Message, "plan unreadable: "), history[0].Message)
+		} else {
+			scan, _ := history[0].Evidence.Get("collectionScan")
+			require.Equal(t, true, scan, "a served shape is a warning only when the plan scans: %v", history[0])
+		}
 	}
 
 	for _, rule := range []string{doctor.RulePipelineLookupUnindexed, doctor.RulePipelineMatchLate, doctor.RulePipelineLookupExtref} {
@@ -359,4 +359,37 @@ func TestCheckRefusesBadInput(t *testing.T) {
 	require.EqualError(t, err, fmt.Sprintf("doctor: Check: nil database: %v", patterns.ErrInvalid))
 	_, err = doctor.Check(ctx, mongotest.DB(t), doctor.Options{Disable: []string{"nope"}})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
+
+// TestCheckServedQueriesOnAnyPlan: with {status: 1, createdAt: -1} in
+// place, neither a lookup by _id nor the query the index serves is a
+// warning unless the server's plan says it scans. A plan that cannot say
+// (FerretDB 1.x's SQLite plan reads SCAN for every filter) gives an info
+// finding that says so, never a claim of a scan (issue 22).
+func TestCheckServedQueriesOnAnyPlan(t *testing.T) {
+	ctx := context.Background()
+	db := seeded(t, doctortest.Clean)
+	var order struct {
+		ID bson.ObjectID `bson:"_id"`
+	}
+	require.NoError(t, db.Collection("orders").FindOne(ctx, bson.D{}).Decode(&order))
+	rep, err := doctor.Check(ctx, db, doctor.Options{Collections: []string{"orders"}, Queries: []doctor.Query{
+		{Collection: "orders", Filter: bson.D{{Key: "_id", Value: order.ID}}, Name: "by id"},
+		{Collection: "orders", Filter: bson.D{{Key: "status", Value: "paid"}}, Sort: bson.D{{Key: "createdAt", Value: -1}}, Name: "paid by date"},
+	}})
+	require.NoError(t, err)
+	for _, f := range rep.Findings {
+		plan, _ := f.Evidence.Get("plan")
+		scan, claimed := f.Evidence.Get("collectionScan")
+		t.Logf("%s %s [%s]: %s; plan: %v", f.Severity, f.Rule, f.Query, f.Message, plan)
+		require.Equal(t, doctor.RuleUnindexedQuery, f.Rule, "%v", f)
+		if strings.HasPrefix(fmt.Sprint(plan), "unreadable: ") {
+			require.Equal(t, doctor.Info, f.Severity, "%v", f)
+			require.True(t, strings.HasPrefix(f.Message, "plan unreadable: "), f.Message)
+			require.False(t, claimed, "an unreadable plan claims no scan: %v", f)
+			continue
+		}
+		require.Equal(t, "paid by date", f.Query, "a lookup by _id is served by its index on every server: %v", f)
+		require.Equal(t, true, scan, "a served shape is a warning only when a readable plan scans: %v", f)
+	}
 }

@@ -21,8 +21,8 @@ import (
 type Report struct {
 	Findings []Finding `json:"findings"`
 	// Skipped lists the rules that could not be evaluated, and why: a
-	// server that lacks $indexStats, an explain without a plan this
-	// package can read. A rule is never silently passed.
+	// server that lacks $indexStats, an explain the server refuses. A
+	// rule is never silently passed.
 	Skipped []Skip `json:"skipped"`
 	// Notes say how the evidence was gathered where that changes how to
 	// read it (for example: samples are the first documents, not random).
