@@ -314,11 +314,14 @@ func readIndexStats(ctx context.Context, coll *mongo.Collection) (map[string]ind
 // unusedIndexes applies the unused-index rule. It leaves out the _id
 // index, unique indexes (they enforce a constraint even when no query
 // uses them), TTL indexes (their deletions are not counted as accesses)
-// and hidden indexes (hidden on purpose). An index whose counters started
-// less than age before now cannot be judged: it is returned as a skip.
+// and hidden indexes (hidden on purpose). The indexes whose counters
+// started less than age before now cannot be judged: they are returned as
+// one skip for the collection, which names them and says each start of
+// the counters once (they usually share one: the server's start).
 func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now time.Time, age time.Duration) ([]Finding, []Skip) {
 	var out []Finding
-	var young []string
+	var starts []string            // distinct starts of the young indexes' counters (RFC 3339), in order met
+	young := map[string][]string{} // start -> the young indexes counting since then
 	for _, s := range specs {
 		if s.Name == "_id_" || s.Unique || s.TTL != nil || s.Hidden {
 			continue
@@ -329,7 +332,11 @@ func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now
 		}
 		window := now.Sub(u.since)
 		if window < age {
-			young = append(young, fmt.Sprintf("%s (counters since %s)", s.Name, u.since.UTC().Format(time.RFC3339)))
+			since := u.since.UTC().Format(time.RFC3339)
+			if young[since] == nil {
+				starts = append(starts, since)
+			}
+			young[since] = append(young[since], s.Name)
 			continue
 		}
 		out = append(out, Finding{
@@ -342,11 +349,14 @@ func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now
 			Remedy: fmt.Sprintf("drop index %s after checking that no rare job (monthly report, restore) needs it; hide it first (collMod hidden: true) to test", s.Name),
 		})
 	}
-	var skips []Skip
-	if len(young) > 0 {
-		skips = append(skips, Skip{Rule: RuleUnusedIndex, Collection: coll, Reason: fmt.Sprintf(
-			"no operation used %s, but $indexStats counters cover less than %s (they restart with the server)",
-			strings.Join(young, ", "), age)})
+	if len(starts) == 0 {
+		return out, nil
 	}
-	return out, skips
+	groups := make([]string, len(starts))
+	for i, since := range starts {
+		groups[i] = fmt.Sprintf("%s (counters since %s)", strings.Join(young[since], ", "), since)
+	}
+	return out, []Skip{{Rule: RuleUnusedIndex, Collection: coll, Reason: fmt.Sprintf(
+		"no operation used %s, but $indexStats counters cover less than %s (they restart with the server)",
+		strings.Join(groups, "; "), age)}}
 }

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +157,32 @@ func TestUnusedIndexes(t *testing.T) {
 	require.Len(t, skips, 1)
 	require.Equal(t, RuleUnusedIndex, skips[0].Rule)
 	require.Contains(t, skips[0].Reason, "young_1")
+}
+
+// TestUnusedIndexesSayTheWindowOnce: 40 indexes whose counters started
+// at the server's last start give one line that names them all and says
+// the window once, not once per index (issue 22).
+func TestUnusedIndexesSayTheWindowOnce(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	restart, created := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	var specs []indexSpec
+	uses := map[string]indexUse{}
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprintf("attr_%02d_1", i)
+		specs = append(specs, indexSpec{Name: name, Key: key(fmt.Sprintf("attr_%02d", i), 1)})
+		uses[name] = indexUse{0, restart}
+		names = append(names, name)
+	}
+	specs = append(specs, indexSpec{Name: "new_1", Key: key("new", 1)})
+	uses["new_1"] = indexUse{0, created}
+	fs, skips := unusedIndexes("c", specs, uses, now, DefaultUnusedIndexAge)
+	require.Empty(t, fs)
+	require.Len(t, skips, 1)
+	reason := skips[0].Reason
+	require.Equal(t, 2, strings.Count(reason, "counters since"), "once per start of the counters: %s", reason)
+	require.Contains(t, reason, strings.Join(names, ", ")+" (counters since 2026-05-30T00:00:00Z); new_1 (counters since 2026-05-31T23:00:00Z)")
+	require.Less(t, len(reason), 800)
 }
 
 func TestWantIndexDifferences(t *testing.T) {
