@@ -344,9 +344,22 @@ func TestAnalyzeShardKey(t *testing.T) {
 		Why: "equality on a prefix of the key (customerId); the chunks of that prefix may span shards"}}, a.Queries)
 	require.Empty(t, rep.Findings, "a good key: %v", rep.Findings)
 
-	rep, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "nowhere", Key: bson.D{{Key: "a", Value: 1}}}, doctor.Options{})
-	require.NoError(t, err)
-	require.Len(t, rep.Skipped, 3, "an empty collection cannot be measured: %v", rep.Skipped)
+	// A collection that does not exist, or is empty, cannot be measured,
+	// and the report says which (issue 22).
+	require.NoError(t, db.CreateCollection(ctx, "empty"))
+	for coll, why := range map[string]string{"nowhere": "the collection does not exist", "empty": "the collection is empty"} {
+		rep, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: coll, Key: bson.D{{Key: "a", Value: 1}}}, doctor.Options{})
+		require.NoError(t, err)
+		require.Len(t, rep.Skipped, 3, "%s cannot be measured: %v", coll, rep.Skipped)
+		for _, s := range rep.Skipped {
+			require.Equal(t, coll+` {"a":1}: `+why, s.Reason)
+		}
+		require.Equal(t, why, rep.ShardKeys[0].Why)
+		var text strings.Builder
+		require.NoError(t, rep.WriteText(&text))
+		require.Contains(t, text.String(), "\nshard key "+coll+` {"a":1}: nothing to measure: `+why+"\n")
+		require.NotContains(t, text.String(), "most frequent")
+	}
 
 	_, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "orders", Key: bson.D{{Key: "a", Value: -1}}}, doctor.Options{})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
