@@ -3,8 +3,10 @@ package doctor
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 func TestWriteHTMLIsSelfContainedWithCharts(t *testing.T) {
@@ -33,4 +35,46 @@ func TestWriteHTMLIsSelfContainedWithCharts(t *testing.T) {
 	require.NotContains(t, page, "http://")
 	require.NotContains(t, page, "https://", "no external resources")
 	require.Contains(t, page, `class="finding" data-sev="warning"`)
+}
+
+// TestShardKeyValuesAreForPeople: the shard-key table shows dates, numbers
+// and ObjectIds as a person reads them, not in canonical extended JSON
+// ({"$date": {"$numberLong": "1735689600000"}}) (issue 22).
+func TestShardKeyValuesAreForPeople(t *testing.T) {
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	id, err := bson.ObjectIDFromHex("6b0e5c890745d9678928daa0")
+	require.NoError(t, err)
+	kv := &keyValues{counts: map[string]*ValueCount{}}
+	for _, doc := range []bson.D{
+		d("at", at, "n", int32(7), "by", id),
+		d("at", at, "n", int32(7), "by", id),
+		d("at", at.Add(1500*time.Millisecond), "n", 2.5, "by", "x"),
+	} {
+		raw, err := bson.Marshal(doc)
+		require.NoError(t, err)
+		kv.addDoc(raw, key("at", 1, "n", 1, "by", 1))
+	}
+	var values []string
+	a := ShardKeyAnalysis{Collection: "orders", Key: `{"at":1,"n":1,"by":1}`, Documents: 3, Distinct: len(kv.counts)}
+	for _, vc := range kv.counts {
+		values = append(values, vc.Value)
+		a.MostCommon = append(a.MostCommon, *vc)
+	}
+	require.ElementsMatch(t, []string{`2025-01-01T00:00:00Z, 7, ObjectId("6b0e5c890745d9678928daa0")`, `2025-01-01T00:00:01.5Z, 2.5, "x"`}, values)
+
+	r := Report{Database: "shop", ShardKeys: []ShardKeyAnalysis{a}}
+	var b strings.Builder
+	require.NoError(t, r.WriteHTML(&b))
+	require.Contains(t, b.String(), `<code>2025-01-01T00:00:00Z, 7, ObjectId(&#34;6b0e5c890745d9678928daa0&#34;)</code>: 2`)
+	require.NotContains(t, b.String(), "$date")
+	require.NotContains(t, b.String(), "$numberInt")
+
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{{int64(1) << 40, "1099511627776"}, {1e21, "1e+21"}, {nil, "null"}, {true, "true"}, {"a\"b", `"a\"b"`}, {d("k", int32(1)), `{"k":1}`}} {
+		raw, err := bson.Marshal(d("v", tc.v))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, humanValue(bson.Raw(raw).Lookup("v")), "%T %v", tc.v, tc.v)
+	}
 }

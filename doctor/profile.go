@@ -263,7 +263,8 @@ func join(path, key string) string {
 }
 
 // idString renders a document's _id for the evidence: an ObjectID as its
-// hex, a string as itself, anything else in extended JSON; cut at 64 bytes.
+// hex, a string as itself, anything else as [humanValue] does; cut at 64
+// bytes.
 func idString(v bson.RawValue) string {
 	var s string
 	switch v.Type {
@@ -274,7 +275,7 @@ func idString(v bson.RawValue) string {
 	case bson.TypeString:
 		s = v.StringValue()
 	default:
-		s = v.String()
+		s = humanValue(v)
 	}
 	if len(s) > 64 {
 		s = strings.ToValidUTF8(s[:61], "") + "..."

@@ -204,7 +204,7 @@ func (kv *keyValues) addDoc(doc bson.Raw, key []keyField) {
 		}
 		canon.WriteByte(byte(v.Type))
 		canon.Write(v.Value)
-		shown = append(shown, v.String())
+		shown = append(shown, humanValue(v))
 	}
 	if anyMissing {
 		kv.missing++
