@@ -27,7 +27,7 @@ func TestWriteHTMLIsSelfContainedWithCharts(t *testing.T) {
 	page := b.String()
 	require.Equal(t, 2, strings.Count(page, `data-chart="document-sizes"`))
 	require.Equal(t, 2, strings.Count(page, `data-chart="array-lengths"`))
-	require.Equal(t, 3+2, strings.Count(page, `<rect class="bar`), "one bar per size bucket and per array field")
+	require.Equal(t, 3+5+2, strings.Count(page, `<rect class="bar`), "one bar per size bucket, then empty ones up to the 2 MB limit's, and one per array field")
 	require.Equal(t, 1, strings.Count(page, `<rect class="bar over"`), "reviews is over 1,000; no size is over 2 MB")
 	require.Contains(t, page, "no documents")
 	require.Contains(t, page, "no arrays")
@@ -77,4 +77,37 @@ func TestShardKeyValuesAreForPeople(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tc.want, humanValue(bson.Raw(raw).Lookup("v")), "%T %v", tc.v, tc.v)
 	}
+}
+
+// TestSizeChartShowsTheDistanceToTheLimit: documents of 128 B are drawn
+// at the left of an axis that runs to the 2 MB limit, whose line stands at
+// its place on the scale, not beside the only bar (issue 22).
+func TestSizeChartShowsTheDistanceToTheLimit(t *testing.T) {
+	small := CollectionSummary{Name: "events", Sizes: Distribution{Count: 20, Max: 130, Buckets: []Bucket{{Lo: 128, Hi: 256, Count: 20}}}}
+	ch := sizeChart(small, DefaultDocumentBytes)
+	require.Len(t, ch.Bars, 14, "128 B to 2 MB: one bucket per power of two, 2^7 to 2^20")
+	require.Equal(t, "20", ch.Bars[0].Value)
+	require.Equal(t, "128 B", ch.Bars[0].Label)
+	for _, b := range ch.Bars[1:] {
+		require.Zero(t, b.H, "only the first bucket holds documents")
+	}
+	var labels []string
+	for _, b := range ch.Bars {
+		if b.Label != "" {
+			labels = append(labels, b.Label)
+		}
+	}
+	require.Greater(t, len(labels), 3, "the axis is labelled along the way: %v", labels)
+	require.NotNil(t, ch.Marker)
+	require.Equal(t, "limit 2 MB", ch.Marker.Label)
+	last := ch.Bars[len(ch.Bars)-1]
+	require.Greater(t, ch.Marker.X1, last.X, "the limit is in the last bucket, 1 MB to 2 MB")
+	require.Greater(t, ch.Marker.X1-ch.Bars[0].X, 0.9*float64(chartW-2*padL), "and far from the bar of 128 B")
+
+	big := CollectionSummary{Name: "files", Sizes: Distribution{Count: 2, Max: 5_000_000, Buckets: []Bucket{{Lo: 4_194_304, Hi: 8_388_608, Count: 2}}}}
+	ch = sizeChart(big, DefaultDocumentBytes)
+	require.Len(t, ch.Bars, 3, "the axis runs down to the limit's bucket too")
+	require.NotNil(t, ch.Marker)
+	require.True(t, ch.Bars[2].Over)
+	require.Less(t, ch.Marker.X1, ch.Bars[2].X)
 }
