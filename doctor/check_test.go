@@ -128,6 +128,8 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 			mustQuery(t, `{"collection": "orders", "filter": {"customerId": "c1", "createdAt": {"$gte": {"$date": "2026-03-02T00:00:00Z"}}}, "name": "customer history"}`),
 			mustQuery(t, `{"collection": "orders", "filter": {"total": {"$gt": 100}}, "name": "big orders"}`),
 			mustQuery(t, `{"collection": "products", "filter": {"name": {"$regex": "^kettle", "$options": "i"}}, "name": "search"}`),
+			mustQuery(t, `{"collection": "customers", "filter": {"code": {"$regex": "^C1", "$options": "i"}}, "name": "code search"}`),
+			mustQuery(t, `{"collection": "customers", "filter": {"name": "customer 1", "code": {"$regex": "^C1", "$options": "i"}}, "name": "named code search"}`),
 		},
 		Pipelines: []doctor.Pipeline{pipeline},
 		ShardKeys: []doctor.ShardKey{
@@ -158,6 +160,19 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 	require.Equal(t, doctor.Warning, big[0].Severity)
 
 	require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, "search"), 1)
+	// An index on code would not serve a case-insensitive $regex on it:
+	// one remedy, the regex rule's, not also "create index {code: 1}"
+	// (issue 22).
+	for _, query := range []string{"search", "code search"} {
+		require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, query), 1, query)
+		require.Empty(t, byQuery(doctor.RuleUnindexedQuery, query), query)
+		require.Empty(t, byQuery(doctor.RuleESROrder, query), query)
+	}
+	named := byQuery(doctor.RuleUnindexedQuery, "named code search")
+	require.Len(t, named, 1, "name needs an index, code a case-insensitive one")
+	require.Equal(t, "create index {name: 1} (Equality, Sort, Range order; patterns.ESRKey builds such keys)", named[0].Remedy)
+	require.Equal(t, "name", named[0].Field)
+	require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, "named code search"), 1)
 
 	// The index serves "customer history" in ESR order. Whether that is a
 	// finding depends on what the server's explain says: on MongoDB an

@@ -139,6 +139,28 @@ func TestAssessIndexServesShape(t *testing.T) {
 	require.Equal(t, fitNone, got)
 }
 
+// TestShapeWithoutRegexI: a field matched by a case-insensitive $regex
+// gives an index no bounds, so the index analysis leaves it out, unless
+// the shape sorts on it.
+func TestShapeWithoutRegexI(t *testing.T) {
+	re := d("$regex", "^ann", "$options", "i")
+	for _, tc := range []struct {
+		filter, sort bson.D
+		want         []string
+	}{
+		{d("email", re), nil, nil},
+		{d("email", bson.Regex{Pattern: "ann", Options: "i"}), nil, nil},
+		{d("status", "paid", "email", re), nil, []string{"status"}},
+		{d("status", "paid", "email", re, "total", d("$gt", 5)), d("createdAt", -1), []string{"status", "createdAt", "total"}},
+		{d("email", re), d("email", 1), []string{"email"}},
+		{d("email", d("$regex", "^ann")), nil, []string{"email"}},
+	} {
+		sh, err := shapeOf(tc.filter, tc.sort)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, sh.withoutRegexI().fields(), "%v sort %v", tc.filter, tc.sort)
+	}
+}
+
 func TestQueryFindingsFromFitAndPlan(t *testing.T) {
 	q := Query{Collection: "orders", Filter: d("status", "paid"), Sort: d("createdAt", -1)}
 	sh, err := shapeOf(q.Filter, q.Sort)

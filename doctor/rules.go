@@ -38,7 +38,9 @@ const (
 	// Query-shape rules, for the [Query] values given in [Options].Queries.
 
 	// RuleUnindexedQuery: no index serves the shape, or the server's plan
-	// scans the collection.
+	// scans the collection. A field matched by a case-insensitive $regex
+	// is left to RuleCaseInsensitiveRegex: an ordinary index on it would
+	// not help.
 	RuleUnindexedQuery = "unindexed-query"
 	// RuleESROrder: an index holds the shape's fields in an order that
 	// breaks the Equality, Sort, Range rule.
