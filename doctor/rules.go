@@ -66,7 +66,13 @@ const (
 
 	// Pipeline rules, for the [Pipeline] values given in [Options].Pipelines.
 
-	// RulePipelineMatchLate: a $match after stages it could precede.
+	// RulePipelineMatchLate: a $match after stages it could precede. It
+	// moves a $match only past stages that keep documents whole ($sort,
+	// projections and $addFields that leave its fields alone, $lookup,
+	// $unwind), never past $group or another stage that makes new
+	// documents: a $match on the group key after a $group (which could
+	// move before it, the key renamed to the grouped field) is not
+	// reported.
 	RulePipelineMatchLate = "pipeline-match-late"
 	// RulePipelineProjectLate: a $project or $unset after stages that carry
 	// the fields it drops.
@@ -106,7 +112,7 @@ var Rules = []RuleInfo{
 	{RuleShardKeyMonotonic, "a proposed shard key that grows with insertion order (ObjectIds, timestamps)", "the key's values in natural order"},
 	{RuleShardKeyArray, "a proposed shard key field that holds arrays", "a sample of the key's values"},
 	{RuleShardKeyScatterGather, "a query shape that a proposed shard key would send to every shard", "the query shape"},
-	{RulePipelineMatchLate, "a $match after stages it could precede, so it cannot use an index", "the pipeline"},
+	{RulePipelineMatchLate, "a $match after stages it could precede, so it cannot use an index (never moved past a $group, even on the group key)", "the pipeline"},
 	{RulePipelineProjectLate, "a $project or $unset after $lookup, $unwind or $sort stages that carry the fields it drops", "the pipeline"},
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},
 	{RulePipelineLookupExtref, "a $lookup of which the pipeline reads only a few fields", "the pipeline"},
