@@ -31,8 +31,10 @@ import (
 // off the primary.
 //
 // A rule the server does not let it evaluate (no $indexStats, an explain
-// without a readable plan) is listed in Report.Skipped with the server's
-// answer, never passed silently. Invalid options are an error wrapping
+// it refuses) is listed in Report.Skipped with the server's answer, never
+// passed silently; a query shape whose plan cannot say whether an index
+// serves it is judged from the indexes alone, with an info finding that
+// says the plan is unreadable. Invalid options are an error wrapping
 // [patterns.ErrInvalid]; a collection named in Options.Collections that
 // does not exist, one wrapping [patterns.ErrNotFound]; a network or
 // context error ends the check and is returned.

@@ -104,7 +104,7 @@ func TestCheckCleanDatabaseHasNoFindings(t *testing.T) {
 	db := seeded(t, doctortest.Clean)
 	rep, err := doctor.Check(context.Background(), db, doctor.Options{})
 	require.NoError(t, err)
-	require.Empty(t, rep.Findings)
+	require.Empty(t, rep.Findings, "an index over the fields of one array, {items.sku: 1, items.qty: 1}, is valid")
 	require.Len(t, rep.Collections, 3)
 	for _, s := range rep.Skipped {
 		require.Equal(t, doctor.RuleUnusedIndex, s.Rule, "only rules the server or the data cannot support are skipped: %v", s)
@@ -128,6 +128,8 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 			mustQuery(t, `{"collection": "orders", "filter": {"customerId": "c1", "createdAt": {"$gte": {"$date": "2026-03-02T00:00:00Z"}}}, "name": "customer history"}`),
 			mustQuery(t, `{"collection": "orders", "filter": {"total": {"$gt": 100}}, "name": "big orders"}`),
 			mustQuery(t, `{"collection": "products", "filter": {"name": {"$regex": "^kettle", "$options": "i"}}, "name": "search"}`),
+			mustQuery(t, `{"collection": "customers", "filter": {"code": {"$regex": "^C1", "$options": "i"}}, "name": "code search"}`),
+			mustQuery(t, `{"collection": "customers", "filter": {"name": "customer 1", "code": {"$regex": "^C1", "$options": "i"}}, "name": "named code search"}`),
 		},
 		Pipelines: []doctor.Pipeline{pipeline},
 		ShardKeys: []doctor.ShardKey{
@@ -158,23 +160,36 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 	require.Equal(t, doctor.Warning, big[0].Severity)
 
 	require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, "search"), 1)
+	// An index on code would not serve a case-insensitive $regex on it:
+	// one remedy, the regex rule's, not also "create index {code: 1}"
+	// (issue 22).
+	for _, query := range []string{"search", "code search"} {
+		require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, query), 1, query)
+		require.Empty(t, byQuery(doctor.RuleUnindexedQuery, query), query)
+		require.Empty(t, byQuery(doctor.RuleESROrder, query), query)
+	}
+	named := byQuery(doctor.RuleUnindexedQuery, "named code search")
+	require.Len(t, named, 1, "name needs an index, code a case-insensitive one")
+	require.Equal(t, "create index {name: 1} (Equality, Sort, Range order; patterns.ESRKey builds such keys)", named[0].Remedy)
+	require.Equal(t, "name", named[0].Field)
+	require.Len(t, byQuery(doctor.RuleCaseInsensitiveRegex, "named code search"), 1)
 
 	// The index serves "customer history" in ESR order. Whether that is a
 	// finding depends on what the server's explain says: on MongoDB an
-	// IXSCAN (no finding); on FerretDB 1.24 SQLite's "SCAN orders_..."
-	// (the server scans, and the finding says so); on a server whose
-	// explain cannot be read, a skip.
+	// IXSCAN (no finding); a plan that scans (PostgreSQL's Seq Scan, which
+	// FerretDB 2.x picks for a collection this small), a warning; a plan
+	// that cannot say (FerretDB 1.x's SQLite plan), an info finding that
+	// says so; an explain the server refuses, a skip.
 	history := byQuery(doctor.RuleUnindexedQuery, "customer history")
-	skipped := slices.ContainsFunc(rep.Skipped, func(s doctor.Skip) bool {
-		return s.Rule == doctor.RuleUnindexedQuery && strings.Contains(s.Reason, "customer history")
-	})
 	if len(history) > 0 {
-		scan, _ := history[0].Evidence.Get("collectionScan")
-		require.Equal(t, true, scan, "a served shape is reported only when the plan scans: %v", history[0])
 		plan, _ := history[0].Evidence.Get("plan")
 		t.Logf("the server's plan for a served shape: %s", plan)
-	} else if skipped {
-		t.Log("the server's explain could not be read; the skip says so")
+		if history[0].Severity == doctor.Info {
+			require.True(t, strings.HasPrefix(history[0].Message, "plan unreadable: "), history[0].Message)
+		} else {
+			scan, _ := history[0].Evidence.Get("collectionScan")
+			require.Equal(t, true, scan, "a served shape is a warning only when the plan scans: %v", history[0])
+		}
 	}
 
 	for _, rule := range []string{doctor.RulePipelineLookupUnindexed, doctor.RulePipelineMatchLate, doctor.RulePipelineLookupExtref} {
@@ -344,9 +359,22 @@ func TestAnalyzeShardKey(t *testing.T) {
 		Why: "equality on a prefix of the key (customerId); the chunks of that prefix may span shards"}}, a.Queries)
 	require.Empty(t, rep.Findings, "a good key: %v", rep.Findings)
 
-	rep, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "nowhere", Key: bson.D{{Key: "a", Value: 1}}}, doctor.Options{})
-	require.NoError(t, err)
-	require.Len(t, rep.Skipped, 3, "an empty collection cannot be measured: %v", rep.Skipped)
+	// A collection that does not exist, or is empty, cannot be measured,
+	// and the report says which (issue 22).
+	require.NoError(t, db.CreateCollection(ctx, "empty"))
+	for coll, why := range map[string]string{"nowhere": "the collection does not exist", "empty": "the collection is empty"} {
+		rep, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: coll, Key: bson.D{{Key: "a", Value: 1}}}, doctor.Options{})
+		require.NoError(t, err)
+		require.Len(t, rep.Skipped, 3, "%s cannot be measured: %v", coll, rep.Skipped)
+		for _, s := range rep.Skipped {
+			require.Equal(t, coll+` {"a":1}: `+why, s.Reason)
+		}
+		require.Equal(t, why, rep.ShardKeys[0].Why)
+		var text strings.Builder
+		require.NoError(t, rep.WriteText(&text))
+		require.Contains(t, text.String(), "\nshard key "+coll+` {"a":1}: nothing to measure: `+why+"\n")
+		require.NotContains(t, text.String(), "most frequent")
+	}
 
 	_, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "orders", Key: bson.D{{Key: "a", Value: -1}}}, doctor.Options{})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
@@ -359,4 +387,37 @@ func TestCheckRefusesBadInput(t *testing.T) {
 	require.EqualError(t, err, fmt.Sprintf("doctor: Check: nil database: %v", patterns.ErrInvalid))
 	_, err = doctor.Check(ctx, mongotest.DB(t), doctor.Options{Disable: []string{"nope"}})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
+
+// TestCheckServedQueriesOnAnyPlan: with {status: 1, createdAt: -1} in
+// place, neither a lookup by _id nor the query the index serves is a
+// warning unless the server's plan says it scans. A plan that cannot say
+// (FerretDB 1.x's SQLite plan reads SCAN for every filter) gives an info
+// finding that says so, never a claim of a scan (issue 22).
+func TestCheckServedQueriesOnAnyPlan(t *testing.T) {
+	ctx := context.Background()
+	db := seeded(t, doctortest.Clean)
+	var order struct {
+		ID bson.ObjectID `bson:"_id"`
+	}
+	require.NoError(t, db.Collection("orders").FindOne(ctx, bson.D{}).Decode(&order))
+	rep, err := doctor.Check(ctx, db, doctor.Options{Collections: []string{"orders"}, Queries: []doctor.Query{
+		{Collection: "orders", Filter: bson.D{{Key: "_id", Value: order.ID}}, Name: "by id"},
+		{Collection: "orders", Filter: bson.D{{Key: "status", Value: "paid"}}, Sort: bson.D{{Key: "createdAt", Value: -1}}, Name: "paid by date"},
+	}})
+	require.NoError(t, err)
+	for _, f := range rep.Findings {
+		plan, _ := f.Evidence.Get("plan")
+		scan, claimed := f.Evidence.Get("collectionScan")
+		t.Logf("%s %s [%s]: %s; plan: %v", f.Severity, f.Rule, f.Query, f.Message, plan)
+		require.Equal(t, doctor.RuleUnindexedQuery, f.Rule, "%v", f)
+		if strings.HasPrefix(fmt.Sprint(plan), "unreadable: ") {
+			require.Equal(t, doctor.Info, f.Severity, "%v", f)
+			require.True(t, strings.HasPrefix(f.Message, "plan unreadable: "), f.Message)
+			require.False(t, claimed, "an unreadable plan claims no scan: %v", f)
+			continue
+		}
+		require.Equal(t, "paid by date", f.Query, "a lookup by _id is served by its index on every server: %v", f)
+		require.Equal(t, true, scan, "a served shape is a warning only when a readable plan scans: %v", f)
+	}
 }

@@ -2,8 +2,8 @@
 // MongoDB database, the ones the schema design guides this library follows
 // end with: unbounded arrays, bloated documents, values stored as field
 // names, many small time-stamped documents, too many or redundant or
-// unused indexes, too many collections, compound indexes over two array
-// fields, indexes out of Equality, Sort, Range order, unindexed and
+// unused indexes, too many collections, compound indexes over two different
+// arrays, indexes out of Equality, Sort, Range order, unindexed and
 // case-insensitive queries, shard keys of low cardinality, skewed
 // frequency or monotonic growth, and aggregation pipelines that block
 // index use. It is the open counterpart of Atlas's schema advisor, for any
@@ -71,14 +71,17 @@
 //     and $indexStats (NotImplemented): the sample is then the first
 //     documents in natural order, as the report notes, and unused-index
 //     is skipped. Its explain returns SQLite's query plan
-//     (queryPlanner.Plan: "SCAN orders_325e96ec"), which the package reads:
-//     it says SCAN for every filter measured, _id lookups included, and the
-//     report says so.
+//     (queryPlanner.Plan: "SCAN orders_325e96ec"), which says SCAN for
+//     every filter measured, _id lookups included: it cannot say whether
+//     an index serves a query, so it claims no scan. The indexes alone
+//     judge the shape, and a shape they serve is an info finding, "plan
+//     unreadable", not a warning.
 //   - FerretDB 2.x returns PostgreSQL's plan (nodes with a "Node Type",
 //     "Seq Scan" or "Bitmap Index Scan" with an "Index Name"), which the
 //     package reads too.
-//   - An explain in any other form is reported as not readable, with the
-//     keys it held; the index analysis of the shape still stands.
+//   - An explain in any other form is not readable either: the finding
+//     says so, with the keys it held, and the index analysis of the shape
+//     stands alone.
 //
 // # Costs
 //

@@ -13,18 +13,23 @@ import (
 // planReading is what an explain reply says about how the server would
 // run a query.
 type planReading struct {
-	// Readable: the reply holds a plan in one of the forms below.
+	// Readable: the reply holds a plan in one of the forms below, and
+	// the plan says whether the query reads an index or the whole
+	// collection.
 	Readable bool
 	// Form names the form read: "winningPlan" (MongoDB's stage tree),
 	// "PostgreSQL plan" (FerretDB 2.x: nodes with a "Node Type"),
-	// "SQLite plan" (FerretDB 1.x: EXPLAIN QUERY PLAN lines).
+	// "SQLite plan" (FerretDB 1.x: EXPLAIN QUERY PLAN lines); empty when
+	// the reply holds none of them.
 	Form string
 	// Scan: the plan reads the whole collection (COLLSCAN, "Seq Scan",
 	// SQLite "SCAN t" without an index).
 	Scan bool
 	// Indexes names the indexes the plan reads, where the form says.
 	Indexes []string
-	// Text is the plan in one line, as read: "FETCH > IXSCAN status_1".
+	// Text is the plan in one line, as read: "FETCH > IXSCAN status_1";
+	// for a reply that is not Readable, what it holds and why it cannot
+	// say.
 	Text string
 }
 
@@ -60,8 +65,12 @@ func nonNil(d bson.D) bson.D {
 //     Name".
 //   - FerretDB 1.x (SQLite): queryPlanner.Plan, lines of SQLite's EXPLAIN
 //     QUERY PLAN ("id=2 parent=0 notused=0 detail=SCAN c_e60c2c52"):
-//     "SCAN t" alone is a collection scan; "SEARCH t USING INDEX i" reads
-//     an index; "SCAN t USING INDEX i" reads all of an index, a scan too.
+//     "SEARCH t USING INDEX i" reads an index; "SCAN t USING INDEX i"
+//     reads all of an index, a scan. A plan that names no index ("SCAN t"
+//     alone) is not readable: it is the plan of the SQL statement the
+//     server built, which reads SCAN for every filter, a lookup by _id
+//     included, so it cannot tell a query an index serves from one none
+//     does.
 //
 // Anything else is not readable, and the rule says so instead of guessing.
 func readPlan(reply bson.Raw) planReading {
@@ -211,5 +220,9 @@ func readSQLite(lines bson.RawArray) (planReading, bool) {
 		}
 	}
 	r.Text = strings.Join(details, "; ")
+	if len(r.Indexes) == 0 {
+		return planReading{Form: r.Form, Text: fmt.Sprintf(
+			"SQLite's plan %q names no index, and that form reads SCAN for a lookup by _id too: it cannot say whether an index serves the query", r.Text)}, true
+	}
 	return r, true
 }

@@ -14,11 +14,14 @@ type histogram struct {
 
 func (h *histogram) add(v int64) {
 	v = max(v, 0)
-	h.counts[bits.Len64(uint64(v))]++
+	h.counts[bucketOf(v)]++
 	h.n++
 	h.sum += float64(v)
 	h.max = max(h.max, v)
 }
+
+// bucketOf returns the bucket that holds v >= 0.
+func bucketOf(v int64) int { return bits.Len64(uint64(v)) }
 
 // bounds returns the half-open range of bucket k.
 func bounds(k int) (lo, hi int64) {

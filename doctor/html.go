@@ -102,14 +102,17 @@ const (
 )
 
 // sizeChart is a histogram of document sizes, one bar per power-of-two
-// bucket, bars past the threshold in red.
+// bucket, bars past the threshold in red. Its axis runs from the smaller
+// of the smallest size and the threshold to the larger of the largest size
+// and the threshold, so that the threshold's line stands where it is on
+// the scale: far to the right of a collection of small documents.
 func sizeChart(c CollectionSummary, threshold int64) chart {
 	ch := chart{Kind: "document-sizes", Title: "document sizes (sampled)", Width: chartW, Height: chartH}
-	bs := c.Sizes.Buckets
-	if len(bs) == 0 {
+	if len(c.Sizes.Buckets) == 0 {
 		ch.Empty = "no documents"
 		return ch
 	}
+	bs := withThreshold(c.Sizes.Buckets, threshold)
 	maxCount := 0
 	for _, b := range bs {
 		maxCount = max(maxCount, b.Count)
@@ -138,10 +141,25 @@ func sizeChart(c CollectionSummary, threshold int64) chart {
 			ch.Marker = newMarker(mx, padT, bottom, "limit "+bytesString(threshold))
 		}
 	}
-	if ch.Marker == nil && threshold >= bs[len(bs)-1].Hi {
-		ch.Marker = newMarker(padL+float64(len(bs))*slot+4, padT, bottom, "limit "+bytesString(threshold)+" →")
-	}
 	return ch
+}
+
+// withThreshold extends power-of-two buckets (see [histogram]) with empty
+// ones on either side, up to the bucket that holds threshold.
+func withThreshold(bs []Bucket, threshold int64) []Bucket {
+	first, last := bucketOf(bs[0].Lo), bucketOf(bs[len(bs)-1].Lo)
+	t := bucketOf(max(threshold, 0))
+	out := make([]Bucket, 0, max(last, t)-min(first, t)+1)
+	for k := min(first, t); k < first; k++ {
+		lo, hi := bounds(k)
+		out = append(out, Bucket{Lo: lo, Hi: hi})
+	}
+	out = append(out, bs...)
+	for k := last + 1; k <= t; k++ {
+		lo, hi := bounds(k)
+		out = append(out, Bucket{Lo: lo, Hi: hi})
+	}
+	return out
 }
 
 // arrayChart draws the longest array of each array field as a horizontal

@@ -207,41 +207,72 @@ func isPrefix(a, b []keyField) bool {
 	return same || reversed
 }
 
-// sameRaw compares two optional documents byte for byte.
 // multikeyCompound applies the multikey-compound rule: a compound index
-// with two or more fields that hold arrays (at the field or above it) in
-// the sample. MongoDB refuses to insert a document with arrays in two
-// fields of one index ("cannot index parallel arrays"), and such an index
-// is multikey on each.
+// whose fields run through different arrays in the sample. MongoDB
+// refuses to index a document with two different arrays in the fields of
+// one index ("cannot index parallel arrays"). Fields in one array are
+// valid: {"items.sku": 1, "items.qty": 1} over items: [{sku, qty}] indexes
+// each element once. So each field is described by the innermost of the
+// arrays the sample saw on its path (at the field or above it), and two
+// fields conflict when neither of those paths is a prefix of the other:
+// "items" and "items.sizes" are nested, "tags" and "sizes" are not.
 func multikeyCompound(coll string, specs []indexSpec, p *profile) []Finding {
 	var out []Finding
 	for _, s := range specs {
 		if len(s.Key) < 2 {
 			continue
 		}
-		var arrays []string
-		var ev Evidence
+		type field struct {
+			path, array string // array: the innermost array on path
+			arrays      int    // arrays the sample saw at the path or above it
+		}
+		var fields []field
 		for _, k := range s.Key {
 			if k.Kind == "wildcard" {
 				continue
 			}
-			if n := p.holdsArrays(k.Path); n > 0 {
-				arrays = append(arrays, k.Path)
-				ev = append(ev, Measure{"arraysAt." + k.Path, n})
+			if at, n := p.arraysAt(k.Path); n > 0 {
+				fields = append(fields, field{k.Path, at[len(at)-1], n})
 			}
 		}
-		if len(arrays) < 2 {
+		conflict := make([]bool, len(fields))
+		for i := range fields {
+			for j := i + 1; j < len(fields); j++ {
+				if !nestedPaths(fields[i].array, fields[j].array) {
+					conflict[i], conflict[j] = true, true
+				}
+			}
+		}
+		var names, desc []string
+		var ev Evidence
+		for i, f := range fields {
+			if conflict[i] {
+				names = append(names, f.path)
+				desc = append(desc, fmt.Sprintf("%s (array at %s)", f.path, f.array))
+				ev = append(ev, Measure{"arraysAt." + f.path, f.arrays}, Measure{"arrayOf." + f.path, f.array})
+			}
+		}
+		if len(names) == 0 {
 			continue
 		}
 		out = append(out, Finding{
 			Rule: RuleMultikeyCompound, Severity: Warning, Collection: coll, Index: s.Name,
-			Field:    strings.Join(arrays, ", "),
-			Message:  fmt.Sprintf("index %s %s has %d fields that hold arrays: %s", s.Name, keyString(s.Key), len(arrays), strings.Join(arrays, ", ")),
-			Evidence: append(Evidence{{"arrayFields", len(arrays)}}, ev...),
-			Remedy:   "keep at most one array field per compound index (patterns.ESRKey refuses two): a document with arrays in both cannot be inserted; split it into one index per array field",
+			Field:    strings.Join(names, ", "),
+			Message:  fmt.Sprintf("index %s %s has fields in different arrays: %s", s.Name, keyString(s.Key), strings.Join(desc, ", ")),
+			Evidence: append(Evidence{{"arrayFields", len(names)}}, ev...),
+			Remedy:   "index at most one array per compound index (patterns.ESRKey refuses two array fields): a document with arrays in both cannot be inserted; split it into one index per array, fields of one array's elements may share an index",
 		})
 	}
 	return out
+}
+
+// nestedPaths reports whether one dotted path is the other or one of its
+// prefixes: "a" and "a.b" are nested, "a.b" and "a.c" are not.
+func nestedPaths(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == b || strings.HasPrefix(b, a+".")
 }
 
 // indexUse is what $indexStats says of one index, summed over the hosts
@@ -283,11 +314,14 @@ func readIndexStats(ctx context.Context, coll *mongo.Collection) (map[string]ind
 // unusedIndexes applies the unused-index rule. It leaves out the _id
 // index, unique indexes (they enforce a constraint even when no query
 // uses them), TTL indexes (their deletions are not counted as accesses)
-// and hidden indexes (hidden on purpose). An index whose counters started
-// less than age before now cannot be judged: it is returned as a skip.
+// and hidden indexes (hidden on purpose). The indexes whose counters
+// started less than age before now cannot be judged: they are returned as
+// one skip for the collection, which names them and says each start of
+// the counters once (they usually share one: the server's start).
 func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now time.Time, age time.Duration) ([]Finding, []Skip) {
 	var out []Finding
-	var young []string
+	var starts []string            // distinct starts of the young indexes' counters (RFC 3339), in order met
+	young := map[string][]string{} // start -> the young indexes counting since then
 	for _, s := range specs {
 		if s.Name == "_id_" || s.Unique || s.TTL != nil || s.Hidden {
 			continue
@@ -298,7 +332,11 @@ func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now
 		}
 		window := now.Sub(u.since)
 		if window < age {
-			young = append(young, fmt.Sprintf("%s (counters since %s)", s.Name, u.since.UTC().Format(time.RFC3339)))
+			since := u.since.UTC().Format(time.RFC3339)
+			if young[since] == nil {
+				starts = append(starts, since)
+			}
+			young[since] = append(young[since], s.Name)
 			continue
 		}
 		out = append(out, Finding{
@@ -311,11 +349,14 @@ func unusedIndexes(coll string, specs []indexSpec, uses map[string]indexUse, now
 			Remedy: fmt.Sprintf("drop index %s after checking that no rare job (monthly report, restore) needs it; hide it first (collMod hidden: true) to test", s.Name),
 		})
 	}
-	var skips []Skip
-	if len(young) > 0 {
-		skips = append(skips, Skip{Rule: RuleUnusedIndex, Collection: coll, Reason: fmt.Sprintf(
-			"no operation used %s, but $indexStats counters cover less than %s (they restart with the server)",
-			strings.Join(young, ", "), age)})
+	if len(starts) == 0 {
+		return out, nil
 	}
-	return out, skips
+	groups := make([]string, len(starts))
+	for i, since := range starts {
+		groups[i] = fmt.Sprintf("%s (counters since %s)", strings.Join(young[since], ", "), since)
+	}
+	return out, []Skip{{Rule: RuleUnusedIndex, Collection: coll, Reason: fmt.Sprintf(
+		"no operation used %s, but $indexStats counters cover less than %s (they restart with the server)",
+		strings.Join(groups, "; "), age)}}
 }

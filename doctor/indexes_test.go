@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +86,50 @@ func TestTooManyIndexesAndMultikeyCompound(t *testing.T) {
 	require.Len(t, fs, 1, "sizes.v is multikey through its parent array")
 	require.Equal(t, "t_s", fs[0].Index)
 	require.Equal(t, "tags, sizes.v", fs[0].Field)
+	of, _ := fs[0].Evidence.Get("arrayOf.sizes.v")
+	require.Equal(t, "sizes", of)
+}
+
+// TestMultikeyCompoundComparesArrays: MongoDB refuses only an index over
+// two different arrays; fields of one array's elements, or of arrays
+// nested in one another, share an index (its manual's example of a valid
+// compound multikey index is {"ratings.score": 1, "ratings.by": 1}).
+func TestMultikeyCompoundComparesArrays(t *testing.T) {
+	th, _ := Thresholds{}.withDefaults()
+	p := newProfile(th)
+	for _, doc := range []bson.D{
+		d("items", bson.A{d("sku", "a", "qty", 1, "sizes", bson.A{"S", "M"}, "colors", bson.A{"red"})}, "tags", bson.A{"x"}, "n", 1),
+		d("items", bson.A{d("sku", "b", "qty", 2)}, "tags", "y", "n", 2),
+		d("line", d("items", bson.A{d("sku", "c")}, "codes", bson.A{1, 2}), "n", 3),
+	} {
+		raw, err := bson.Marshal(doc)
+		require.NoError(t, err)
+		require.NoError(t, p.add(raw))
+	}
+	for _, tc := range []struct {
+		key  []keyField
+		want string // the fields reported, "" for none
+	}{
+		{key("items.sku", 1, "items.qty", 1), ""},
+		{key("items.sku", 1, "items.qty", -1, "n", 1), ""},
+		{key("items", 1, "items.sku", 1), ""},
+		{key("items.sku", 1, "items.sizes", 1), "" /* sizes is inside the items array */},
+		{key("items", 1, "items.sizes", 1), ""},
+		{key("line.items.sku", 1, "line.n", 1), ""},
+		{key("items.sku", 1, "tags", 1), "items.sku, tags"},
+		{key("items.sizes", 1, "items.colors", 1), "items.sizes, items.colors"},
+		{key("items.sku", 1, "items.sizes", 1, "items.colors", 1), "items.sizes, items.colors"},
+		{key("line.items.sku", 1, "line.codes", 1), "line.items.sku, line.codes"},
+		{key("tags", 1, "n", 1), ""},
+	} {
+		fs := multikeyCompound("c", []indexSpec{{Name: keyString(tc.key), Key: tc.key}}, p)
+		if tc.want == "" {
+			require.Empty(t, fs, "%s", keyString(tc.key))
+			continue
+		}
+		require.Len(t, fs, 1, "%s", keyString(tc.key))
+		require.Equal(t, tc.want, fs[0].Field, "%s", keyString(tc.key))
+	}
 }
 
 func TestUnusedIndexes(t *testing.T) {
@@ -111,6 +157,32 @@ func TestUnusedIndexes(t *testing.T) {
 	require.Len(t, skips, 1)
 	require.Equal(t, RuleUnusedIndex, skips[0].Rule)
 	require.Contains(t, skips[0].Reason, "young_1")
+}
+
+// TestUnusedIndexesSayTheWindowOnce: 40 indexes whose counters started
+// at the server's last start give one line that names them all and says
+// the window once, not once per index (issue 22).
+func TestUnusedIndexesSayTheWindowOnce(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	restart, created := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	var specs []indexSpec
+	uses := map[string]indexUse{}
+	var names []string
+	for i := range 40 {
+		name := fmt.Sprintf("attr_%02d_1", i)
+		specs = append(specs, indexSpec{Name: name, Key: key(fmt.Sprintf("attr_%02d", i), 1)})
+		uses[name] = indexUse{0, restart}
+		names = append(names, name)
+	}
+	specs = append(specs, indexSpec{Name: "new_1", Key: key("new", 1)})
+	uses["new_1"] = indexUse{0, created}
+	fs, skips := unusedIndexes("c", specs, uses, now, DefaultUnusedIndexAge)
+	require.Empty(t, fs)
+	require.Len(t, skips, 1)
+	reason := skips[0].Reason
+	require.Equal(t, 2, strings.Count(reason, "counters since"), "once per start of the counters: %s", reason)
+	require.Contains(t, reason, strings.Join(names, ", ")+" (counters since 2026-05-30T00:00:00Z); new_1 (counters since 2026-05-31T23:00:00Z)")
+	require.Less(t, len(reason), 800)
 }
 
 func TestWantIndexDifferences(t *testing.T) {

@@ -47,6 +47,10 @@ func TestLintPipelineRules(t *testing.T) {
 		{"$match passes $project keeping its field, not $group",
 			`[{"$group": {"_id": "$status", "n": {"$sum": 1}}}, {"$project": {"_id": 1, "n": 1}}, {"$match": {"n": {"$gt": 1}}}]`,
 			[]hit{{RulePipelineMatchLate, Info, 1}}},
+		// The documented limit (see RulePipelineMatchLate): a $match on the
+		// group key could go first as {status: "paid"}, but the lint never
+		// moves a $match past a $group.
+		{"$match on the group key after $group is not reported", `[{"$sort": {"at": 1}}, {"$group": {"_id": "$status", "n": {"$sum": 1}}}, {"$match": {"_id": "paid"}}]`, nil},
 		{"$match on a field an inclusion $project drops stays", `[{"$project": {"total": 1}}, {"$match": {"status": "paid"}}]`, nil},
 		{"$match on $$ROOT stays; the $project can precede the $sort", `[{"$sort": {"a": 1}}, {"$project": {"a": 1}}, {"$match": {"$expr": {"$gt": ["$$ROOT.a", 1]}}}]`,
 			[]hit{{RulePipelineProjectLate, Info, 0}}},
@@ -96,6 +100,11 @@ func TestLintPipelineRules(t *testing.T) {
 			}
 			require.Equal(t, tc.want, got)
 		})
+	}
+	for _, r := range Rules {
+		if r.ID == RulePipelineMatchLate {
+			require.Contains(t, r.About, "never moved past a $group, even on the group key", "the limit is documented where the rules are listed")
+		}
 	}
 }
 

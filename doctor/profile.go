@@ -228,17 +228,18 @@ func (p *profile) level(path string) *levelStats {
 	return lv
 }
 
-// holdsArrays reports how many arrays the sample saw at path or at any of
-// its prefixes: MongoDB makes an index on "a.b" multikey when "a" or "a.b"
-// holds arrays.
-func (p *profile) holdsArrays(path string) int {
-	n := 0
+// arraysAt returns the paths, among path and its prefixes, at which the
+// sample saw arrays, outermost first, and how many arrays it saw there in
+// all: MongoDB makes an index on "a.b" multikey when "a" or "a.b" holds
+// arrays.
+func (p *profile) arraysAt(path string) (at []string, n int) {
 	for prefix := range prefixes(path) {
 		if a := p.arrays[prefix]; a != nil {
+			at = append(at, prefix)
 			n += a.lengths.n
 		}
 	}
-	return n
+	return at, n
 }
 
 // prefixes yields "a", "a.b", "a.b.c" for "a.b.c".
@@ -262,7 +263,8 @@ func join(path, key string) string {
 }
 
 // idString renders a document's _id for the evidence: an ObjectID as its
-// hex, a string as itself, anything else in extended JSON; cut at 64 bytes.
+// hex, a string as itself, anything else as [humanValue] does; cut at 64
+// bytes.
 func idString(v bson.RawValue) string {
 	var s string
 	switch v.Type {
@@ -273,7 +275,7 @@ func idString(v bson.RawValue) string {
 	case bson.TypeString:
 		s = v.StringValue()
 	default:
-		s = v.String()
+		s = humanValue(v)
 	}
 	if len(s) > 64 {
 		s = strings.ToValidUTF8(s[:61], "") + "..."

@@ -332,6 +332,20 @@ func appendNew(s []string, v string) []string {
 	return append(s, v)
 }
 
+// withoutRegexI returns the shape without the fields filtered only by a
+// case-insensitive regular expression, which give an index no bounds. A
+// field the shape sorts on stays: an index serves the sort.
+func (sh shape) withoutRegexI() shape {
+	drop := func(fields []string) []string {
+		return slices.DeleteFunc(slices.Clone(fields), func(f string) bool {
+			return slices.ContainsFunc(sh.regexI, func(r regexUse) bool { return r.Path == f })
+		})
+	}
+	out := sh
+	out.rng, out.ranges = drop(sh.rng), drop(sh.ranges)
+	return out
+}
+
 // fields returns every field of the shape.
 func (sh shape) fields() []string {
 	out := slices.Clone(sh.eq)

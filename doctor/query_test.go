@@ -139,13 +139,35 @@ func TestAssessIndexServesShape(t *testing.T) {
 	require.Equal(t, fitNone, got)
 }
 
+// TestShapeWithoutRegexI: a field matched by a case-insensitive $regex
+// gives an index no bounds, so the index analysis leaves it out, unless
+// the shape sorts on it.
+func TestShapeWithoutRegexI(t *testing.T) {
+	re := d("$regex", "^ann", "$options", "i")
+	for _, tc := range []struct {
+		filter, sort bson.D
+		want         []string
+	}{
+		{d("email", re), nil, nil},
+		{d("email", bson.Regex{Pattern: "ann", Options: "i"}), nil, nil},
+		{d("status", "paid", "email", re), nil, []string{"status"}},
+		{d("status", "paid", "email", re, "total", d("$gt", 5)), d("createdAt", -1), []string{"status", "createdAt", "total"}},
+		{d("email", re), d("email", 1), []string{"email"}},
+		{d("email", d("$regex", "^ann")), nil, []string{"email"}},
+	} {
+		sh, err := shapeOf(tc.filter, tc.sort)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, sh.withoutRegexI().fields(), "%v sort %v", tc.filter, tc.sort)
+	}
+}
+
 func TestQueryFindingsFromFitAndPlan(t *testing.T) {
 	q := Query{Collection: "orders", Filter: d("status", "paid"), Sort: d("createdAt", -1)}
 	sh, err := shapeOf(q.Filter, q.Sort)
 	require.NoError(t, err)
 	specs := []indexSpec{{Name: "_id_", Key: key("_id", 1)}, {Name: "status_1_createdAt_-1", Key: key("status", 1, "createdAt", -1)}}
-	ixscan := planReading{Readable: true, Form: "winningPlan", Indexes: []string{"status_1_createdAt_-1"}, Text: "FETCH > IXSCAN status_1_createdAt_-1"}
-	collscan := planReading{Readable: true, Form: "winningPlan", Scan: true, Text: "COLLSCAN"}
+	ixscan := &planReading{Readable: true, Form: "winningPlan", Indexes: []string{"status_1_createdAt_-1"}, Text: "FETCH > IXSCAN status_1_createdAt_-1"}
+	collscan := &planReading{Readable: true, Form: "winningPlan", Scan: true, Text: "COLLSCAN"}
 
 	require.Empty(t, queryFindings(q, sh, specs, 1, fitFull, "", ixscan), "served and planned on the index")
 	fs := queryFindings(q, sh, specs, 1, fitFull, "", collscan)
@@ -155,19 +177,58 @@ func TestQueryFindingsFromFitAndPlan(t *testing.T) {
 	plan, _ := fs[0].Evidence.Get("plan")
 	require.Equal(t, "winningPlan: COLLSCAN", plan)
 
-	fs = queryFindings(q, sh, specs, -1, fitNone, "", planReading{})
+	fs = queryFindings(q, sh, specs, -1, fitNone, "", nil)
 	require.Len(t, fs, 1)
 	require.Equal(t, "no index serves the shape", fs[0].Message)
 	esr, _ := fs[0].Evidence.Get("esrIndex")
 	require.Equal(t, "{status: 1, createdAt: -1}", esr)
 	_, hasPlan := fs[0].Evidence.Get("plan")
-	require.False(t, hasPlan, "an unreadable plan is not evidence")
+	require.False(t, hasPlan, "no explain, no plan in the evidence")
 
 	fs = queryFindings(q, sh, specs, 1, fitPartial, "serves status", ixscan)
 	require.Equal(t, Info, fs[0].Severity, "partly served, and the plan uses the index")
 	fs = queryFindings(q, sh, specs, 1, fitOrder, "out of order", ixscan)
 	require.Equal(t, RuleESROrder, fs[0].Rule)
 	require.Equal(t, "status_1_createdAt_-1", fs[0].Index)
+}
+
+// TestQueryFindingsFromAnUnreadablePlan: FerretDB 1.x's SQLite plan reads
+// SCAN for every filter, _id lookups included. It must not make a served
+// shape a warning (a false CI failure): the finding says, at info level,
+// that the plan is unreadable, and the indexes alone decide the rest.
+func TestQueryFindingsFromAnUnreadablePlan(t *testing.T) {
+	sqlite := readPlan(ext(t, `{"queryPlanner": {"Plan": ["id=2 parent=0 notused=0 detail=SCAN orders_325e96ec"]}, "explainVersion": "1", "filterPushdown": false}`))
+	require.False(t, sqlite.Readable)
+	specs := []indexSpec{{Name: "_id_", Key: key("_id", 1)}, {Name: "status_1_createdAt_-1", Key: key("status", 1, "createdAt", -1)}}
+	for _, tc := range []struct {
+		name     string
+		q        Query
+		best     int
+		fit      fit
+		severity Severity
+		message  string
+	}{
+		{"an _id lookup", Query{Collection: "orders", Filter: d("_id", "o1")}, 0, fitFull, Info,
+			"plan unreadable: index _id_ serves the shape by its key; the server's plan cannot say whether the server uses it"},
+		{"an indexed query", Query{Collection: "orders", Filter: d("status", "paid"), Sort: d("createdAt", -1)}, 1, fitFull, Info,
+			"plan unreadable: index status_1_createdAt_-1 serves the shape by its key; the server's plan cannot say whether the server uses it"},
+		{"a query no index serves", Query{Collection: "orders", Filter: d("total", d("$gt", 100))}, -1, fitNone, Warning,
+			"no index serves the shape"},
+		{"a query an index serves in part", Query{Collection: "orders", Filter: d("status", "paid", "total", d("$gt", 100))}, 1, fitPartial, Info,
+			"no index serves the whole shape; status_1_createdAt_-1 serves status"},
+	} {
+		sh, err := shapeOf(tc.q.Filter, tc.q.Sort)
+		require.NoError(t, err)
+		fs := queryFindings(tc.q, sh, specs, tc.best, tc.fit, "serves status", &sqlite)
+		require.Len(t, fs, 1, tc.name)
+		require.Equal(t, RuleUnindexedQuery, fs[0].Rule, tc.name)
+		require.Equal(t, tc.severity, fs[0].Severity, tc.name)
+		require.Equal(t, tc.message, fs[0].Message, tc.name)
+		plan, _ := fs[0].Evidence.Get("plan")
+		require.Equal(t, `unreadable: SQLite's plan "SCAN orders_325e96ec" names no index, and that form reads SCAN for a lookup by _id too: it cannot say whether an index serves the query`, plan, tc.name)
+		_, claimed := fs[0].Evidence.Get("collectionScan")
+		require.False(t, claimed, "%s: no claim about a scan", tc.name)
+	}
 }
 
 func TestParseQuery(t *testing.T) {

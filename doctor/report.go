@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -21,8 +24,8 @@ import (
 type Report struct {
 	Findings []Finding `json:"findings"`
 	// Skipped lists the rules that could not be evaluated, and why: a
-	// server that lacks $indexStats, an explain without a plan this
-	// package can read. A rule is never silently passed.
+	// server that lacks $indexStats, an explain the server refuses. A
+	// rule is never silently passed.
 	Skipped []Skip `json:"skipped"`
 	// Notes say how the evidence was gathered where that changes how to
 	// read it (for example: samples are the first documents, not random).
@@ -105,6 +108,31 @@ func formatValue(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// humanValue renders a BSON value for people, as the shell shows it:
+// numbers as numbers (7, 1.5, not {"$numberInt": "7"}), dates in RFC 3339
+// ("2026-03-01T00:00:00Z"), ObjectId("..."), strings quoted, null, true;
+// documents in relaxed extended JSON; other types in canonical extended
+// JSON.
+func humanValue(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64:
+		return strconv.FormatInt(v.AsInt64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bson.TypeDecimal128:
+		return v.Decimal128().String()
+	case bson.TypeDateTime:
+		return time.UnixMilli(v.DateTime()).UTC().Format(time.RFC3339Nano)
+	case bson.TypeObjectID:
+		return `ObjectId("` + v.ObjectID().Hex() + `")`
+	case bson.TypeEmbeddedDocument:
+		if b, err := bson.MarshalExtJSON(v.Document(), false, false); err == nil {
+			return string(b)
+		}
+	}
+	return v.String()
 }
 
 // MarshalJSON writes the evidence as one JSON object, keys in order.

@@ -24,8 +24,8 @@ const (
 	RuleRedundantIndex = "redundant-index"
 	// RuleUnusedIndex: an index no operation used since its statistics began.
 	RuleUnusedIndex = "unused-index"
-	// RuleMultikeyCompound: a compound index with more than one field that
-	// holds arrays.
+	// RuleMultikeyCompound: a compound index whose fields run through two
+	// different arrays (fields of one array's elements are valid).
 	RuleMultikeyCompound = "multikey-compound"
 	// RuleMissingIndex: an index a repository declares is absent or differs.
 	RuleMissingIndex = "missing-index"
@@ -38,7 +38,9 @@ const (
 	// Query-shape rules, for the [Query] values given in [Options].Queries.
 
 	// RuleUnindexedQuery: no index serves the shape, or the server's plan
-	// scans the collection.
+	// scans the collection. A field matched by a case-insensitive $regex
+	// is left to RuleCaseInsensitiveRegex: an ordinary index on it would
+	// not help.
 	RuleUnindexedQuery = "unindexed-query"
 	// RuleESROrder: an index holds the shape's fields in an order that
 	// breaks the Equality, Sort, Range rule.
@@ -64,7 +66,13 @@ const (
 
 	// Pipeline rules, for the [Pipeline] values given in [Options].Pipelines.
 
-	// RulePipelineMatchLate: a $match after stages it could precede.
+	// RulePipelineMatchLate: a $match after stages it could precede. It
+	// moves a $match only past stages that keep documents whole ($sort,
+	// projections and $addFields that leave its fields alone, $lookup,
+	// $unwind), never past $group or another stage that makes new
+	// documents: a $match on the group key after a $group (which could
+	// move before it, the key renamed to the grouped field) is not
+	// reported.
 	RulePipelineMatchLate = "pipeline-match-late"
 	// RulePipelineProjectLate: a $project or $unset after stages that carry
 	// the fields it drops.
@@ -93,7 +101,7 @@ var Rules = []RuleInfo{
 	{RuleTooManyIndexes, "more than 30 indexes on a collection", "listIndexes"},
 	{RuleRedundantIndex, "an index whose key is a prefix of another index's key", "listIndexes"},
 	{RuleUnusedIndex, "an index no operation used in at least 7 days of statistics", "$indexStats"},
-	{RuleMultikeyCompound, "a compound index with more than one field that holds arrays", "listIndexes and the sample"},
+	{RuleMultikeyCompound, "a compound index over two different arrays (fields of one array's elements may share one)", "listIndexes and the sample"},
 	{RuleMissingIndex, "an index a repository declares (Indexes()) that is absent or differs", "listIndexes"},
 	{RuleTooManyCollections, "more than 100 collections in the database", "listCollections"},
 	{RuleUnindexedQuery, "a query shape no index serves, or that the server's plan runs as a collection scan", "listIndexes and explain (queryPlanner)"},
@@ -104,7 +112,7 @@ var Rules = []RuleInfo{
 	{RuleShardKeyMonotonic, "a proposed shard key that grows with insertion order (ObjectIds, timestamps)", "the key's values in natural order"},
 	{RuleShardKeyArray, "a proposed shard key field that holds arrays", "a sample of the key's values"},
 	{RuleShardKeyScatterGather, "a query shape that a proposed shard key would send to every shard", "the query shape"},
-	{RulePipelineMatchLate, "a $match after stages it could precede, so it cannot use an index", "the pipeline"},
+	{RulePipelineMatchLate, "a $match after stages it could precede, so it cannot use an index (never moved past a $group, even on the group key)", "the pipeline"},
 	{RulePipelineProjectLate, "a $project or $unset after $lookup, $unwind or $sort stages that carry the fields it drops", "the pipeline"},
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},
 	{RulePipelineLookupExtref, "a $lookup of which the pipeline reads only a few fields", "the pipeline"},

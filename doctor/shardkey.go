@@ -115,7 +115,10 @@ type ShardKeyAnalysis struct {
 	// order, as analyzeShardKey computes it against record ids.
 	Monotonicity string  `json:"monotonicity"`
 	Correlation  float64 `json:"correlation"`
-	Why          string  `json:"why"` // how monotonicity was decided
+	// Why says how monotonicity was decided; with no document read, why
+	// nothing could be measured: "the collection is empty" or "the
+	// collection does not exist".
+	Why string `json:"why"`
 	// Queries says where each query shape on the collection would be sent.
 	Queries []QueryTargeting `json:"queries,omitempty"`
 }
@@ -147,7 +150,9 @@ const (
 // (one $collStats or count, then one $sample or find with an inclusion
 // projection of the key fields), and, when the sample is random, the key
 // fields of the first SampleSize documents in natural order (one find) to
-// measure monotonicity. The query shapes of Options.Queries on the same
+// measure monotonicity; when it reads no document, one listIndexes (unless
+// Check listed them already) to tell a collection that does not exist
+// from an empty one. The query shapes of Options.Queries on the same
 // collection are classified as one-shard, some-shard or scatter-gather.
 // The report holds the measurements (Report.ShardKeys) and the shard-key
 // findings.
@@ -199,7 +204,7 @@ func (kv *keyValues) addDoc(doc bson.Raw, key []keyField) {
 		}
 		canon.WriteByte(byte(v.Type))
 		canon.Write(v.Value)
-		shown = append(shown, v.String())
+		shown = append(shown, humanValue(v))
 	}
 	if anyMissing {
 		kv.missing++
@@ -262,9 +267,17 @@ func (c *checker) shardKey(ctx context.Context, key ShardKey) error {
 	a := ShardKeyAnalysis{Collection: key.Collection, Key: extJSON(key.Key), Sample: sm.Method,
 		Documents: kv.docs, Distinct: len(kv.counts), Missing: kv.missing, Arrays: kv.arrays}
 	if kv.docs == 0 {
-		c.skip(RuleShardKeyCardinality, key.Collection, fmt.Sprintf("%s: the collection is empty", key))
-		c.skip(RuleShardKeyFrequency, key.Collection, fmt.Sprintf("%s: the collection is empty", key))
-		c.skip(RuleShardKeyMonotonic, key.Collection, fmt.Sprintf("%s: the collection is empty", key))
+		_, exists, err := c.indexes(ctx, coll)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		a.Monotonicity, a.Why = "unknown", "the collection is empty"
+		if !exists {
+			a.Why = "the collection does not exist"
+		}
+		for _, rule := range []string{RuleShardKeyCardinality, RuleShardKeyFrequency, RuleShardKeyMonotonic} {
+			c.skip(rule, key.Collection, fmt.Sprintf("%s: %s", key, a.Why))
+		}
 		c.rep.ShardKeys = append(c.rep.ShardKeys, a)
 		return nil
 	}

@@ -72,6 +72,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		tw.table(rows)
 	}
 	for _, k := range r.ShardKeys {
+		if k.Documents == 0 {
+			tw.printf("\nshard key %s %s: nothing to measure: %s\n", k.Collection, k.Key, k.Why)
+			continue
+		}
 		tw.printf("\nshard key %s %s: %d distinct values in %d documents (%s sample), most frequent %.1f%%, %s",
 			k.Collection, k.Key, k.Distinct, k.Documents, k.Sample, 100*k.TopShare, k.Monotonicity)
 		if k.Why != "" {

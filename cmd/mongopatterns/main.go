@@ -2,12 +2,15 @@
 // Its first subcommand, doctor, checks a live database for the schema and
 // index anti-patterns that package doctor finds:
 //
-//	go run github.com/mongopatterns/mongopatterns/cmd/mongopatterns doctor --uri mongodb://localhost:27017 --db shop
+//	go install github.com/mongopatterns/mongopatterns/cmd/mongopatterns@latest
+//	mongopatterns doctor --uri mongodb://localhost:27017 --db shop
 //
 // Run "mongopatterns doctor -h" for its flags. The exit status is 0 when
 // nothing at or above --fail-on severity is found, 1 when something is,
 // and 2 on a usage or connection error or when the database has no
-// collection to check, so that it can gate a CI job.
+// collection to check, so that it can gate a CI job. Gate on the installed
+// binary (or one built with go build -o): go run ends with status 1
+// whatever status the command ended with.
 //
 // Its second, probe, measures which features a server really has (one
 // real probe per patterns.Feature, in a scratch database it creates and
