@@ -107,6 +107,32 @@ var probes = map[patterns.Feature]func(ctx context.Context, t *testing.T, db *mo
 		t.Logf("insert violating the schema: %v", err)
 		return err != nil
 	},
+	patterns.FeatureValidators: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
+		// Enforced and read back, not just accepted: FerretDB 2.x accepts a
+		// validator at create and ignores it, so the probe sets it by
+		// collMod, the way the validation package does.
+		require.NoError(t, db.CreateCollection(ctx, "validated"))
+		validator := bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "properties", Value: bson.D{{Key: "a", Value: bson.D{
+				{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: 0},
+			}}}}}}},
+			bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "a", Value: bson.D{{Key: "$exists", Value: false}}}}}}},
+		}}}
+		err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "validated"}, {Key: "validator", Value: validator}}).Err()
+		if err != nil {
+			t.Logf("collMod validator: %v", err)
+			return false
+		}
+		coll := db.Collection("validated")
+		_, missing := coll.InsertOne(ctx, bson.D{{Key: "b", Value: 1}})
+		_, negative := coll.InsertOne(ctx, bson.D{{Key: "a", Value: -1}})
+		_, valid := coll.InsertOne(ctx, bson.D{{Key: "a", Value: 1}})
+		t.Logf("insert without a: %v; a below minimum: %v; valid: %v", missing, negative, valid)
+		specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "validated"}})
+		require.NoError(t, err)
+		return missing != nil && negative != nil && valid == nil && len(specs) == 1 &&
+			specs[0].Options.Lookup("validator").Type == bson.TypeEmbeddedDocument
+	},
 	patterns.FeatureTimeSeries: func(ctx context.Context, t *testing.T, db *mongo.Database) bool {
 		err := db.CreateCollection(ctx, "ts", options.CreateCollection().SetTimeSeriesOptions(options.TimeSeries().SetTimeField("t")))
 		if err != nil {
