@@ -1,0 +1,107 @@
+package validation_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/validation"
+)
+
+// User is the users collection of the design documents' "Schema
+// Validation" section, in ten lines.
+type User struct {
+	ID        bson.ObjectID `bson:"_id,omitempty"`
+	Email     string        `bson:"email"`
+	Name      string        `bson:"name"`
+	CreatedAt time.Time     `bson:"created_at"`
+	Role      string        `bson:"role,omitempty"`
+	Age       int32         `bson:"age,omitempty"`
+}
+
+// userRules are the constraints of the users validator.
+var userRules = []validation.Option{
+	validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`)),
+	validation.Field("role", validation.Enum("user", "admin", "moderator")),
+	validation.Field("age", validation.Minimum(0), validation.Maximum(150)),
+}
+
+func users(t testing.TB, opts ...validation.Option) *validation.Validator {
+	t.Helper()
+	v, err := validation.For[User](append(opts, userRules...)...)
+	require.NoError(t, err)
+	return v
+}
+
+// The issue's validator, keyword for keyword (the pattern's final $
+// restored), as a document: what createCollection sends.
+func TestForUsersReproducesTheDesignDocument(t *testing.T) {
+	want := bson.D{{Key: "$jsonSchema", Value: bson.D{
+		{Key: "bsonType", Value: "object"},
+		{Key: "required", Value: bson.A{"email", "name", "created_at"}},
+		{Key: "properties", Value: bson.D{
+			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
+			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
+		}},
+	}}}
+	requireSameBSON(t, want, users(t, validation.OnlyConstrained()).Document())
+}
+
+// Without OnlyConstrained every field's type is checked.
+func TestForUsersChecksEveryField(t *testing.T) {
+	want := bson.D{
+		{Key: "bsonType", Value: "object"},
+		{Key: "required", Value: bson.A{"email", "name", "created_at"}},
+		{Key: "properties", Value: bson.D{
+			{Key: "_id", Value: bson.D{{Key: "bsonType", Value: "objectId"}}},
+			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
+			{Key: "name", Value: bson.D{{Key: "bsonType", Value: "string"}}},
+			{Key: "created_at", Value: bson.D{{Key: "bsonType", Value: "date"}}},
+			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
+		}},
+	}
+	requireSameBSON(t, want, users(t).Schema())
+}
+
+// The portable form of the users validator: the core $jsonSchema and a
+// filter per way to break required and enum.
+func TestPortableUsers(t *testing.T) {
+	got, err := users(t, validation.OnlyConstrained()).Portable()
+	require.NoError(t, err)
+	want := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$jsonSchema", Value: bson.D{
+			{Key: "bsonType", Value: "object"},
+			{Key: "properties", Value: bson.D{
+				{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
+				{Key: "role", Value: bson.D{{Key: "bsonType", Value: "string"}}},
+				{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
+			}},
+		}}},
+		bson.D{{Key: "$nor", Value: bson.A{
+			bson.D{{Key: "email", Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: "name", Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: "created_at", Value: bson.D{{Key: "$exists", Value: false}}}},
+			bson.D{{Key: "role", Value: bson.D{{Key: "$exists", Value: true}, {Key: "$nin", Value: bson.A{"user", "admin", "moderator"}}}}},
+		}}},
+	}}}
+	requireSameBSON(t, want, got)
+}
+
+func requireSameBSON(t *testing.T, want, got any) {
+	t.Helper()
+	w, err := bson.MarshalExtJSON(want, true, false)
+	require.NoError(t, err)
+	g, err := bson.MarshalExtJSON(got, true, false)
+	require.NoError(t, err)
+	require.JSONEq(t, string(w), string(g))
+	require.Equal(t, string(w), string(g), "same keys in the same order")
+}
+
+var _ = errors.Is
+var _ = patterns.ErrInvalid
