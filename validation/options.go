@@ -202,11 +202,11 @@ func Items(cs ...Constraint) Constraint {
 		if !n.has("array") || n.items == nil {
 			return errs.Invalid("items on a field of bsonType %v", n.types)
 		}
-		return apply(n.items, cs)
+		return constrainAll(n.items, cs)
 	}}
 }
 
-func apply(n *node, cs []Constraint) error {
+func constrainAll(n *node, cs []Constraint) error {
 	seen := map[string]bool{}
 	for _, c := range cs {
 		if c.set == nil {
@@ -285,7 +285,7 @@ func (c *config) constrain(root *node) error {
 		if err != nil {
 			return err
 		}
-		if err := apply(n, f.cs); err != nil {
+		if err := constrainAll(n, f.cs); err != nil {
 			return fmt.Errorf("field %q: %w", f.path, err)
 		}
 	}
