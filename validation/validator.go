@@ -148,7 +148,7 @@ func (v *Validator) guarded(d bson.D) bson.D {
 // has (required, enum, additionalProperties), and drops the bsonType an
 // enum stands for.
 func (n *node) schema(full bool) bson.D {
-	var d bson.D
+	d := bson.D{} // an empty schema is {}, not null
 	add := func(k string, v any) { d = append(d, bson.E{Key: k, Value: v}) }
 	if len(n.types) > 0 && !(full && n.enum != nil) {
 		if len(n.types) == 1 {
