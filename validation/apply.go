@@ -63,7 +63,7 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
-	opts, exists, err := collOptions(ctx, db, name)
+	_, exists, err := collOptions(ctx, db, name)
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
@@ -87,8 +87,12 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 			return pkg.Wrap("Apply", fmt.Errorf("set the validator of %s: %w", name, srverr.Classify(err)))
 		}
 	}
-	if opts, _, err = collOptions(ctx, db, name); err != nil {
+	opts, exists, err := collOptions(ctx, db, name)
+	if err != nil {
 		return pkg.Wrap("Apply", err)
+	}
+	if !exists {
+		return pkg.Wrap("Apply", fmt.Errorf("%s: dropped by another caller before its options were read back", name))
 	}
 	if err := kept(opts, validator, level, action); err != nil {
 		return pkg.Wrap("Apply", fmt.Errorf("%s: %w: %w", name, err,
