@@ -93,8 +93,11 @@ func TestEnforced(t *testing.T) {
 		_, err := coll.InsertMany(ctx, append(validUsers(), bad...))
 		require.NoError(t, err)
 
-		rep, err := validation.CheckPlan(ctx, coll, v, p)
+		counter := mongotest.NewCounter(t, db)
+		var rep validation.Report
+		sent := counter.Count(func() { rep, err = validation.CheckPlan(ctx, coll, v, p) })
 		require.NoError(t, err)
+		require.Equal(t, []string{"aggregate", "find"}, sent, "count, then sample")
 		require.EqualValues(t, len(bad), rep.Rejected)
 		require.Len(t, rep.Sample, len(bad))
 		for _, r := range rep.Sample {
@@ -102,7 +105,9 @@ func TestEnforced(t *testing.T) {
 			require.Equal(t, fields[id], r.Field, "%s: %s", id, r.Reason)
 		}
 
-		require.NoError(t, validation.ApplyPlan(ctx, db, "users", v, validation.Strict, validation.Error, p))
+		sent = counter.Count(func() { err = validation.ApplyPlan(ctx, db, "users", v, validation.Strict, validation.Error, p) })
+		require.NoError(t, err)
+		require.Equal(t, []string{"listCollections", "collMod", "listCollections"}, sent, "an existing collection")
 		for _, d := range []bson.D{
 			user("dee", "dee@example.com"),
 			with(with(user("eve", "eve@example.com"), "role", "user"), "age", int32(44)),
@@ -122,14 +127,34 @@ func TestEnforced(t *testing.T) {
 		rep, err = validation.CheckPlan(ctx, coll, v, p)
 		require.NoError(t, err)
 		require.EqualValues(t, len(bad), rep.Rejected, "the documents stored before Apply")
+		_, err = coll.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids(bad)}}}})
+		require.NoError(t, err)
+		sent = counter.Count(func() { rep, err = validation.CheckPlan(ctx, coll, v, p) })
+		require.NoError(t, err)
+		require.Equal(t, validation.Report{}, rep)
+		require.Equal(t, []string{"aggregate"}, sent, "nothing to sample")
 
 		// A collection that does not exist is created with it.
-		require.NoError(t, validation.ApplyPlan(ctx, db, "fresh", v, validation.Moderate, validation.Error, p))
+		sent = counter.Count(func() { err = validation.ApplyPlan(ctx, db, "fresh", v, validation.Moderate, validation.Error, p) })
+		require.NoError(t, err)
+		if p.CreateWithValidator {
+			require.Equal(t, []string{"listCollections", "create", "listCollections"}, sent, "a new collection")
+		} else {
+			require.Equal(t, []string{"listCollections", "create", "collMod", "listCollections"}, sent, "a new collection, validator by collMod")
+		}
 		_, err = db.Collection("fresh").InsertOne(ctx, with(user("a", "a@b.cd"), "role", "root"))
 		requireRejected(t, err, "role root in a new collection")
 		// Applying again changes nothing and succeeds.
 		require.NoError(t, validation.ApplyPlan(ctx, db, "fresh", v, validation.Moderate, validation.Error, p))
 	})
+}
+
+func ids(docs []any) bson.A {
+	out := bson.A{}
+	for _, d := range docs {
+		out = append(out, d.(bson.D)[len(d.(bson.D))-1].Value)
+	}
+	return out
 }
 
 func requireRejected(t *testing.T, err error, what any) {
