@@ -85,6 +85,9 @@ var (
 	tDecimal        = reflect.TypeFor[bson.Decimal128]()
 	tBinary         = reflect.TypeFor[bson.Binary]()
 	tD              = reflect.TypeFor[bson.D]()
+	tE              = reflect.TypeFor[bson.E]()
+	tByte           = reflect.TypeFor[byte]()
+	tBytes          = reflect.TypeFor[[]byte]()
 	tRaw            = reflect.TypeFor[bson.Raw]()
 	tRawValue       = reflect.TypeFor[bson.RawValue]()
 	tTimestamp      = reflect.TypeFor[bson.Timestamp]()
@@ -118,7 +121,7 @@ func (b *builder) value(t reflect.Type, minSize bool) (*node, error) {
 		return newNode("decimal"), nil
 	case tBinary:
 		return newNode("binData"), nil
-	case tD, tRaw:
+	case tRaw:
 		return newNode("object"), nil
 	case tRawValue:
 		return newNode(), nil
@@ -169,21 +172,32 @@ func (b *builder) value(t reflect.Type, minSize bool) (*node, error) {
 		}
 		return n.nullable(), nil
 	case reflect.Slice:
-		if t.Elem().Kind() == reflect.Uint8 {
-			n := newNode("binData")
+		var n *node
+		var err error
+		switch {
+		case t == tBytes: // the []byte codec, with its own nil setting
+			n = newNode("binData")
 			if !b.enc.nilBytesAsEmpty {
 				n.nullable()
 			}
 			return n, nil
+		case t.Elem() == tByte: // a named []byte goes through the slice codec
+			n = newNode("binData")
+		case t.ConvertibleTo(tD):
+			n = newNode("object")
+		default:
+			n, err = b.array(t)
 		}
-		n, err := b.array(t)
 		if err == nil && !b.enc.nilSliceAsEmpty {
 			n.nullable()
 		}
 		return n, err
 	case reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 {
+		switch t.Elem() {
+		case tByte:
 			return newNode("binData"), nil
+		case tE:
+			return newNode("object"), nil
 		}
 		return b.array(t)
 	case reflect.Map:

@@ -105,3 +105,47 @@ func requireSameBSON(t *testing.T, want, got any) {
 
 var _ = errors.Is
 var _ = patterns.ErrInvalid
+
+// Blob is a named []byte: the driver's slice codec writes it, so the
+// nil-slice setting applies, not the nil-[]byte one.
+type Blob []byte
+
+// Named []byte types, bson.D and arrays of bytes or elements are
+// mapped as the driver writes them, nil included.
+func TestForMapsSlicesAsTheDriver(t *testing.T) {
+	type doc struct {
+		Bytes []byte
+		Blob  Blob
+		D     bson.D
+		A     [2]byte
+		E     [1]bson.E
+		N     []int
+	}
+	types := func(opts ...validation.Option) map[string]any {
+		v, err := validation.For[doc](opts...)
+		require.NoError(t, err)
+		out := map[string]any{}
+		for _, p := range v.Schema()[2].Value.(bson.D) {
+			out[p.Key] = p.Value.(bson.D)[0].Value
+		}
+		return out
+	}
+	require.Equal(t, map[string]any{
+		"bytes": bson.A{"binData", "null"}, "blob": bson.A{"binData", "null"}, "d": bson.A{"object", "null"},
+		"a": "binData", "e": "object", "n": bson.A{"array", "null"},
+	}, types())
+	require.Equal(t, map[string]any{
+		"bytes": bson.A{"binData", "null"}, "blob": "binData", "d": "object",
+		"a": "binData", "e": "object", "n": "array",
+	}, types(validation.NilSliceAsEmpty()))
+	require.Equal(t, "binData", types(validation.NilByteSliceAsEmpty())["bytes"])
+
+	// And each of them as the driver encodes it passes.
+	v, err := validation.For[doc]()
+	require.NoError(t, err)
+	for _, d := range []doc{{}, {Bytes: []byte{1}, Blob: Blob{2}, D: bson.D{{Key: "k", Value: 1}}, N: []int{1 << 40}}} {
+		raw, err := bson.Marshal(d)
+		require.NoError(t, err)
+		require.Nil(t, v.Validate(raw), "%s", bson.Raw(raw))
+	}
+}
