@@ -1,7 +1,6 @@
 package validation_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -103,9 +102,6 @@ func requireSameBSON(t *testing.T, want, got any) {
 	require.Equal(t, string(w), string(g), "same keys in the same order")
 }
 
-var _ = errors.Is
-var _ = patterns.ErrInvalid
-
 // Blob is a named []byte: the driver's slice codec writes it, so the
 // nil-slice setting applies, not the nil-[]byte one.
 type Blob []byte
@@ -147,5 +143,77 @@ func TestForMapsSlicesAsTheDriver(t *testing.T) {
 		raw, err := bson.Marshal(d)
 		require.NoError(t, err)
 		require.Nil(t, v.Validate(raw), "%s", bson.Raw(raw))
+	}
+}
+
+// Only wraps the validator in {$or: [{field: {$nin: values}}, ...]}:
+// documents at another version pass as they are; Validate agrees.
+func TestOnly(t *testing.T) {
+	v := users(t, validation.OnlyConstrained()).Only("schemaVersion", int32(3), nil)
+	requireSameBSON(t, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "schemaVersion", Value: bson.D{{Key: "$nin", Value: bson.A{int32(3), nil}}}}},
+		users(t, validation.OnlyConstrained()).Document(),
+	}}}, v.Document())
+	bad := func(version any) bson.Raw {
+		d := bson.D{{Key: "email", Value: "nope"}}
+		if version != nil {
+			d = append(d, bson.E{Key: "schemaVersion", Value: version})
+		}
+		return mustMarshal(t, d)
+	}
+	require.NotNil(t, v.Validate(bad(int32(3))), "current: checked")
+	require.NotNil(t, v.Validate(bad(3.0)), "3.0 is 3, as $nin sees it")
+	require.NotNil(t, v.Validate(bad(nil)), "missing is the implicit current version")
+	require.Nil(t, v.Validate(bad(int32(2))), "older: as it is")
+	require.Nil(t, v.Validate(bad("x")), "not a version this validator knows")
+}
+
+// For refuses, with ErrInvalid, what it cannot give a meaning.
+func TestForRefuses(t *testing.T) {
+	type node struct {
+		Next *node `bson:"next"`
+	}
+	type withChan struct{ C chan int }
+	type badInline struct {
+		S string `bson:",inline"`
+	}
+	for name, err := range map[string]error{
+		"no such field": func() error {
+			_, err := validation.For[User](validation.Field("mail", validation.MinLength(1)))
+			return err
+		}(),
+		"pattern on int": func() error {
+			_, err := validation.For[User](validation.Field("age", validation.Pattern("x")))
+			return err
+		}(),
+		"minimum on text": func() error {
+			_, err := validation.For[User](validation.Field("name", validation.Minimum(1)))
+			return err
+		}(),
+		"enum of ints": func() error { _, err := validation.For[User](validation.Field("role", validation.Enum(1))); return err }(),
+		"empty enum":   func() error { _, err := validation.For[User](validation.Field("role", validation.Enum())); return err }(),
+		"bad pattern": func() error {
+			_, err := validation.For[User](validation.Field("email", validation.Pattern("(")))
+			return err
+		}(),
+		"field twice": func() error {
+			_, err := validation.For[User](validation.Field("age"), validation.Field("age"))
+			return err
+		}(),
+		"keyword twice": func() error {
+			_, err := validation.For[User](validation.Field("age", validation.Minimum(1), validation.Minimum(2)))
+			return err
+		}(),
+		"recursive type": func() error { _, err := validation.For[node](); return err }(),
+		"channel":        func() error { _, err := validation.For[withChan](); return err }(),
+		"inlined string": func() error { _, err := validation.For[badInline](); return err }(),
+		"not a struct":   func() error { _, err := validation.For[int](); return err }(),
+		"items on a string": func() error {
+			_, err := validation.For[User](validation.Field("email", validation.Items()))
+			return err
+		}(),
+	} {
+		require.ErrorIs(t, err, patterns.ErrInvalid, name)
+		require.ErrorContains(t, err, "validation: For: ", name)
 	}
 }
