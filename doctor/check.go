@@ -187,6 +187,9 @@ func (c *checker) run(ctx context.Context) error {
 		}
 		c.addAll(fs)
 	}
+	if err := c.validatorRules(ctx, selected); err != nil {
+		return fmt.Errorf("validators: %w", err)
+	}
 	return c.missingIndexes(ctx, c.s.Indexes)
 }
 

@@ -107,6 +107,8 @@ type Options struct {
 	// methods); each one absent is a missing-index finding, as
 	// [CheckIndexes] reports.
 	Indexes []patterns.Index
+	// Validators, when set, runs the validator rules (see [ValidatorCheck]).
+	Validators *ValidatorCheck
 	// Disable lists rule ids not to evaluate.
 	Disable []string
 	// Thresholds: zero fields take their defaults.

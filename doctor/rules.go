@@ -116,6 +116,8 @@ var Rules = []RuleInfo{
 	{RulePipelineProjectLate, "a $project or $unset after $lookup, $unwind or $sort stages that carry the fields it drops", "the pipeline"},
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},
 	{RulePipelineLookupExtref, "a $lookup of which the pipeline reads only a few fields", "the pipeline"},
+	{RuleValidatorDrift, "a collection validator that differs from the one its Go type gives, per field (Options.Validators.Types)", "listCollections"},
+	{RuleMissingValidator, "a collection without a validator (info; Options.Validators)", "listCollections"},
 }
 
 // knownRule reports whether id names a rule of [Rules].

@@ -104,6 +104,17 @@ const (
 	// update can merge sorted arrays in one atomic write. FerretDB 2.x has
 	// it.
 	FeatureSortArray Feature = "$sortArray"
+	// Collection validators set by collMod and enforced, with the
+	// $jsonSchema keywords bsonType (also a list), properties, items,
+	// pattern, minimum/maximum, minLength/maxLength and minItems/maxItems,
+	// beside the query operators $and, $nor, $exists, $nin, $type and
+	// $elemMatch. MongoDB has them from 3.6, with all of $jsonSchema
+	// ([FeatureJSONSchema]). FerretDB 2.x has them as measured on
+	// 2026-12-01 (refusing a write with code 525074461, not 121), but
+	// answers FailedToParse to required, enum, additionalProperties and
+	// anyOf, so these are written as query operators beside the
+	// $jsonSchema there.
+	FeatureValidators Feature = "validators set by collMod"
 )
 
 // AllFeatures returns every [Feature] that [Capabilities] reports, in a
@@ -117,6 +128,7 @@ func AllFeatures() []Feature {
 		FeaturePullConditions, FeatureUpdateSizeLimit, FeatureFindAndModifyProjection,
 		FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
 		FeatureConcurrentUpdates, FeatureCreateManyIndexes, FeatureSortArray,
+		FeatureValidators,
 	}
 }
 
@@ -132,6 +144,7 @@ var ferretDB2 = []Feature{
 	FeaturePipelineUpdates, FeaturePullConditions, FeatureUpdateSizeLimit,
 	FeatureFindAndModifyProjection, FeatureBatchedUpdates,
 	FeatureConcurrentUpdates, FeatureCreateManyIndexes, FeatureSortArray,
+	FeatureValidators,
 }
 
 // Kind says which server implementation answers on the wire.
@@ -367,6 +380,7 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureConcurrentUpdates, true)
 	set(FeatureCreateManyIndexes, true)
 	set(FeatureSortArray, v.AtLeast(5, 2))
+	set(FeatureValidators, v.AtLeast(3, 6))
 	return s, nil
 }
 

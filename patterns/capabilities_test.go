@@ -97,6 +97,7 @@ func TestNewServer(t *testing.T) {
 				patterns.FeaturePipelineUpdates, patterns.FeaturePullConditions, patterns.FeatureUpdateSizeLimit,
 				patterns.FeatureFindAndModifyProjection, patterns.FeatureBatchedUpdates,
 				patterns.FeatureConcurrentUpdates, patterns.FeatureCreateManyIndexes, patterns.FeatureSortArray,
+				patterns.FeatureValidators,
 			},
 		},
 		{

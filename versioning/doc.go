@@ -56,6 +56,7 @@
 // progress callback; it is resumable and safe to run next to live
 // traffic. [Repo.Stats] counts documents per version; [Repo.Indexes]
 // returns the version index its scan needs.
+// [Repo.Validator] checks T at the current version only, so both run under validationAction "error".
 //
 // # Concurrency
 //

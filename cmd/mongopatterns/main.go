@@ -121,6 +121,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	sample := fs.Int("sample", doctor.DefaultSampleSize, "documents sampled per collection")
 	fullScan := fs.Bool("full-scan", false, "read every document instead of a sample")
 	timeout := fs.Duration("timeout", 10*time.Second, "time to find and reach the server")
+	validators := fs.Bool("validators", false, "report collections without a validator (missing-validator; validator-drift needs Go types: doctor.Options.Validators)")
 	var queries, shardKeys, pipelines, collections, disable multi
 	fs.Var(&queries, "query", "a query shape to check, as JSON (repeatable)")
 	fs.Var(&shardKeys, "shard-key", "a proposed shard key to measure, as JSON (repeatable)")
@@ -158,6 +159,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		threshold = s
 	}
 	opts := doctor.Options{SampleSize: *sample, FullScan: *fullScan, Collections: collections, Disable: disable}
+	if *validators {
+		opts.Validators = &doctor.ValidatorCheck{}
+	}
 	for _, q := range queries {
 		v, err := doctor.ParseQuery([]byte(q))
 		if err != nil {

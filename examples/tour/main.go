@@ -36,6 +36,7 @@ var programs = []struct{ dir, db, about string }{
 	{"posts", "example_posts", "outlier: ordinary posts embed their comments; a viral post keeps 50 and overflows the rest into documents of 20, read back in order"},
 	{"iot", "example_iot", "bucket: sensor readings in hourly buckets (AddMany: one write per bucket it fills), hourly summaries from bucket summaries, range read, retention"},
 	{"users", "example_users", "schema versioning: old documents migrated on read and written back, writes stamp the version, a newer document is refused, MigrateAll finishes the rest"},
+	{"schema", "example_schema", "schema validation: the users validator generated from a Go type, measured with Check on the stored documents, then applied and enforced"},
 }
 
 func main() {

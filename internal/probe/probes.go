@@ -44,6 +44,7 @@ var probes = map[patterns.Feature]func(context.Context, *env) finding{
 	patterns.FeatureConcurrentUpdates:         probeConcurrentUpdates,
 	patterns.FeatureCreateManyIndexes:         probeCreateManyIndexes,
 	patterns.FeatureSortArray:                 probeSortArray,
+	patterns.FeatureValidators:                probeValidators,
 }
 
 // probeTransactions checks isolation and atomicity, not just the absence
@@ -226,6 +227,44 @@ func probeJSONSchema(ctx context.Context, e *env) finding {
 	} else {
 		return works("create with a $jsonSchema validator requiring an int a: {a: 1} stored, {b: 1} refused (%s)", short(err))
 	}
+}
+
+// probeValidators checks that a validator set by collMod, in the form the
+// validation package sends where create ignores validators (core
+// $jsonSchema keywords beside query operators), is enforced and read back:
+// a document without a, and one with a below the minimum, refused; a
+// valid one stored; the collection's options listing the validator.
+func probeValidators(ctx context.Context, e *env) finding {
+	coll := e.db.Collection("validated")
+	if err := e.db.CreateCollection(ctx, coll.Name()); err != nil {
+		return notMeasured("create the collection: %v", short(err))
+	}
+	validator := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "properties", Value: bson.D{{Key: "a", Value: bson.D{
+			{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: 0},
+		}}}}}}},
+		bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "a", Value: bson.D{{Key: "$exists", Value: false}}}}}}},
+	}}}
+	if err := e.db.RunCommand(ctx, bson.D{{Key: "collMod", Value: coll.Name()}, {Key: "validator", Value: validator}}).Err(); err != nil {
+		return refused("collMod with a validator", err)
+	}
+	_, missing := coll.InsertOne(ctx, bson.D{{Key: "b", Value: 1}})
+	_, negative := coll.InsertOne(ctx, bson.D{{Key: "a", Value: int32(-1)}})
+	_, valid := coll.InsertOne(ctx, bson.D{{Key: "a", Value: int32(1)}})
+	specs, err := e.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll.Name()}})
+	if err != nil {
+		return notMeasured("listCollections: %v", short(err))
+	}
+	kept := len(specs) == 1 && specs[0].Options.Lookup("validator").Type == bson.TypeEmbeddedDocument
+	switch {
+	case valid != nil:
+		return wrong("a validator set by collMod refused the valid {a: 1}: %s", short(valid))
+	case missing == nil || negative == nil:
+		return wrong("a validator set by collMod stored {b: 1} (refused: %v) or {a: -1} (refused: %v), which it rejects", missing != nil, negative != nil)
+	case !kept:
+		return wrong("a validator set by collMod was enforced but listCollections does not show it")
+	}
+	return works("a validator set by collMod refused {b: 1} and {a: -1}, stored {a: 1}, and is listed in the collection's options")
 }
 
 // timeSeries creates the collection name with the create options given

@@ -1,0 +1,95 @@
+package doctor_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/doctor"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/validation"
+)
+
+// memberV1 is the type a collection's validator was generated from;
+// memberV2 is the code today: age became required, phone was added, the
+// email pattern changed and nick was dropped.
+type memberV1 struct {
+	Email string `bson:"email"`
+	Age   int32  `bson:"age,omitempty"`
+	Nick  string `bson:"nick"`
+}
+
+type memberV2 struct {
+	Email string `bson:"email"`
+	Age   int32  `bson:"age"`
+	Phone string `bson:"phone"`
+}
+
+func forType[T any](t *testing.T, pattern string) *validation.Validator {
+	t.Helper()
+	v, err := validation.For[T](validation.Field("email", validation.Pattern(pattern)))
+	require.NoError(t, err)
+	return v
+}
+
+// TestValidatorRules: validator-drift names every field whose validator
+// differs from the type's, and nothing for a collection that matches;
+// missing-validator reports each collection without one; both only read.
+func TestValidatorRules(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	for _, name := range []string{"drifted", "same", "plain"} {
+		_, err := db.Collection(name).InsertOne(ctx, bson.D{{Key: "email", Value: "a@b"}, {Key: "age", Value: int32(3)}, {Key: "phone", Value: "1"}})
+		require.NoError(t, err)
+	}
+	types := map[string]*validation.Validator{
+		"drifted": forType[memberV2](t, "^.+@.+$"),
+		"same":    forType[memberV2](t, "@"),
+		"absent":  forType[memberV2](t, "@"),
+	}
+	opts := doctor.Options{Validators: &doctor.ValidatorCheck{Types: types}}
+	if !mongotest.Server().Has(patterns.FeatureValidators) {
+		rep, err := doctor.Check(ctx, db, opts)
+		require.NoError(t, err)
+		for _, rule := range []string{doctor.RuleValidatorDrift, doctor.RuleMissingValidator} {
+			require.True(t, slices.ContainsFunc(rep.Skipped, func(s doctor.Skip) bool { return s.Rule == rule }), "%s skipped: %v", rule, rep.Skipped)
+			require.Empty(t, has(rep, rule, "plain"))
+		}
+		mongotest.Require(t, patterns.FeatureValidators) // and say what did not run
+	}
+	require.NoError(t, validation.Apply(ctx, db, "drifted", forType[memberV1](t, "@"), "", ""))
+	require.NoError(t, validation.Apply(ctx, db, "same", types["same"], "", ""))
+
+	counter := mongotest.NewCounter(t, db)
+	rep, err := doctor.Check(ctx, db, opts)
+	require.NoError(t, err)
+	for _, c := range counter.Commands() {
+		require.Contains(t, readCommands, c, "a check only reads")
+	}
+	var drifted []string
+	for _, f := range has(rep, doctor.RuleValidatorDrift, "drifted") {
+		t.Logf("%s: %s", f.Field, f.Message)
+		drifted = append(drifted, f.Field)
+	}
+	require.ElementsMatch(t, []string{"email", "age", "nick", "nick", "phone", "phone"}, drifted,
+		"pattern of email; age required; nick dropped (field and required); phone added (field and required)")
+	require.Empty(t, has(rep, doctor.RuleValidatorDrift, "same"))
+	absent := has(rep, doctor.RuleValidatorDrift, "absent")
+	require.Len(t, absent, 1)
+	require.Contains(t, absent[0].Message, "does not exist")
+
+	missing := has(rep, doctor.RuleMissingValidator, "plain")
+	require.Len(t, missing, 1)
+	require.Equal(t, doctor.Info, missing[0].Severity)
+	require.Empty(t, has(rep, doctor.RuleMissingValidator, "same"))
+	require.Empty(t, has(rep, doctor.RuleMissingValidator, "drifted"))
+
+	// Without Options.Validators, neither rule runs.
+	rep, err = doctor.Check(ctx, db, doctor.Options{})
+	require.NoError(t, err)
+	require.Empty(t, has(rep, doctor.RuleMissingValidator, "plain"))
+}

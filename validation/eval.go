@@ -1,0 +1,204 @@
+package validation
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// FieldError is why a document fails a validator: its first failing
+// field and the keyword it breaks.
+type FieldError struct {
+	// Field is the dotted path of the failing value ("address.city",
+	// "tags.2"), empty for the document itself.
+	Field string
+	// Reason says what is wrong: "required field missing", "bsonType
+	// string expected, got int", "does not match pattern ...".
+	Reason string
+}
+
+// Error returns "field <Field>: <Reason>".
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return "document: " + e.Reason
+	}
+	return fmt.Sprintf("field %q: %s", e.Field, e.Reason)
+}
+
+// Validate evaluates v on doc in Go, as the server evaluates
+// [Validator.Document], and returns nil when doc passes, else its first
+// failing field: the first required field missing, in the order of the
+// type's fields, then the first declared field that breaks its schema,
+// then the first other field (a map's) that breaks additionalProperties.
+// Patterns are matched with Go's regexp (see [Pattern]). It sends
+// nothing.
+func (v *Validator) Validate(doc bson.Raw) *FieldError {
+	if err := doc.Validate(); err != nil {
+		return &FieldError{Reason: "not a BSON document: " + err.Error()}
+	}
+	if v.only != nil && !v.only.selects(doc) {
+		return nil
+	}
+	return v.root.eval("", bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc})
+}
+
+// selects reports whether doc's field equals one of g's values.
+func (g *guard) selects(doc bson.Raw) bool {
+	val, err := doc.LookupErr(g.field)
+	for _, want := range g.values {
+		if want == nil {
+			if err != nil || val.Type == bson.TypeNull {
+				return true
+			}
+			continue
+		}
+		if err == nil && equal(val, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeNames are the bsonType aliases of the BSON types.
+var typeNames = map[bson.Type]string{
+	bson.TypeDouble: "double", bson.TypeString: "string", bson.TypeEmbeddedDocument: "object",
+	bson.TypeArray: "array", bson.TypeBinary: "binData", bson.TypeUndefined: "undefined",
+	bson.TypeObjectID: "objectId", bson.TypeBoolean: "bool", bson.TypeDateTime: "date",
+	bson.TypeNull: "null", bson.TypeRegex: "regex", bson.TypeDBPointer: "dbPointer",
+	bson.TypeJavaScript: "javascript", bson.TypeSymbol: "symbol", bson.TypeCodeWithScope: "javascriptWithScope",
+	bson.TypeInt32: "int", bson.TypeTimestamp: "timestamp", bson.TypeInt64: "long",
+	bson.TypeDecimal128: "decimal", bson.TypeMinKey: "minKey", bson.TypeMaxKey: "maxKey",
+}
+
+// eval checks the value val at path p against n.
+func (n *node) eval(p string, val bson.RawValue) *FieldError {
+	fail := func(format string, args ...any) *FieldError {
+		return &FieldError{Field: p, Reason: fmt.Sprintf(format, args...)}
+	}
+	if n.enum != nil {
+		if !inEnum(val, n.enum) {
+			return fail("%s not in enum %v", val, n.enum)
+		}
+	} else if len(n.types) > 0 && !n.has(typeNames[val.Type]) {
+		return fail("bsonType %v expected, got %s", n.types, typeNames[val.Type])
+	}
+	switch val.Type {
+	case bson.TypeEmbeddedDocument:
+		return n.evalObject(p, val.Document())
+	case bson.TypeArray:
+		vals, _ := val.Array().Values()
+		if n.minItems >= 0 && len(vals) < n.minItems {
+			return fail("%d items, minItems %d", len(vals), n.minItems)
+		}
+		if n.maxItems >= 0 && len(vals) > n.maxItems {
+			return fail("%d items, maxItems %d", len(vals), n.maxItems)
+		}
+		if n.items != nil {
+			for i, e := range vals {
+				if err := n.items.eval(join(p, strconv.Itoa(i)), e); err != nil {
+					return err
+				}
+			}
+		}
+	case bson.TypeString:
+		s := val.StringValue()
+		k := utf8.RuneCountInString(s)
+		switch {
+		case n.re != nil && !n.re.MatchString(s):
+			return fail("does not match pattern %s", n.pattern)
+		case n.minLength >= 0 && k < n.minLength:
+			return fail("%d characters, minLength %d", k, n.minLength)
+		case n.maxLen >= 0 && k > n.maxLen:
+			return fail("%d characters, maxLength %d", k, n.maxLen)
+		}
+	default:
+		x, ok := toFloat(val)
+		if !ok {
+			return nil
+		}
+		if lo, _ := toFloat(raw(n.min)); n.min != nil && x < lo {
+			return fail("%v below minimum %v", x, n.min)
+		}
+		if hi, _ := toFloat(raw(n.max)); n.max != nil && x > hi {
+			return fail("%v above maximum %v", x, n.max)
+		}
+	}
+	return nil
+}
+
+func (n *node) evalObject(p string, doc bson.Raw) *FieldError {
+	for _, r := range n.required {
+		if _, err := doc.LookupErr(r); err != nil {
+			return &FieldError{Field: join(p, r), Reason: "required field missing"}
+		}
+	}
+	for _, pr := range n.props {
+		if val, err := doc.LookupErr(pr.name); err == nil {
+			if fe := pr.n.eval(join(p, pr.name), val); fe != nil {
+				return fe
+			}
+		}
+	}
+	if n.extra == nil {
+		return nil
+	}
+	elems, _ := doc.Elements()
+	for _, e := range elems {
+		if n.prop(e.Key()) == nil {
+			if fe := n.extra.eval(join(p, e.Key()), e.Value()); fe != nil {
+				return fe
+			}
+		}
+	}
+	return nil
+}
+
+// raw encodes a Go value as a RawValue.
+func raw(v any) bson.RawValue {
+	if v == nil {
+		return bson.RawValue{Type: bson.TypeNull}
+	}
+	b, err := bson.Marshal(bson.D{{Key: "v", Value: v}})
+	if err != nil {
+		return bson.RawValue{}
+	}
+	return bson.Raw(b).Lookup("v")
+}
+
+// toFloat returns a number's value.
+func toFloat(v bson.RawValue) (float64, bool) {
+	switch v.Type {
+	case bson.TypeInt32:
+		return float64(v.Int32()), true
+	case bson.TypeInt64:
+		return float64(v.Int64()), true
+	case bson.TypeDouble:
+		return v.Double(), true
+	case bson.TypeDecimal128:
+		f, err := strconv.ParseFloat(v.Decimal128().String(), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
+// equal compares a stored value with a Go value as the server's $in and
+// enum do: numbers by value, whatever their types.
+func equal(v bson.RawValue, want any) bool {
+	w := raw(want)
+	if a, ok := toFloat(v); ok {
+		b, ok := toFloat(w)
+		return ok && a == b
+	}
+	return v.Equal(w)
+}
+
+func inEnum(v bson.RawValue, enum []any) bool {
+	for _, e := range enum {
+		if equal(v, e) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,31 @@
+package validation
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Plan is the plan of Check and Apply, for the tests.
+type Plan = plan
+
+// PlanFor is the plan function, for RunPlans.
+var PlanFor = planFor
+
+// CheckPlan is Check taking plan p.
+func CheckPlan(ctx context.Context, coll *mongo.Collection, v *Validator, p Plan) (Report, error) {
+	return measure(ctx, coll, v, p, "the server")
+}
+
+// ApplyPlan is Apply taking plan p.
+func ApplyPlan(ctx context.Context, db *mongo.Database, name string, v *Validator, level Level, action Action, p Plan) error {
+	return apply(ctx, db, name, v, level, action, p, "the server")
+}
+
+// The builders, for commands_test.go.
+var (
+	RejectsFilter  = rejectsFilter
+	CollModCommand = collModCommand
+	CreateCommand  = plan.createCommand
+	SendForm       = plan.validator
+)

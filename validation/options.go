@@ -1,0 +1,293 @@
+package validation
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+)
+
+// Option configures [For]: an encoder setting the collection's documents
+// are written with, a constraint on a field ([Field]), or the shape of
+// the result ([OnlyConstrained]).
+type Option func(*config)
+
+type config struct {
+	enc             encoding
+	fields          []fieldConstraints
+	onlyConstrained bool
+}
+
+type fieldConstraints struct {
+	path string
+	cs   []Constraint
+}
+
+// IntMinSize mirrors bson.Encoder.IntMinSize: int64 and unsigned values
+// that fit are stored as int32, so their bsonType is ["int", "long"].
+func IntMinSize() Option { return func(c *config) { c.enc.intMinSize = true } }
+
+// NilSliceAsEmpty mirrors bson.Encoder.NilSliceAsEmpty: a nil slice is
+// stored as an empty array, never null.
+func NilSliceAsEmpty() Option { return func(c *config) { c.enc.nilSliceAsEmpty = true } }
+
+// NilMapAsEmpty mirrors bson.Encoder.NilMapAsEmpty: a nil map is stored as
+// an empty document, never null.
+func NilMapAsEmpty() Option { return func(c *config) { c.enc.nilMapAsEmpty = true } }
+
+// NilByteSliceAsEmpty mirrors bson.Encoder.NilByteSliceAsEmpty: a nil
+// []byte is stored as empty binary data, never null.
+func NilByteSliceAsEmpty() Option { return func(c *config) { c.enc.nilBytesAsEmpty = true } }
+
+// OmitZeroStruct mirrors bson.Encoder.OmitZeroStruct: omitempty leaves out
+// a struct whose fields are all empty, so such a field is not required.
+func OmitZeroStruct() Option { return func(c *config) { c.enc.omitZeroStruct = true } }
+
+// OmitEmpty mirrors bson.Encoder.OmitEmpty: every field is treated as
+// tagged omitempty.
+func OmitEmpty() Option { return func(c *config) { c.enc.omitEmpty = true } }
+
+// OnlyConstrained lists in properties only the fields that carry a
+// constraint (and the objects that hold them), as a hand-written
+// validator that checks a few fields does; required still lists every
+// field the encoder always writes. Without it every field's type is
+// checked, which is what a validator generated from a type is for.
+func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = true } }
+
+// Field gives the constraints of the field at path, a BSON path of T
+// ("email", "address.city"); [Items] constrains the elements of an
+// array. Each path may be given once. [For] fails with
+// [patterns.ErrInvalid] for a path T does not have and for a constraint
+// that does not fit the field's type.
+func Field(path string, cs ...Constraint) Option {
+	return func(c *config) { c.fields = append(c.fields, fieldConstraints{path, cs}) }
+}
+
+// Constraint is a $jsonSchema keyword that a Go type cannot say.
+type Constraint struct {
+	keyword string
+	set     func(n *node) error
+}
+
+// Pattern requires a string to match the regular expression re (the
+// pattern keyword). The server matches with PCRE; re must also compile
+// with Go's regexp, which [Validator.Validate] uses, and mean the same
+// there (keep to the syntax both share).
+func Pattern(re string) Constraint {
+	return Constraint{"pattern", func(n *node) error {
+		if !n.has("string") {
+			return errs.Invalid("pattern on a field of bsonType %v", n.types)
+		}
+		r, err := regexp.Compile(re)
+		if err != nil {
+			return errs.Invalid("pattern %q: %v", re, err)
+		}
+		n.pattern, n.re = re, r
+		return nil
+	}}
+}
+
+// Enum requires the value to equal one of values (the enum keyword),
+// which must be of the field's type: strings for a string field, numbers
+// for a number field (stored as the field is: int32 for an int32 field,
+// and so on). A nullable field (a pointer without omitempty) also takes
+// null. The enum replaces the field's bsonType in [Validator.Document],
+// since its values already fix the type.
+func Enum(values ...any) Constraint {
+	return Constraint{"enum", func(n *node) error {
+		if len(values) == 0 {
+			return errs.Invalid("an empty enum admits nothing")
+		}
+		out := make([]any, 0, len(values)+1)
+		for _, v := range values {
+			conv, err := n.scalar(v)
+			if err != nil {
+				return err
+			}
+			out = append(out, conv)
+		}
+		if n.has("null") {
+			out = append(out, nil)
+		}
+		n.enum = out
+		return nil
+	}}
+}
+
+// Number is the type of a bound given to [Minimum] and [Maximum].
+type Number interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~float32 | ~float64
+}
+
+// Minimum requires a number to be at least x (the minimum keyword). An
+// integral x is written as an int32 when it fits, else an int64; any
+// other as a double, as the shell writes them.
+func Minimum[N Number](x N) Constraint {
+	return bound("minimum", x, func(n *node, v any) { n.min = v })
+}
+
+// Maximum requires a number to be at most x (the maximum keyword),
+// written as [Minimum] writes its bound.
+func Maximum[N Number](x N) Constraint {
+	return bound("maximum", x, func(n *node, v any) { n.max = v })
+}
+
+func bound[N Number](keyword string, x N, set func(*node, any)) Constraint {
+	return Constraint{keyword, func(n *node) error {
+		if !n.numeric() {
+			return errs.Invalid("%s on a field of bsonType %v", keyword, n.types)
+		}
+		v, err := number(float64(x))
+		if err != nil {
+			return errs.Invalid("%s %v", keyword, x)
+		}
+		set(n, v)
+		return nil
+	}}
+}
+
+// number returns f as the shell writes a number: an int32 when it is
+// integral and fits, else an int64 when integral, else a double.
+func number(f float64) (any, error) {
+	switch {
+	case math.IsNaN(f) || math.IsInf(f, 0):
+		return nil, fmt.Errorf("%v is not a number", f)
+	case f == math.Trunc(f) && f >= math.MinInt32 && f <= math.MaxInt32:
+		return int32(f), nil
+	case f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64:
+		return int64(f), nil
+	}
+	return f, nil
+}
+
+// MinLength requires a string of at least k characters (code points).
+func MinLength(k int) Constraint {
+	return count("minLength", k, "string", func(n *node) { n.minLength = k })
+}
+
+// MaxLength requires a string of at most k characters (code points).
+func MaxLength(k int) Constraint {
+	return count("maxLength", k, "string", func(n *node) { n.maxLen = k })
+}
+
+// MinItems requires an array of at least k elements.
+func MinItems(k int) Constraint {
+	return count("minItems", k, "array", func(n *node) { n.minItems = k })
+}
+
+// MaxItems requires an array of at most k elements.
+func MaxItems(k int) Constraint {
+	return count("maxItems", k, "array", func(n *node) { n.maxItems = k })
+}
+
+func count(keyword string, k int, on string, set func(*node)) Constraint {
+	return Constraint{keyword, func(n *node) error {
+		if !n.has(on) {
+			return errs.Invalid("%s on a field of bsonType %v", keyword, n.types)
+		}
+		if k < 0 || k > math.MaxInt32 {
+			return errs.Invalid("%s %d", keyword, k)
+		}
+		set(n)
+		return nil
+	}}
+}
+
+// Items applies cs to each element of an array.
+func Items(cs ...Constraint) Constraint {
+	return Constraint{"items", func(n *node) error {
+		if !n.has("array") || n.items == nil {
+			return errs.Invalid("items on a field of bsonType %v", n.types)
+		}
+		return constrainAll(n.items, cs)
+	}}
+}
+
+func constrainAll(n *node, cs []Constraint) error {
+	seen := map[string]bool{}
+	for _, c := range cs {
+		if c.set == nil {
+			return errs.Invalid("a zero Constraint")
+		}
+		if seen[c.keyword] {
+			return errs.Invalid("%s given twice", c.keyword)
+		}
+		seen[c.keyword] = true
+		if err := c.set(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// numeric reports whether n holds only numbers (and maybe null).
+func (n *node) numeric() bool {
+	if len(n.types) == 0 {
+		return false
+	}
+	for _, t := range n.types {
+		switch t {
+		case "int", "long", "double", "decimal", "null":
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// scalar converts an enum value to the type n stores.
+func (n *node) scalar(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if n.has("string") {
+			return x, nil
+		}
+	case bool:
+		if n.has("bool") {
+			return x, nil
+		}
+	case int, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64:
+		if n.numeric() {
+			if conv, err := number(reflect.ValueOf(x).Convert(reflect.TypeFor[float64]()).Float()); err == nil {
+				return conv, nil
+			}
+		}
+	}
+	return nil, errs.Invalid("enum value %v (%T) on a field of bsonType %v", v, v, n.types)
+}
+
+// find returns the node at path below n: the declared fields of objects,
+// through pointers.
+func (n *node) find(path string) (*node, error) {
+	cur := n
+	for _, seg := range strings.Split(path, ".") {
+		next := cur.prop(seg)
+		if next == nil {
+			return nil, errs.Invalid("field %q: no such field in the type", path)
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// constrain applies the Field options to root.
+func (c *config) constrain(root *node) error {
+	seen := map[string]bool{}
+	for _, f := range c.fields {
+		if seen[f.path] {
+			return errs.Invalid("field %q given twice", f.path)
+		}
+		seen[f.path] = true
+		n, err := root.find(f.path)
+		if err != nil {
+			return err
+		}
+		if err := constrainAll(n, f.cs); err != nil {
+			return fmt.Errorf("field %q: %w", f.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,32 @@
+package validation
+
+import "github.com/mongopatterns/mongopatterns/patterns"
+
+// plan is how [Check] and [Apply] use a server, decided from its
+// features on each call (patterns.Capabilities caches them per client).
+type plan struct {
+	// Validators: the server enforces a validator set by collMod and
+	// evaluates the portable form ([patterns.FeatureValidators]);
+	// without it Check and Apply return ErrUnsupported before sending
+	// anything.
+	Validators bool
+	// FullSchema: the server's $jsonSchema has every keyword
+	// ([patterns.FeatureJSONSchema]), so the validator is
+	// [Validator.Document]; without it, [Validator.Portable].
+	FullSchema bool
+	// CreateWithValidator: create takes the validator
+	// ([patterns.FeatureJSONSchema]); without it (FerretDB 2.x ignores
+	// one given at create), Apply creates the collection, then sets the
+	// validator with collMod.
+	CreateWithValidator bool
+}
+
+// planFor returns the plan for srv.
+func planFor(srv *patterns.Server) plan {
+	full := srv.Has(patterns.FeatureJSONSchema)
+	return plan{
+		Validators:          full || srv.Has(patterns.FeatureValidators),
+		FullSchema:          full,
+		CreateWithValidator: full,
+	}
+}

@@ -1,0 +1,36 @@
+package versioning
+
+import "github.com/mongopatterns/mongopatterns/validation"
+
+// Validator returns the collection validator of the repository: the
+// schema of T (validation.For[T] with opts), checked only on documents
+// at the current version (the version field equal to Config.Current, or
+// missing when Config.Implicit is Current). A document at an older
+// version passes as it is, so a collection in the middle of a migration
+// can run under validationAction "error": Get's write-back and
+// MigrateAll write the current version, which the validator checks,
+// while the documents not yet migrated stay valid. A document at a
+// newer version (written by a newer release) passes too: that release's
+// validator is the one that knows its shape. Set it with
+// [validation.Apply]; measure it first with [validation.Check].
+//
+// Every migration must then produce every field T always writes (a
+// field without omitempty): a migrated document that lacks one is
+// refused by the server, and Get or MigrateAll report that write error
+// for it, leaving the stored document as it was. Check before Apply
+// does not see this (older documents pass): test the migrations' output
+// with [validation.Validator.Validate].
+//
+// Errors are those of [validation.For], prefixed "versioning: Validator:
+// ". It sends nothing.
+func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, error) {
+	v, err := validation.For[T](opts...)
+	if err != nil {
+		return nil, pkg.Wrap("Validator", err)
+	}
+	current := []any{int32(r.current)}
+	if r.implicit == r.current {
+		current = append(current, nil)
+	}
+	return v.Only(r.field, current...), nil
+}

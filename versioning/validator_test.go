@@ -1,0 +1,109 @@
+package versioning_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/validation"
+	"github.com/mongopatterns/mongopatterns/versioning"
+)
+
+// Member is User with visits optional: what the migrations from versions
+// 1 and 2 produce is a valid Member.
+type Member struct {
+	ID     string `bson:"_id"`
+	First  string `bson:"first"`
+	Last   string `bson:"last"`
+	Email  string `bson:"email"`
+	Locale string `bson:"locale"`
+	Visits int    `bson:"visits,omitempty"`
+}
+
+var emailRule = validation.Field("email", validation.Pattern(`^[^@]+@[^@]+$`))
+
+// validated returns a fresh database whose users hold a v1, a v2 and a
+// v3 document, under the repository's validator with validationAction
+// "error", and the repository of Member over it taking plan p.
+func validated(t *testing.T, p versioning.Plan) (*versioning.Repo[Member], *validation.Validator, *mongo.Database) {
+	t.Helper()
+	ctx := context.Background()
+	db, coll := usersDB(t)
+	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"), v2("b", "Bob Smith", "bob@example.com"), v3("c", "Cy", "Young", "cy@example.com"))
+	r := newRepo[Member](t, db, p, usersConfig())
+	v, err := r.Validator(emailRule)
+	require.NoError(t, err)
+	rep, err := validation.Check(ctx, coll, v)
+	require.NoError(t, err)
+	require.Zero(t, rep.Rejected, "older versions pass as they are: %+v", rep.Sample)
+	require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
+	return r, v, db
+}
+
+// Under validationAction "error", the lazy migration of Get writes back
+// the current shape, which the validator accepts, and the eager one of
+// MigrateAll migrates every older document.
+func TestValidatorLetsMigrationsRun(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
+		ctx := context.Background()
+		t.Run("lazy", func(t *testing.T) {
+			r, _, db := validated(t, p)
+			m, err := r.Get(ctx, "a")
+			require.NoError(t, err)
+			require.Equal(t, "ada@example.com", m.Email)
+			require.EqualValues(t, 3, stored(t, db.Collection("users"), "a").Lookup("schemaVersion").Int32(), "written back")
+		})
+		t.Run("eager", func(t *testing.T) {
+			r, v, db := validated(t, p)
+			res, err := r.MigrateAll(ctx, versioning.MigrateOptions{})
+			require.NoError(t, err)
+			require.Equal(t, 2, res.Migrated)
+			st, err := r.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, map[int]int64{3: 3}, st.Versions)
+			rep, err := validation.Check(ctx, db.Collection("users"), v)
+			require.NoError(t, err)
+			require.Zero(t, rep.Rejected)
+		})
+		t.Run("current shape enforced", func(t *testing.T) {
+			r, _, db := validated(t, p)
+			_, err := r.Insert(ctx, Member{ID: "d", First: "Dee", Email: "not an email"})
+			require.Error(t, err)
+			_, err = db.Collection("users").InsertOne(ctx, bson.D{{Key: "_id", Value: "e"}, {Key: "schemaVersion", Value: 3}, {Key: "first", Value: "Eve"}})
+			require.Error(t, err, "a current document without its required fields")
+			_, err = db.Collection("users").InsertOne(ctx, bson.D{{Key: "_id", Value: "f"}, {Key: "schemaVersion", Value: 2}, {Key: "whatever", Value: 1}})
+			require.NoError(t, err, "an older version is stored as it is")
+			_, err = r.Insert(ctx, Member{ID: "g", First: "Gus", Last: "G", Email: "gus@example.com", Locale: "en"})
+			require.NoError(t, err)
+		})
+	})
+}
+
+// A migration whose output lacks a field T always writes (User's visits)
+// is refused by the validator: Get and MigrateAll report the server's
+// write error for it and leave the stored document as it was.
+func TestValidatorRefusesAnIncompleteMigration(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db, coll := usersDB(t)
+	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"))
+	r := newUsers(t, db, serverPlan())
+	v, err := r.Validator()
+	require.NoError(t, err)
+	require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
+	before := stored(t, coll, "a")
+	_, err = r.Get(ctx, "a")
+	t.Logf("Get: %v", err)
+	require.Error(t, err)
+	res, err := r.MigrateAll(ctx, versioning.MigrateOptions{})
+	t.Logf("MigrateAll: %+v, %v", res, err)
+	require.Error(t, err)
+	require.Len(t, res.Failed, 1)
+	require.Equal(t, before, stored(t, coll, "a"))
+}
