@@ -73,7 +73,7 @@ type Stats struct {
 // retries exactly).
 type PartialError struct {
 	Failed  []int // indexes into the points given to AddMany, in increasing order
-	Unknown []int // likewise; empty unless the call was cut short
+	Unknown []int // likewise; empty unless the call was cut short, or a statement a retry sent again was refused
 	// Err is the error that cut the call short, if one did; else why the
 	// first of Failed (the lowest index) was not stored.
 	Err error
