@@ -318,7 +318,8 @@ const (
 )
 
 // windowKey identifies the window of a series: the series by
-// [bsonid.Key] of its meta, so that equal numbers of different types are
+// [bsonid.Key] of its meta, so that equal numbers of different types, at
+// any depth of the meta, are
 // one series, as they are to the server.
 type windowKey struct {
 	series string
