@@ -319,8 +319,7 @@ const (
 
 // windowKey identifies the window of a series: the series by
 // [bsonid.Key] of its meta, so that equal numbers of different types, at
-// any depth of the meta, are
-// one series, as they are to the server.
+// any depth of the meta, are one series, as they are to the server.
 type windowKey struct {
 	series string
 	start  bson.DateTime
