@@ -480,6 +480,21 @@ func TestFaultsSummaries(t *testing.T) {
 	})
 }
 
+// TestFaultsLatest: Latest of a series whose newest window holds three
+// buckets (two finds), broken at each: an error, or the newest reading.
+func TestFaultsLatest(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		all := sortReadings(bySensor(readFixture())["s1"])
+		faults.Run(t, faults.New(t), readCase(p, "Latest", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
+			r, err := s.Latest(ctx, "s1")
+			if err != nil {
+				return nil, err
+			}
+			return utc([]reading{r}), nil
+		}, all[len(all)-1:]))
+	})
+}
+
 // TestFaultsTimeSeriesFirstUse: the first AddMany of a TimeSeries creates
 // its collection (and, before MongoDB 6.3, its index) and inserts; broken
 // at each command and called again, the collection is a time-series

@@ -34,6 +34,9 @@ type Store[M, V any] interface {
 	// Summaries yields count, sum, min, max and mean of the series'
 	// measurements in [from, to), per step, for the steps that have any.
 	Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error]
+	// Latest returns the newest measurement of the series meta, or
+	// [patterns.ErrNotFound].
+	Latest(ctx context.Context, meta M) (V, error)
 	// DeleteBefore deletes the measurements, of every series, before t.
 	DeleteBefore(ctx context.Context, t time.Time) error
 	// DeleteSeriesBefore deletes the measurements of one series before t.

@@ -146,3 +146,34 @@ func TestTimeSeriesMeasurementLimit(t *testing.T) {
 	_, err = ts.document("s1", blob{At: time.Now(), Data: make([]byte, maxMeasurementSize-fixed+1)})
 	require.ErrorIs(t, err, patterns.ErrTooLarge)
 }
+
+// TestTimeSeriesLatest: Latest is one find of the newest measurement of
+// the series, by time, whatever the order of insertion; a series without
+// any is ErrNotFound. (A plain collection stands in for the time-series
+// collection, which no server here has: the store's check of it is taken
+// as done, and the find is the same.)
+func TestTimeSeriesLatest(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	type reading struct {
+		At time.Time `bson:"at"`
+		V  float64   `bson:"v"`
+	}
+	ts, err := newTimeSeries[string, reading](db, Config{Collection: "readings", TimeField: "at", Granularity: "seconds"})
+	require.NoError(t, err)
+	ts.planned.Set(forced(plan{timeSeries: true, timeSeriesBucketing: true}))
+	ts.created.Set(time.Now())
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, m := range []int{5, 90, 30} {
+		_, err := db.Collection("readings").InsertOne(ctx, bson.D{{Key: "meta", Value: "s1"}, {Key: "at", Value: t0.Add(time.Duration(m) * time.Minute)}, {Key: "v", Value: float64(m)}})
+		require.NoError(t, err)
+	}
+	c := mongotest.NewCounter(t, db)
+	var got reading
+	require.Equal(t, []string{"find"}, c.Count(func() { got, err = ts.Latest(ctx, "s1") }))
+	require.NoError(t, err)
+	require.Equal(t, 90.0, got.V)
+	_, err = ts.Latest(ctx, "s2")
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.EqualError(t, err, `bucket: Latest: series "s2": no measurement: not found`)
+}
