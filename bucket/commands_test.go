@@ -456,7 +456,7 @@ func TestCommandsPerPlan(t *testing.T) {
 	}{
 		"MongoDB 8 replica set": {0, true, true, true},
 		"MongoDB 6 standalone":  {0, true, true, true},
-		"FerretDB 2.7":          {1, true, true, false},
+		"FerretDB 2.7":          {0, true, true, false},
 		"FerretDB 1.24":         {1, false, false, false},
 		"other":                 {1, false, false, false},
 	}

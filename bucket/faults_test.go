@@ -507,7 +507,7 @@ func TestFaultsTimeSeriesFirstUse(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		mongotest.Require(t, patterns.FeatureTimeSeries)
 		if p == portable {
-			t.Skip("skipped: the portable path has no time-series collections (TestTimeSeriesUnsupported covers it)")
+			t.Skip("skipped: the portable plan lacks time-series collections (TestTimeSeriesUnsupported covers it)")
 		}
 		op := slices.Concat(points("s1", 0, 1, 2), points("s2", 60))
 		faults.Run(t, faults.New(t), faults.Case[*opState]{
