@@ -139,7 +139,10 @@ const readBatch = 1 << 16
 // others again as they were before it stores the rest, so that each
 // applies once even if its first send reaches the server late: a top-up's
 // guard refuses a bucket that holds its id, and a new bucket goes again
-// as an upsert of its _id. The one-measurement upserts after two lost
+// as an upsert of its _id. A statement sent again that the server refuses
+// (a statement timeout, a failover) proves only that this send did not
+// apply: its measurements are listed in Unknown, not Failed, and the
+// record goes on to the next retry. The one-measurement upserts after two lost
 // races are the exception: one that the server runs only after the retry
 // has read is stored twice. The process keeps the records of the last 256
 // failed calls, naming at most a million measurements in all; a retry
@@ -296,6 +299,9 @@ type manyWrite struct {
 	failed []int // the measurements not stored, and not to be
 	cause  error // why the first of them (the lowest index) failed
 	first  int   // that index
+	// doubt is why the first statement sent again by a retry was refused
+	// (see [manyWrite.send]).
+	doubt error
 	// unknown are the measurements whose outcome is unknown: those of the
 	// statements of a command that failed without saying which applied.
 	unknown []int
@@ -312,8 +318,8 @@ const (
 )
 
 // windowKey identifies the window of a series: the series by
-// [bsonid.Key] of its meta, so that equal numbers of different types are
-// one series, as they are to the server.
+// [bsonid.Key] of its meta, so that equal numbers of different types, at
+// any depth of the meta, are one series, as they are to the server.
 type windowKey struct {
 	series string
 	start  bson.DateTime
@@ -344,6 +350,9 @@ type statement struct {
 	sentStatement
 	g     *group
 	model mongo.WriteModel
+	// again: the statement is sent again by a retry, and its first send
+	// may still apply.
+	again bool
 }
 
 // sentStatement is what a retry needs to know of a statement: which
@@ -409,9 +418,10 @@ func (w *manyWrite) run(ctx context.Context, limit int, earlier *record) error {
 		w.settle(&r)
 		pending = slices.DeleteFunc(pending, func(g *group) bool { return len(g.pending) == 0 })
 	}
-	if len(w.failed) > 0 {
+	if len(w.failed) > 0 || len(w.unknown) > 0 {
 		slices.Sort(w.failed)
-		return &PartialError{Failed: w.failed, Err: w.cause}
+		slices.Sort(w.unknown)
+		return &PartialError{Failed: w.failed, Unknown: w.unknown, Err: cmp.Or(w.cause, w.doubt)}
 	}
 	return nil
 }
@@ -614,8 +624,12 @@ func (w *manyWrite) take(pts []int) (bson.RawValue, span) {
 // refused for lack of room (a top-up that lost a race: r.lost); refused
 // with a duplicate key otherwise (r.conflicted: sent again in the next
 // round, up to maxAttempts rounds); refused for good; or, when a command
-// failed without saying which of its statements applied, unknown. It
-// returns the error of that command.
+// failed without saying which of its statements applied, unknown. A
+// statement a retry sends again and the server refuses otherwise (a
+// statement timeout, a failover) stays unknown, never failed: the refusal
+// proves only that this send did not apply, and its first send may still
+// reach the server; its record goes to the next retry, which reads again.
+// It returns the error of that command.
 func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *rounds) error {
 	if len(stmts) == 0 {
 		return nil
@@ -637,6 +651,11 @@ func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *r
 			r.refused = append(r.refused, st.sentStatement)
 		case mongo.IsDuplicateKeyError(err):
 			r.conflicted[st.g] = err
+		case st.again:
+			w.settled(st.sentStatement, uncertain)
+			if w.doubt == nil {
+				w.doubt = srverr.Classify(err)
+			}
 		default:
 			w.fail(st.pts, srverr.Classify(err))
 		}

@@ -399,7 +399,7 @@ func TestDeleteBeforeKeepsWholeBuckets(t *testing.T) {
 // server without $group $min/$max makes Summaries send what it refuses.
 func TestServerErrorsAreClassified(t *testing.T) {
 	if mongotest.Server().Has(patterns.FeatureGroupMinMaxAvg) {
-		t.Skipf("skipped: %s has %s", mongotest.Server(), patterns.FeatureGroupMinMaxAvg)
+		t.Skipf("skipped: %s has %s; the test needs a server that refuses it", mongotest.Server(), patterns.FeatureGroupMinMaxAvg)
 	}
 	ctx := context.Background()
 	s, _ := newBuckets(t, bucket.PlanFor(mongotest.Native()), config(5))
@@ -415,7 +415,7 @@ func TestServerErrorsAreClassified(t *testing.T) {
 // explain describes its own engine, so the test runs on MongoDB only.
 func TestDeleteBeforeUsesAnIndex(t *testing.T) {
 	if srv := mongotest.Server(); srv.Kind != patterns.KindMongoDB {
-		t.Skipf("skipped: %s explains plans of its own engine", srv)
+		t.Skipf("skipped: %s lacks MongoDB's explain output (queryPlanner.winningPlan), which the test reads", srv)
 	}
 	ctx := context.Background()
 	s, db := newBuckets(t, bucket.PlanFor(mongotest.Server()), config(4))

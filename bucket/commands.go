@@ -230,10 +230,30 @@ func (s *settings) overlapFilter(r read) bson.D {
 	}
 }
 
+// seriesFilter selects the buckets (or, in a time-series collection, the
+// measurements) of the series m: the equality that leads the index.
+func (s *settings) seriesFilter(m bson.RawValue) bson.D {
+	return bson.D{{Key: s.metaField, Value: m}}
+}
+
+// windowFilter selects the buckets of one window of the series m: a
+// prefix of the index {<meta>, start, count}.
+func (s *settings) windowFilter(m bson.RawValue, start bson.DateTime) bson.D {
+	return bson.D{{Key: s.metaField, Value: m}, {Key: fieldStart, Value: start}}
+}
+
+// newestFirst sorts buckets by window start, newest first: the index
+// {<meta>, start, count} read backwards.
+func newestFirst() bson.D { return bson.D{{Key: fieldStart, Value: -1}} }
+
+// newestByTime sorts the measurements of a time-series collection newest
+// first: the index {<meta>: 1, <time>: 1} read backwards.
+func (s *settings) newestByTime() bson.D { return bson.D{{Key: s.timeField, Value: -1}} }
+
 // byStart sorts buckets by window start, as the index yields them.
 func byStart() bson.D { return bson.D{{Key: fieldStart, Value: 1}} }
 
-// rangeProjection is what Range reads of a bucket.
+// rangeProjection is what Range and Latest read of a bucket.
 func rangeProjection() bson.D {
 	return bson.D{{Key: fieldStart, Value: 1}, {Key: fieldPoints, Value: 1}}
 }

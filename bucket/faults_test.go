@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -477,6 +480,21 @@ func TestFaultsSummaries(t *testing.T) {
 	})
 }
 
+// TestFaultsLatest: Latest of a series whose newest window holds three
+// buckets (two finds), broken at each: an error, or the newest reading.
+func TestFaultsLatest(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		all := sortReadings(bySensor(readFixture())["s1"])
+		faults.Run(t, faults.New(t), readCase(p, "Latest", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
+			r, err := s.Latest(ctx, "s1")
+			if err != nil {
+				return nil, err
+			}
+			return utc([]reading{r}), nil
+		}, all[len(all)-1:]))
+	})
+}
+
 // TestFaultsTimeSeriesFirstUse: the first AddMany of a TimeSeries creates
 // its collection (and, before MongoDB 6.3, its index) and inserts; broken
 // at each command and called again, the collection is a time-series
@@ -489,7 +507,7 @@ func TestFaultsTimeSeriesFirstUse(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		mongotest.Require(t, patterns.FeatureTimeSeries)
 		if p == portable {
-			t.Skip("skipped: the portable path has no time-series collections (TestTimeSeriesUnsupported covers it)")
+			t.Skip("skipped: the portable plan lacks time-series collections (TestTimeSeriesUnsupported covers it)")
 		}
 		op := slices.Concat(points("s1", 0, 1, 2), points("s2", 60))
 		faults.Run(t, faults.New(t), faults.Case[*opState]{
@@ -542,4 +560,133 @@ func faultTimeSeries(db *mongo.Database, p bucket.Plan) *bucket.TimeSeries[strin
 	}
 	bucket.ForceTimeSeriesPlan(ts, p)
 	return ts
+}
+
+// TestFaultsAddManyResendRefused: a bucket holds a reading; the first
+// call tops it up with two, and its update is kept and then never
+// reaches the server (the call's deadline passes first): both readings
+// of unknown outcome. The retry sends the top-up again, and the server
+// refuses it with an error other than a duplicate key (the bucket's
+// measurements are not an array for that moment, as a statement timeout
+// or a failover would refuse it): the refusal proves only that this send
+// did not apply, so the readings stay of unknown outcome, not failed.
+// Then the kept first send reaches the server late, and applies; a third
+// call of the same points stores nothing more: each reading once.
+func TestFaultsAddManyResendRefused(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		before, op := points("s1", 0), points("s1", 10, 11)
+		prepareStore(t, db, p, before)
+
+		// The first call's update: kept, then held until its deadline
+		// passed, so that the driver never writes it to the connection.
+		var kept bson.Raw
+		var once atomic.Bool
+		c := mongotest.Connect(t, mongotest.URI(), &event.CommandMonitor{Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			if e.CommandName != "update" || !once.CompareAndSwap(false, true) {
+				return
+			}
+			kept = slices.Clone(e.Command)
+			<-ctx.Done()
+		}}, nil)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := faultStore(c.Database(db.Name()), p).AddMany(cctx, op)
+		cancel()
+		pe, ok := errors.AsType[*bucket.PartialError](err)
+		require.True(t, ok, "the first call: %v", err)
+		require.Equal(t, []int{0, 1}, pe.Unknown)
+		require.Empty(t, pe.Failed)
+		require.NotNil(t, kept)
+		checkExactly(t, db, bySensor(before))
+
+		// The retry's resend, refused.
+		coll := db.Collection("readings")
+		var bk bson.Raw
+		require.NoError(t, coll.FindOne(ctx, bson.D{}).Decode(&bk))
+		_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: bk.Lookup("_id")}}, bson.D{{Key: "$set", Value: bson.D{{Key: "measurements", Value: "not an array"}}}})
+		require.NoError(t, err)
+		err = faultStore(db, p).AddMany(ctx, op)
+		pe, ok = errors.AsType[*bucket.PartialError](err)
+		require.True(t, ok, "the retry: %v", err)
+		require.Equal(t, []int{0, 1}, pe.Unknown, "a refused resend leaves the outcome unknown: %v", err)
+		require.Empty(t, pe.Failed, "a refused resend is not a failure: the first send may still apply")
+		_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: bk.Lookup("_id")}}, bson.D{{Key: "$set", Value: bson.D{{Key: "measurements", Value: bk.Lookup("measurements")}}}})
+		require.NoError(t, err)
+
+		// The first send, late.
+		var cmd bson.D
+		for _, e := range mustElements(t, kept) {
+			switch e.Key() {
+			case "lsid", "$db", "txnNumber", "$clusterTime", "$readPreference", "maxTimeMS":
+			default:
+				cmd = append(cmd, bson.E{Key: e.Key(), Value: e.Value()})
+			}
+		}
+		var res struct {
+			N int `bson:"n"`
+		}
+		require.NoError(t, db.RunCommand(ctx, cmd).Decode(&res))
+		require.Equal(t, 1, res.N, "the late first send applied")
+
+		require.NoError(t, faultStore(db, p).AddMany(ctx, op), "the third call")
+		checkExactly(t, db, bySensor(before, op))
+	})
+}
+
+// mustElements returns the elements of a document.
+func mustElements(t *testing.T, doc bson.Raw) []bson.RawElement {
+	t.Helper()
+	els, err := doc.Elements()
+	require.NoError(t, err)
+	return els
+}
+
+// TestFaultsAddManyUnderDeadlines: 8 writers, each with a Buckets of its
+// own, add readings of 3 series into one collection, every call with a
+// deadline of 1 to 20 ms (longer with each attempt, so that every call
+// ends), each call retried with the same points until it succeeds, as
+// AddMany's godoc allows: every reading ends stored exactly once, and
+// every bucket agrees with its measurements.
+func TestFaultsAddManyUnderDeadlines(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		const writers, perCall = 8, 5
+		calls := mongotest.Scale(30, 4)
+		db := mongotest.DB(t)
+		prepareStore(t, db, p, nil)
+		sensors := []string{"s1", "s2", "s3"}
+		var all []bucket.Point[string, reading]
+		var mu sync.Mutex
+		var attempts, failures atomic.Int64
+		faults.Concurrently(t, writers, func(w int) string { return fmt.Sprintf("writer_%d", w) }, func(t *testing.T, w int) {
+			s := faultStore(db, p)
+			rng := rand.New(rand.NewPCG(uint64(w), 20))
+			for i := range calls {
+				var pts []bucket.Point[string, reading]
+				for j := range perCall {
+					n := (i*writers+w)*perCall + j
+					sensor := sensors[rng.IntN(len(sensors))]
+					pts = append(pts, bucket.Point[string, reading]{Meta: sensor, Value: readingAt(at(time.Duration(n)*time.Minute), n)})
+				}
+				for attempt := 0; ; attempt++ {
+					deadline := time.Duration(1+rng.IntN(20)) * time.Millisecond * time.Duration(1+attempt/4)
+					ctx, cancel := context.WithTimeout(context.Background(), deadline)
+					err := s.AddMany(ctx, pts)
+					cancel()
+					attempts.Add(1)
+					if err == nil {
+						break
+					}
+					failures.Add(1)
+					require.ErrorContains(t, err, "bucket: AddMany: ")
+					require.Less(t, attempt, 200, "a call that never succeeds: %v", err)
+				}
+				mu.Lock()
+				all = append(all, pts...)
+				mu.Unlock()
+			}
+		})
+		t.Logf("%d calls, %d attempts, %d of them failed", writers*calls, attempts.Load(), failures.Load())
+		checkExactly(t, db, bySensor(all))
+	})
 }

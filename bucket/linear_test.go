@@ -163,12 +163,18 @@ var linModel = (&porcupine.NondeterministicModel{
 
 // TestLinearizable: four goroutines, each with its own client id, call
 // Add, AddMany, Range and Summaries on one store, on two series of two
-// windows each; the history is linearizable against linModel: no write
-// lost or applied twice, a write's readings of a window atomic, a read
-// of a window exactly the readings of some instant of the call.
+// windows each; one of them gives each AddMany a deadline of a few
+// milliseconds and calls it again with the same points until it succeeds,
+// which AddMany's godoc says stores each reading once: the calls are one
+// operation, from the first call to the last. The history is linearizable
+// against linModel: no write lost or applied twice, a write's readings of
+// a window atomic, a read of a window exactly the readings of some
+// instant of the call.
 func TestLinearizable(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
-		const clients = 4
+		// Client deadlined calls AddMany with a deadline of a few
+		// milliseconds, and again with the same points until it succeeds.
+		const clients, deadlined = 4, 3
 		ctx := context.Background()
 		s, _ := newBuckets(t, p, config(1000))
 		sensors := []string{"s1", "s2"}
@@ -186,9 +192,12 @@ func TestLinearizable(t *testing.T) {
 			}
 			h.Do(client, linInput{parts}, func() any {
 				var err error
-				if len(pts) == 1 && client%2 == 0 {
+				switch {
+				case client == deadlined:
+					err = addManyUntilStored(s, pts, client)
+				case len(pts) == 1 && client%2 == 0:
 					err = s.Add(ctx, pts[0].Meta, pts[0].Value)
-				} else {
+				default:
 					err = s.AddMany(ctx, pts)
 				}
 				return linOutput{err: err, results: make([]linResult, len(parts))}
@@ -236,6 +245,21 @@ func TestLinearizable(t *testing.T) {
 		wg.Wait()
 		linear.Check(t, linModel, &h, time.Minute)
 	})
+}
+
+// addManyUntilStored calls AddMany of pts with a deadline of 1 to 20 ms
+// (longer every few attempts, so that it ends), again with the same
+// points after each error, until it succeeds.
+func addManyUntilStored(s *bucket.Buckets[string, reading], pts []bucket.Point[string, reading], seed int) error {
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(pts[0].Value.Hum)))
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(1+rng.IntN(20))*time.Millisecond*time.Duration(1+attempt/4))
+		err := s.AddMany(ctx, pts)
+		cancel()
+		if err == nil || attempt == 200 {
+			return err
+		}
+	}
 }
 
 // rangeCall is a Range of the windows of sensor: within one window, from

@@ -18,10 +18,10 @@ func TestPlanFor(t *testing.T) {
 			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
 			timeSeries: true,
 		},
-		// Server summaries and TTL indexes; one update statement per
-		// command (multi-statement updates not measured there); no
-		// time-series collections (it would create a plain collection).
-		"FerretDB 2.7": {serverSummaries: true, ttlIndexes: true},
+		// Server summaries, update commands of several statements and
+		// TTL indexes; no time-series collections (it would create a
+		// plain collection).
+		"FerretDB 2.7": {serverSummaries: true, batchedUpdates: true, ttlIndexes: true},
 		// Nothing: client summaries, one statement per command, no TTL,
 		// no time-series collections.
 		"FerretDB 1.24": {},

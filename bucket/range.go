@@ -72,7 +72,7 @@ func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) i
 	})
 }
 
-// rangeBucket is what Range reads of a bucket.
+// rangeBucket is what Range and Latest read of a bucket.
 type rangeBucket struct {
 	ID     bson.ObjectID `bson:"_id"`
 	Start  bson.DateTime `bson:"start"`

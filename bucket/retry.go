@@ -163,6 +163,7 @@ func (w *manyWrite) resume(ctx context.Context, limit int, earlier *record) erro
 			st.kind = reinsert
 		}
 		again = append(again, w.statement(w.byKey[st.key], st))
+		again[len(again)-1].again = true
 	}
 	r := rounds{lost: map[*group]bool{}, conflicted: map[*group]error{}}
 	err = w.send(ctx, again, limit, &r)

@@ -34,6 +34,9 @@ type Store[M, V any] interface {
 	// Summaries yields count, sum, min, max and mean of the series'
 	// measurements in [from, to), per step, for the steps that have any.
 	Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error]
+	// Latest returns the newest measurement of the series meta, or
+	// [patterns.ErrNotFound].
+	Latest(ctx context.Context, meta M) (V, error)
 	// DeleteBefore deletes the measurements, of every series, before t.
 	DeleteBefore(ctx context.Context, t time.Time) error
 	// DeleteSeriesBefore deletes the measurements of one series before t.
@@ -73,7 +76,7 @@ type Stats struct {
 // retries exactly).
 type PartialError struct {
 	Failed  []int // indexes into the points given to AddMany, in increasing order
-	Unknown []int // likewise; empty unless the call was cut short
+	Unknown []int // likewise; empty unless the call was cut short, or a statement a retry sent again was refused
 	// Err is the error that cut the call short, if one did; else why the
 	// first of Failed (the lowest index) was not stored.
 	Err error

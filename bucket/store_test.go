@@ -41,7 +41,7 @@ func newTimeSeries(t *testing.T, p bucket.Plan, cfg bucket.Config) (*bucket.Time
 	t.Helper()
 	mongotest.Require(t, patterns.FeatureTimeSeries)
 	if p == portable {
-		t.Skip("skipped: the portable path has no time-series collections (TestTimeSeriesUnsupported covers it)")
+		t.Skip("skipped: the portable plan lacks time-series collections (TestTimeSeriesUnsupported covers it)")
 	}
 	db := mongotest.DB(t)
 	s, err := bucket.NewTimeSeries[string, reading](db, timeSeriesConfig(cfg))

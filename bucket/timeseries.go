@@ -21,10 +21,20 @@ import (
 // The server's error codes for creating a collection that exists, and an
 // index whose keys an index of another name (or options) has already.
 const (
+	codeNamespaceNotFound     = 26
 	codeNamespaceExists       = 48
 	codeIndexOptionsConflict  = 85
 	codeIndexKeySpecsConflict = 86
 )
+
+// recheckCollection is how long a TimeSeries trusts that its collection
+// is the time-series collection it created or checked (see
+// [NewTimeSeries]).
+const recheckCollection = time.Minute
+
+// maxMeasurementSize is the largest measurement document a time-series
+// collection takes: 4 MiB (MongoDB's time-series limitations).
+const maxMeasurementSize = 4 << 20
 
 // TimeSeries stores measurements in a native time-series collection
 // (MongoDB 5.0+): one document per measurement, {<meta>: M, ...V}, which
@@ -40,7 +50,7 @@ type TimeSeries[M, V any] struct {
 	s       *settings
 	key     bson.D // the index key of s.timeSeriesKey
 	planned lazy.Value[decided]
-	created lazy.Value[bool]
+	created lazy.Value[time.Time] // when the collection was last created or checked
 }
 
 var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
@@ -60,12 +70,22 @@ var _ Store[string, struct{}] = (*TimeSeries[string, struct{}])(nil)
 // index {<meta>: 1, <time>: 1} (the collection is empty: the build is
 // instant). If the collection exists, one listCollections checks that it
 // is a time-series collection with the same time and meta fields, and the
-// store uses it as it is (its granularity and expiry untouched), with the
-// createIndexes of that index before MongoDB 6.3: a first use cut short
-// after the create left the collection without it, and the retry adds it.
-// Writing to a plain collection of that name would silently store plain
-// documents; that is why the store creates or checks it before anything
-// else.
+// store uses it as it is (its granularity and expiry untouched), with one
+// createIndexes of that index, whatever the server's version: MongoDB
+// 6.3+ builds it only for a collection it creates, so a collection made
+// another way (by other tooling, on 6.2, or with the index dropped) lacks
+// it, and Range, Summaries and DeleteSeriesBefore would scan; where the
+// index exists, the command changes nothing.
+//
+// MongoDB creates a missing collection on the first insert into it, as a
+// plain collection: a time-series collection dropped while the
+// application runs would come back without compression or expiry,
+// silently. So the store trusts its check for a minute at most, and
+// forgets it at once when a command finds the collection missing
+// (NamespaceNotFound): the next method call creates the collection again,
+// or checks it (the three commands above), and a plain collection that
+// took its place meanwhile is then refused with [patterns.ErrInvalid]
+// rather than written to.
 func NewTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V], error) {
 	ts, err := newTimeSeries[M, V](db, cfg)
 	return ts, pkg.Wrap("New", err)
@@ -95,13 +115,16 @@ func newTimeSeries[M, V any](db *mongo.Database, cfg Config) (*TimeSeries[M, V],
 	return &TimeSeries[M, V]{s: s, key: key}, nil
 }
 
-// Indexes returns nothing: the store creates its collection, and the
-// index {<meta>: 1, <time>: 1} that Range, Summaries and
-// DeleteSeriesBefore use, on first use (see [NewTimeSeries]). A
-// time-series collection must exist before anything writes to it or
-// indexes it: createIndexes on a missing collection would create a plain
-// one.
-func (ts *TimeSeries[M, V]) Indexes() []patterns.Index { return nil }
+// Indexes returns the index {<meta>: 1, <time>: 1} that Range, Summaries
+// and DeleteSeriesBefore use. The store creates it on first use, with the
+// collection or on the existing one (see [NewTimeSeries]), so that
+// [patterns.EnsureIndexes] is needed only to repair a collection whose
+// index was dropped while the application runs. It sends nothing. Call
+// EnsureIndexes of it only on an existing collection: createIndexes on a
+// missing one makes a plain collection, which the store then refuses.
+func (ts *TimeSeries[M, V]) Indexes() []patterns.Index {
+	return []patterns.Index{{Collection: ts.s.coll, Model: mongo.IndexModel{Keys: ts.key}}}
+}
 
 // ready returns the store's plan, deciding it on first use, refuses what
 // the server cannot serve, and creates or checks the collection once.
@@ -121,22 +144,41 @@ func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
 	if err := d.checkTTL(ts.s); err != nil {
 		return d, err
 	}
-	_, err = ts.created.Get(ctx, func(ctx context.Context) (bool, error) { return true, ts.create(ctx, d.plan) })
+	create := func(ctx context.Context) (time.Time, error) { return time.Now(), ts.create(ctx, d.plan) }
+	at, err := ts.created.Get(ctx, create)
+	if err == nil && time.Since(at) > recheckCollection {
+		ts.created.Forget()
+		_, err = ts.created.Get(ctx, create)
+	}
 	return d, err
 }
+
+// distrust forgets that the collection was created when err says that
+// it is missing, and returns err.
+func (ts *TimeSeries[M, V]) distrust(err error) error {
+	se, isServer := errors.AsType[mongo.ServerError](err)
+	we, isWrite := errors.AsType[mongo.WriteError](err)
+	if isServer && se.HasErrorCode(codeNamespaceNotFound) || isWrite && we.Code == codeNamespaceNotFound {
+		ts.created.Forget()
+	}
+	return err
+}
+
+// indexAfterCreate reports whether create sends the createIndexes of the
+// index {<meta>: 1, <time>: 1}: always on a collection that existed
+// (MongoDB 6.3+ builds it only for a collection it creates), and on a new
+// one before MongoDB 6.3 (p without custom bucketing, new in 6.3).
+func indexAfterCreate(p plan, existed bool) bool { return existed || !p.timeSeriesBucketing }
 
 // create creates the collection, or checks the existing one.
 func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 	db := ts.s.coll.Database()
 	err := db.RunCommand(ctx, ts.s.createCommand()).Err()
+	existed := false
 	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeNamespaceExists {
-		err = ts.checkExisting(ctx)
+		existed, err = true, ts.checkExisting(ctx)
 	}
-	if err == nil && !p.timeSeriesBucketing {
-		// MongoDB 6.3+ creates this index with the collection; before,
-		// a first use cut short between the create and the createIndexes
-		// left an existing collection without it, so it goes on an
-		// existing collection too (where it is, this changes nothing).
+	if err == nil && indexAfterCreate(p, existed) {
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
 		if ce, ok := errors.AsType[mongo.CommandError](err); ok && (ce.Code == codeIndexOptionsConflict || ce.Code == codeIndexKeySpecsConflict) {
 			err = nil // an index of these keys exists, by another name
@@ -192,6 +234,9 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if size := len(p.raw) + len(ts.s.metaField) + 2 + len(m.Value); size > maxMeasurementSize {
+		return nil, errs.TooLarge("a measurement document of %d bytes, more than the %d a time-series collection takes", size, maxMeasurementSize)
+	}
 	doc := make(bson.D, 0, len(elems)+1)
 	doc = append(doc, bson.E{Key: ts.s.metaField, Value: m})
 	for _, e := range elems {
@@ -205,7 +250,9 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 
 // Add inserts one measurement document: one insert, one round trip (and,
 // on the store's first use, the create of [NewTimeSeries]). Bad input is
-// rejected as by [Buckets.Add], with nothing written. An insert the
+// rejected as by [Buckets.Add], with nothing written; a measurement
+// document past 4 MiB, which a time-series collection refuses, returns
+// [patterns.ErrTooLarge]. An insert the
 // server aborted applied nothing and is sent again (see [srverr.Retry]);
 // like any insert with a driver-generated _id, a retry after an unknown
 // outcome (yours, or the driver's) may store it twice.
@@ -221,18 +268,20 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 	if err != nil {
 		return err
 	}
-	return srverr.Classify(srverr.Retry(ctx, func() error {
+	return srverr.Classify(ts.distrust(srverr.Retry(ctx, func() error {
 		_, err := ts.s.coll.InsertOne(ctx, doc)
 		return err
-	}))
+	})))
 }
 
 // AddMany inserts many measurements in one unordered insert command (the
 // driver splits beyond 100,000 documents or 48 MB). All are validated
-// first: a bad one returns [patterns.ErrInvalid] naming its index, and
-// nothing is written. If the server refuses some (a unique index of
-// yours, say: sending them again would not help, so AddMany does not), it
-// returns a [*PartialError] listing them; the others are stored once. An
+// first: a bad one returns [patterns.ErrInvalid] (a document past the
+// 4 MiB a time-series collection takes, [patterns.ErrTooLarge]) naming its
+// index, and nothing is written. If the server refuses some (a document
+// validator of yours, say: sending them again would not help, so AddMany
+// does not), it returns a [*PartialError] listing them; the others are
+// stored once. An
 // error that leaves unknown which were inserted (a network error the
 // driver could not retry, a timeout) is returned as it is. A concurrent
 // reader may see some measurements of the batch and not yet the others.
@@ -252,7 +301,7 @@ func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) e
 		}
 		models[i] = mongo.NewInsertOneModel().SetDocument(doc)
 	}
-	return ts.s.insertAll(ctx, models)
+	return ts.distrust(ts.s.insertAll(ctx, models))
 }
 
 // Range yields the measurements of the series meta with from <= time < to,
@@ -275,8 +324,11 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 
 // Summaries is [Buckets.Summaries] on the time-series collection: one
 // aggregate ($match on the series and interval, $group by step with $sum,
-// $min and $max, $sort), plus getMores beyond 101 steps; the server reads
-// its buckets' control summaries where it can. It reads no snapshot:
+// $min and $max, $sort), plus getMores beyond 101 steps. The server
+// unpacks the measurements of the buckets it reads: it answers from the
+// control summaries of its buckets (their min and max) only where a
+// query asks for no more than those, which a grouping by step does not. It
+// reads no snapshot:
 // measurements inserted or deleted while it runs may or may not be
 // counted.
 func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {

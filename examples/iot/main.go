@@ -1,7 +1,8 @@
 // Command iot stores the readings of greenhouse sensors with the bucket
 // pattern: a gateway sends them in batches, they land in hourly buckets
-// (one document per sensor and hour, not one per reading), and the hourly
-// summaries come from the buckets. Old buckets are then expired.
+// (one document per sensor and hour, not one per reading), the hourly
+// summaries come from the buckets, and a dashboard shows each sensor's
+// latest reading. Old buckets are then expired.
 //
 //	go -C examples run ./iot
 //
@@ -88,6 +89,15 @@ func run(ctx context.Context, db *mongo.Database) error {
 		c, h := s.Values["celsius"], s.Values["humidity"]
 		fmt.Printf("  %s-%s  %2d readings  %.1f..%.1f °C (mean %.2f)  humidity mean %.1f%%\n",
 			s.Start.Format("15:04"), s.End.Format("15:04"), s.Count, c.Min, c.Max, c.Mean, h.Mean)
+	}
+
+	fmt.Println("latest reading of each sensor (the dashboard):")
+	for _, s := range sensors {
+		r, err := store.Latest(ctx, s)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("  %s/%d  %s  %.1f °C  humidity %.0f%%\n", s.Site, s.ID, r.At.UTC().Format("15:04"), r.Celsius, r.Humidity)
 	}
 
 	fmt.Println("south/1 from 11:40:")

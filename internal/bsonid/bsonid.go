@@ -1,13 +1,18 @@
 // Package bsonid compares document ids the way the server does. A query
 // {_id: 7} matches a document whose _id is int32 7, int64 7, the double
 // 7.0 or the decimal 7.00: numbers compare by value, whatever their BSON
-// type. Every other value is the same id only with the same type and the
-// same bytes. Every repository compares ids through this package, so that
-// an id given as a Go int finds an item stored with an int64 or a double.
+// type. Embedded documents and arrays are equal when they hold the same
+// field names in the same order with equal values, numbers inside them
+// again by value at every depth: {sensor: 7} and {sensor: 7.0} are one
+// value to the server's equality. Every other value is the same id only
+// with the same type and the same bytes. Every repository compares ids
+// through this package, so that an id given as a Go int finds an item
+// stored with an int64 or a double.
 package bsonid
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/big"
@@ -21,9 +26,11 @@ func Equal(a, b bson.RawValue) bool {
 	if a.Type == b.Type && bytes.Equal(a.Value, b.Value) {
 		return true
 	}
-	x, okA := Number(a)
-	y, okB := Number(b)
-	return okA && okB && x == y
+	if x, ok := Number(a); ok {
+		y, ok := Number(b)
+		return ok && x == y
+	}
+	return a.Type == b.Type && nested(a.Type) && Key(a) == Key(b)
 }
 
 // Key returns a string that two ids share exactly when they are [Equal],
@@ -32,7 +39,42 @@ func Key(v bson.RawValue) string {
 	if n, ok := Number(v); ok {
 		return "n" + n
 	}
+	if nested(v.Type) {
+		if k, ok := appendNested(nil, v); ok {
+			return string(k)
+		}
+	}
 	return string(append([]byte{byte(v.Type)}, v.Value...))
+}
+
+// nested reports whether values of type t hold other values.
+func nested(t bson.Type) bool { return t == bson.TypeEmbeddedDocument || t == bson.TypeArray }
+
+// appendNested appends the key of v, an embedded document or an array, to
+// dst: its type, then per field its name, a NUL, and the key of its value
+// (see [Key]) after the key's length, so that no two sequences of fields
+// give one key; false when v is malformed (its key is then its bytes).
+func appendNested(dst []byte, v bson.RawValue) ([]byte, bool) {
+	els, err := bson.Raw(v.Value).Elements()
+	if err != nil {
+		return nil, false
+	}
+	dst = append(dst, byte(v.Type))
+	for _, e := range els {
+		k, err := e.KeyErr()
+		if err != nil {
+			return nil, false
+		}
+		ev, err := e.ValueErr()
+		if err != nil {
+			return nil, false
+		}
+		dst = append(append(dst, k...), 0)
+		sub := Key(ev)
+		dst = binary.AppendUvarint(dst, uint64(len(sub)))
+		dst = append(dst, sub...)
+	}
+	return dst, true
 }
 
 // Number returns a string that two numbers share exactly when they are

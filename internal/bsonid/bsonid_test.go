@@ -2,6 +2,7 @@ package bsonid_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,6 +45,21 @@ func TestEqual(t *testing.T) {
 		{"ObjectIDs", oid, oid, true},
 		{"ObjectID and its hex", oid, oid.Hex(), false},
 		{"negative zero", 0.0, math.Copysign(0, -1), true},
+		{"int32 and int64 in a document", bson.D{{Key: "sensor", Value: int32(7)}}, bson.D{{Key: "sensor", Value: int64(7)}}, true},
+		{"int and double in a document", bson.D{{Key: "sensor", Value: 7}}, bson.D{{Key: "sensor", Value: 7.0}}, true},
+		{"decimals in a document", bson.D{{Key: "sensor", Value: dec(t, "7.00")}}, bson.D{{Key: "sensor", Value: int64(7)}}, true},
+		{"decimal fraction and double in a document", bson.D{{Key: "v", Value: dec(t, "0.50")}}, bson.D{{Key: "v", Value: 0.5}}, true},
+		{"numbers deep inside", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.A{int32(1), bson.D{{Key: "c", Value: 2.0}}}}}}}, bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.A{1.0, bson.D{{Key: "c", Value: dec(t, "2")}}}}}}}, true},
+		{"numbers in an array", bson.A{int32(1), int64(2)}, bson.A{1.0, dec(t, "2.0")}, true},
+		{"different numbers in a document", bson.D{{Key: "sensor", Value: 7}}, bson.D{{Key: "sensor", Value: 7.5}}, false},
+		{"number and string in a document", bson.D{{Key: "sensor", Value: 7}}, bson.D{{Key: "sensor", Value: "7"}}, false},
+		{"fields in another order", bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}, bson.D{{Key: "b", Value: 2}, {Key: "a", Value: 1}}, false},
+		{"other field names", bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "b", Value: 1}}, false},
+		{"a field more", bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}, false},
+		{"a document and an array", bson.D{{Key: "0", Value: 1}}, bson.A{1}, false},
+		{"a field's name and value not confused", bson.D{{Key: "ab", Value: "c"}}, bson.D{{Key: "a", Value: "bc"}}, false},
+		{"a nested document and its fields", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 1}}}}, bson.D{{Key: "a", Value: bson.D{}}, {Key: "b", Value: 1}}, false},
+		{"strings in documents", bson.D{{Key: "s", Value: "x"}}, bson.D{{Key: "s", Value: "x"}}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +72,8 @@ func TestEqual(t *testing.T) {
 }
 
 // FuzzKey checks that Key agrees with Equal and that integers of every
-// width and integral doubles share a key.
+// width and integral doubles share a key, alone and inside documents and
+// arrays.
 func FuzzKey(f *testing.F) {
 	f.Add(int64(0), 0.0, "")
 	f.Add(int64(-3), 2.5, "x")
@@ -67,6 +84,11 @@ func FuzzKey(f *testing.F) {
 		}
 		if float64(int64(x)) == x && math.Abs(x) < 1<<63 {
 			require.True(t, bsonid.Equal(val(t, x), val(t, int64(x))), "%v", x)
+		}
+		for _, v := range vals[:len(vals):len(vals)] {
+			// The same values inside a document and an array: equal as
+			// their fields are.
+			vals = append(vals, val(t, bson.D{{Key: "k", Value: v}}), val(t, bson.A{v, bson.D{{Key: strings.ReplaceAll(s, "\x00", ""), Value: v}}}))
 		}
 		for _, a := range vals {
 			for _, b := range vals {

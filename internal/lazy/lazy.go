@@ -44,6 +44,10 @@ func (v *Value[T]) Get(ctx context.Context, compute func(context.Context) (T, er
 // path.
 func (v *Value[T]) Set(x T) { v.p.Store(&x) }
 
+// Forget drops the value kept, if any: the next Get computes it again.
+// A repository uses it when what it learnt may no longer hold.
+func (v *Value[T]) Forget() { v.p.Store(nil) }
+
 // Decide returns v's value, computing it on first use as planFor of the
 // server behind client, as [patterns.Capabilities] reports it (two
 // commands to the admin database, once per client). It is how a
