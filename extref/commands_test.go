@@ -53,34 +53,31 @@ func mustParse(t *testing.T, s string) copyPath {
 // server here may not run: it must stay what MongoDB is known to do right.
 func TestSyncMany(t *testing.T) {
 	ct, c := ann(t)
-	ne := func(v any) bson.D { return bson.D{{Key: "$ne", Value: v}} }
+	// differs: a value at path that is not v as a whole.
+	differs := func(path string, v any) []any {
+		return []any{
+			bson.D{{Key: path, Value: bson.D{{Key: "$ne", Value: v}}}},
+			bson.D{{Key: path, Value: bson.D{{Key: "$type", Value: "array"}}}},
+		}
+	}
 	tests := []struct {
 		path string
 		want syncMany
 	}{
 		{"customer", syncMany{
-			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "customer.name", Value: ne("Ann")}},
-				bson.D{{Key: "customer.email", Value: ne("ann@example.com")}},
-			}}},
+			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: append(differs("customer.name", "Ann"), differs("customer.email", "ann@example.com")...)}},
 			update: bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}, {Key: "customer.email", Value: "ann@example.com"}}}},
 		}},
 		{"items[].product", syncMany{
 			filter: bson.D{{Key: "items", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "product.id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "product.name", Value: ne("Ann")}},
-					bson.D{{Key: "product.email", Value: ne("ann@example.com")}},
-				}},
+				{Key: "product.id", Value: oid}, {Key: "$or", Value: append(differs("product.name", "Ann"), differs("product.email", "ann@example.com")...)},
 			}}}}},
 			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
 			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}}},
 		}},
 		{"authors[]", syncMany{
 			filter: bson.D{{Key: "authors", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "name", Value: ne("Ann")}},
-					bson.D{{Key: "email", Value: ne("ann@example.com")}},
-				}},
+				{Key: "id", Value: oid}, {Key: "$or", Value: append(differs("name", "Ann"), differs("email", "ann@example.com")...)},
 			}}}}},
 			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
 			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}}},
@@ -127,6 +124,7 @@ func TestSyncManyOmittedField(t *testing.T) {
 	got := pathsOf(mustParse(t, "customer"), ct).syncMany(ct, c)
 	requireBSON(t, bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$ne", Value: "Ann"}}}},
+		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$type", Value: "array"}}}},
 		bson.D{{Key: "customer.email", Value: bson.D{{Key: "$exists", Value: true}}}},
 	}}}, got.filter)
 	requireBSON(t, bson.D{
