@@ -287,12 +287,33 @@ func (p copyPath) withCopies() bson.D {
 // {customer: 1} or {items.product: 1}.
 func (p copyPath) copiesOnly() bson.D { return bson.D{{Key: p.inDocument(), Value: 1}} }
 
-// changes is the pipeline of Watch's change stream: the updates and
-// replacements of source documents.
+// changes is the pipeline of Watch's change stream: the inserts, updates
+// and replacements of source documents, and the invalidate event that ends
+// the stream, projected on what Watch reads, the names of an update's
+// changed fields instead of their values (a replacement's whole document
+// is left out: an event past 16 MiB fails with BSONObjectTooLarge). The
+// event's _id, its resume token, is kept, as MongoDB requires.
+//
+//	[{$match: {operationType: {$in: ["insert", "update", "replace", "invalidate"]}}},
+//	 {$project: {operationType: 1, documentKey: 1,
+//	             updatedFields: {$map: {input: {$objectToArray: "$updateDescription.updatedFields"}, in: "$$this.k"}},
+//	             updateDescription.removedFields: 1, updateDescription.truncatedArrays: 1}}]
 func changes() bson.A {
-	return bson.A{bson.D{{Key: "$match", Value: bson.D{
-		{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}},
-	}}}}
+	return bson.A{
+		bson.D{{Key: "$match", Value: bson.D{
+			{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"insert", "update", "replace", "invalidate"}}}},
+		}}},
+		bson.D{{Key: "$project", Value: bson.D{
+			{Key: "operationType", Value: 1},
+			{Key: "documentKey", Value: 1},
+			{Key: "updatedFields", Value: bson.D{{Key: "$map", Value: bson.D{
+				{Key: "input", Value: bson.D{{Key: "$objectToArray", Value: "$updateDescription.updatedFields"}}},
+				{Key: "in", Value: "$$this.k"},
+			}}}},
+			{Key: "updateDescription.removedFields", Value: 1},
+			{Key: "updateDescription.truncatedArrays", Value: 1},
+		}}},
+	}
 }
 
 // saveToken is the update of [TokenCollection.SaveToken]:

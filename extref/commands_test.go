@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -242,8 +243,27 @@ func TestBuilders(t *testing.T) {
 	requireBSON(t, bson.D{{Key: "authors.id", Value: oid}}, pathsOf(authors, ct).holders(c))
 	requireBSON(t, bson.D{{Key: "authors", Value: bson.D{{Key: "$exists", Value: true}}}}, authors.withCopies())
 
-	requireBSON(t, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}}}}}}, changes())
+	requireBSON(t, bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"insert", "update", "replace", "invalidate"}}}}}}},
+		bson.D{{Key: "$project", Value: bson.D{
+			{Key: "operationType", Value: 1},
+			{Key: "documentKey", Value: 1},
+			{Key: "updatedFields", Value: bson.D{{Key: "$map", Value: bson.D{{Key: "input", Value: bson.D{{Key: "$objectToArray", Value: "$updateDescription.updatedFields"}}}, {Key: "in", Value: "$$this.k"}}}}},
+			{Key: "updateDescription.removedFields", Value: 1},
+			{Key: "updateDescription.truncatedArrays", Value: 1},
+		}}},
+	}, changes())
 	token := bson.Raw(bsonDoc(t, bson.D{{Key: "_data", Value: "82"}}))
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}, saveToken(token, now))
+}
+
+// TestSourceReadsThePrimary (issue 21 item 5): the source's collection
+// is opened with the primary read preference, whatever the database's, so
+// that Sync, Update and Watch never read a value older than the change
+// they follow.
+func TestSourceReadsThePrimary(t *testing.T) {
+	o, err := listers.Merged([]options.Lister[options.CollectionOptions]{sourceOptions})
+	require.NoError(t, err)
+	require.Equal(t, readpref.PrimaryMode, o.ReadPreference.Mode())
 }

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
@@ -82,13 +83,19 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
 	return r, nil
 }
+
+// sourceOptions are the options of the source's collection: it is read
+// from the primary whatever the database's read preference, so that a
+// Sync never reads a value older than the change it follows (a secondary
+// may lag), writes nothing, and leaves the copies stale.
+var sourceOptions = options.Collection().SetReadPreference(readpref.Primary())
 
 // Indexes returns the indexes the repository's queries need: on every
 // target, an index on the copy's id ({customer.id: 1}; for an array target
@@ -105,7 +112,9 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 
 // Of returns the copy of the source document with _id sourceID, to embed
 // in a referencing document when it is created. It sends one find with a
-// projection on the copied fields.
+// projection on the copied fields, to the primary (as every read of a
+// source: Of, Sync, Update, Watch, Verify and Repair read the source from
+// the primary whatever the database's read preference).
 //
 // The copy is a snapshot: if the source changes before the referencing
 // document is written, that document holds a stale copy. Sync (or Update)
