@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
@@ -26,6 +27,14 @@ func sourceUpdate(p plan, proj bson.D) *options.FindOneAndUpdateOptionsBuilder {
 		return o.SetProjection(proj)
 	}
 	return o.SetProjection(nil)
+}
+
+// transactionOptions are the options of Update's transaction: its commit
+// waits for a majority of the replica set (or of each shard's), so that a
+// committed Update survives a failover, whatever the client's write
+// concern.
+func transactionOptions() *options.TransactionOptionsBuilder {
+	return options.Transaction().SetWriteConcern(writeconcern.Majority())
 }
 
 // copiedFields is the projection of a source document on the copied

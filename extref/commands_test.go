@@ -267,3 +267,45 @@ func TestSourceReadsThePrimary(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, readpref.PrimaryMode, o.ReadPreference.Mode())
 }
+
+// TestTransactionOptions (issue 21 item 4): Update's transaction commits
+// with write concern majority, whatever the client's.
+func TestTransactionOptions(t *testing.T) {
+	o, err := listers.Merged([]options.Lister[options.TransactionOptions]{transactionOptions()})
+	require.NoError(t, err)
+	require.Equal(t, "majority", o.WriteConcern.W)
+}
+
+// TestApplyStopsPastTheTransactionLimit (issue 21 item 3): with a bound,
+// apply stops after the first target whose updates bring the documents
+// matched past it, before the next target, as Update's transaction needs
+// to leave for the non-transactional path; without one it writes every
+// target.
+func TestApplyStopsPastTheTransactionLimit(t *testing.T) {
+	db := mongotest.DB(t)
+	id := bson.NewObjectID()
+	_, err := db.Collection("customers").InsertOne(t.Context(), bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "Ann"}})
+	require.NoError(t, err)
+	for _, coll := range []string{"orders", "invoices"} {
+		_, err = db.Collection(coll).InsertMany(t.Context(), []any{
+			bson.D{{Key: "_id", Value: 1}, {Key: "customer", Value: customerRef{ID: id, Name: "Old"}}},
+			bson.D{{Key: "_id", Value: 2}, {Key: "customer", Value: customerRef{ID: id, Name: "Old"}}},
+		})
+		require.NoError(t, err)
+	}
+	r, err := New[customerRef](db, Config{Source: "customers", Targets: []Target{{Collection: "orders", Path: "customer"}, {Collection: "invoices", Path: "customer"}}, TransactionLimit: 1})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.txLimit)
+	d, err := r.decide(t.Context())
+	require.NoError(t, err)
+	_, c, err := r.load(t.Context(), id)
+	require.NoError(t, err)
+
+	counts := r.counts()
+	require.ErrorIs(t, r.apply(t.Context(), d.plan, c, counts, r.txLimit), errTooManyCopies)
+	require.Equal(t, [2]int64{2, 0}, [2]int64{counts[0].Matched, counts[1].Matched}, "stopped before the invoices")
+
+	counts = r.counts()
+	require.NoError(t, r.apply(t.Context(), d.plan, c, counts, 0))
+	require.Equal(t, [2]int64{0, 2}, [2]int64{counts[0].Matched, counts[1].Matched})
+}

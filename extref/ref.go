@@ -41,6 +41,7 @@ type Ref[S any] struct {
 	ct      copyType
 	targets []target
 	batch   int
+	txLimit int64  // the most documents Update rewrites in one transaction
 	proj    bson.D // projection of a source document on the copied fields
 	// findCopy are the options of load's find, built once (a builder is
 	// not modified after it is built, so goroutines can share it).
@@ -83,7 +84,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), proj: copiedFields(ct)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
