@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -24,6 +25,7 @@ import (
 // own unit tests.
 type Store[S any] interface {
 	Of(ctx context.Context, sourceID any) (S, error)
+	OfMany(ctx context.Context, sourceIDs []any) ([]S, error)
 	Sync(ctx context.Context, sourceID any) ([]Count, error)
 	Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error)
 }
@@ -136,6 +138,87 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 		return zero, r.fail("Of", sourceID, err)
 	}
 	return s, nil
+}
+
+// OfMany returns the copies of the source documents with the given ids,
+// in the order of the ids (an id given twice gets its copy twice), to
+// embed when referencing documents are created: an order of a cart of 20
+// products. It sends one find per [Config.BatchSize] distinct ids
+// ({_id: {$in: [...]}} with a projection on the copied fields), to the
+// primary: one round trip for up to BatchSize sources. The copies are
+// snapshots, as [Ref.Of]'s are, read by separate finds when there are
+// more than BatchSize ids: no two batches are one snapshot.
+//
+// Errors: [patterns.ErrInvalid] for a bad id (nothing sent), or as Of
+// says for a copy type that cannot hold a source's _id;
+// [patterns.ErrNotFound] when some sources do not exist: the error names
+// the first 10 missing ids, and the copies of the others are returned all
+// the same, with the zero S at each missing id's place.
+func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
+	keys := make([]string, len(sourceIDs))
+	var distinct bson.A
+	seen := map[string]bool{}
+	for i, id := range sourceIDs {
+		if err := patterns.ValidateID(id); err != nil {
+			return nil, pkg.Wrap("OfMany", fmt.Errorf("id %d: %w", i, err))
+		}
+		t, data, err := bson.MarshalValue(id)
+		if err != nil {
+			return nil, pkg.Wrap("OfMany", errs.Invalid("id %d: %v", i, err))
+		}
+		keys[i] = bsonid.Key(bson.RawValue{Type: t, Value: data})
+		if !seen[keys[i]] {
+			seen[keys[i]] = true
+			distinct = append(distinct, id)
+		}
+	}
+	found := make(map[string]S, len(distinct))
+	for start := 0; start < len(distinct); start += r.batch {
+		add := func(id bson.RawValue, s S, _ copyValue) { found[bsonid.Key(id)] = s }
+		if err := r.findSources(ctx, distinct[start:min(start+r.batch, len(distinct))], add); err != nil {
+			return nil, r.fail("OfMany", nil, err)
+		}
+	}
+	out := make([]S, len(sourceIDs))
+	var missing []string
+	for i, k := range keys {
+		s, ok := found[k]
+		if !ok {
+			if len(missing) < 10 {
+				missing = append(missing, bsonid.Text(sourceIDs[i]))
+			}
+			continue
+		}
+		out[i] = s
+	}
+	if len(missing) > 0 {
+		return out, r.fail("OfMany", nil, fmt.Errorf("sources %s not in %s: %w", strings.Join(missing, ", "), r.source.Name(), patterns.ErrNotFound))
+	}
+	return out, nil
+}
+
+// findSources reads the sources with the given ids in one find (to the
+// primary, projected on the copied fields) and calls add with each one's
+// _id (valid only during the call) and copy.
+func (r *Ref[S]) findSources(ctx context.Context, ids bson.A, add func(id bson.RawValue, s S, c copyValue)) error {
+	// One more than can match, so that the server sees the cursor is
+	// exhausted and no getMore follows.
+	cur, err := r.source.Find(ctx, sourcesByID(ids), options.Find().SetProjection(r.proj).SetBatchSize(int32(len(ids)+1)))
+	if err != nil {
+		return fmt.Errorf("read from %s: %w", r.source.Name(), err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	for cur.Next(ctx) {
+		s, c, err := r.copyOf(cur.Current)
+		if err != nil {
+			return err
+		}
+		add(cur.Current.Lookup("_id"), s, c)
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("read from %s: %w", r.source.Name(), err)
+	}
+	return nil
 }
 
 // fail returns err, the failure of operation op on the source with _id id

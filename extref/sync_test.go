@@ -399,3 +399,37 @@ func TestCopiesFollowAnArrayThatBecomesItsOwnElement(t *testing.T) {
 		require.Zero(t, counts[0].Matched+counts[1].Matched, "nothing stale: nothing matched")
 	})
 }
+
+// TestOfMany (issue 23 item 4): the copies of many sources in the order
+// of the ids, one find per BatchSize distinct ids, numbers of any type
+// finding their source, and the missing ids named in an ErrNotFound that
+// comes with the copies of the others.
+func TestOfMany(t *testing.T) {
+	db := mongotest.DB(t)
+	seedOrders(t, db, customerRefs(t, db), 7, 0)
+	r, err := extref.New[CustomerRef](db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}, BatchSize: 3})
+	require.NoError(t, err)
+	want := func(id int) CustomerRef {
+		return CustomerRef{ID: id, Name: "Customer " + strconv.Itoa(id), Email: "c" + strconv.Itoa(id) + "@example.com"}
+	}
+	counter := mongotest.NewCounter(t, db)
+
+	got, err := r.OfMany(ctx, []any{5, int64(1), 5.0, 2, 3, 4})
+	require.NoError(t, err)
+	require.Equal(t, []CustomerRef{want(5), want(1), want(5), want(2), want(3), want(4)}, got)
+	require.Equal(t, []string{"find", "find"}, counter.Commands(), "5 distinct ids in batches of 3")
+
+	counter.Reset()
+	got, err = r.OfMany(ctx, []any{2, 99, 7, 98})
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.Equal(t, "extref: OfMany: sources 99, 98 not in customers: not found", err.Error())
+	require.Equal(t, []CustomerRef{want(2), {}, want(7), {}}, got)
+
+	counter.Reset()
+	_, err = r.OfMany(ctx, []any{1, bson.D{{Key: "$ne", Value: nil}}})
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Empty(t, counter.Commands(), "a bad id: nothing sent")
+	got, err = r.OfMany(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}

@@ -8,7 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
@@ -171,24 +170,11 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	for _, id := range ids {
 		in = append(in, id)
 	}
-	// One more than can match, so that the server sees the cursor is
-	// exhausted and no getMore follows.
-	cur, err := r.source.Find(ctx, sourcesByID(in),
-		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
-	if err != nil {
-		return nil, fmt.Errorf("read from %s: %w", r.source.Name(), err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
 	out := make(map[string]source, len(in))
-	for cur.Next(ctx) {
-		_, c, err := r.copyOf(cur.Current)
-		if err != nil {
-			return nil, err
-		}
-		id := cur.Current.Lookup("_id")
+	err := r.findSources(ctx, in, func(id bson.RawValue, _ S, c copyValue) {
 		out[bsonid.Key(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
-	}
-	return out, cur.Err()
+	})
+	return out, err
 }
 
 // staleCopy reports whether a copy differs from c in a copied field.
