@@ -44,6 +44,48 @@ func BenchmarkOf(b *testing.B) {
 	})
 }
 
+// BenchmarkOfMany: the copies of 20 customers of 50, against one find
+// with $in and a projection, decoded into the copy type in the ids'
+// order.
+func BenchmarkOfMany(b *testing.B) {
+	ids := make([]any, 20)
+	for i := range ids {
+		ids[i] = 2*i + 1
+	}
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			_, r := withOrders(b, 50, 0)
+			return func(int) {
+				refs, err := r.OfMany(ctx, ids)
+				require.NoError(b, err)
+				require.Len(b, refs, len(ids))
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			db, _ := withOrders(b, 50, 0)
+			customers := db.Collection("customers")
+			opts := options.Find().SetProjection(bson.D{{Key: "name", Value: 1}, {Key: "email", Value: 1}})
+			return func(int) {
+				cur, err := customers.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, opts)
+				require.NoError(b, err)
+				var found []Customer
+				require.NoError(b, cur.All(ctx, &found))
+				byID := make(map[int]CustomerRef, len(found))
+				for _, c := range found {
+					byID[c.ID] = CustomerRef{ID: c.ID, Name: c.Name, Email: c.Email}
+				}
+				refs := make([]CustomerRef, len(ids))
+				for i, id := range ids {
+					refs[i] = byID[id.(int)]
+				}
+				require.Len(b, refs, len(ids))
+			}
+		},
+		Speed:  0.9,
+		Allocs: 1.1,
+	})
+}
+
 // BenchmarkSync: rename a source behind the repository's back, then bring
 // its copies up to date. The baseline reads the source and sends one
 // updateMany per target over all its copies (with arrayFilters for the

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
@@ -26,6 +27,14 @@ func sourceUpdate(p plan, proj bson.D) *options.FindOneAndUpdateOptionsBuilder {
 		return o.SetProjection(proj)
 	}
 	return o.SetProjection(nil)
+}
+
+// transactionOptions are the options of Update's transaction: its commit
+// waits for a majority of the replica set (or of each shard's), so that a
+// committed Update survives a failover, whatever the client's write
+// concern.
+func transactionOptions() *options.TransactionOptionsBuilder {
+	return options.Transaction().SetWriteConcern(writeconcern.Majority())
 }
 
 // copiedFields is the projection of a source document on the copied
@@ -97,24 +106,57 @@ func pathsOf(p copyPath, ct copyType) targetPaths {
 // staleCond returns the query condition that selects the copies of c, at
 // the paths at, that differ from c in at least one field:
 //
-//	{<prefix>.<id>: id, $or: [{<prefix>.<f>: {$ne: v}}, ..., {<prefix>.<g>: {$exists: true}}]}
+//	{<prefix>.<id>: id, $or: [<clauses of f>, ..., <clauses of g>]}
 //
-// one clause per copied field ($exists for a field that S omits). Fields
-// are compared one by one rather than the copy as a whole, because a whole
+// with the clauses of [staleClauses] for each copied field. Fields are
+// compared one by one rather than the copy as a whole, because a whole
 // embedded document compares field order too and may carry other fields.
 func staleCond(at fieldPaths, ct copyType, c copyValue) bson.D {
-	or := make(bson.A, len(ct.fields))
-	elems := make([]bson.E, 2*len(ct.fields)) // one backing array for the clauses
+	var or bson.A
 	for i, f := range ct.fields {
-		cond, clause := elems[2*i:2*i+1:2*i+1], elems[2*i+1:2*i+2:2*i+2]
-		cond[0] = bson.E{Key: "$exists", Value: true}
-		if v := c.want(f); v.Type != 0 {
-			cond[0] = bson.E{Key: "$ne", Value: v}
-		}
-		clause[0] = bson.E{Key: at.fields[i], Value: bson.D(cond)}
-		or[i] = bson.D(clause)
+		or = staleClauses(or, at.fields[i], c.want(f))
 	}
 	return bson.D{{Key: at.id, Value: c.id}, {Key: "$or", Value: or}}
+}
+
+// staleClauses appends to or the clauses that select a value at path
+// that differs from want as a whole, the comparison of [stale]:
+//
+//   - want omitted (Type 0): {path: {$exists: true}};
+//   - want an array of n elements: {path: {$not: {$type: "array"}}},
+//     {path.<n>: {$exists: true}} and, when n > 0,
+//     {path.<n-1>: {$exists: false}} (not an array of n elements), then
+//     the clauses of each element at path.<i>;
+//   - any other want: {path: {$ne: want}} and {path: {$type: "array"}}.
+//
+// {path: {$ne: want}} alone does not do: MongoDB's equality matches an
+// array that holds an element equal to want, so a copy ["a", "b"] of a
+// source whose field became "a" would never be selected. The array clause
+// selects it, and the per-element clauses do the same for arrays in
+// arrays. Numbers still compare by value, whatever their BSON type. The
+// length is checked by the elements' positions rather than with $size,
+// which FerretDB 2.x gets silently wrong inside $elemMatch (it matches no
+// array there), where array targets' filters use it.
+func staleClauses(or bson.A, path string, want bson.RawValue) bson.A {
+	switch want.Type {
+	case 0:
+		return append(or, bson.D{{Key: path, Value: bson.D{{Key: "$exists", Value: true}}}})
+	case bson.TypeArray:
+		vals, _ := want.Array().Values() // S's own encoding: well formed
+		or = append(or,
+			bson.D{{Key: path, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "array"}}}}}},
+			bson.D{{Key: join(path, strconv.Itoa(len(vals))), Value: bson.D{{Key: "$exists", Value: true}}}})
+		if len(vals) > 0 {
+			or = append(or, bson.D{{Key: join(path, strconv.Itoa(len(vals)-1)), Value: bson.D{{Key: "$exists", Value: false}}}})
+		}
+		for i, v := range vals {
+			or = staleClauses(or, join(path, strconv.Itoa(i)), v)
+		}
+		return or
+	}
+	return append(or,
+		bson.D{{Key: path, Value: bson.D{{Key: "$ne", Value: want}}}},
+		bson.D{{Key: path, Value: bson.D{{Key: "$type", Value: "array"}}}})
 }
 
 // setCopy returns the update that makes the copy at the paths at equal to
@@ -254,12 +296,33 @@ func (p copyPath) withCopies() bson.D {
 // {customer: 1} or {items.product: 1}.
 func (p copyPath) copiesOnly() bson.D { return bson.D{{Key: p.inDocument(), Value: 1}} }
 
-// changes is the pipeline of Watch's change stream: the updates and
-// replacements of source documents.
+// changes is the pipeline of Watch's change stream: the inserts, updates
+// and replacements of source documents, and the invalidate event that ends
+// the stream, projected on what Watch reads, the names of an update's
+// changed fields instead of their values (a replacement's whole document
+// is left out: an event past 16 MiB fails with BSONObjectTooLarge). The
+// event's _id, its resume token, is kept, as MongoDB requires.
+//
+//	[{$match: {operationType: {$in: ["insert", "update", "replace", "invalidate"]}}},
+//	 {$project: {operationType: 1, documentKey: 1,
+//	             updatedFields: {$map: {input: {$objectToArray: "$updateDescription.updatedFields"}, in: "$$this.k"}},
+//	             updateDescription.removedFields: 1, updateDescription.truncatedArrays: 1}}]
 func changes() bson.A {
-	return bson.A{bson.D{{Key: "$match", Value: bson.D{
-		{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}},
-	}}}}
+	return bson.A{
+		bson.D{{Key: "$match", Value: bson.D{
+			{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"insert", "update", "replace", "invalidate"}}}},
+		}}},
+		bson.D{{Key: "$project", Value: bson.D{
+			{Key: "operationType", Value: 1},
+			{Key: "documentKey", Value: 1},
+			{Key: "updatedFields", Value: bson.D{{Key: "$map", Value: bson.D{
+				{Key: "input", Value: bson.D{{Key: "$objectToArray", Value: "$updateDescription.updatedFields"}}},
+				{Key: "in", Value: "$$this.k"},
+			}}}},
+			{Key: "updateDescription.removedFields", Value: 1},
+			{Key: "updateDescription.truncatedArrays", Value: 1},
+		}}},
+	}
 }
 
 // saveToken is the update of [TokenCollection.SaveToken]:

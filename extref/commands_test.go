@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -53,34 +54,31 @@ func mustParse(t *testing.T, s string) copyPath {
 // server here may not run: it must stay what MongoDB is known to do right.
 func TestSyncMany(t *testing.T) {
 	ct, c := ann(t)
-	ne := func(v any) bson.D { return bson.D{{Key: "$ne", Value: v}} }
+	// differs: a value at path that is not v as a whole.
+	differs := func(path string, v any) []any {
+		return []any{
+			bson.D{{Key: path, Value: bson.D{{Key: "$ne", Value: v}}}},
+			bson.D{{Key: path, Value: bson.D{{Key: "$type", Value: "array"}}}},
+		}
+	}
 	tests := []struct {
 		path string
 		want syncMany
 	}{
 		{"customer", syncMany{
-			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
-				bson.D{{Key: "customer.name", Value: ne("Ann")}},
-				bson.D{{Key: "customer.email", Value: ne("ann@example.com")}},
-			}}},
+			filter: bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: append(differs("customer.name", "Ann"), differs("customer.email", "ann@example.com")...)}},
 			update: bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "Ann"}, {Key: "customer.email", Value: "ann@example.com"}}}},
 		}},
 		{"items[].product", syncMany{
 			filter: bson.D{{Key: "items", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "product.id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "product.name", Value: ne("Ann")}},
-					bson.D{{Key: "product.email", Value: ne("ann@example.com")}},
-				}},
+				{Key: "product.id", Value: oid}, {Key: "$or", Value: append(differs("product.name", "Ann"), differs("product.email", "ann@example.com")...)},
 			}}}}},
 			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "items.$[e].product.name", Value: "Ann"}, {Key: "items.$[e].product.email", Value: "ann@example.com"}}}},
 			arrayFilters: []any{bson.D{{Key: "e.product.id", Value: oid}}},
 		}},
 		{"authors[]", syncMany{
 			filter: bson.D{{Key: "authors", Value: bson.D{{Key: "$elemMatch", Value: bson.D{
-				{Key: "id", Value: oid}, {Key: "$or", Value: bson.A{
-					bson.D{{Key: "name", Value: ne("Ann")}},
-					bson.D{{Key: "email", Value: ne("ann@example.com")}},
-				}},
+				{Key: "id", Value: oid}, {Key: "$or", Value: append(differs("name", "Ann"), differs("email", "ann@example.com")...)},
 			}}}}},
 			update:       bson.D{{Key: "$set", Value: bson.D{{Key: "authors.$[e].name", Value: "Ann"}, {Key: "authors.$[e].email", Value: "ann@example.com"}}}},
 			arrayFilters: []any{bson.D{{Key: "e.id", Value: oid}}},
@@ -127,6 +125,7 @@ func TestSyncManyOmittedField(t *testing.T) {
 	got := pathsOf(mustParse(t, "customer"), ct).syncMany(ct, c)
 	requireBSON(t, bson.D{{Key: "customer.id", Value: oid}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$ne", Value: "Ann"}}}},
+		bson.D{{Key: "customer.name", Value: bson.D{{Key: "$type", Value: "array"}}}},
 		bson.D{{Key: "customer.email", Value: bson.D{{Key: "$exists", Value: true}}}},
 	}}}, got.filter)
 	requireBSON(t, bson.D{
@@ -244,8 +243,69 @@ func TestBuilders(t *testing.T) {
 	requireBSON(t, bson.D{{Key: "authors.id", Value: oid}}, pathsOf(authors, ct).holders(c))
 	requireBSON(t, bson.D{{Key: "authors", Value: bson.D{{Key: "$exists", Value: true}}}}, authors.withCopies())
 
-	requireBSON(t, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"update", "replace"}}}}}}}}, changes())
+	requireBSON(t, bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: bson.D{{Key: "$in", Value: bson.A{"insert", "update", "replace", "invalidate"}}}}}}},
+		bson.D{{Key: "$project", Value: bson.D{
+			{Key: "operationType", Value: 1},
+			{Key: "documentKey", Value: 1},
+			{Key: "updatedFields", Value: bson.D{{Key: "$map", Value: bson.D{{Key: "input", Value: bson.D{{Key: "$objectToArray", Value: "$updateDescription.updatedFields"}}}, {Key: "in", Value: "$$this.k"}}}}},
+			{Key: "updateDescription.removedFields", Value: 1},
+			{Key: "updateDescription.truncatedArrays", Value: 1},
+		}}},
+	}, changes())
 	token := bson.Raw(bsonDoc(t, bson.D{{Key: "_data", Value: "82"}}))
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "savedAt", Value: now}}}}, saveToken(token, now))
+}
+
+// TestSourceReadsThePrimary (issue 21 item 5): the source's collection
+// is opened with the primary read preference, whatever the database's, so
+// that Sync, Update and Watch never read a value older than the change
+// they follow.
+func TestSourceReadsThePrimary(t *testing.T) {
+	o, err := listers.Merged([]options.Lister[options.CollectionOptions]{sourceOptions})
+	require.NoError(t, err)
+	require.Equal(t, readpref.PrimaryMode, o.ReadPreference.Mode())
+}
+
+// TestTransactionOptions (issue 21 item 4): Update's transaction commits
+// with write concern majority, whatever the client's.
+func TestTransactionOptions(t *testing.T) {
+	o, err := listers.Merged([]options.Lister[options.TransactionOptions]{transactionOptions()})
+	require.NoError(t, err)
+	require.Equal(t, "majority", o.WriteConcern.W)
+}
+
+// TestApplyStopsPastTheTransactionLimit (issue 21 item 3): with a bound,
+// apply stops after the first target whose updates bring the documents
+// matched past it, before the next target, as Update's transaction needs
+// to leave for the non-transactional path; without one it writes every
+// target.
+func TestApplyStopsPastTheTransactionLimit(t *testing.T) {
+	db := mongotest.DB(t)
+	id := bson.NewObjectID()
+	_, err := db.Collection("customers").InsertOne(t.Context(), bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "Ann"}})
+	require.NoError(t, err)
+	for _, coll := range []string{"orders", "invoices"} {
+		_, err = db.Collection(coll).InsertMany(t.Context(), []any{
+			bson.D{{Key: "_id", Value: 1}, {Key: "customer", Value: customerRef{ID: id, Name: "Old"}}},
+			bson.D{{Key: "_id", Value: 2}, {Key: "customer", Value: customerRef{ID: id, Name: "Old"}}},
+		})
+		require.NoError(t, err)
+	}
+	r, err := New[customerRef](db, Config{Source: "customers", Targets: []Target{{Collection: "orders", Path: "customer"}, {Collection: "invoices", Path: "customer"}}, TransactionLimit: 1})
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.txLimit)
+	d, err := r.decide(t.Context())
+	require.NoError(t, err)
+	_, c, err := r.load(t.Context(), id)
+	require.NoError(t, err)
+
+	counts := r.counts()
+	require.ErrorIs(t, r.apply(t.Context(), d.plan, c, counts, r.txLimit), errTooManyCopies)
+	require.Equal(t, [2]int64{2, 0}, [2]int64{counts[0].Matched, counts[1].Matched}, "stopped before the invoices")
+
+	counts = r.counts()
+	require.NoError(t, r.apply(t.Context(), d.plan, c, counts, 0))
+	require.Equal(t, [2]int64{0, 2}, [2]int64{counts[0].Matched, counts[1].Matched})
 }

@@ -26,12 +26,21 @@ type Config struct {
 	// [patterns.FeatureBatchedUpdates]; one per command elsewhere). At most
 	// 2³¹-1. Zero value: [DefaultBatchSize].
 	BatchSize int
+	// TransactionLimit is the most target documents that [Ref.Update]
+	// rewrites inside one transaction (where the server has
+	// [patterns.FeatureTransactions]); a source with more stale copies is
+	// updated on the non-transactional path instead (see [Ref.Update]).
+	// Zero value: [DefaultTransactionLimit].
+	TransactionLimit int
 }
 
 // The defaults of [Config]'s fields, used where a field is zero.
 const (
 	DefaultIDField   = "id"
 	DefaultBatchSize = 500
+	// DefaultTransactionLimit follows the MongoDB manual's guideline for
+	// production transactions: modify no more than 1,000 documents in one.
+	DefaultTransactionLimit = 1000
 )
 
 // normalize fills in the defaults and checks everything that does not
@@ -51,6 +60,12 @@ func (c Config) normalize() (Config, error) {
 		c.BatchSize = DefaultBatchSize
 	case c.BatchSize < 0 || c.BatchSize > math.MaxInt32:
 		return c, errs.Invalid("BatchSize %d is negative or over the server's maximum (2³¹-1)", c.BatchSize)
+	}
+	switch {
+	case c.TransactionLimit == 0:
+		c.TransactionLimit = DefaultTransactionLimit
+	case c.TransactionLimit < 0:
+		return c, errs.Invalid("TransactionLimit %d is negative", c.TransactionLimit)
 	}
 	if _, err := parseTargets(c.Targets); err != nil {
 		return c, err

@@ -47,9 +47,10 @@
 // updateMany per target, plus one find that confirms the source did not
 // change while it wrote, when it rewrote anything (see [Ref.Sync] for why).
 // [Ref.Update] replaces the first find by the source's findAndModify.
-// [Ref.Verify] reads each target in batches of [Config.BatchSize], with one
-// find of their sources per batch; [Ref.Repair] adds a Sync per source with
-// stale copies.
+// [Ref.Verify] reads each target in pages of [Config.BatchSize] documents
+// in _id order (one find each, so that every document is counted once
+// while others write), with one find of their sources per page;
+// [Ref.Repair] adds a Sync per source with stale copies.
 //
 // # Concurrency
 //

@@ -8,15 +8,18 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
-// This file compares the copied fields' BSON values the way MongoDB's
-// equality match does, so that the copies found stale in Go (by Verify,
-// Repair and the portable array path) are exactly those that an
-// updateMany's {$ne: value} filter selects: numbers compare by value
-// whatever their type (int32 1, int64 1, double 1.0 and decimal 1.00 are
-// equal, as [bsonid.Number] decides), a missing field equals null,
-// embedded documents compare field by field in order, and a stored array
-// equals a value when one of its elements does. Ids are compared with
-// [bsonid.Equal] and keyed with [bsonid.Key] instead.
+// This file compares the copied fields' BSON values as whole values, the
+// comparison the stale filters of an updateMany make ([staleClauses]), so
+// that the copies found stale in Go (by Verify, Repair and the portable
+// array path) are exactly those that Sync's filters select: numbers compare
+// by value whatever their type (int32 1, int64 1, double 1.0 and decimal
+// 1.00 are equal, as [bsonid.Number] decides), a missing field equals null,
+// embedded documents compare field by field in order, and arrays element
+// by element. An array never equals a value that is not an array, even one
+// of its own elements: MongoDB's query equality matches such an array, and
+// a copy ["a", "b"] of a source whose field became "a" would then never
+// sync. Ids are compared with [bsonid.Equal] and keyed with [bsonid.Key]
+// instead.
 
 // stale reports whether a copy's field, stored, differs from the value the
 // source gives it, want. A zero want (Type 0) means the copy type omits the
@@ -26,32 +29,12 @@ func stale(stored, want bson.RawValue) bool {
 	if want.Type == 0 {
 		return stored.Type != 0
 	}
-	return !matches(stored, want)
+	return !same(stored, want)
 }
 
-// matches reports whether the query {path: want} matches a document whose
-// value at path is stored (Type 0 when the field is missing).
-func matches(stored, want bson.RawValue) bool {
-	if same(stored, want) {
-		return true
-	}
-	if stored.Type != bson.TypeArray {
-		return false
-	}
-	vals, err := stored.Array().Values()
-	if err != nil {
-		return false
-	}
-	for _, v := range vals {
-		if same(v, want) {
-			return true
-		}
-	}
-	return false
-}
-
-// same reports whether two values are equal under MongoDB's comparison
-// rules (without the array-element matching of a query).
+// same reports whether two values are equal as whole values under
+// MongoDB's comparison rules (without the array-element matching of a
+// query).
 func same(a, b bson.RawValue) bool {
 	if nullish(a) && nullish(b) {
 		return true

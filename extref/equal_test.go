@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
 // null is BSON null.
@@ -26,15 +28,19 @@ func dec(t testing.TB, s string) bson.Decimal128 {
 	return d
 }
 
-// TestMatches pins the equality that Verify and the portable path use:
-// it must agree with what MongoDB's {field: {$ne: want}} filter selects.
-func TestMatches(t *testing.T) {
+// staleCase is a stored value, the value a source gives it, and whether
+// they are equal.
+type staleCase struct {
+	name         string
+	stored, want bson.RawValue
+	equal        bool
+}
+
+// staleCases are the comparisons that TestStale pins in Go and
+// TestStaleClausesAgreeWithTheServer on the server.
+func staleCases(t testing.TB) []staleCase {
 	var missing bson.RawValue
-	tests := []struct {
-		name         string
-		stored, want bson.RawValue
-		equal        bool
-	}{
+	return []staleCase{
 		{"same string", val(t, "Ann"), val(t, "Ann"), true},
 		{"other string", val(t, "Ann"), val(t, "ann"), false},
 		{"int32 and int64", val(t, int32(7)), val(t, int64(7)), true},
@@ -57,18 +63,85 @@ func TestMatches(t *testing.T) {
 		{"document with an extra field", val(t, bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}), val(t, bson.D{{Key: "a", Value: 1}}), false},
 		{"array", val(t, bson.A{1, "x"}), val(t, bson.A{int64(1), "x"}), true},
 		{"array order", val(t, bson.A{"x", 1}), val(t, bson.A{1, "x"}), false},
-		{"array holding the value", val(t, bson.A{"a", "b"}), val(t, "b"), true},
-		{"array holding the array", val(t, bson.A{bson.A{1}, 2}), val(t, bson.A{1}), true},
+		{"array holding the value", val(t, bson.A{"a", "b"}), val(t, "b"), false},
+		{"array of the value", val(t, bson.A{"a"}), val(t, "a"), false},
+		{"value of the array", val(t, "a"), val(t, bson.A{"a"}), false},
+		{"array holding the array", val(t, bson.A{bson.A{1}, 2}), val(t, bson.A{1}), false},
+		{"array holding the array as long", val(t, bson.A{bson.A{1, 2}, 3}), val(t, bson.A{1, 2}), false},
+		{"arrays in arrays", val(t, bson.A{bson.A{1, int64(2)}, "x"}), val(t, bson.A{bson.A{1.0, 2}, "x"}), true},
+		{"array holding the document", val(t, bson.A{bson.D{{Key: "a", Value: 1}}}), val(t, bson.D{{Key: "a", Value: 1}}), false},
+		{"array holding null", val(t, bson.A{nil}), null, false},
+		{"empty array", val(t, bson.A{}), val(t, bson.A{}), true},
+		{"empty array is not missing", missing, val(t, bson.A{}), false},
 		{"array not holding the value", val(t, bson.A{"a", "b"}), val(t, "c"), false},
 		{"object ids", val(t, bson.ObjectID{1}), val(t, bson.ObjectID{1}), true},
 		{"other object ids", val(t, bson.ObjectID{1}), val(t, bson.ObjectID{2}), false},
 	}
-	for _, tc := range tests {
+}
+
+// TestStale pins the equality that Verify and the portable path use, whole
+// values, numbers by value.
+func TestStale(t *testing.T) {
+	for _, tc := range staleCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.equal, matches(tc.stored, tc.want))
 			require.Equal(t, !tc.equal, stale(tc.stored, tc.want))
 		})
 	}
+}
+
+// TestStaleClausesAgreeWithTheServer: the clauses of Sync's filters
+// select, on the server, exactly the values that stale finds stale in Go,
+// at the top of a document and, where the server's plan syncs array
+// targets with arrayFilters, inside $elemMatch (FerretDB 1.x has no
+// $elemMatch on element fields: its portable path compares in Go). Before
+// whole values were compared, {tag: {$ne: "a"}} missed the copy ["a", "b"]
+// on every server, and Sync could never repair it.
+func TestStaleClausesAgreeWithTheServer(t *testing.T) {
+	coll := mongotest.DB(t).Collection("values")
+	elemMatch := planFor(mongotest.Server()).arrayFilters
+	for i, tc := range staleCases(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			top, elem := bson.D{{Key: "_id", Value: i}}, bson.D{}
+			if tc.stored.Type != 0 {
+				top = append(top, bson.E{Key: "v", Value: tc.stored})
+				elem = bson.D{{Key: "v", Value: tc.stored}}
+			}
+			top = append(top, bson.E{Key: "a", Value: bson.A{bson.D{{Key: "x", Value: 1}}, elem}})
+			if _, err := coll.InsertOne(t.Context(), top); err != nil {
+				t.Skipf("skipped: the server does not store %s: %v", tc.stored, err)
+			}
+			or := staleClauses(nil, "v", tc.want)
+			filters := []bson.D{{{Key: "_id", Value: i}, {Key: "$or", Value: or}}}
+			if elemMatch {
+				filters = append(filters, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "x", Value: bson.D{{Key: "$exists", Value: false}}}, {Key: "$or", Value: or}}}}}})
+			}
+			for _, filter := range filters {
+				n, err := coll.CountDocuments(t.Context(), filter)
+				require.NoError(t, err)
+				require.Equal(t, !tc.equal, n == 1, "%v", filter)
+			}
+		})
+	}
+}
+
+// TestStaleClauses pins the clauses of an array that holds an array.
+func TestStaleClauses(t *testing.T) {
+	exists := func(path string, b bool) bson.D {
+		return bson.D{{Key: path, Value: bson.D{{Key: "$exists", Value: b}}}}
+	}
+	notArray := func(path string) bson.D {
+		return bson.D{{Key: path, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "array"}}}}}}
+	}
+	requireBSON(t, bson.A{
+		notArray("t"), exists("t.2", true), exists("t.1", false),
+		bson.D{{Key: "t.0", Value: bson.D{{Key: "$ne", Value: "a"}}}},
+		bson.D{{Key: "t.0", Value: bson.D{{Key: "$type", Value: "array"}}}},
+		notArray("t.1"), exists("t.1.1", true), exists("t.1.0", false),
+		bson.D{{Key: "t.1.0", Value: bson.D{{Key: "$ne", Value: "b"}}}},
+		bson.D{{Key: "t.1.0", Value: bson.D{{Key: "$type", Value: "array"}}}},
+		notArray("e"), exists("e.0", true),
+		exists("u", true),
+	}, staleClauses(staleClauses(staleClauses(nil, "t", val(t, bson.A{"a", bson.A{"b"}})), "e", val(t, bson.A{})), "u", bson.RawValue{}))
 }
 
 func TestStaleOmittedField(t *testing.T) {

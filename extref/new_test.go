@@ -38,6 +38,7 @@ func TestNewRejects(t *testing.T) {
 		{"bad id field", db, extref.Config{Source: "customers", IDField: "a.b", Targets: orders}, "IDField"},
 		{"negative batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: -1}, "negative"},
 		{"huge batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: 1 << 40}, "maximum"},
+		{"negative transaction limit", db, extref.Config{Source: "customers", Targets: orders, TransactionLimit: -1}, "TransactionLimit -1 is negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

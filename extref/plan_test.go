@@ -15,10 +15,10 @@ func TestPlanFor(t *testing.T) {
 		"MongoDB 8 replica set": all,
 		"MongoDB 6 standalone":  {arrayFilters: true, batchedUpdates: true, projectUpdate: true, pipelineUpdates: true},
 		"FerretDB 1.24":         {},
-		// arrayFilters and pipeline updates work there; transactions are
-		// silently wrong and change streams answer an error; findAndModify's
-		// projection and multi-statement updates were not measured.
-		"FerretDB 2.7": {arrayFilters: true, pipelineUpdates: true},
+		// arrayFilters, pipeline updates, findAndModify's projection and
+		// multi-statement updates work there; transactions are silently
+		// wrong and change streams answer an error.
+		"FerretDB 2.7": {arrayFilters: true, batchedUpdates: true, projectUpdate: true, pipelineUpdates: true},
 		"other":        {},
 	}
 	servers := mongotest.KnownServers()

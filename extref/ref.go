@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
@@ -23,6 +25,7 @@ import (
 // own unit tests.
 type Store[S any] interface {
 	Of(ctx context.Context, sourceID any) (S, error)
+	OfMany(ctx context.Context, sourceIDs []any) ([]S, error)
 	Sync(ctx context.Context, sourceID any) ([]Count, error)
 	Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error)
 }
@@ -40,6 +43,7 @@ type Ref[S any] struct {
 	ct      copyType
 	targets []target
 	batch   int
+	txLimit int64  // the most documents Update rewrites in one transaction
 	proj    bson.D // projection of a source document on the copied fields
 	// findCopy are the options of load's find, built once (a builder is
 	// not modified after it is built, so goroutines can share it).
@@ -82,13 +86,19 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source), ct: ct, batch: cfg.BatchSize, proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), proj: copiedFields(ct)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
 	return r, nil
 }
+
+// sourceOptions are the options of the source's collection: it is read
+// from the primary whatever the database's read preference, so that a
+// Sync never reads a value older than the change it follows (a secondary
+// may lag), writes nothing, and leaves the copies stale.
+var sourceOptions = options.Collection().SetReadPreference(readpref.Primary())
 
 // Indexes returns the indexes the repository's queries need: on every
 // target, an index on the copy's id ({customer.id: 1}; for an array target
@@ -105,7 +115,9 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 
 // Of returns the copy of the source document with _id sourceID, to embed
 // in a referencing document when it is created. It sends one find with a
-// projection on the copied fields.
+// projection on the copied fields, to the primary (as every read of a
+// source: Of, Sync, Update, Watch, Verify and Repair read the source from
+// the primary whatever the database's read preference).
 //
 // The copy is a snapshot: if the source changes before the referencing
 // document is written, that document holds a stale copy. Sync (or Update)
@@ -126,6 +138,87 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 		return zero, r.fail("Of", sourceID, err)
 	}
 	return s, nil
+}
+
+// OfMany returns the copies of the source documents with the given ids,
+// in the order of the ids (an id given twice gets its copy twice), to
+// embed when referencing documents are created: an order of a cart of 20
+// products. It sends one find per [Config.BatchSize] distinct ids
+// ({_id: {$in: [...]}} with a projection on the copied fields), to the
+// primary: one round trip for up to BatchSize sources. The copies are
+// snapshots, as [Ref.Of]'s are, read by separate finds when there are
+// more than BatchSize ids: no two batches are one snapshot.
+//
+// Errors: [patterns.ErrInvalid] for a bad id (nothing sent), or as Of
+// says for a copy type that cannot hold a source's _id;
+// [patterns.ErrNotFound] when some sources do not exist: the error names
+// the first 10 missing ids, and the copies of the others are returned all
+// the same, with the zero S at each missing id's place.
+func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
+	keys := make([]string, len(sourceIDs))
+	var distinct bson.A
+	seen := map[string]bool{}
+	for i, id := range sourceIDs {
+		if err := patterns.ValidateID(id); err != nil {
+			return nil, pkg.Wrap("OfMany", fmt.Errorf("id %d: %w", i, err))
+		}
+		t, data, err := bson.MarshalValue(id)
+		if err != nil {
+			return nil, pkg.Wrap("OfMany", errs.Invalid("id %d: %v", i, err))
+		}
+		keys[i] = bsonid.Key(bson.RawValue{Type: t, Value: data})
+		if !seen[keys[i]] {
+			seen[keys[i]] = true
+			distinct = append(distinct, id)
+		}
+	}
+	found := make(map[string]S, len(distinct))
+	for start := 0; start < len(distinct); start += r.batch {
+		add := func(id bson.RawValue, s S, _ copyValue) { found[bsonid.Key(id)] = s }
+		if err := r.findSources(ctx, distinct[start:min(start+r.batch, len(distinct))], add); err != nil {
+			return nil, r.fail("OfMany", nil, err)
+		}
+	}
+	out := make([]S, len(sourceIDs))
+	var missing []string
+	for i, k := range keys {
+		s, ok := found[k]
+		if !ok {
+			if len(missing) < 10 {
+				missing = append(missing, bsonid.Text(sourceIDs[i]))
+			}
+			continue
+		}
+		out[i] = s
+	}
+	if len(missing) > 0 {
+		return out, r.fail("OfMany", nil, fmt.Errorf("sources %s not in %s: %w", strings.Join(missing, ", "), r.source.Name(), patterns.ErrNotFound))
+	}
+	return out, nil
+}
+
+// findSources reads the sources with the given ids in one find (to the
+// primary, projected on the copied fields) and calls add with each one's
+// _id (valid only during the call) and copy.
+func (r *Ref[S]) findSources(ctx context.Context, ids bson.A, add func(id bson.RawValue, s S, c copyValue)) error {
+	// One more than can match, so that the server sees the cursor is
+	// exhausted and no getMore follows.
+	cur, err := r.source.Find(ctx, sourcesByID(ids), options.Find().SetProjection(r.proj).SetBatchSize(int32(len(ids)+1)))
+	if err != nil {
+		return fmt.Errorf("read from %s: %w", r.source.Name(), err)
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	for cur.Next(ctx) {
+		s, c, err := r.copyOf(cur.Current)
+		if err != nil {
+			return err
+		}
+		add(cur.Current.Lookup("_id"), s, c)
+	}
+	if err := cur.Err(); err != nil {
+		return fmt.Errorf("read from %s: %w", r.source.Name(), err)
+	}
+	return nil
 }
 
 // fail returns err, the failure of operation op on the source with _id id

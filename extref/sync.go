@@ -125,7 +125,7 @@ func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]C
 	total := r.counts()
 	for round := 1; ; round++ {
 		before := modified(total)
-		err := r.apply(ctx, p, c, total)
+		err := r.apply(ctx, p, c, total, 0)
 		if err != nil || modified(total) == before {
 			return total, err
 		}
@@ -163,8 +163,10 @@ func (r *Ref[S]) counts() []Count {
 }
 
 // apply writes c to the stale copies of every target and adds what it did
-// to counts.
-func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count) error {
+// to counts. With bound > 0, it stops with [errTooManyCopies] after the
+// first target that brings the documents matched past bound.
+func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count, bound int64) error {
+	matched := int64(0)
 	for i, t := range r.targets {
 		var err error
 		if p.portable(t.path) {
@@ -174,6 +176,9 @@ func (r *Ref[S]) apply(ctx context.Context, p plan, c copyValue, counts []Count)
 		}
 		if err != nil {
 			return fmt.Errorf("sync %s: %w", t.Target, err)
+		}
+		if matched += counts[i].Matched; bound > 0 && matched > bound {
+			return errTooManyCopies
 		}
 	}
 	return nil

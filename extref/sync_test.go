@@ -315,3 +315,121 @@ func TestSyncSeveralCopiesInOneArray(t *testing.T) {
 		require.Equal(t, []string{"New", "Old", "New", "New"}, got)
 	})
 }
+
+// TaggedRef copies a field that holds a scalar or an array.
+type TaggedRef struct {
+	ID  int `bson:"id"`
+	Tag any `bson:"tag"`
+}
+
+// TestCopiesFollowAnArrayThatBecomesItsOwnElement: a source's tag goes
+// from ["a", "b"] to "a", one of its own elements, then to ["a"], then
+// back to "a". MongoDB's equality matches an array that holds the value, so a
+// filter {tag: {$ne: "a"}} never selects the copy ["a", "b"]: Verify must
+// still count each such copy stale, Repair, Sync and Update rewrite it,
+// in a single embedded copy and in copies inside arrays, on every plan.
+func TestCopiesFollowAnArrayThatBecomesItsOwnElement(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		r := refs[TaggedRef](t, db, "tags", []extref.Target{{Collection: "notes", Path: "ref"}, {Collection: "boards", Path: "cards[].ref"}}, []extref.Plan{p})
+		sources := db.Collection("tags")
+		_, err := sources.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "tag", Value: bson.A{"a", "b"}}})
+		require.NoError(t, err)
+		ref, err := r.Of(ctx, 1)
+		require.NoError(t, err)
+		_, err = db.Collection("notes").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "ref", Value: ref}})
+		require.NoError(t, err)
+		_, err = db.Collection("boards").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "cards", Value: bson.A{
+			bson.D{{Key: "ref", Value: ref}}, bson.D{{Key: "ref", Value: TaggedRef{ID: 2, Tag: "a"}}},
+		}}})
+		require.NoError(t, err)
+		retag := func(tag any) {
+			t.Helper()
+			_, err := sources.UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "tag", Value: tag}}}})
+			require.NoError(t, err)
+		}
+		// held returns the tag of source 1's copy in the note and in the
+		// board, as stored.
+		held := func() [2]bson.RawValue {
+			t.Helper()
+			var note, board bson.Raw
+			require.NoError(t, db.Collection("notes").FindOne(ctx, bson.D{}).Decode(&note))
+			require.NoError(t, db.Collection("boards").FindOne(ctx, bson.D{}).Decode(&board))
+			return [2]bson.RawValue{note.Lookup("ref", "tag"), board.Lookup("cards", "0", "ref", "tag")}
+		}
+		requireHeld := func(tag any) {
+			t.Helper()
+			typ, data, err := bson.MarshalValue(tag)
+			require.NoError(t, err)
+			want := bson.RawValue{Type: typ, Value: data}
+			for i, got := range held() {
+				require.Equal(t, want.String(), got.String(), "target %d", i)
+			}
+		}
+		one := []extref.Count{
+			{Target: extref.Target{Collection: "notes", Path: "ref"}, Matched: 1, Modified: 1},
+			{Target: extref.Target{Collection: "boards", Path: "cards[].ref"}, Matched: 1, Modified: 1},
+		}
+
+		retag("a")
+		reports, err := r.Verify(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 1}, []int64{reports[0].Stale, reports[1].Stale}, "Verify sees the array copies stale")
+		counts, err := r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, one, counts, "Sync rewrites them")
+		requireHeld("a")
+		require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+
+		counts, err = r.Update(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "tag", Value: bson.A{"a"}}}}})
+		require.NoError(t, err)
+		require.Equal(t, one, counts, "Update rewrites them")
+		requireHeld(bson.A{"a"})
+
+		retag("a")
+		reports, err = r.Repair(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []int64{1, 0}, []int64{reports[0].Stale, reports[1].Stale}, "the notes' repair synced the boards too")
+		require.Equal(t, []int64{1, 1}, []int64{reports[0].Repaired, reports[1].Repaired})
+		requireHeld("a")
+		require.Equal(t, []int64{0, 0}, verifyStale(t, r))
+
+		counts, err = r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.Zero(t, counts[0].Matched+counts[1].Matched, "nothing stale: nothing matched")
+	})
+}
+
+// TestOfMany (issue 23 item 4): the copies of many sources in the order
+// of the ids, one find per BatchSize distinct ids, numbers of any type
+// finding their source, and the missing ids named in an ErrNotFound that
+// comes with the copies of the others.
+func TestOfMany(t *testing.T) {
+	db := mongotest.DB(t)
+	seedOrders(t, db, customerRefs(t, db), 7, 0)
+	r, err := extref.New[CustomerRef](db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}}, BatchSize: 3})
+	require.NoError(t, err)
+	want := func(id int) CustomerRef {
+		return CustomerRef{ID: id, Name: "Customer " + strconv.Itoa(id), Email: "c" + strconv.Itoa(id) + "@example.com"}
+	}
+	counter := mongotest.NewCounter(t, db)
+
+	got, err := r.OfMany(ctx, []any{5, int64(1), 5.0, 2, 3, 4})
+	require.NoError(t, err)
+	require.Equal(t, []CustomerRef{want(5), want(1), want(5), want(2), want(3), want(4)}, got)
+	require.Equal(t, []string{"find", "find"}, counter.Commands(), "5 distinct ids in batches of 3")
+
+	counter.Reset()
+	got, err = r.OfMany(ctx, []any{2, 99, 7, 98})
+	require.ErrorIs(t, err, patterns.ErrNotFound)
+	require.Equal(t, "extref: OfMany: sources 99, 98 not in customers: not found", err.Error())
+	require.Equal(t, []CustomerRef{want(2), {}, want(7), {}}, got)
+
+	counter.Reset()
+	_, err = r.OfMany(ctx, []any{1, bson.D{{Key: "$ne", Value: nil}}})
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.Empty(t, counter.Commands(), "a bad id: nothing sent")
+	got, err = r.OfMany(ctx, nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+}

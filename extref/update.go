@@ -37,14 +37,34 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // Where the server has [patterns.FeatureTransactions] (a MongoDB replica set
 // or sharded cluster), the source's update and the copies' updates run in
 // one transaction: a findAndModify, one updateMany per target and a
-// commitTransaction; readers see the source and its copies change
-// together. An error before the commit means nothing was written, and the
-// error says "nothing written"; a commit that fails without an answer
-// (the connection lost) may have applied, and the error says "all written
-// or nothing, unknown which": running Update again is the retry of an
-// idempotent update ($set), otherwise read the source to decide. The
-// driver retries the transaction on transient errors, and its commit,
+// commitTransaction with write concern majority (whatever the client's),
+// so that a committed Update survives a failover. On a replica set,
+// readers outside the transaction see the source and its copies change
+// together at the commit. On a sharded cluster, when the source and the
+// copies live on several shards, only readers with read concern
+// "snapshot" are sure of that: a reader at "local" or "majority" may see
+// one shard's writes before another's while the commit is under way (the
+// MongoDB manual, commitTransaction: Atomicity). An error before the
+// commit means nothing was written, and the error says "nothing written";
+// a commit that fails without an answer (the connection lost) may have
+// applied, and the error says "all written or nothing, unknown which":
+// running Update again is the retry of an idempotent update ($set),
+// otherwise read the source to decide. The driver retries the commit,
 // which it runs detached from ctx's deadline (up to the client's timeout).
+//
+// A transaction is bounded. MongoDB aborts one that lives past
+// transactionLifetimeLimitSeconds (60 s by default) or that grows past
+// what its cache holds (a write conflict), both as transient errors, on
+// which the driver would run it again for up to 120 s, in vain for a
+// source with many copies; its manual advises modifying no more than
+// 1,000 documents per transaction. So Update aborts its transaction once
+// the copies' updates have matched more than [Config.TransactionLimit]
+// documents (checked after each target), and runs it once: after a
+// transient failure it does not run it again. In both cases nothing was
+// written, and Update takes the non-transactional path below, with its
+// gap and [ErrNotSynced]. The cost of that choice is the aborted
+// transaction's work: at most one updateMany per target past the limit,
+// or one attempt cut short by the server.
 //
 // Elsewhere (a standalone server, FerretDB, whose transactions are absent
 // or silently wrong: see [patterns.FeatureTransactions]) Update sends the
@@ -106,35 +126,14 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	}
 
 	if d.transactions {
-		sess, err := r.db.Client().StartSession()
-		if err != nil {
-			return nil, r.fail("Update", sourceID, err)
-		}
-		defer sess.EndSession(context.WithoutCancel(ctx))
-		committing := false // the last attempt's writes all succeeded: the driver commits next
-		res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
-			committing = false
-			c, err := updateSource(ctx)
+		counts, err := r.updateInTransaction(ctx, d.plan, updateSource)
+		if !errors.Is(err, errLeaveTransaction) {
 			if err != nil {
-				return nil, err
+				return nil, r.fail("Update", sourceID, err)
 			}
-			counts := r.counts()
-			if err := r.apply(ctx, d.plan, c, counts); err != nil {
-				return nil, err
-			}
-			committing = true
 			return counts, nil
-		})
-		switch {
-		case err == nil:
-			return res.([]Count), nil
-		case committing && (ctx.Err() == nil || err != ctx.Err()):
-			// The commit failed; one without an answer may have applied.
-			// (With ctx done before it, WithTransaction aborts and returns
-			// ctx.Err() itself.)
-			return nil, r.fail("Update", sourceID, fmt.Errorf("transaction commit (all written or nothing, unknown which): %w", err))
 		}
-		return nil, r.fail("Update", sourceID, fmt.Errorf("transaction (nothing written): %w", err))
+		// The transaction wrote nothing: the non-transactional path.
 	}
 
 	var c copyValue
@@ -150,6 +149,63 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
 	return counts, nil
+}
+
+// errTooManyCopies stops a transaction whose updates matched more
+// documents than [Config.TransactionLimit].
+var errTooManyCopies = errors.New("more copies than a transaction may rewrite")
+
+// errLeaveTransaction is the answer of updateInTransaction when Update
+// must take the non-transactional path: its transaction was aborted,
+// nothing was written.
+var errLeaveTransaction = errors.New("leave the transaction")
+
+// updateInTransaction runs Update's writes in one transaction, committed
+// with write concern majority. It returns errLeaveTransaction, with
+// nothing written, when the copies' updates matched more than the
+// transaction limit, or when an attempt failed with a transient error
+// (the driver would run the callback again, for up to 120 s, and a
+// transaction past the server's lifetime limit or too large for its
+// cache fails that way each time).
+func (r *Ref[S]) updateInTransaction(ctx context.Context, p plan, updateSource func(context.Context) (copyValue, error)) ([]Count, error) {
+	sess, err := r.db.Client().StartSession()
+	if err != nil {
+		return nil, err
+	}
+	defer sess.EndSession(context.WithoutCancel(ctx))
+	committing := false // the last attempt's writes all succeeded: the driver commits next
+	attempts := 0
+	res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
+		committing = false
+		if attempts++; attempts > 1 {
+			return nil, errLeaveTransaction
+		}
+		c, err := updateSource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		counts := r.counts()
+		if err := r.apply(ctx, p, c, counts, r.txLimit); err != nil {
+			if errors.Is(err, errTooManyCopies) {
+				return nil, errLeaveTransaction
+			}
+			return nil, err
+		}
+		committing = true
+		return counts, nil
+	}, transactionOptions())
+	switch {
+	case err == nil:
+		return res.([]Count), nil
+	case errors.Is(err, errLeaveTransaction):
+		return nil, err
+	case committing && (ctx.Err() == nil || err != ctx.Err()):
+		// The commit failed; one without an answer may have applied.
+		// (With ctx done before it, WithTransaction aborts and returns
+		// ctx.Err() itself.)
+		return nil, fmt.Errorf("transaction commit (all written or nothing, unknown which): %w", err)
+	}
+	return nil, fmt.Errorf("transaction (nothing written): %w", err)
 }
 
 // validUpdate accepts an update document whose top-level fields are all

@@ -230,13 +230,26 @@ func TestUpdateNamesTheMissingFeature(t *testing.T) {
 			require.Empty(t, sent)
 		}
 
+		// The customer holds the array: MongoDB refuses an arrayFilters
+		// update of a document without it ("The path 'tags' must exist in
+		// the document in order to apply array updates").
+		customers := db.Collection("customers")
+		_, err := customers.UpdateByID(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "tags", Value: bson.A{"old", "kept"}}}}})
+		require.NoError(t, err)
 		tagged := options.FindOneAndUpdate().SetArrayFilters([]any{bson.D{{Key: "t", Value: "old"}}})
 		sent = counter.Count(func() {
 			_, err := r.Update(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "tags.$[t]", Value: "new"}}}}, tagged)
 			requireUnsupportedUnless(t, has(p, patterns.FeatureArrayFilters), patterns.FeatureArrayFilters, err)
 		})
-		if !has(p, patterns.FeatureArrayFilters) {
+		var c struct {
+			Tags []string `bson:"tags"`
+		}
+		require.NoError(t, customers.FindOne(ctx, bson.D{{Key: "_id", Value: 2}}).Decode(&c))
+		if has(p, patterns.FeatureArrayFilters) {
+			require.Equal(t, []string{"new", "kept"}, c.Tags)
+		} else {
 			require.Empty(t, sent)
+			require.Equal(t, []string{"old", "kept"}, c.Tags, "nothing sent, nothing changed")
 		}
 	})
 }

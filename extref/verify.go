@@ -7,8 +7,6 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
@@ -31,14 +29,20 @@ type Report struct {
 // nothing and returns one report per target, in the order of
 // [Config.Targets].
 //
-// It works in batches of [Config.BatchSize] target documents, with bounded
-// memory: per batch one round trip for the documents (a find, then
-// getMores) and one find of their sources by _id (none when no copy of the
-// batch has an id). It reads every document whose copy path holds
-// something, so it scans each target collection. It reads no snapshot: a
-// copy written or synced while Verify runs may be counted before or after
-// the change. A copy whose source is missing (deleted), or that has no id,
-// is an orphan, not stale. It needs no optional feature of the server.
+// It works in pages of [Config.BatchSize] target documents in _id order,
+// with bounded memory: per page one find of the documents after the last
+// _id read ({_id: {$gt: last}}, sorted by _id) and one find of their
+// sources by _id (none when no copy of the page has an id), plus one find
+// per target at the end, of the _ids of other BSON types, when the last
+// page was not the first (MongoDB's $gt compares one type only). It reads
+// every document whose copy path holds something, so it scans each target
+// collection. Each document is counted once, however others rewrite the
+// target while Verify reads it (a plain cursor may return a rewritten
+// document again: FerretDB 2.x's does). It reads no snapshot: a copy
+// written or synced while Verify runs may be counted before or after the
+// change, and a document inserted or deleted meanwhile may be counted or
+// not. A copy whose source is missing (deleted), or that has no id, is an
+// orphan, not stale. It needs no optional feature of the server.
 //
 // A failed read (a lost connection, ctx's deadline) ends Verify with an
 // error and the counts made so far, which are incomplete: a nil error
@@ -52,13 +56,15 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 	return reports, nil
 }
 
-// Repair does what [Ref.Verify] does and, after each batch, syncs every
+// Repair does what [Ref.Verify] does and, after each page, syncs every
 // source that has stale copies in it (as [Ref.Sync] does: its copies in
 // every target, so a later target's report may find fewer stale copies
 // than existed when Repair started). Report.Repaired counts the documents
 // those syncs rewrote in each target; with no concurrent writers, a second
 // Verify finds no stale copies. Round trips: those of Verify plus those of
-// one Sync per source with stale copies. Orphans are counted and left as
+// one Sync per source with stale copies. Each document is counted once,
+// although the syncs rewrite documents that later pages hold: the pages
+// follow _id, not a cursor. Orphans are counted and left as
 // they are. Repair is safe to run again after any error; with an error, the
 // reports are those of Verify so far, and Repaired counts what the syncs
 // wrote before it (as Sync's counts do).
@@ -85,11 +91,7 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 }
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
-	batches := seq.Batches(ctx, r.batch, func(ctx context.Context) (*mongo.Cursor, error) {
-		return t.coll.Find(ctx, t.path.withCopies(),
-			options.Find().SetProjection(t.path.copiesOnly()).SetBatchSize(int32(r.batch)))
-	})
-	for batch, err := range batches {
+	for batch, err := range seq.ByID(ctx, t.coll, t.path.withCopies(), t.path.copiesOnly(), r.batch) {
 		if err == nil {
 			err = r.check(ctx, t, i, batch, reports, repair)
 		}
@@ -167,24 +169,11 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	for _, id := range ids {
 		in = append(in, id)
 	}
-	// One more than can match, so that the server sees the cursor is
-	// exhausted and no getMore follows.
-	cur, err := r.source.Find(ctx, sourcesByID(in),
-		options.Find().SetProjection(r.proj).SetBatchSize(int32(len(in)+1)))
-	if err != nil {
-		return nil, fmt.Errorf("read from %s: %w", r.source.Name(), err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
 	out := make(map[string]source, len(in))
-	for cur.Next(ctx) {
-		_, c, err := r.copyOf(cur.Current)
-		if err != nil {
-			return nil, err
-		}
-		id := cur.Current.Lookup("_id")
+	err := r.findSources(ctx, in, func(id bson.RawValue, _ S, c copyValue) {
 		out[bsonid.Key(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
-	}
-	return out, cur.Err()
+	})
+	return out, err
 }
 
 // staleCopy reports whether a copy differs from c in a copied field.

@@ -98,8 +98,10 @@ func TestVerifyRepair(t *testing.T) {
 	})
 }
 
-// TestVerifyBatches: Verify reads a target in batches of BatchSize
-// documents, with one find of their sources per batch.
+// TestVerifyBatches: Verify reads a target in pages of BatchSize
+// documents, each page one find after the last _id, with one find of
+// their sources per page, and one find of the _ids of later types at the
+// end.
 func TestVerifyBatches(t *testing.T) {
 	db := mongotest.DB(t)
 	seedOrders(t, db, customerRefs(t, db), 10, 100)
@@ -115,7 +117,7 @@ func TestVerifyBatches(t *testing.T) {
 		require.NoError(t, err)
 		require.EqualValues(t, 100, reports[0].Copies)
 	})
-	require.Equal(t, []string{"find", "find", "getMore", "find", "getMore", "find"}, sent)
+	require.Equal(t, []string{"find", "find", "find", "find", "find", "find", "find"}, sent)
 }
 
 // TestVerifyCountsCopiesWithoutAnID: a copy that has no id is an orphan,

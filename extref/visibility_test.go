@@ -2,10 +2,16 @@ package extref_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"maps"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -81,17 +87,17 @@ func TestUpdateReadersSeeTheGap(t *testing.T) {
 
 // TestVerifyReadsNoSnapshot backs Verify's "it reads no snapshot: a copy
 // synced while Verify runs may be counted before or after the change":
-// another process syncs the stale source between Verify's two batches of
-// carts; the first batch's stale copies are counted, the second's are not.
+// another process syncs the stale source between Verify's two pages of
+// carts; the first page's stale copies are counted, the second's are not,
+// and every copy is counted once.
 func TestVerifyReadsNoSnapshot(t *testing.T) {
 	db := mongotest.DB(t)
 	s := prepareScene(t, db, faultScene{targets: []extref.Target{cartsTarget}, carts: []int32{1, 2, 3, 5}, renamed: []int32{1}, batch: 2}, portable())
 	other, err := s.ref(mongotest.NewClient(t).Database(db.Name()))
 	require.NoError(t, err)
-	synced := false
-	mongotest.OnCommand(t, db, "getMore", func(ctx context.Context) {
-		if !synced {
-			synced = true
+	finds := 0
+	mongotest.OnCommand(t, db, "find", func(ctx context.Context) {
+		if finds++; finds == 3 { // the second page, after the first page's sources
 			_, err := other.Sync(ctx, 1)
 			require.NoError(t, err)
 		}
@@ -100,16 +106,63 @@ func TestVerifyReadsNoSnapshot(t *testing.T) {
 	require.NoError(t, err)
 	reports, err := r.Verify(ctx)
 	require.NoError(t, err)
-	require.True(t, synced)
+	require.GreaterOrEqual(t, finds, 3)
 	// Carts 1 and 2 (one and two stale copies of product 1) come in the
-	// first batch, read before the sync: counted stale. Cart 5's copy comes
-	// in the second, read after it: counted fresh where the server's getMore
-	// reads the collection as it is (MongoDB), stale where the cursor's
-	// results were read ahead (FerretDB 1.x reads them at the find). Either
-	// way every copy is counted once.
-	require.Len(t, reports, 1)
-	require.Contains(t, []int64{3, 4}, reports[0].Stale)
-	reports[0].Stale = 0
-	require.Equal(t, extref.Report{Target: cartsTarget, Documents: 4, Copies: 8}, reports[0])
+	// first page, read before the sync: counted stale. Cart 5's copy comes
+	// in the second, read after it: counted fresh.
+	require.Equal(t, []extref.Report{{Target: cartsTarget, Documents: 4, Copies: 8, Stale: 3}}, reports)
 	require.Equal(t, []int64{0}, verifyStale(t, r), "a Verify after the sync finds nothing stale")
+}
+
+// TestScansCountEachDocumentOnce: while Verify and Repair read the carts
+// page by page, writers on another client keep rewriting them (a growing
+// field, and the syncs of renamed products). Every cart and every copy is
+// counted once: on FerretDB 2.x a cursor returns rewritten documents again
+// (Verify counted 6 carts of 4, Repair 516 of 500), pages on _id do not.
+func TestScansCountEachDocumentOnce(t *testing.T) {
+	db, _ := withCarts(t, 10, mongotest.Scale(500, 120))
+	carts := snapshot(t, db.Collection("carts"))
+	copies := int64(0)
+	for _, c := range carts {
+		vals, err := c.Lookup("items").Array().Values()
+		require.NoError(t, err)
+		copies += int64(len(vals))
+	}
+	cfg := extref.Config{Source: "products", Targets: []extref.Target{cartsTarget}, BatchSize: 20}
+	r, err := extref.New[ProductRef](db, cfg)
+	require.NoError(t, err)
+	otherDB := mongotest.NewClient(t).Database(db.Name())
+	other, err := extref.New[ProductRef](otherDB, cfg)
+	require.NoError(t, err)
+
+	for _, repair := range []bool{false, true} {
+		wctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { // grow carts, so that they move on the server
+			for i := 0; wctx.Err() == nil; i++ {
+				_, err := otherDB.Collection("carts").UpdateByID(wctx, i%len(carts)+1, bson.D{{Key: "$set", Value: bson.D{{Key: "pad", Value: strings.Repeat("x", 64*(i%50))}}}})
+				if wctx.Err() == nil {
+					assert.NoError(t, err)
+				}
+			}
+		})
+		wg.Go(func() { // rename products and sync their copies
+			for i := 0; wctx.Err() == nil; i++ {
+				_, err := other.Update(wctx, i%10+1, setName(fmt.Sprintf("Name %d", i)))
+				if wctx.Err() == nil && !errors.Is(err, patterns.ErrConflict) {
+					assert.NoError(t, err)
+				}
+			}
+		})
+		scan := r.Verify
+		if repair {
+			scan = r.Repair
+		}
+		reports, err := scan(ctx)
+		stop()
+		wg.Wait()
+		require.NoError(t, err)
+		require.Equal(t, int64(len(carts)), reports[0].Documents, "repair %v: each cart once", repair)
+		require.Equal(t, copies, reports[0].Copies, "repair %v: each copy once", repair)
+	}
 }

@@ -112,7 +112,7 @@ func run(ctx context.Context, db *mongo.Database) error {
 }
 
 // seed stores 3 customers, 4 products, 12 orders and 6 carts, each
-// embedding copies taken with Of.
+// embedding copies taken with OfMany.
 func seed(ctx context.Context, db *mongo.Database, customers *extref.Ref[CustomerRef], products *extref.Ref[ProductRef]) error {
 	names := []string{"Ada Lovelace", "Grace Hopper", "Alan Turing"}
 	var docs []any
@@ -130,12 +130,13 @@ func seed(ctx context.Context, db *mongo.Database, customers *extref.Ref[Custome
 		return err
 	}
 
-	// One Of per referenced document, embedded in all that reference it.
-	cust, err := copies(ctx, customers, 3)
+	// The copies of every referenced document in one round trip per
+	// source collection, embedded in all that reference it.
+	cust, err := customers.OfMany(ctx, []any{1, 2, 3})
 	if err != nil {
 		return err
 	}
-	prod, err := copies(ctx, products, 4)
+	prod, err := products.OfMany(ctx, []any{1, 2, 3, 4})
 	if err != nil {
 		return err
 	}
@@ -158,18 +159,6 @@ func seed(ctx context.Context, db *mongo.Database, customers *extref.Ref[Custome
 	}
 	_, err = db.Collection("carts").InsertMany(ctx, docs)
 	return err
-}
-
-// copies returns the copies of the sources with ids 1..n, one Of each.
-func copies[S any](ctx context.Context, r extref.Store[S], n int) ([]S, error) {
-	out := make([]S, n)
-	for i := range out {
-		var err error
-		if out[i], err = r.Of(ctx, i+1); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 // describe says what a sync rewrote, per target.
