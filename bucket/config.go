@@ -121,20 +121,20 @@ func (c Config) normalize() (Config, error) {
 		c.MetaField = DefaultMetaField
 	}
 	if err := check.Collection(c.Collection); err != nil {
-		return Config{}, fmt.Errorf("Collection: %w", err)
+		return Config{}, fmt.Errorf("config.Collection: %w", err)
 	}
 	if err := check.Field(c.TimeField); err != nil {
-		return Config{}, fmt.Errorf("TimeField: %w", err)
+		return Config{}, fmt.Errorf("config.TimeField: %w", err)
 	}
 	if err := check.Field(c.MetaField); err != nil {
-		return Config{}, fmt.Errorf("MetaField: %w", err)
+		return Config{}, fmt.Errorf("config.MetaField: %w", err)
 	}
 	if c.MetaField == c.TimeField {
 		return Config{}, errs.Invalid("MetaField and TimeField are both %q", c.MetaField)
 	}
 	for i, f := range c.ValueFields {
 		if err := check.Field(f); err != nil {
-			return Config{}, fmt.Errorf("ValueFields[%d]: %w", i, err)
+			return Config{}, fmt.Errorf("config.ValueFields[%d]: %w", i, err)
 		}
 		switch {
 		case f == c.TimeField:

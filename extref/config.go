@@ -47,13 +47,13 @@ const (
 // depend on the copy type; errors wrap [patterns.ErrInvalid].
 func (c Config) normalize() (Config, error) {
 	if err := check.Collection(c.Source); err != nil {
-		return c, fmt.Errorf("source: %w", err)
+		return c, fmt.Errorf("config.Source: %w", err)
 	}
 	if c.IDField == "" {
 		c.IDField = DefaultIDField
 	}
 	if err := check.Field(c.IDField); err != nil {
-		return c, fmt.Errorf("IDField: %w", err)
+		return c, fmt.Errorf("config.IDField: %w", err)
 	}
 	switch {
 	case c.BatchSize == 0:
@@ -81,11 +81,11 @@ func parseTargets(ts []Target) ([]copyPath, error) {
 	paths := make([]copyPath, len(ts))
 	for i, t := range ts {
 		if err := check.Collection(t.Collection); err != nil {
-			return nil, fmt.Errorf("target %d: %w", i, err)
+			return nil, fmt.Errorf("config.Targets[%d]: %w", i, err)
 		}
 		p, err := parsePath(t.Path)
 		if err != nil {
-			return nil, fmt.Errorf("target %d (%s): %w", i, t, err)
+			return nil, fmt.Errorf("config.Targets[%d] (%s): %w", i, t, err)
 		}
 		for j, o := range ts[:i] {
 			if o.Collection == t.Collection && overlaps(paths[j].inDocument(), p.inDocument()) {

@@ -23,6 +23,7 @@ type withInline struct {
 	ID      int `bson:"id"`
 	Name    string
 	Audit   `bson:",inline"`
+	//lint:ignore U1000 an unexported field, which the copy type must leave out
 	private int
 	Skipped string `bson:"-"`
 }

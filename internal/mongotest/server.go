@@ -68,7 +68,7 @@ func startContainer(ctx context.Context) (*started, error) {
 		return nil, fmt.Errorf("no Docker provider: %w", err)
 	}
 	if err := p.Health(ctx); err != nil { // Health closes p
-		return nil, fmt.Errorf("Docker provider unhealthy: %w", err)
+		return nil, fmt.Errorf("the Docker provider is unhealthy: %w", err)
 	}
 	c, err := mongodb.Run(ctx, mongoImage, mongodb.WithReplicaSet("rs0"))
 	if err != nil {
