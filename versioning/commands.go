@@ -28,31 +28,43 @@ func idFilter(id any) bson.D {
 	return bson.D{{Key: "_id", Value: id}}
 }
 
+// notArray is the condition that keeps an equality on the version field
+// from matching an array: MongoDB's {f: 3} and {f: {$eq: 3}} match an
+// array that contains 3 ($type "number" does too, by its elements), and
+// a version field that holds an array is no version (see versionOf).
+var notArray = bson.E{Key: "$not", Value: bson.D{{Key: "$type", Value: "array"}}}
+
 // casFilter matches the stored document old only if nobody wrote it since
-// it was read: same _id, same version and same revision, or, for each
-// field that was absent, still absent. It guards every write-back, every
-// write of MigrateAll and, on a server without the 16 MiB limit on
-// updates, Update's findAndModify.
+// it was read: same _id, same version (not an array that contains it) and
+// same revision, or, for each field that was absent, still absent. It
+// guards every write-back, every write of MigrateAll and, on a server
+// without the 16 MiB limit on updates, Update's findAndModify.
 func (s schema) casFilter(old bson.Raw) bson.D {
 	f := make(bson.D, 1, 3)
 	f[0] = bson.E{Key: "_id", Value: old.Lookup("_id")}
 	for _, name := range [2]string{s.field, s.revField} {
-		if v, err := old.LookupErr(name); err == nil {
-			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}}})
-		} else {
+		v, err := old.LookupErr(name)
+		switch {
+		case err != nil:
 			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$exists", Value: false}}})
+		case name == s.field:
+			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}, notArray}})
+		default:
+			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}}})
 		}
 	}
 	return f
 }
 
-// currentFilter matches the document id only at the current version: an
-// update written against the shape T must not land on an older document.
+// currentFilter matches the document id only at the current version, a
+// number (or, where the implicit version is current, a missing or null
+// field), never an array that contains it: an update written against the
+// shape T must not land on a document of another shape.
 func (s schema) currentFilter(id any) bson.D {
 	if s.implicit == s.current { // a missing or null field is current too
-		return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$in", Value: bson.A{int32(s.current), nil}}}}}
+		return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$in", Value: bson.A{int32(s.current), nil}}, notArray}}}
 	}
-	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: int32(s.current)}}
+	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$eq", Value: int32(s.current)}, notArray}}}
 }
 
 // notNewerFilter matches the document id unless it is at a newer version

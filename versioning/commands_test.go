@@ -50,14 +50,14 @@ func TestFiltersArePinned(t *testing.T) {
 		ejson(t, users.casFilter(mustRaw(t, v1))),
 		"a document without version or revision is replaced only while both are still absent")
 	require.Equal(t,
-		`{"_id":"u1","schemaVersion":{"$eq":2},"_rev":{"$eq":`+oid+`}}`,
+		`{"_id":"u1","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$eq":`+oid+`}}`,
 		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2}, {Key: "_rev", Value: rev}}))),
 		"the version and revision read, with their BSON types")
 	require.Equal(t,
-		`{"_id":"u1","schemaVersion":{"$eq":2.0},"_rev":{"$exists":false}}`,
+		`{"_id":"u1","schemaVersion":{"$eq":2.0,"$not":{"$type":"array"}},"_rev":{"$exists":false}}`,
 		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
 
-	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, users.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}}`, ejson(t, users.currentFilter("u1")), "never an array that contains 3")
 	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
 	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.stampedFilter(mustRaw(t, v1).Lookup("_id"), rev)))
 	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1), rev)),
@@ -73,7 +73,7 @@ func TestFiltersArePinned(t *testing.T) {
 	// Documents without the field are current: they match updates, and
 	// MigrateAll leaves them alone.
 	cur := schema{field: "v", revField: "_rev", current: 3, implicit: 3, oldest: 1}
-	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null]}}`, ejson(t, cur.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null],"$not":{"$type":"array"}}}`, ejson(t, cur.currentFilter("u1")))
 	require.Equal(t, `{"v":{"$ne":null,"$not":{"$gte":3}}}`, ejson(t, cur.scanFilter()))
 }
 

@@ -172,12 +172,12 @@ Delete
 // an old one, an update that misses, a find, the write-back and the update
 // again.
 const sentUpdates = `Update current
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
 Update old
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
 	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":3},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
 `
 
 // sentCheckedUpdates where it does not: a find, then a findAndModify
@@ -185,21 +185,21 @@ Update old
 // document), returning the result to size it.
 const sentCheckedUpdates = `Update current
 	{"find":"users","filter":{"_id":"c"},"limit":1,"singleBatch":true}
-	{"findAndModify":"users","new":true,"query":{"_id":"c","schemaVersion":{"$eq":3},"_rev":{"$exists":false}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
+	{"findAndModify":"users","new":true,"query":{"_id":"c","schemaVersion":{"$eq":3,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
 Update old
 	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
-	{"findAndModify":"users","new":true,"query":{"_id":"o2","schemaVersion":{"$eq":3},"_rev":{"$eq":<oid>}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"findAndModify":"users","new":true,"query":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}},"_rev":{"$eq":<oid>}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
 `
 
 // sentPipeline and sentArrayFilters where the plan has them; elsewhere
 // they are refused before anything is sent.
 const (
 	sentPipeline = `Update pipeline
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":[{"$set":{"visits":{"$add":["$visits",1]}}},{"$set":{"schemaVersion":3,"_rev":<oid>}}]}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":[{"$set":{"visits":{"$add":["$visits",1]}}},{"$set":{"schemaVersion":3,"_rev":<oid>}}]}]}
 `
 	sentArrayFilters = `Update arrayFilters
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":3},"u":{"$set":{"tags.$[t]":"z","schemaVersion":3,"_rev":<oid>}},"arrayFilters":[{"t":"x"}]}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"c","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$set":{"tags.$[t]":"z","schemaVersion":3,"_rev":<oid>}},"arrayFilters":[{"t":"x"}]}]}
 `
 )
 
