@@ -635,7 +635,12 @@ func TestFaultsUpdatePast16MiB(t *testing.T) {
 				err := tracedUsers(p.Client().Database(db.Name()), plan).Update(ctx, "a", big)
 				p.Disarm()
 				require.True(t, p.Fired(), "the fault struck (err %v)", err)
-				t.Logf("the caller saw: %v", err)
+				saw := err
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("the caller saw: %v", saw)
+					}
+				})
 				if !errors.Is(err, patterns.ErrTooLarge) {
 					requireFaultError(t, "Update", err)
 					err = tracedUsers(db, plan).Update(ctx, "a", big)
