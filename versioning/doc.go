@@ -95,10 +95,10 @@
 //
 // A repository decides once, from the server's features, how it uses the
 // server (two commands on first use, once per client):
-//   - MongoDB 6.0+ has every feature the package uses.
-//   - FerretDB 2.x has pipeline updates, arrayFilters and the 16 MiB limit
-//     on updates, but not [patterns.FeatureBatchedUpdates]: MigrateAll
-//     writes one replaceOne per document.
+//   - MongoDB 6.0+ and FerretDB 2.x have every feature the package uses:
+//     pipeline updates, arrayFilters, the 16 MiB limit on updates and
+//     [patterns.FeatureBatchedUpdates] (MigrateAll writes a batch per
+//     command).
 //   - FerretDB 1.x and servers the library does not recognise have none:
 //     Update with a pipeline or with arrayFilters returns
 //     [patterns.ErrUnsupported] naming [patterns.FeaturePipelineUpdates] or

@@ -509,7 +509,7 @@ func TestImplicitCurrentVersion(t *testing.T) {
 }
 
 // TestFindWritesBackAsItGoes: Find over old documents yields them as T and
-// stores each migrated one, between the cursor's batches.
+// stores each migrated one, before it reads the next page.
 func TestFindWritesBackAsItGoes(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
@@ -530,7 +530,7 @@ func TestFindWritesBackAsItGoes(t *testing.T) {
 			}
 		})
 		require.Equal(t, []string{"a", "b", "c"}, ids)
-		require.Equal(t, []string{"find", "update", "getMore", "update"}, got, "one write-back per old document")
+		require.Equal(t, []string{"find", "update", "find", "update"}, got, "one write-back per old document, a find per page of two")
 		s, err := r.Stats(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[int]int64{3: 3}, s.Versions)

@@ -31,10 +31,7 @@ type recorder struct {
 	sent []string
 }
 
-var (
-	oidRE    = regexp.MustCompile(`\{"\$oid":"[0-9a-f]{24}"\}`)
-	cursorRE = regexp.MustCompile(`"getMore":[0-9]+`)
-)
+var oidRE = regexp.MustCompile(`\{"\$oid":"[0-9a-f]{24}"\}`)
 
 func (rec *recorder) started(_ context.Context, e *event.CommandStartedEvent) {
 	if e.DatabaseName != rec.db {
@@ -56,8 +53,7 @@ func (rec *recorder) started(_ context.Context, e *event.CommandStartedEvent) {
 		panic(err)
 	}
 	rec.mu.Lock()
-	line := oidRE.ReplaceAllString(string(b), "<oid>")
-	rec.sent = append(rec.sent, cursorRE.ReplaceAllString(line, `"getMore":<cursor>`))
+	rec.sent = append(rec.sent, oidRE.ReplaceAllString(string(b), "<oid>"))
 	rec.mu.Unlock()
 }
 
@@ -205,21 +201,23 @@ const (
 `
 )
 
-// sentBulkMigrate: MigrateAll writes a batch per bulk write (BulkMigrate),
-// update commands of two statements, then one; sentEachMigrate: one
-// replaceOne per document.
+// sentBulkMigrate: MigrateAll reads pages of two in _id order, the next
+// one after the last _id read (and after every type sorted after a
+// string), and writes a page per bulk write (BulkMigrate), update commands
+// of two statements, then one; a short page ends the scan.
+// sentEachMigrate: the same pages, one replaceOne per document.
 const (
 	sentBulkMigrate = `MigrateAll
-	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}}}
+	{"find":"users","batchSize":3,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}},{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
-	{"getMore":<cursor>,"collection":"users","batchSize":2}
+	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
 `
 	sentEachMigrate = `MigrateAll
-	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}}}
+	{"find":"users","batchSize":3,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
-	{"getMore":<cursor>,"collection":"users","batchSize":2}
+	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
 `
 )
