@@ -253,3 +253,40 @@ func wantSent(p versioning.Plan) string {
 	}
 	return s + sentStats
 }
+
+// TestShardKeyIsInEveryWriteAfterARead: with Config.ShardKey, the writes
+// that follow a read of the document (Get's write-back, Update's
+// write-back and guarded update, MigrateAll's writes) carry the shard
+// key's value as read, on every plan, and the operations still work.
+func TestShardKeyIsInEveryWriteAfterARead(t *testing.T) {
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
+		ctx := context.Background()
+		name := mongotest.DB(t).Name()
+		rec := &recorder{db: name}
+		db := mongotest.Connect(t, mongotest.URI(), &event.CommandMonitor{Started: rec.started}, nil).Database(name)
+		tenant := func(d bson.D) bson.D { return append(d, bson.E{Key: "tenant", Value: "acme"}) }
+		seed(t, db.Collection("users"), tenant(v1("g", "Ada Lovelace", "ada@example.com")), tenant(v2("u", "Alan Turing", "alan@example.com")),
+			tenant(v1("m", "Grace Hopper", "grace@example.com")))
+		r := newUsers(t, db, p, func(c *versioning.Config) { c.ShardKey = []string{"tenant"} })
+		rec.take()
+		_, err := r.Get(ctx, "g")
+		require.NoError(t, err)
+		require.NoError(t, r.Update(ctx, "u", incVisits))
+		res, err := r.MigrateAll(ctx, versioning.MigrateOptions{})
+		require.NoError(t, err)
+		require.Equal(t, versioning.MigrateResult{Migrated: 1}, res)
+		afterRead := 0
+		for _, c := range rec.take() {
+			switch {
+			case strings.HasPrefix(c, `{"find"`), strings.HasPrefix(c, `{"update":"users","ordered":true,"updates":[{"q":{"_id":"u","schemaVersion":{"$eq":3`):
+				continue // reads, and the native Update's first try, which follows no read
+			}
+			require.Contains(t, c, `"tenant":{"$eq":"acme"}`, c)
+			afterRead++
+		}
+		require.Positive(t, afterRead)
+		u, err := r.Get(ctx, "u")
+		require.NoError(t, err)
+		require.Equal(t, 1, u.Visits)
+	})
+}
