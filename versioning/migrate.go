@@ -82,7 +82,9 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // one read>}}, sorted by _id, limited to BatchSize; a batch shorter than
 // BatchSize is the last), migrates each batch in memory and writes it
 // with one unordered bulkWrite of replaceOnes, each guarded by the
-// compare-and-set filter of [Repo.Get], before reading the next: so a
+// compare-and-set filter of [Repo.Get] (the statements that fail with a
+// transient error, FerretDB 2.x's deadlock, which applied nothing, are
+// sent again, up to 5 times in all), before reading the next: so a
 // document a reader or writer changed since the scan read it is skipped,
 // not overwritten, no document is ever migrated twice, and each document
 // is counted once (migrated, skipped or failed), whatever others write
@@ -239,20 +241,49 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 		}
 		return nil
 	}
-	writes := make([]mongo.WriteModel, len(olds))
-	for i, old := range olds {
-		writes[i] = &mongo.ReplaceOneModel{Filter: r.casFilter(old), Replacement: news[i]}
+	// Every statement is guarded, so one that failed with a transient
+	// error (FerretDB 2.x's deadlock, which applied nothing) is sent again,
+	// alone with the others that did, as is a command that failed whole
+	// with one.
+	pending := make([]int, len(olds)) // indexes into olds of the statements to send
+	for i := range pending {
+		pending[i] = i
 	}
-	bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
-	bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
-	if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
-		return fmt.Errorf("bulk write of %d migrated documents: %w", len(olds), err)
+	var again []int
+	err := srverr.Retry(ctx, func() error {
+		writes := make([]mongo.WriteModel, len(pending))
+		for k, i := range pending {
+			writes[k] = &mongo.ReplaceOneModel{Filter: r.casFilter(olds[i]), Replacement: news[i]}
+		}
+		bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
+		bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
+		if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
+			return err // a transient one is sent again whole
+		}
+		again = again[:0]
+		var transient error
+		for _, we := range bwe.WriteErrors {
+			if srverr.Transient(we.WriteError) {
+				again, transient = append(again, pending[we.Index]), we.WriteError
+				continue
+			}
+			res.Failed = append(res.Failed, Failure{ID: idOf(olds[pending[we.Index]]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
+		}
+		matched := int(bw.MatchedCount)
+		res.Migrated += matched
+		res.Skipped += len(pending) - matched - len(bwe.WriteErrors)
+		pending = append(pending[:0], again...)
+		return transient
+	})
+	switch {
+	case err == nil:
+	case len(again) > 0 && srverr.Transient(err):
+		// Still failing after srverr.Attempts sends: these documents failed.
+		for _, i := range again {
+			res.Failed = append(res.Failed, Failure{ID: idOf(olds[i]), Err: fmt.Errorf("write the migrated document: %w", err)})
+		}
+	default:
+		return fmt.Errorf("bulk write of %d migrated documents: %w", len(pending), err)
 	}
-	for _, we := range bwe.WriteErrors {
-		res.Failed = append(res.Failed, Failure{ID: idOf(olds[we.Index]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
-	}
-	matched := int(bw.MatchedCount)
-	res.Migrated += matched
-	res.Skipped += len(olds) - matched - len(bwe.WriteErrors)
 	return nil
 }
