@@ -77,10 +77,11 @@ type Counted struct {
 // its own, seeded alike; operation i migrates every document from version
 // i+1 to i+2 (so each operation has the whole collection to migrate, and
 // both sides keep the same data). Goal: 5x the documents per second of
-// the baseline on MongoDB, where MigrateAll writes a bulk write per batch;
-// where the server lacks patterns.FeatureBatchedUpdates it writes one
-// replaceOne per document, as the baseline does, and the goal does not
-// apply.
+// the baseline where MigrateAll writes a bulk write per batch (MongoDB,
+// FerretDB 2.x: 11.3x there on 2026-12-01, 200 documents, 641 ms against
+// 7,267 ms, on a loaded 2-core machine); where the server lacks
+// patterns.FeatureBatchedUpdates it writes one replaceOne per document,
+// as the baseline does, and the goal does not apply.
 func BenchmarkMigrateAll(b *testing.B) {
 	ctx := context.Background()
 	n := mongotest.Scale(1000, 200)

@@ -1,6 +1,7 @@
 package versioning
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -20,6 +21,7 @@ type schema struct {
 	current  int
 	implicit int // the version of a document without field
 	oldest   int // the oldest version the chain reads
+	shardKey []string
 }
 
 // idFilter matches the document id, whatever its version: the reads by id
@@ -28,31 +30,44 @@ func idFilter(id any) bson.D {
 	return bson.D{{Key: "_id", Value: id}}
 }
 
+// notArray is the condition that keeps an equality on the version field
+// from matching an array: MongoDB's {f: 3} and {f: {$eq: 3}} match an
+// array that contains 3 ($type "number" does too, by its elements), and
+// a version field that holds an array is no version (see versionOf).
+var notArray = bson.E{Key: "$not", Value: bson.D{{Key: "$type", Value: "array"}}}
+
 // casFilter matches the stored document old only if nobody wrote it since
-// it was read: same _id, same version and same revision, or, for each
-// field that was absent, still absent. It guards every write-back, every
-// write of MigrateAll and, on a server without the 16 MiB limit on
-// updates, Update's findAndModify.
+// it was read: same _id, same version (not an array that contains it) and
+// same revision, or, for each field that was absent, still absent. It
+// guards every write-back, every write of MigrateAll and, on a server
+// without the 16 MiB limit on updates, Update's findAndModify.
 func (s schema) casFilter(old bson.Raw) bson.D {
-	f := make(bson.D, 1, 3)
-	f[0] = bson.E{Key: "_id", Value: old.Lookup("_id")}
+	f := s.docFilter(old)
 	for _, name := range [2]string{s.field, s.revField} {
-		if v, err := old.LookupErr(name); err == nil {
-			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}}})
-		} else {
+		v, err := old.LookupErr(name)
+		switch {
+		case err != nil:
 			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$exists", Value: false}}})
+		case name == s.field:
+			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}, notArray}})
+		default:
+			f = append(f, bson.E{Key: name, Value: bson.D{{Key: "$eq", Value: v}}})
 		}
 	}
 	return f
 }
 
-// currentFilter matches the document id only at the current version: an
-// update written against the shape T must not land on an older document.
-func (s schema) currentFilter(id any) bson.D {
+// currentFilter matches the document of doc (idFilter, or docFilter of a
+// document read) only at the current version, a number (or, where the
+// implicit version is current, a missing or null field), never an array
+// that contains it: an update written against the shape T must not land
+// on a document of another shape.
+func (s schema) currentFilter(doc bson.D) bson.D {
+	doc = slices.Clip(doc)       // append to a copy: doc is used again
 	if s.implicit == s.current { // a missing or null field is current too
-		return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$in", Value: bson.A{int32(s.current), nil}}}}}
+		return append(doc, bson.E{Key: s.field, Value: bson.D{{Key: "$in", Value: bson.A{int32(s.current), nil}}, notArray}})
 	}
-	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: int32(s.current)}}
+	return append(doc, bson.E{Key: s.field, Value: bson.D{{Key: "$eq", Value: int32(s.current)}, notArray}})
 }
 
 // notNewerFilter matches the document id unless it is at a newer version
@@ -62,11 +77,29 @@ func (s schema) notNewerFilter(id any) bson.D {
 	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: int32(s.current)}}}}}}
 }
 
-// stampedFilter matches the document id while it holds the revision rev
-// that Update's findAndModify stamped: the read-back of an update whose
-// reply was lost, which tells whether it landed.
-func (s schema) stampedFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
-	return bson.D{{Key: "_id", Value: id}, {Key: s.revField, Value: bson.D{{Key: "$eq", Value: rev}}}}
+// docFilter matches the document read as doc by its _id and, where
+// Config.ShardKey names fields, by their values in doc ({f: {$eq: v}},
+// null for a missing field, which the server routes as null): the start
+// of every filter of a write that follows a read, so that a sharded
+// cluster sends it to one shard.
+func (s schema) docFilter(doc bson.Raw) bson.D {
+	f := make(bson.D, 1, len(s.shardKey)+3)
+	f[0] = bson.E{Key: "_id", Value: doc.Lookup("_id")}
+	for _, k := range s.shardKey {
+		var v any // null
+		if rv, err := doc.LookupErr(strings.Split(k, ".")...); err == nil {
+			v = rv
+		}
+		f = append(f, bson.E{Key: k, Value: bson.D{{Key: "$eq", Value: v}}})
+	}
+	return f
+}
+
+// stampedFilter matches the document read as before while it holds the
+// revision rev that Update's findAndModify stamped: the read-back of an
+// update whose reply was lost, which tells whether it landed.
+func (s schema) stampedFilter(before bson.Raw, rev bson.ObjectID) bson.D {
+	return append(s.docFilter(before), bson.E{Key: s.revField, Value: bson.D{{Key: "$eq", Value: rev}}})
 }
 
 // restoreFilter is the guard of putting back the document before, read
@@ -76,9 +109,9 @@ func (s schema) stampedFilter(id bson.RawValue, rev bson.ObjectID) bson.D {
 // sent again after its reply was lost (it then rewrites what it already
 // put back). A document read without a revision is matched on rev only.
 func (s schema) restoreFilter(before bson.Raw, rev bson.ObjectID) bson.D {
-	f := s.stampedFilter(before.Lookup("_id"), rev)
+	f := s.stampedFilter(before, rev)
 	if prev, err := before.LookupErr(s.revField); err == nil {
-		f[1].Value = bson.D{{Key: "$in", Value: bson.A{rev, prev}}}
+		f[len(f)-1].Value = bson.D{{Key: "$in", Value: bson.A{rev, prev}}}
 	}
 	return f
 }

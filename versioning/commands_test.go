@@ -50,16 +50,16 @@ func TestFiltersArePinned(t *testing.T) {
 		ejson(t, users.casFilter(mustRaw(t, v1))),
 		"a document without version or revision is replaced only while both are still absent")
 	require.Equal(t,
-		`{"_id":"u1","schemaVersion":{"$eq":2},"_rev":{"$eq":`+oid+`}}`,
+		`{"_id":"u1","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$eq":`+oid+`}}`,
 		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2}, {Key: "_rev", Value: rev}}))),
 		"the version and revision read, with their BSON types")
 	require.Equal(t,
-		`{"_id":"u1","schemaVersion":{"$eq":2.0},"_rev":{"$exists":false}}`,
+		`{"_id":"u1","schemaVersion":{"$eq":2.0,"$not":{"$type":"array"}},"_rev":{"$exists":false}}`,
 		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
 
-	require.Equal(t, `{"_id":"u1","schemaVersion":3}`, ejson(t, users.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}}`, ejson(t, users.currentFilter(idFilter("u1"))), "never an array that contains 3")
 	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
-	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.stampedFilter(mustRaw(t, v1).Lookup("_id"), rev)))
+	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.stampedFilter(mustRaw(t, v1), rev)))
 	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1), rev)),
 		"a document read without a revision is put back while it holds the update's")
 	prev := bson.NewObjectID()
@@ -73,8 +73,31 @@ func TestFiltersArePinned(t *testing.T) {
 	// Documents without the field are current: they match updates, and
 	// MigrateAll leaves them alone.
 	cur := schema{field: "v", revField: "_rev", current: 3, implicit: 3, oldest: 1}
-	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null]}}`, ejson(t, cur.currentFilter("u1")))
+	require.Equal(t, `{"_id":"u1","v":{"$in":[3,null],"$not":{"$type":"array"}}}`, ejson(t, cur.currentFilter(idFilter("u1"))))
 	require.Equal(t, `{"v":{"$ne":null,"$not":{"$gte":3}}}`, ejson(t, cur.scanFilter()))
+}
+
+// TestShardKeyFiltersArePinned: with Config.ShardKey, every filter of a
+// write that follows a read holds the shard key's values as read (null
+// for a missing field), after the _id; the filters that follow no read
+// are those of an unsharded collection.
+func TestShardKeyFiltersArePinned(t *testing.T) {
+	s := users
+	s.shardKey = []string{"tenant", "geo.region"}
+	rev := bson.NewObjectID()
+	oid := `{"$oid":"` + rev.Hex() + `"}`
+	read := mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}},
+		{Key: "schemaVersion", Value: 2}, {Key: "_rev", Value: rev}})
+	key := `"_id":"u1","tenant":{"$eq":"acme"},"geo.region":{"$eq":"eu"}`
+	require.Equal(t, `{`+key+`,"schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$eq":`+oid+`}}`, ejson(t, s.casFilter(read)))
+	require.Equal(t, `{`+key+`,"_rev":{"$eq":`+oid+`}}`, ejson(t, s.stampedFilter(read, rev)))
+	require.Equal(t, `{`+key+`,"_rev":{"$in":[`+oid+`,`+oid+`]}}`, ejson(t, s.restoreFilter(read, rev)))
+	require.Equal(t, `{"_id":"u1","tenant":{"$eq":null},"geo.region":{"$eq":null},"schemaVersion":{"$exists":false},"_rev":{"$exists":false}}`,
+		ejson(t, s.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}}))), "a missing field is routed as null")
+	require.Equal(t, ejson(t, users.currentFilter(idFilter("u1"))), ejson(t, s.currentFilter(idFilter("u1"))), "no read, no shard key: the _id alone")
+	require.Equal(t, `{`+key+`,"schemaVersion":{"$eq":3,"$not":{"$type":"array"}}}`, ejson(t, s.currentFilter(s.docFilter(read))), "after a read, the shard key as read")
+	require.Equal(t, ejson(t, users.notNewerFilter("u1")), ejson(t, s.notNewerFilter("u1")))
+	require.Equal(t, ejson(t, users.scanFilter()), ejson(t, s.scanFilter()))
 }
 
 func TestStampDocIsPinned(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
@@ -76,6 +77,17 @@ type Config struct {
 	// and Find, which then only read (for read-only credentials or
 	// secondaries). Update, MigrateAll and Replace still write.
 	NoWriteBack bool
+
+	// ShardKey names the fields of the collection's shard key (paths, as
+	// given to shardCollection) when the collection is sharded on
+	// anything but _id alone: every write that follows a read of the
+	// document then carries their values as read, by equality, so that a
+	// sharded cluster sends it to one shard (see "Sharding" in the package
+	// documentation). Empty, the default, adds nothing: right for a
+	// collection that is not sharded or is sharded on _id. _id, the
+	// version and the revision fields (which every write changes), and a
+	// field given twice, are refused.
+	ShardKey []string
 }
 
 // normalize returns c with its defaults filled in and its migrations
@@ -99,6 +111,21 @@ func (c Config) normalize() (Config, error) {
 	if c.VersionField == c.RevisionField {
 		return c, errs.Invalid("VersionField and RevisionField are both %q", c.VersionField)
 	}
+	for i, f := range c.ShardKey {
+		if err := check.Path(f); err != nil {
+			return c, fmt.Errorf("ShardKey: %w", err)
+		}
+		root, _, _ := strings.Cut(f, ".")
+		switch {
+		case root == "_id":
+			return c, errs.Invalid("ShardKey: %q: every filter holds the _id already; a collection sharded on _id needs no ShardKey", f)
+		case root == c.VersionField || root == c.RevisionField:
+			return c, errs.Invalid("ShardKey: %q: every write changes the version and the revision; shard on other fields", f)
+		case slices.Contains(c.ShardKey[:i], f):
+			return c, errs.Invalid("ShardKey: %q is given twice", f)
+		}
+	}
+	c.ShardKey = slices.Clone(c.ShardKey)
 	if c.Current < 1 || c.Current > math.MaxInt32 {
 		return c, errs.Invalid("Current is %d: want a version from 1 to %d", c.Current, math.MaxInt32)
 	}

@@ -46,6 +46,11 @@ func TestNormalizeRejectsBadConfig(t *testing.T) {
 		{"implicit above current", func(c *Config) { c.Implicit = 4 }, "Implicit is version 4"},
 		{"negative implicit", func(c *Config) { c.Implicit = -1 }, "Implicit is version -1"},
 		{"no migrations, old documents", func(c *Config) { c.Migrations = nil }, "Implicit is version 1"},
+		{"shard key _id", func(c *Config) { c.ShardKey = []string{"tenant", "_id"} }, `ShardKey: "_id": every filter holds the _id already`},
+		{"shard key version", func(c *Config) { c.ShardKey = []string{"schemaVersion"} }, `ShardKey: "schemaVersion": every write changes the version and the revision`},
+		{"shard key in the revision", func(c *Config) { c.ShardKey = []string{"_rev.x"} }, `ShardKey: "_rev.x": every write changes`},
+		{"shard key twice", func(c *Config) { c.ShardKey = []string{"tenant", "tenant"} }, `ShardKey: "tenant" is given twice`},
+		{"shard key path", func(c *Config) { c.ShardKey = []string{"a..b"} }, `ShardKey: `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

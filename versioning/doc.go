@@ -92,14 +92,51 @@
 // reports a duplicate _id, Delete [patterns.ErrNotFound], and Update
 // applies its update once more (see [Repo.Update]).
 //
+// # Sharding
+//
+// A repository uses one collection. Shard it on {_id: "hashed"}: every
+// operation that names a document (Get, Insert, Replace, Update, Delete,
+// the write-backs and MigrateAll's writes) carries its _id by equality
+// and goes to one shard; the hash spreads ObjectIDs, which grow with
+// time, over every shard instead of the last chunk; and the unique index
+// on _id stays unique across the cluster, which it is on no other key.
+// The version index of [Repo.Indexes] is not unique and suits any key.
+// What goes to every shard under that key: Find (its filter does not hold
+// _id by equality: each page is a find on every shard, merged by _id),
+// MigrateAll's pages (the same, filtered on the version; its writes are
+// targeted), Stats (an aggregation of every shard) and Progress's count.
+//
+// Under another shard key (a collection sharded on {tenant: 1, _id: 1},
+// say), a command that holds only the _id is not refused by MongoDB 6.0
+// and later, since every single-document update and delete of the
+// package holds an exact _id: it is sent to every shard (each write a
+// message to every shard, the one holding the document applies it). A
+// findAndModify, which the package sends only on a server without the 16
+// MiB limit on updates ([patterns.FeatureUpdateSizeLimit]; never on
+// MongoDB), needs the shard key up to MongoDB 7.0: code 61
+// (ShardKeyNotFound, "Query for sharded findAndModify must contain the
+// shard key"); from 7.1 the server routes it without. Name the shard
+// key's fields in Config.ShardKey: every write that follows a read of the
+// document (the write-backs, MigrateAll's writes, Update's write-back and
+// the update after it, its findAndModify, the put-back of an oversized
+// update) then carries their values as read, by equality, and goes to one
+// shard. Insert goes to one shard by the values in the document. Get,
+// Delete, Replace, and Update of a document at the current version send
+// no read first, so they hold the _id alone and go to every shard under
+// such a key. A migration must not change a shard-key
+// field: the write-back would move the document to another shard, which
+// MongoDB refuses outside a retryable write or a transaction (code
+// 31025, or 20 and 72). Never shard on the version or the revision field,
+// which every write changes (Config refuses them in ShardKey).
+//
 // # Servers
 //
 // A repository decides once, from the server's features, how it uses the
 // server (two commands on first use, once per client):
-//   - MongoDB 6.0+ has every feature the package uses.
-//   - FerretDB 2.x has pipeline updates, arrayFilters and the 16 MiB limit
-//     on updates, but not [patterns.FeatureBatchedUpdates]: MigrateAll
-//     writes one replaceOne per document.
+//   - MongoDB 6.0+ and FerretDB 2.x have every feature the package uses:
+//     pipeline updates, arrayFilters, the 16 MiB limit on updates and
+//     [patterns.FeatureBatchedUpdates] (MigrateAll writes a batch per
+//     command).
 //   - FerretDB 1.x and servers the library does not recognise have none:
 //     Update with a pipeline or with arrayFilters returns
 //     [patterns.ErrUnsupported] naming [patterns.FeaturePipelineUpdates] or

@@ -254,8 +254,8 @@ type found struct {
 }
 
 // TestFaultsFindOldDocuments breaks Find over three old documents (read
-// in batches of two: a find and a getMore), at each step: the find, each
-// write-back, the getMore. Every document yielded is the migrated one;
+// in pages of two: a find per page), at each step: each find, each
+// write-back. Every document yielded is the migrated one;
 // after the retry all are stored at the current version, each step once.
 func TestFaultsFindOldDocuments(t *testing.T) {
 	t.Parallel() // the stalls of the fault tests wait side by side
@@ -523,7 +523,7 @@ type migrated struct {
 // TestFaultsMigrateAll breaks MigrateAll over three old documents, in
 // batches of two with Progress, at each step: the count, the find, each
 // write (a bulk write per batch, or a replaceOne per document), the
-// getMores. The struck run returns an error, lists no document as failed
+// find of the next page. The struck run returns an error, lists no document as failed
 // (a lost connection is not a document's failure) and counts at most
 // what it wrote: only a write whose reply was lost is missing from its
 // count. Running it again migrates the rest, and counts exactly the rest.
@@ -635,7 +635,12 @@ func TestFaultsUpdatePast16MiB(t *testing.T) {
 				err := tracedUsers(p.Client().Database(db.Name()), plan).Update(ctx, "a", big)
 				p.Disarm()
 				require.True(t, p.Fired(), "the fault struck (err %v)", err)
-				t.Logf("the caller saw: %v", err)
+				saw := err
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("the caller saw: %v", saw)
+					}
+				})
 				if !errors.Is(err, patterns.ErrTooLarge) {
 					requireFaultError(t, "Update", err)
 					err = tracedUsers(db, plan).Update(ctx, "a", big)

@@ -11,15 +11,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 )
 
 // MigrateOptions tunes [Repo.MigrateAll]. The zero value works.
 type MigrateOptions struct {
-	// BatchSize is the most documents read per batch of the cursor and
-	// written per bulk write; it bounds memory (so does the server's
-	// reply, at most 16 MiB): the batch grows as documents arrive, so a
+	// BatchSize is the most documents read per find and written per bulk
+	// write; it bounds memory: the batch grows as documents arrive, so a
 	// large BatchSize costs nothing over a small collection. 0 means
 	// [DefaultBatchSize]; at most MaxInt32.
 	BatchSize int
@@ -56,7 +55,7 @@ type Failure struct {
 	Err error // a [*MigrationError], an error wrapping [ErrMigration], or the server's write error
 }
 
-// maxCursorBatch bounds the batch size MigrateAll asks of its cursor: no
+// maxCursorBatch bounds the documents MigrateAll asks of one find: no
 // reply holds more documents (a reply is at most 16 MiB, a document at
 // least 5 bytes), and FerretDB 1.x does not answer a find with a filter
 // and a batch size of MaxInt32.
@@ -79,16 +78,23 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 
 // MigrateAll migrates every document below the current version (and every
 // document whose version field does not hold an integer, to report it).
-// It reads them with one cursor (find, then a getMore per batch), migrates
-// each batch in memory and writes it with one unordered bulkWrite of
-// replaceOnes, each guarded by the compare-and-set filter of [Repo.Get]:
-// so a document a reader or writer changed since the scan read it is
-// skipped, not overwritten, and no document is ever migrated twice. Memory
-// is bounded by one batch (and the list of failures). Setting
+// It reads them in _id order, a batch per find ({_id: {$gt: <the last
+// one read>}}, sorted by _id, limited to BatchSize; a batch shorter than
+// BatchSize is the last), migrates each batch in memory and writes it
+// with one unordered bulkWrite of replaceOnes, each guarded by the
+// compare-and-set filter of [Repo.Get] (the statements that fail with a
+// transient error, FerretDB 2.x's deadlock, which applied nothing, are
+// sent again, up to 5 times in all), before reading the next: so a
+// document a reader or writer changed since the scan read it is skipped,
+// not overwritten, no document is ever migrated twice, and each document
+// is counted once (migrated, skipped or failed), whatever others write
+// meanwhile: the scan never meets a document again, as one long cursor
+// may (FerretDB 2.x returns rewritten documents again). Memory is bounded
+// by one batch (and the list of failures). Setting
 // MigrateOptions.Progress adds one count command at the start.
 //
-// Where the server lacks [patterns.FeatureBatchedUpdates] (FerretDB 1.x
-// and 2.x, servers the library does not recognise), it writes one
+// Where the server lacks [patterns.FeatureBatchedUpdates] (FerretDB 1.x,
+// servers the library does not recognise), it writes one
 // replaceOne per document instead, with the same filters, each sent again
 // after a transient failure (FerretDB 2.x's deadlock, which applied
 // nothing): the constant explains why. The path is part of the
@@ -146,16 +152,15 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 		total = int(n)
 	}
-	batches := seq.Batches(ctx, opts.BatchSize, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.coll.Find(ctx, filter, options.Find().SetBatchSize(int32(min(opts.BatchSize, maxCursorBatch))))
-	})
+	// The pages go in _id order, each read after the previous one is
+	// written: a document the run (or anyone) rewrites is never met again.
+	pages := keyset.Pages(ctx, r.coll, filter, min(opts.BatchSize, maxCursorBatch), 0)
 
-	// The batch grows as documents arrive: BatchSize bounds it, the
-	// server's reply (at most 16 MiB) bounds it too, and a large BatchSize
-	// over a small collection costs nothing.
+	// The batch grows as documents arrive: a large BatchSize over a small
+	// collection costs nothing.
 	var olds, news []bson.Raw
 	// flush writes what the batch read so far and reports progress. Each
-	// batch is written before the cursor's next getMore.
+	// page is written before the next one is read.
 	flush := func() error {
 		if err := r.writeBatch(ctx, p, olds, news, &res); err != nil {
 			return err
@@ -170,7 +175,7 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 		}
 		return nil
 	}
-	for docs, err := range batches {
+	for docs, err := range pages {
 		if err != nil {
 			return res, err
 		}
@@ -236,20 +241,49 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 		}
 		return nil
 	}
-	writes := make([]mongo.WriteModel, len(olds))
-	for i, old := range olds {
-		writes[i] = &mongo.ReplaceOneModel{Filter: r.casFilter(old), Replacement: news[i]}
+	// Every statement is guarded, so one that failed with a transient
+	// error (FerretDB 2.x's deadlock, which applied nothing) is sent again,
+	// alone with the others that did, as is a command that failed whole
+	// with one.
+	pending := make([]int, len(olds)) // indexes into olds of the statements to send
+	for i := range pending {
+		pending[i] = i
 	}
-	bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
-	bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
-	if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
-		return fmt.Errorf("bulk write of %d migrated documents: %w", len(olds), err)
+	var again []int
+	err := srverr.Retry(ctx, func() error {
+		writes := make([]mongo.WriteModel, len(pending))
+		for k, i := range pending {
+			writes[k] = &mongo.ReplaceOneModel{Filter: r.casFilter(olds[i]), Replacement: news[i]}
+		}
+		bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
+		bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
+		if err != nil && (!isBulk || bwe.WriteConcernError != nil) {
+			return err // a transient one is sent again whole
+		}
+		again = again[:0]
+		var transient error
+		for _, we := range bwe.WriteErrors {
+			if srverr.Transient(we.WriteError) {
+				again, transient = append(again, pending[we.Index]), we.WriteError
+				continue
+			}
+			res.Failed = append(res.Failed, Failure{ID: idOf(olds[pending[we.Index]]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
+		}
+		matched := int(bw.MatchedCount)
+		res.Migrated += matched
+		res.Skipped += len(pending) - matched - len(bwe.WriteErrors)
+		pending = append(pending[:0], again...)
+		return transient
+	})
+	switch {
+	case err == nil:
+	case len(again) > 0 && srverr.Transient(err):
+		// Still failing after srverr.Attempts sends: these documents failed.
+		for _, i := range again {
+			res.Failed = append(res.Failed, Failure{ID: idOf(olds[i]), Err: fmt.Errorf("write the migrated document: %w", err)})
+		}
+	default:
+		return fmt.Errorf("bulk write of %d migrated documents: %w", len(pending), err)
 	}
-	for _, we := range bwe.WriteErrors {
-		res.Failed = append(res.Failed, Failure{ID: idOf(olds[we.Index]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
-	}
-	matched := int(bw.MatchedCount)
-	res.Migrated += matched
-	res.Skipped += len(olds) - matched - len(bwe.WriteErrors)
 	return nil
 }

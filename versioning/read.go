@@ -6,10 +6,10 @@ import (
 	"iter"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -51,12 +51,21 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 	return t, nil
 }
 
-// Find returns the documents that match filter, each as T: one find and
-// one getMore per batch, plus, for each document below the current
-// version, what [Repo.Get] spends to write it back. Memory is bounded by
-// the cursor's batch. Options pass through to the driver, except a
-// projection, refused with [patterns.ErrInvalid]: a migration needs the
-// whole document.
+// Find returns the documents that match filter, each as T, in ascending
+// _id order, each document once, whatever others write meanwhile. It reads
+// them a page per find ({_id: {$gt: <the last one read>}}, sorted by _id,
+// limited to the page's size: the options' BatchSize, or
+// [DefaultBatchSize]; a page shorter than that is the last), and spends
+// for each document below the current version what [Repo.Get] spends to
+// write it back, before the next page is read. One long cursor would not
+// do: a cursor may return a rewritten document again (FerretDB 2.x does,
+// and MongoDB can when an update moves a document's index entry), and
+// Find rewrites what it reads. Memory is bounded by a page.
+//
+// Options pass through to the driver, except those that would break the
+// order or hide fields, refused with [patterns.ErrInvalid]: a projection
+// (a migration needs the whole document), a sort other than {_id: 1}, and
+// Skip. Limit bounds the documents yielded.
 //
 // The filter runs on the documents as stored, at whatever version: a
 // filter on a field that a migration introduces or renames misses the
@@ -69,39 +78,67 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 //
 // A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
 // failed write-back) is yielded as an error and iteration goes on if the
-// loop continues; an error of the cursor ends it. After a failure of the
+// loop continues; an error of a find ends it. After a failure of the
 // connection, Find is safe to run again: documents written back stay
 // migrated, the others are migrated then.
 func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
-	if filter == nil {
-		filter = bson.D{}
-	}
 	fo, err := listers.Merged(opts)
+	if err == nil {
+		err = checkFindOptions(&fo)
+	}
 	if err != nil {
 		return seq.Err[T](pkg.Wrap("Find", err))
 	}
-	if fo.Projection != nil {
-		return seq.Err[T](pkg.Wrap("Find", errs.Invalid("a projection would hide fields from the migrations")))
+	size := DefaultBatchSize
+	if fo.BatchSize != nil && *fo.BatchSize > 0 {
+		size = int(*fo.BatchSize)
 	}
-	raws := seq.Cursor[bson.Raw](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.coll.Find(ctx, filter, opts...)
-	})
+	var limit int64
+	if fo.Limit != nil {
+		limit = max(*fo.Limit, -*fo.Limit) // the driver reads a negative limit as one batch of its size
+	}
+	pages := keyset.Pages(ctx, r.coll, filter, min(size, maxCursorBatch), limit, opts...)
 	return func(yield func(T, error) bool) {
-		for raw, err := range raws {
+		for page, err := range pages {
 			if err != nil {
 				var zero T
 				yield(zero, pkg.Wrap("Find", r.ofColl(err)))
 				return
 			}
-			t, err := r.load(ctx, raw)
-			if err != nil {
-				err = pkg.Wrap("Find", r.ofDoc(raw.Lookup("_id"), err))
-			}
-			if !yield(t, err) {
-				return
+			for _, raw := range page {
+				t, err := r.load(ctx, raw)
+				if err != nil {
+					err = pkg.Wrap("Find", r.ofDoc(raw.Lookup("_id"), err))
+				}
+				if !yield(t, err) {
+					return
+				}
 			}
 		}
 	}
+}
+
+// checkFindOptions refuses the options of Find that would hide fields
+// from the migrations or break its scan in _id order.
+func checkFindOptions(fo *options.FindOptions) error {
+	if fo.Projection != nil {
+		return errs.Invalid("a projection would hide fields from the migrations")
+	}
+	if fo.Skip != nil && *fo.Skip != 0 {
+		return errs.Invalid("Skip: Find reads in pages of _id order; filter on _id instead")
+	}
+	if fo.Sort == nil {
+		return nil
+	}
+	typ, data, err := bson.MarshalValue(fo.Sort)
+	if err == nil && typ == bson.TypeEmbeddedDocument {
+		if elems, _ := bson.Raw(data).Elements(); len(elems) == 1 && elems[0].Key() == "_id" {
+			if n, ok := elems[0].Value().AsFloat64OK(); ok && n == 1 {
+				return nil
+			}
+		}
+	}
+	return errs.Invalid("a sort other than {_id: 1}: Find reads in pages of _id order, each document once")
 }
 
 // load returns the stored document raw as T, migrating it when it is

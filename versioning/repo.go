@@ -75,7 +75,7 @@ type Repo[T any] struct {
 // New returns a repository over db's collection cfg.Collection. It checks
 // the configuration and returns an error wrapping [patterns.ErrInvalid]
 // naming what is wrong: a nil database, an invalid collection name, an
-// invalid or reserved field name, Current out of range, a migration
+// invalid or reserved field name (in ShardKey too), Current out of range, a migration
 // without a function, two migrations from one version, a migration from
 // Current or beyond, a gap in the chain, or an implicit version outside
 // the versions this code reads.
@@ -100,6 +100,7 @@ func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 			current:  cfg.Current,
 			implicit: cfg.Implicit,
 			oldest:   cfg.oldest(),
+			shardKey: cfg.ShardKey,
 		},
 		coll:      db.Collection(cfg.Collection),
 		steps:     steps,

@@ -349,6 +349,40 @@ func TestFailingMigrationLeavesTheDocumentUntouched(t *testing.T) {
 	})
 }
 
+// TestUpdateRefusesAVersionThatIsAnArray: a version field that holds an
+// array is not an integer version, even when the array contains the
+// current version (which MongoDB's equality matches). Update refuses the
+// document with ErrMigration, as Get does, on every plan, and leaves it
+// untouched: an update written against T never lands on it.
+func TestUpdateRefusesAVersionThatIsAnArray(t *testing.T) {
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
+		ctx := context.Background()
+		db, coll := usersDB(t)
+		r := newUsers(t, db, p)
+		// Current 1 with no migrations: the missing field is current, and
+		// the update's filter also matches null.
+		notes := newRepo[User](t, db, p, versioning.Config{Collection: "notes", Current: 1})
+		arr := func(id string, vs ...any) bson.D {
+			return append(v1(id, "Ada Lovelace", "ada@example.com"), bson.E{Key: "schemaVersion", Value: bson.A(vs)})
+		}
+		seed(t, coll, arr("holds3", 1, 3), arr("only3", 3))
+		seed(t, db.Collection("notes"), arr("holds1", 1), arr("holdsNull", nil, 2))
+		for _, c := range []struct {
+			repo *versioning.Repo[User]
+			coll *mongo.Collection
+			id   string
+		}{{r, coll, "holds3"}, {r, coll, "only3"}, {notes, db.Collection("notes"), "holds1"}, {notes, db.Collection("notes"), "holdsNull"}} {
+			before := stored(t, c.coll, c.id)
+			_, err := c.repo.Get(ctx, c.id)
+			require.ErrorIs(t, err, versioning.ErrMigration, c.id)
+			err = c.repo.Update(ctx, c.id, bson.D{{Key: "$set", Value: bson.D{{Key: "email", Value: "new@example.com"}}}})
+			require.ErrorIs(t, err, versioning.ErrMigration, c.id)
+			require.ErrorContains(t, err, `field "schemaVersion" is a BSON array, not an integer version`, c.id)
+			require.Equal(t, before, stored(t, c.coll, c.id), "%s is untouched", c.id)
+		}
+	})
+}
+
 // TestMigratedDocumentMustFitT: a migration that produces a shape T cannot
 // decode, or that changes _id, is a failure, and nothing is stored.
 func TestMigratedDocumentMustFitT(t *testing.T) {
@@ -475,7 +509,7 @@ func TestImplicitCurrentVersion(t *testing.T) {
 }
 
 // TestFindWritesBackAsItGoes: Find over old documents yields them as T and
-// stores each migrated one, between the cursor's batches.
+// stores each migrated one, before it reads the next page.
 func TestFindWritesBackAsItGoes(t *testing.T) {
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
@@ -496,7 +530,7 @@ func TestFindWritesBackAsItGoes(t *testing.T) {
 			}
 		})
 		require.Equal(t, []string{"a", "b", "c"}, ids)
-		require.Equal(t, []string{"find", "update", "getMore", "update"}, got, "one write-back per old document")
+		require.Equal(t, []string{"find", "update", "find", "update"}, got, "one write-back per old document, a find per page of two")
 		s, err := r.Stats(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[int]int64{3: 3}, s.Versions)

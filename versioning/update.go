@@ -122,14 +122,16 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 // updateOne filtered on the current version; after a miss, the document
 // is read, migrated and written back, and the update sent again.
 func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options.Lister[options.UpdateOneOptions]) error {
+	doc := idFilter(id) // the document read after a miss, when there is one
 	return r.guarded(ctx, id, func() (bool, error) {
 		var res *mongo.UpdateResult
 		err := srverr.Retry(ctx, func() (err error) {
-			res, err = r.coll.UpdateOne(ctx, r.currentFilter(id), stamped, opts...)
+			res, err = r.coll.UpdateOne(ctx, r.currentFilter(doc), stamped, opts...)
 			return err
 		})
 		return err == nil && res.MatchedCount == 1, err
 	}, func(raw bson.Raw) error {
+		doc = r.docFilter(raw)
 		// Not at the current version: bring it there and try again. A
 		// lost write-back is fine: the next attempt meets the winner's
 		// document.
@@ -214,7 +216,7 @@ func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (r *Repo[T]) readBack(ctx context.Context, before bson.Raw, rev bson.ObjectID, cause error) error {
 	uctx, cancel := undoContext(ctx)
 	defer cancel()
-	now, err := r.coll.FindOne(uctx, r.stampedFilter(before.Lookup("_id"), rev)).Raw()
+	now, err := r.coll.FindOne(uctx, r.stampedFilter(before, rev)).Raw()
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
 		return cause
