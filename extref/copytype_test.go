@@ -20,9 +20,9 @@ type Audit struct {
 }
 
 type withInline struct {
-	ID      int `bson:"id"`
-	Name    string
-	Audit   `bson:",inline"`
+	ID    int `bson:"id"`
+	Name  string
+	Audit `bson:",inline"`
 	//lint:ignore U1000 an unexported field, which the copy type must leave out
 	private int
 	Skipped string `bson:"-"`

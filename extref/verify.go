@@ -7,9 +7,10 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -91,7 +92,7 @@ func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
 }
 
 func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
-	for batch, err := range seq.ByID(ctx, t.coll, t.path.withCopies(), t.path.copiesOnly(), r.batch) {
+	for batch, err := range keyset.Pages(ctx, t.coll, t.path.withCopies(), r.batch, 0, options.Find().SetProjection(t.path.copiesOnly())) {
 		if err == nil {
 			err = r.check(ctx, t, i, batch, reports, repair)
 		}
