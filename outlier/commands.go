@@ -136,14 +136,18 @@ func (r *Repo[P, I]) overflowQueryProjection() bson.D {
 }
 
 // pushOverflowFilter matches the overflow document seq of the parent while
-// it has room for n more items of size bytes (an element overhead
-// included) within budget.
-func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, n, size, budget int) bson.D {
+// it has room for the items, of size bytes (an element overhead included)
+// within budget, and holds none of them: the guard on the ids is what
+// keeps two Appends of one id that overlap (a retry racing the attempt it
+// gave up on, which the server still runs) from storing it twice in one
+// document. "Holds none" is $nor of $in, as in [Repo.pushParentFilter].
+func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, items []item, size, budget int) bson.D {
 	return bson.D{
 		{Key: fParent, Value: parentID},
 		{Key: fSeq, Value: seq},
-		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - n)}}},
+		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - len(items))}}},
 		{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - size)}}},
+		{Key: "$nor", Value: bson.A{bson.D{{Key: r.itemsIDPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
 	}
 }
 

@@ -60,7 +60,8 @@ func TestCommands(t *testing.T) {
 		E("parent", 7), E("seq", int64(4)),
 		E("count", bson.D{E("$lte", int64(18))}),
 		E("bytes", bson.D{E("$lte", int64(1000-30))}),
-	}, r.pushOverflowFilter(7, 4, 2, 30, 1000))
+		E("$nor", bson.A{bson.D{E("items.cid", bson.D{E("$in", bson.A{a.id, b.id})})}}),
+	}, r.pushOverflowFilter(7, 4, items, 30, 1000))
 	require.Equal(t, bson.D{
 		E("$inc", bson.D{E("count", int64(2)), E("bytes", int64(30))}),
 		E("$push", bson.D{E("items", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
