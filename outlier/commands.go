@@ -234,13 +234,26 @@ func (r *Repo[P, I]) removeParentNative(parentID, itemID any) (filter, update bs
 }
 
 // removeOverflowNative removes the item from the overflow document holding
-// it and lowers its count.
-func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter, update bson.D) {
+// it, every copy of it, and lowers its count by the number of copies
+// removed: a pipeline update whose one $set computes both from the
+// document as it was, so that the count follows what was pulled (a $pull
+// by id with $inc -1 would leave it one too high for good after a
+// duplicate). The id is a $literal: a string id starting with "$" is not
+// a field path.
+func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter bson.D, update mongo.Pipeline) {
+	id := bson.D{{Key: "$literal", Value: itemID}}
+	field := "$$this." + r.cfg.IDField
+	copies := func(op string) bson.D {
+		return bson.D{{Key: "$filter", Value: bson.D{
+			{Key: "input", Value: "$" + fItems},
+			{Key: "cond", Value: bson.D{{Key: op, Value: bson.A{field, id}}}},
+		}}}
+	}
 	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}},
-		bson.D{
-			{Key: "$pull", Value: bson.D{{Key: fItems, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}},
-			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-1)}}},
-		}
+		mongo.Pipeline{{{Key: "$set", Value: bson.D{
+			{Key: fCount, Value: bson.D{{Key: "$subtract", Value: bson.A{"$" + fCount, bson.D{{Key: "$size", Value: copies("$eq")}}}}}},
+			{Key: fItems, Value: copies("$ne")},
+		}}}}
 }
 
 // arrayProjection is what the portable Remove reads of the parent: its
