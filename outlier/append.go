@@ -45,12 +45,16 @@ const maxMisses = 100
 // has stored the first of its items (none, some or all), in order, and no
 // others, and its error wraps the driver's. Ids are compared
 // as the server compares them (7, int64(7) and 7.0 are one id). The ids
-// must be distinct within a call. Two concurrent Appends of the same id
-// are not deduplicated across documents. Each write is also sent again
+// must be distinct within a call. Every push is guarded on the ids of its
+// items in the document it writes, so two Appends of one id that overlap
+// (a retry racing the attempt it gave up on, which the server still runs)
+// store it once in that document; they could store it in two documents
+// only if one of them pushed into an older overflow document that
+// [Repo.Remove] had given room again while the other pushed into a newer
+// one. Each write is also sent again
 // after a transient failure that applied nothing (FerretDB 2.x's
-// deadlock): the pushes are guarded on the item ids (into the parent) or
-// on the room left (into an overflow document), and the close is
-// idempotent.
+// deadlock): the pushes are guarded on the item ids and the room left,
+// and the close is idempotent.
 //
 // Before anything is written it returns an error wrapping
 // [patterns.ErrInvalid] for a bad parent id or item (an item that does not
@@ -501,13 +505,13 @@ func (r *Repo[P, I]) fitOverflow(tail *tailDoc, items []item, budget int) (k, si
 }
 
 // pushOverflow pushes items (size bytes) into the overflow document seq if
-// it has room, creating it when upsert is set. It reports whether it did:
-// false when the document lacked room (or, with upsert, when another
-// writer created it first and it lacks room: the unique index refuses the
-// second document). Its guard is on the count and bytes of the document.
+// it has room and holds none of them, creating it when upsert is set. It
+// reports whether it did: false when the document lacked room or held one
+// of the items (or, with upsert, when another writer created it first and
+// the guard fails there: the unique index refuses the second document).
 func (r *Repo[P, I]) pushOverflow(ctx context.Context, parentID any, seq int64, items []item, size, budget int, upsert bool) (bool, error) {
 	res, err := updateOne(ctx, r.overflow,
-		r.pushOverflowFilter(parentID, seq, len(items), size, budget),
+		r.pushOverflowFilter(parentID, seq, items, size, budget),
 		pushOverflowUpdate(items, size),
 		options.UpdateOne().SetUpsert(upsert))
 	switch {

@@ -136,14 +136,18 @@ func (r *Repo[P, I]) overflowQueryProjection() bson.D {
 }
 
 // pushOverflowFilter matches the overflow document seq of the parent while
-// it has room for n more items of size bytes (an element overhead
-// included) within budget.
-func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, n, size, budget int) bson.D {
+// it has room for the items, of size bytes (an element overhead included)
+// within budget, and holds none of them: the guard on the ids is what
+// keeps two Appends of one id that overlap (a retry racing the attempt it
+// gave up on, which the server still runs) from storing it twice in one
+// document. "Holds none" is $nor of $in, as in [Repo.pushParentFilter].
+func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, items []item, size, budget int) bson.D {
 	return bson.D{
 		{Key: fParent, Value: parentID},
 		{Key: fSeq, Value: seq},
-		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - n)}}},
+		{Key: fCount, Value: bson.D{{Key: "$lte", Value: int64(r.cfg.OverflowCap - len(items))}}},
 		{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - size)}}},
+		{Key: "$nor", Value: bson.A{bson.D{{Key: r.itemsIDPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
 	}
 }
 
@@ -230,13 +234,26 @@ func (r *Repo[P, I]) removeParentNative(parentID, itemID any) (filter, update bs
 }
 
 // removeOverflowNative removes the item from the overflow document holding
-// it and lowers its count.
-func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter, update bson.D) {
+// it, every copy of it, and lowers its count by the number of copies
+// removed: a pipeline update whose one $set computes both from the
+// document as it was, so that the count follows what was pulled (a $pull
+// by id with $inc -1 would leave it one too high for good after a
+// duplicate). The id is a $literal: a string id starting with "$" is not
+// a field path.
+func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter bson.D, update mongo.Pipeline) {
+	id := bson.D{{Key: "$literal", Value: itemID}}
+	field := "$$this." + r.cfg.IDField
+	copies := func(op string) bson.D {
+		return bson.D{{Key: "$filter", Value: bson.D{
+			{Key: "input", Value: "$" + fItems},
+			{Key: "cond", Value: bson.D{{Key: op, Value: bson.A{field, id}}}},
+		}}}
+	}
 	return bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: itemID}},
-		bson.D{
-			{Key: "$pull", Value: bson.D{{Key: fItems, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}},
-			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-1)}}},
-		}
+		mongo.Pipeline{{{Key: "$set", Value: bson.D{
+			{Key: fCount, Value: bson.D{{Key: "$subtract", Value: bson.A{"$" + fCount, bson.D{{Key: "$size", Value: copies("$eq")}}}}}},
+			{Key: fItems, Value: copies("$ne")},
+		}}}}
 }
 
 // arrayProjection is what the portable Remove reads of the parent: its

@@ -60,7 +60,8 @@ func TestCommands(t *testing.T) {
 		E("parent", 7), E("seq", int64(4)),
 		E("count", bson.D{E("$lte", int64(18))}),
 		E("bytes", bson.D{E("$lte", int64(1000-30))}),
-	}, r.pushOverflowFilter(7, 4, 2, 30, 1000))
+		E("$nor", bson.A{bson.D{E("items.cid", bson.D{E("$in", bson.A{a.id, b.id})})}}),
+	}, r.pushOverflowFilter(7, 4, items, 30, 1000))
 	require.Equal(t, bson.D{
 		E("$inc", bson.D{E("count", int64(2)), E("bytes", int64(30))}),
 		E("$push", bson.D{E("items", bson.D{E("$each", bson.A{a.raw, b.raw})})}),
@@ -119,26 +120,35 @@ func TestCommandsPerPlan(t *testing.T) {
 			} else {
 				require.Nil(t, r.stateProjection(p), "the whole parent, to size the push")
 			}
+			elems := bson.A{a.raw}
 			if p.pullByCondition {
 				filter, update := r.removeParentNative(7, "a")
 				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
 				require.Equal(t, bson.D{E("$pull", bson.D{E("comments", bson.D{E("cid", "a")})})}, update)
-				filter, update = r.removeOverflowNative(7, "a")
+			} else {
+				require.Equal(t, bson.D{E("comments", 1)}, r.arrayProjection())
+				filter, update := r.removeParentPortable(7, "a", elems)
+				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
+				require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)
+			}
+			if p.pipelineUpdates {
+				filter, update := r.removeOverflowNative(7, "a")
 				require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, filter)
-				require.Equal(t, bson.D{
-					E("$pull", bson.D{E("items", bson.D{E("cid", "a")})}),
-					E("$inc", bson.D{E("count", int64(-1))}),
-				}, update)
+				copies := func(op string) bson.D {
+					return bson.D{E("$filter", bson.D{
+						E("input", "$items"),
+						E("cond", bson.D{E(op, bson.A{"$$this.cid", bson.D{E("$literal", "a")}})}),
+					})}
+				}
+				require.Equal(t, mongo.Pipeline{bson.D{E("$set", bson.D{
+					E("count", bson.D{E("$subtract", bson.A{"$count", bson.D{E("$size", copies("$eq"))}})}),
+					E("items", copies("$ne")),
+				})}}, update, "the count goes down by the copies pulled")
 				return
 			}
-			require.Equal(t, bson.D{E("comments", 1)}, r.arrayProjection())
 			require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, r.holderFilter(7, "a"))
 			require.Equal(t, bson.D{E("items", 1)}, holderProjection)
-			elems := bson.A{a.raw}
-			filter, update := r.removeParentPortable(7, "a", elems)
-			require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
-			require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)
-			filter, update = r.removeOverflowPortable("doc", "a", elems)
+			filter, update := r.removeOverflowPortable("doc", "a", elems)
 			require.Equal(t, bson.D{E("_id", "doc"), E("items.cid", "a")}, filter)
 			require.Equal(t, bson.D{
 				E("$pullAll", bson.D{E("items", elems)}),

@@ -2,9 +2,13 @@ package outlier
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -238,5 +242,122 @@ func TestDeleteDuringAppend(t *testing.T) {
 		left, err = r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
 		require.NoError(t, err)
 		require.Zero(t, left, "Delete again removed it")
+	})
+}
+
+// TestOverlappingAppendsOfOneID: an Append of x overlaps another of x (a
+// retry racing the attempt it gave up on, which the server still runs):
+// the other completes between this one's read of the overflow and its
+// push. The push, guarded on the ids as well as the room, matches nothing,
+// and the Append finds x stored: x is stored once (issue 20, item 4).
+func TestOverlappingAppendsOfOneID(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := Config{Parents: "posts", Field: "comments", Cap: 1, OverflowCap: 5}
+		r, db := newPost(t, cfg, p)
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "a"}, comment{ID: "b"}))
+		other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), cfg)
+		require.NoError(t, err)
+		ForcePlan(other, p)
+		// The Append's updates: (with the server's size limit, a push into
+		// the parent that misses,) the push into overflow document 0.
+		push := 1
+		if p.serverSizeLimit {
+			push = 2
+		}
+		updates := 0
+		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+			if updates++; updates == push {
+				require.NoError(t, other.Append(hook, 1, comment{ID: "x"}))
+			}
+		})
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "x"}))
+		require.GreaterOrEqual(t, updates, push, "the other Append ran in the window")
+
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b", "x"}, idsOf(items))
+		_, docs := stored(t, r, 1)
+		for _, d := range docs {
+			require.Equal(t, len(d.Items), d.Count)
+		}
+	})
+}
+
+// TestRetriesUnderDeadlines: 6 workers append their items one call at a
+// time to one parent and remove every third, each call under a random
+// deadline of 0 to 10 ms (growing by 5 ms per failed attempt, so that a
+// slow server makes progress) and retried with the same arguments until
+// it succeeds. A retry often overlaps the attempt it gave up on, which
+// the server is still running. At the end every item not removed is
+// stored once, each worker's in its order, and every overflow document's
+// count is its number of items (issue 20, items 4 and 5).
+func TestRetriesUnderDeadlines(t *testing.T) {
+	const workers = 6
+	each := mongotest.Scale(12, 6)
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := Config{Parents: "posts", Field: "comments", Cap: 3, OverflowCap: 4}
+		r, _ := newPost(t, cfg, p)
+		retry := func(op func(ctx context.Context) error) (attempts int) {
+			for {
+				d := time.Duration(rand.Int64N(int64(10*time.Millisecond))) + time.Duration(attempts)*5*time.Millisecond
+				cctx, cancel := context.WithTimeout(ctx, d)
+				err := op(cctx)
+				cancel()
+				attempts++
+				if err == nil {
+					return attempts
+				}
+			}
+		}
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for w := range workers {
+			wg.Go(func() {
+				for i, c := range comments(fmt.Sprintf("w%d-", w), 0, each) {
+					failed.Add(int64(retry(func(ctx context.Context) error { return r.Append(ctx, 1, c) }) - 1))
+					if i%3 == 1 {
+						tried := false
+						failed.Add(int64(retry(func(ctx context.Context) error {
+							err := r.Remove(ctx, 1, c.ID)
+							if tried && errors.Is(err, patterns.ErrNotFound) {
+								return nil // an earlier attempt removed it
+							}
+							tried = true
+							return err
+						}) - 1))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%d attempts failed", failed.Load())
+
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		seen := map[string]bool{}
+		last := make([]int, workers)
+		for w := range last {
+			last[w] = -1
+		}
+		for _, c := range items {
+			require.False(t, seen[c.ID], "%s stored twice", c.ID)
+			seen[c.ID] = true
+			var w, i int
+			_, err := fmt.Sscanf(c.ID, "w%d-%d", &w, &i)
+			require.NoError(t, err)
+			require.NotEqual(t, 1, i%3, "%s was removed", c.ID)
+			require.Greater(t, i, last[w], "worker %d's items out of order", w)
+			last[w] = i
+		}
+		require.Len(t, items, workers*(each-each/3))
+		_, docs := stored(t, r, 1)
+		for _, d := range docs {
+			require.Equal(t, len(d.Items), d.Count, "seq %d: the count is its items", d.Seq)
+		}
+		n, err := r.Count(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, len(items), n)
 	})
 }

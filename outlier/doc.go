@@ -34,7 +34,8 @@
 //
 // On MongoDB (6.0 and later) and FerretDB 2.x, Append pushes into an open
 // parent in one command, letting the server refuse a parent past 16 MiB,
-// and Remove uses $pull by id. FerretDB 1.x has neither, silently: it
+// and Remove uses $pull by id (in an overflow document, a pipeline update
+// that lowers the count by what it pulled). FerretDB 1.x has neither, silently: it
 // stores an updated document past 16 MiB ([patterns.FeatureUpdateSizeLimit])
 // and reads a $pull condition as an exact element, removing nothing
 // ([patterns.FeaturePullConditions]). Where [patterns.Capabilities] cannot

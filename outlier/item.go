@@ -138,12 +138,21 @@ func goValue(id bson.RawValue) (any, error) {
 // overflowBudget is how many bytes of array elements an overflow document
 // of the parent can hold: the maximum document size less the fixed fields
 // ({_id, parent, seq, count, bytes, items: []}, with int64 numbers, whose
-// encoded size does not change as they grow).
+// encoded size does not change as they grow). The parent id is counted at
+// its widest encoding: a number as a decimal128 (16 bytes), since the
+// documents may have been created through another type of the same id (7,
+// int64(7) and 7.0 are one parent, of 4, 8 and 8 bytes); every other id
+// is stored with the bytes it is given with.
 func overflowBudget(parentID bson.RawValue) int {
+	n := len(parentID.Value)
+	switch parentID.Type {
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
+		n = 16
+	}
 	elem := func(key string, n int) int { return 1 + len(key) + 1 + n } // type, name, NUL, value
 	env := 4 +                                                          // length
 		elem("_id", 12) + // the ObjectID the upsert generates
-		elem(fParent, len(parentID.Value)) +
+		elem(fParent, n) +
 		elem(fSeq, 8) + elem(fCount, 8) + elem(fBytes, 8) +
 		elem(fItems, 5) + // an empty array
 		1 // terminator

@@ -136,13 +136,16 @@ func TestEncodeItems(t *testing.T) {
 
 func TestOverflowBudget(t *testing.T) {
 	b := overflowBudget(rawValue(t, int32(1)))
+	for _, same := range []any{int64(1), 1.0, must(bson.ParseDecimal128("1"))} {
+		require.Equal(t, b, overflowBudget(rawValue(t, same)), "one parent, whatever the type of its id: %T", same)
+	}
 	env, err := bson.Marshal(bson.D{
-		{Key: "_id", Value: bson.NewObjectID()}, {Key: "parent", Value: int32(1)},
+		{Key: "_id", Value: bson.NewObjectID()}, {Key: "parent", Value: must(bson.ParseDecimal128("1"))},
 		{Key: "seq", Value: int64(3)}, {Key: "count", Value: int64(20)}, {Key: "bytes", Value: int64(99999)},
 		{Key: "items", Value: bson.A{}},
 	})
 	require.NoError(t, err)
-	require.Equal(t, patterns.MaxDocumentSize-len(env), b, "the fixed fields do not change size as they grow")
+	require.Equal(t, patterns.MaxDocumentSize-len(env), b, "the fixed fields do not change size as they grow; a number is counted as wide as a decimal")
 	longer := overflowBudget(rawValue(t, "a longer parent id"))
 	require.Less(t, longer, b)
 }

@@ -20,13 +20,21 @@ type plan struct {
 	// id in one command. Without it, Remove reads the elements holding the
 	// id and pulls them whole with $pullAll.
 	pullByCondition bool
+	// pipelineUpdates: updates given as a pipeline work
+	// ([patterns.FeaturePipelineUpdates]), so Remove takes an item out of
+	// an overflow document in one command that lowers the count by the
+	// number of copies it pulled, whatever put them there. Without it,
+	// Remove reads the document holding the id and pulls its elements
+	// whole with $pullAll, lowering the count by their number.
+	pipelineUpdates bool
 }
 
 // planFor returns the plan for srv. It reads features only: MongoDB and
-// FerretDB 2.x have both, FerretDB 1.x and unrecognised servers neither.
+// FerretDB 2.x have all three, FerretDB 1.x and unrecognised servers none.
 func planFor(srv *patterns.Server) plan {
 	return plan{
 		serverSizeLimit: srv.Has(patterns.FeatureUpdateSizeLimit),
 		pullByCondition: srv.Has(patterns.FeaturePullConditions),
+		pipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
 	}
 }

@@ -2,6 +2,7 @@ package outlier
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"testing"
 
@@ -122,4 +123,79 @@ func TestGetEmbeddedOnce(t *testing.T) {
 			check(p, items, err)
 		})
 	}
+}
+
+// TestItemsOnceWhileOthersWrite: while Items reads the overflow one
+// document per round trip, another client removes an item Items has
+// already yielded (rewriting a document it has read), appends a new one
+// and rewrites every overflow document before each of its reads. Items yields each item once, in append
+// order, and every item that was there before it began and was not
+// removed before Items reached it. FerretDB 2.x's cursors return a
+// rewritten document again in a later batch (issue 19, item 3): Items
+// pages on seq instead of holding one cursor.
+func TestItemsOnceWhileOthersWrite(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := small()
+		cfg.BatchSize = 1
+		r, db := newPost(t, cfg, p)
+		before := comments("c", 0, 23) // 3 embedded, 20 in 10 overflow documents
+		require.NoError(t, r.Append(ctx, 1, before...))
+		other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), cfg)
+		require.NoError(t, err)
+		ForcePlan(other, p)
+
+		var seen []string
+		removed := map[string]bool{}
+		added := 0
+		write := func(hook context.Context) {
+			for i := len(seen) - 1; i >= 3; i-- { // an overflow item already yielded
+				if !removed[seen[i]] {
+					removed[seen[i]] = true
+					require.NoError(t, other.Remove(hook, 1, seen[i]))
+					break
+				}
+			}
+			require.NoError(t, other.Append(hook, 1, comment{ID: fmt.Sprintf("n%02d", added)}))
+			added++
+			// Every overflow document rewritten, those ahead of the scan too.
+			_, err := other.overflow.UpdateMany(hook, bson.D{{Key: fParent, Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "touched", Value: 1}}}})
+			require.NoError(t, err)
+		}
+		mongotest.OnCommand(t, db, "getMore", write)
+		mongotest.OnCommand(t, db, "find", func(hook context.Context) {
+			if len(seen) > 3 { // a read of the overflow after the first
+				write(hook)
+			}
+		})
+		for c, err := range r.Items(ctx, 1) {
+			require.NoError(t, err)
+			seen = append(seen, c.ID)
+		}
+		t.Logf("%d items seen, %d removed and %d appended during the scan", len(seen), len(removed), added)
+		require.Positive(t, added)
+
+		once := map[string]bool{}
+		for _, id := range seen {
+			require.False(t, once[id], "%s yielded twice", id)
+			once[id] = true
+		}
+		for _, c := range before {
+			require.True(t, once[c.ID], "%s, there before the scan, not yielded", c.ID)
+		}
+		_, all, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		order := map[string]int{}
+		for i, c := range all {
+			order[c.ID] = i
+		}
+		last := -1
+		for _, id := range seen {
+			if removed[id] {
+				continue
+			}
+			require.Greater(t, order[id], last, "%s out of append order", id)
+			last = order[id]
+		}
+	})
 }

@@ -24,18 +24,23 @@ import (
 // A parent that Remove left with fewer than Cap items takes no new
 // items once overflowed.
 //
-// Cost where the server has [patterns.FeaturePullConditions] (MongoDB,
-// FerretDB 2.x): 1 command when the item is in the parent (an update with
-// $pull by id), 2 when it is in overflow (the parent's update matches
-// nothing, then the overflow document's). On other servers (FerretDB
-// 1.x), Remove reads the elements first and pulls them whole: 2
-// commands for an item in the parent, 3 for one in overflow (a read of the
-// parent's array, a read of the overflow document holding the item,
-// indexed, and its update). Each write is atomic: a reader sees the item or
+// Cost where the server has [patterns.FeaturePullConditions] and
+// [patterns.FeaturePipelineUpdates] (MongoDB, FerretDB 2.x): 1 command when
+// the item is in the parent (an update with $pull by id), 2 when it is in
+// overflow (the parent's update matches nothing, then a pipeline update of
+// the overflow document that removes the item and lowers the count by the
+// number of copies removed). Without $pull conditions (FerretDB 1.x),
+// Remove reads the parent's array first and pulls the elements holding the
+// id whole; without pipeline updates, it reads the overflow document
+// holding the item (indexed) and pulls them whole with $pullAll: on a
+// server with neither, 2 commands for an item in the parent, 3 for one in
+// overflow. Each write is atomic: a reader sees the item or
 // not. Each is guarded on the item being where it was found, so a Remove
 // that lost a race to another removes nothing and lowers no count, and is
 // sent again after a transient failure that applied nothing (FerretDB
-// 2.x's deadlock). Ids are compared as the server compares them. If the
+// 2.x's deadlock). Ids are compared as the server compares them; every
+// copy of the id in the place found is removed, and an overflow
+// document's count goes down by the number removed. If the
 // item is in neither place (or the parent does not exist) it returns
 // [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid]. Calling
 // Remove again after a failure (a lost connection) is safe: if the failed
@@ -51,50 +56,63 @@ func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err != nil {
 		return fail("Remove", parentID, err)
 	}
-	remove := r.removePortable
-	if p.pullByCondition {
-		remove = r.removeNative
-	}
-	removed, err := remove(ctx, parentID, itemID)
+	removed, err := r.remove(ctx, p, parentID, itemID)
 	if err == nil && !removed {
 		err = fmt.Errorf("item %s: no such item: %w", bsonid.Text(itemID), patterns.ErrNotFound)
 	}
 	return fail("Remove", parentID, err)
 }
 
-func (r *Repo[P, I]) removeNative(ctx context.Context, parentID, itemID any) (bool, error) {
-	filter, update := r.removeParentNative(parentID, itemID)
-	res, err := updateOne(ctx, r.parents, filter, update)
-	if err != nil || res.MatchedCount == 1 {
-		return err == nil, err
-	}
-	filter, update = r.removeOverflowNative(parentID, itemID)
-	res, err = updateOne(ctx, r.overflow, filter, update)
-	return err == nil && res.MatchedCount == 1, err
-}
-
-func (r *Repo[P, I]) removePortable(ctx context.Context, parentID, itemID any) (bool, error) {
+// remove removes the item from the parent or, if the parent does not hold
+// it, from the overflow document that does; it reports whether it removed
+// it.
+func (r *Repo[P, I]) remove(ctx context.Context, p plan, parentID, itemID any) (bool, error) {
 	t, data, err := bson.MarshalValue(itemID)
 	if err != nil {
 		return false, err
 	}
 	key := bsonid.Key(bson.RawValue{Type: t, Value: data})
-	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
-	if err != nil {
-		return false, err
+	removed, err := r.removeFromParent(ctx, p, parentID, itemID, key)
+	if err != nil || removed {
+		return removed, err
 	}
-	arr, err := r.array(parent)
-	if err != nil {
-		return false, err
+	if p.pipelineUpdates {
+		filter, update := r.removeOverflowNative(parentID, itemID)
+		res, err := updateOne(ctx, r.overflow, filter, update)
+		return err == nil && res.MatchedCount == 1, err
 	}
-	if elems, err := r.matching(arr, key); err != nil || len(elems) > 0 {
+	return r.removeFromOverflowPortable(ctx, parentID, itemID, key)
+}
+
+// removeFromParent removes the item from the parent's array, by a $pull
+// condition or, without [patterns.FeaturePullConditions], by the elements
+// read first; false when the parent does not hold it.
+func (r *Repo[P, I]) removeFromParent(ctx context.Context, p plan, parentID, itemID any, key string) (bool, error) {
+	var filter, update bson.D
+	if p.pullByCondition {
+		filter, update = r.removeParentNative(parentID, itemID)
+	} else {
+		parent, err := r.findParent(ctx, parentID, r.arrayProjection())
 		if err != nil {
 			return false, err
 		}
-		filter, update := r.removeParentPortable(parentID, itemID, elems)
-		res, err := updateOne(ctx, r.parents, filter, update)
-		return err == nil && res.MatchedCount == 1, err
+		arr, err := r.array(parent)
+		if err != nil {
+			return false, err
+		}
+		elems, err := r.matching(arr, key)
+		if err != nil || len(elems) == 0 {
+			return false, err
+		}
+		filter, update = r.removeParentPortable(parentID, itemID, elems)
 	}
+	res, err := updateOne(ctx, r.parents, filter, update)
+	return err == nil && res.MatchedCount == 1, err
+}
+
+// removeFromOverflowPortable reads the overflow document holding the item
+// and pulls its elements holding the id whole.
+func (r *Repo[P, I]) removeFromOverflowPortable(ctx context.Context, parentID, itemID any, key string) (bool, error) {
 	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
 		options.FindOne().SetProjection(holderProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {

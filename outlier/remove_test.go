@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -25,11 +26,16 @@ func TestRemove(t *testing.T) {
 			require.Equal(t, []string{"find", "update"}, cmds, "read the element, pull it whole")
 		}
 		cmds = counter.Count(func() { require.NoError(t, r.Remove(ctx, 1, "c05")) })
+		want := []string{"find"} // the parent's array, without the item
 		if p.pullByCondition {
-			require.Equal(t, []string{"update", "update"}, cmds)
-		} else {
-			require.Equal(t, []string{"find", "find", "update"}, cmds)
+			want = []string{"update"} // the $pull, matching nothing
 		}
+		if p.pipelineUpdates {
+			want = append(want, "update")
+		} else {
+			want = append(want, "find", "update") // read the holder, pull the elements whole
+		}
+		require.Equal(t, want, cmds)
 		require.ErrorIs(t, r.Remove(ctx, 1, "c05"), patterns.ErrNotFound, "already removed")
 		require.ErrorIs(t, r.Remove(ctx, 1, "nope"), patterns.ErrNotFound)
 		require.ErrorIs(t, r.Remove(ctx, 2, "c00"), patterns.ErrNotFound, "no such parent")
@@ -65,6 +71,37 @@ func TestRemove(t *testing.T) {
 		assertItems("c00", "c02", "c10")
 		_, docs = stored(t, r, 1)
 		require.Equal(t, []int{0, 0, 0, 1}, counts(docs), "appends go to the newest document")
+	})
+}
+
+// TestRemoveDuplicate: an overflow document holding an item twice
+// (whatever put it there: a write by other means, or an Append before
+// issue 20 item 5 was fixed) loses both copies to Remove, and its count
+// goes down by two, so that Count and Get agree.
+func TestRemoveDuplicate(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := Config{Parents: "posts", Field: "comments", Cap: 1, OverflowCap: 5}
+		r, _ := newPost(t, cfg, p)
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "a"}, comment{ID: "b"}, comment{ID: "x"}))
+		x, err := bson.Marshal(comment{ID: "x"})
+		require.NoError(t, err)
+		_, err = r.overflow.UpdateOne(ctx, bson.D{{Key: fParent, Value: 1}, {Key: fSeq, Value: int64(0)}},
+			bson.D{{Key: "$push", Value: bson.D{{Key: fItems, Value: bson.Raw(x)}}}, {Key: "$inc", Value: bson.D{{Key: fCount, Value: 1}}}})
+		require.NoError(t, err)
+		_, docs := stored(t, r, 1)
+		require.Equal(t, []string{"b", "x", "x"}, idsOf(docs[0].Items), "the duplicate")
+
+		require.NoError(t, r.Remove(ctx, 1, "x"))
+		_, docs = stored(t, r, 1)
+		require.Equal(t, []string{"b"}, idsOf(docs[0].Items))
+		require.Equal(t, 1, docs[0].Count, "the count follows what was pulled")
+		n, err := r.Count(ctx, 1)
+		require.NoError(t, err)
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []string{"a", "b"}, idsOf(items))
+		require.Equal(t, len(items), n)
 	})
 }
 

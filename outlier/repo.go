@@ -183,7 +183,7 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // of the repository is safe to send again: each is guarded by what it
 // changes (the pushes by the item ids or the room left, the removals by
 // the item's presence) or idempotent (the close, the new array).
-func updateOne(ctx context.Context, coll *mongo.Collection, filter, update bson.D, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
+func updateOne(ctx context.Context, coll *mongo.Collection, filter bson.D, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
 	err = srverr.Retry(ctx, func() (err error) {
 		res, err = coll.UpdateOne(ctx, filter, update, opts...)
 		return err

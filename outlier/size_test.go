@@ -149,3 +149,43 @@ func TestOverflowDocumentsStayUnder16MiB(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 }
+
+// TestBudgetOfTheStoredParentID: an overflow document created through
+// the parent id int64(1) (8 bytes) and filled to within a few bytes of
+// what that leaves, as an Append through int64(1) could fill it; then an
+// Append through the id 1 (an int32, 4 bytes: the same parent). The room
+// is computed from the widest encoding of a number, not from the id as
+// passed, so the item opens a new document instead of taking the first
+// past 16 MiB (stored silently on FerretDB 1.x, ErrTooLarge on FerretDB
+// 2.x; issue 20 item 8).
+func TestBudgetOfTheStoredParentID(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		cfg := Config{Parents: "posts", Field: "comments", Cap: 1, OverflowCap: 2}
+		r, _ := newRepo(t, cfg, p)
+		_, err := r.parents.InsertOne(ctx, bson.D{{Key: "_id", Value: int64(1)},
+			{Key: "comments", Value: bson.A{comment{ID: "a"}}}, {Key: "has_extra", Value: true}, {Key: "extra_tail", Value: int64(0)}})
+		require.NoError(t, err)
+
+		x := comment{ID: "x"}
+		s := elementSize(cfg.OverflowCap-1, len(must(bson.Marshal(x))))
+		filler := comment{ID: "f", Text: "y"}
+		overhead := elementSize(cfg.OverflowCap-1, len(must(bson.Marshal(filler)))) - len(filler.Text)
+		// bytes such that x does not fit after the filler with the int64's
+		// budget, and would with the int32's (4 bytes more).
+		env := must(bson.Marshal(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: fParent, Value: int64(1)},
+			{Key: fSeq, Value: int64(0)}, {Key: fCount, Value: int64(0)}, {Key: fBytes, Value: int64(0)}, {Key: fItems, Value: bson.A{}}}))
+		bytes := patterns.MaxDocumentSize - len(env) - s + 2
+		filler.Text = strings.Repeat("y", bytes-overhead)
+		_, err = r.overflow.InsertOne(ctx, bson.D{{Key: fParent, Value: int64(1)}, {Key: fSeq, Value: int64(0)},
+			{Key: fCount, Value: int64(1)}, {Key: fBytes, Value: int64(bytes)}, {Key: fItems, Value: bson.A{filler}}})
+		require.NoError(t, err)
+
+		require.NoError(t, r.Append(ctx, 1, x))
+		_, docs := stored(t, r, 1)
+		require.Equal(t, 2, len(docs), "x opened a new document")
+		require.Equal(t, []string{"f"}, idsOf(docs[0].Items))
+		require.Equal(t, bytes, docs[0].Bytes, "the first document is as it was")
+		require.Equal(t, []string{"x"}, idsOf(docs[1].Items))
+	})
+}
