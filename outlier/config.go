@@ -85,36 +85,36 @@ func (c Config) normalize() (Config, error) {
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Overflow", c.Overflow}} {
 		if err := check.Collection(coll.value); err != nil {
-			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
+			return c, fmt.Errorf("config.%s: %w", coll.name, err)
 		}
 	}
 	if c.Parents == c.Overflow {
-		return c, fmt.Errorf("Config.Overflow: %w", errs.Invalid("%q is also the parents' collection", c.Overflow))
+		return c, fmt.Errorf("config.Overflow: %w", errs.Invalid("%q is also the parents' collection", c.Overflow))
 	}
 	fields := []struct{ name, value string }{{"Field", c.Field}, {"FlagField", c.FlagField}, {"TailField", c.TailField}}
 	for i, f := range fields {
 		if err := check.Field(f.value); err != nil {
-			return c, fmt.Errorf("Config.%s: %w", f.name, err)
+			return c, fmt.Errorf("config.%s: %w", f.name, err)
 		}
 		if f.value == "_id" {
-			return c, fmt.Errorf("Config.%s: %w", f.name, errs.Invalid("%q is the parent's id", f.value))
+			return c, fmt.Errorf("config.%s: %w", f.name, errs.Invalid("%q is the parent's id", f.value))
 		}
 		for _, g := range fields[:i] {
 			if g.value == f.value {
-				return c, fmt.Errorf("Config: %w", errs.Invalid("%s and %s are both %q", g.name, f.name, f.value))
+				return c, fmt.Errorf("config: %w", errs.Invalid("%s and %s are both %q", g.name, f.name, f.value))
 			}
 		}
 	}
 	if err := check.Field(c.IDField); err != nil {
-		return c, fmt.Errorf("Config.IDField: %w", err)
+		return c, fmt.Errorf("config.IDField: %w", err)
 	}
 	switch {
 	case c.Cap < 1:
-		return c, fmt.Errorf("Config.Cap: %w", errs.Invalid("%d; the parent must embed at least 1 item", c.Cap))
+		return c, fmt.Errorf("config.Cap: %w", errs.Invalid("%d; the parent must embed at least 1 item", c.Cap))
 	case c.OverflowCap < 1:
-		return c, fmt.Errorf("Config.OverflowCap: %w", errs.Invalid("%d; an overflow document must hold at least 1 item", c.OverflowCap))
+		return c, fmt.Errorf("config.OverflowCap: %w", errs.Invalid("%d; an overflow document must hold at least 1 item", c.OverflowCap))
 	case c.BatchSize < 0 || c.BatchSize > math.MaxInt32:
-		return c, fmt.Errorf("Config.BatchSize: %w", errs.Invalid("%d; want 1 to %d overflow documents per round trip, or 0 for the default", c.BatchSize, math.MaxInt32))
+		return c, fmt.Errorf("config.BatchSize: %w", errs.Invalid("%d; want 1 to %d overflow documents per round trip, or 0 for the default", c.BatchSize, math.MaxInt32))
 	}
 	return c, nil
 }

@@ -47,25 +47,25 @@ func TestNewInvalid(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"no parent collection", func(c *Config) { c.Parents = "" }, "Config.Parents"},
-		{"parent collection with $", func(c *Config) { c.Parents = "a$b" }, "Config.Parents"},
-		{"system collection", func(c *Config) { c.Parents = "system.users" }, "Config.Parents"},
-		{"overflow with NUL", func(c *Config) { c.Overflow = "a\x00" }, "Config.Overflow"},
+		{"no parent collection", func(c *Config) { c.Parents = "" }, "config.Parents"},
+		{"parent collection with $", func(c *Config) { c.Parents = "a$b" }, "config.Parents"},
+		{"system collection", func(c *Config) { c.Parents = "system.users" }, "config.Parents"},
+		{"overflow with NUL", func(c *Config) { c.Overflow = "a\x00" }, "config.Overflow"},
 		{"overflow is the parent", func(c *Config) { c.Overflow = "posts" }, "also the parent"},
-		{"no field", func(c *Config) { c.Field = "" }, "Config.Field"},
-		{"field is a path", func(c *Config) { c.Field = "a.b" }, "Config.Field"},
-		{"field is an operator", func(c *Config) { c.Field = "$set" }, "Config.Field"},
+		{"no field", func(c *Config) { c.Field = "" }, "config.Field"},
+		{"field is a path", func(c *Config) { c.Field = "a.b" }, "config.Field"},
+		{"field is an operator", func(c *Config) { c.Field = "$set" }, "config.Field"},
 		{"field is _id", func(c *Config) { c.Field = "_id" }, "parent's id"},
-		{"flag is a path", func(c *Config) { c.FlagField = "x.y" }, "Config.FlagField"},
+		{"flag is a path", func(c *Config) { c.FlagField = "x.y" }, "config.FlagField"},
 		{"flag is the field", func(c *Config) { c.FlagField = "comments" }, "both"},
 		{"tail is the flag", func(c *Config) { c.TailField = "has_extra" }, "both"},
-		{"item id is an operator", func(c *Config) { c.IDField = "$id" }, "Config.IDField"},
-		{"cap 0", func(c *Config) { c.Cap = 0 }, "Config.Cap"},
-		{"cap negative", func(c *Config) { c.Cap = -1 }, "Config.Cap"},
-		{"overflow cap 0", func(c *Config) { c.OverflowCap = 0 }, "Config.OverflowCap"},
-		{"overflow cap negative", func(c *Config) { c.OverflowCap = -5 }, "Config.OverflowCap"},
-		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "Config.BatchSize"},
-		{"batch past int32", func(c *Config) { c.BatchSize = math.MaxInt32 + 1 }, "Config.BatchSize"},
+		{"item id is an operator", func(c *Config) { c.IDField = "$id" }, "config.IDField"},
+		{"cap 0", func(c *Config) { c.Cap = 0 }, "config.Cap"},
+		{"cap negative", func(c *Config) { c.Cap = -1 }, "config.Cap"},
+		{"overflow cap 0", func(c *Config) { c.OverflowCap = 0 }, "config.OverflowCap"},
+		{"overflow cap negative", func(c *Config) { c.OverflowCap = -5 }, "config.OverflowCap"},
+		{"negative batch", func(c *Config) { c.BatchSize = -1 }, "config.BatchSize"},
+		{"batch past int32", func(c *Config) { c.BatchSize = math.MaxInt32 + 1 }, "config.BatchSize"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestNewInvalid(t *testing.T) {
 			_, err := New[bson.Raw, bson.Raw](offline, cfg)
 			require.ErrorIs(t, err, patterns.ErrInvalid)
 			require.ErrorContains(t, err, tc.want)
-			require.True(t, strings.HasPrefix(err.Error(), "outlier: New: Config"), err.Error())
+			require.True(t, strings.HasPrefix(err.Error(), "outlier: New: config"), err.Error())
 		})
 	}
 	_, err := New[bson.Raw, bson.Raw](nil, valid())
