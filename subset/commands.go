@@ -1,6 +1,8 @@
 package subset
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -198,22 +200,76 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 	return options.Find().SetSort(c.order).SetLimit(int64(n)).SetBatchSize(int32(n + 1))
 }
 
-// page matches the parent's items that come after the cursor in the
-// configured order: {<parentField>: id, $or: [{<sortField>: {$gt: s}},
-// {<sortField>: s, <idField>: {$gt: i}}]}, with $lt when descending; the
-// parent's items when the cursor is the zero Cursor.
+// page matches the parent's items that come after the cursor (s, i) in
+// the configured order: {<parentField>: id, $or: [{<sortField>: {$gt:
+// s}}, {<sortField>: {$type: later}}, {<sortField>: s, <idField>: {$gt:
+// i}}, {<sortField>: s, <idField>: {$type: later}}]}, with $lt, and the
+// earlier types, when descending; the parent's items when the cursor is
+// the zero Cursor. The range operators compare values of one type only
+// (numbers count as one), so the $type clauses reach the values of the
+// types that the server's sort puts after the cursor's (see typeOrder);
+// a clause with no such type is left out.
 func (c commands) page(parentID any, after Cursor) bson.D {
 	filter := c.items(parentID)
 	if after.IsZero() {
 		return filter
 	}
-	op := "$gt"
+	op, dir := "$gt", 1
 	if c.order[0].Value == -1 {
-		op = "$lt"
+		op, dir = "$lt", -1
 	}
 	sortField := c.order[0].Key
-	return append(filter, bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: sortField, Value: bson.D{{Key: op, Value: after.sort}}}},
-		bson.D{{Key: sortField, Value: after.sort}, {Key: c.idField, Value: bson.D{{Key: op, Value: after.id}}}},
-	}})
+	tie := bson.E{Key: sortField, Value: after.sort}
+	or := bson.A{bson.D{{Key: sortField, Value: bson.D{{Key: op, Value: after.sort}}}}}
+	if later := typesAfter(after.sort.Type, dir); len(later) > 0 {
+		or = append(or, bson.D{{Key: sortField, Value: bson.D{{Key: "$type", Value: later}}}})
+	}
+	or = append(or, bson.D{tie, {Key: c.idField, Value: bson.D{{Key: op, Value: after.id}}}})
+	if later := typesAfter(after.id.Type, dir); len(later) > 0 {
+		or = append(or, bson.D{tie, {Key: c.idField, Value: bson.D{{Key: "$type", Value: later}}}})
+	}
+	return append(filter, bson.E{Key: "$or", Value: or})
+}
+
+// typeOrder is the place in the server's sort order of each BSON type a
+// sort value (checkScalar) or an item id (validateRawID) may have, with
+// the $type alias of its place: the numbers, which compare as one type,
+// are "number" (FerretDB 1.x knows no "decimal"; the repository refuses
+// the deprecated symbols, which the server sorts with the strings and no
+// alias of FerretDB 1.x names).
+var typeOrder = []struct {
+	types []bson.Type
+	alias string
+}{
+	{[]bson.Type{bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128}, "number"},
+	{[]bson.Type{bson.TypeString}, "string"},
+	{[]bson.Type{bson.TypeBinary}, "binData"},
+	{[]bson.Type{bson.TypeObjectID}, "objectId"},
+	{[]bson.Type{bson.TypeBoolean}, "bool"},
+	{[]bson.Type{bson.TypeDateTime}, "date"},
+	{[]bson.Type{bson.TypeTimestamp}, "timestamp"},
+}
+
+// rankOf is the place of t in typeOrder, -1 for a type it lacks.
+func rankOf(t bson.Type) int {
+	for i, o := range typeOrder {
+		if slices.Contains(o.types, t) {
+			return i
+		}
+	}
+	return -1
+}
+
+// typesAfter returns the $type aliases of the types that the server's
+// sort puts after t in direction dir (1 ascending, -1 descending), among
+// those of typeOrder; t must be one of them.
+func typesAfter(t bson.Type, dir int) bson.A {
+	rank := rankOf(t)
+	var out bson.A
+	for i, o := range typeOrder {
+		if (i-rank)*dir > 0 {
+			out = append(out, o.alias)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package subset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -148,9 +149,18 @@ func TestRecomputationCommands(t *testing.T) {
 // directions.
 func TestItemCommands(t *testing.T) {
 	for _, tc := range []struct {
-		descending bool
-		op, dir    string
-	}{{true, "$lt", "-1"}, {false, "$gt", "1"}} {
+		descending                bool
+		op, dir                   string
+		sortTypes, idTypes, dateI string
+	}{
+		// Numbers come first in the server's type order, strings second,
+		// dates sixth.
+		{true, "$lt", "-1", ``, `{"stars":{"$numberInt":"4"},"reviewId":{"$type":["number"]}}`,
+			`{"stars":{"$type":["number","string","binData","objectId","bool"]}}`},
+		{false, "$gt", "1", `{"stars":{"$type":["string","binData","objectId","bool","date","timestamp"]}},`,
+			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["binData","objectId","bool","date","timestamp"]}}`,
+			`{"stars":{"$type":["timestamp"]}}`},
+	} {
 		cfg := reviewsConfig("reviewId")
 		cfg.Descending = tc.descending
 		c := newCommands(cfg)
@@ -160,9 +170,20 @@ func TestItemCommands(t *testing.T) {
 
 		requireJSON(t, `{"productId":"p1"}`, c.page("p1", Cursor{}))
 		after := Cursor{sort: rawValue(t, 4), id: rawValue(t, "r9")}
-		requireJSON(t, `{"productId":"p1","$or":[`+
-			`{"stars":{"`+tc.op+`":{"$numberInt":"4"}}},`+
-			`{"stars":{"$numberInt":"4"},"reviewId":{"`+tc.op+`":"r9"}}]}`, c.page("p1", after))
+		want := `{"productId":"p1","$or":[` +
+			`{"stars":{"` + tc.op + `":{"$numberInt":"4"}}},` + tc.sortTypes +
+			`{"stars":{"$numberInt":"4"},"reviewId":{"` + tc.op + `":"r9"}},` + tc.idTypes + `]}`
+		requireJSON(t, want, c.page("p1", after),
+			"the types the server sorts after a number, and after a string, are reached with $type")
+		date := bson.NewDateTimeFromTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+		after = Cursor{sort: rawValue(t, date), id: rawValue(t, bson.Timestamp{T: 1})}
+		byDate := c.page("p1", after)[1].Value.(bson.A)
+		requireJSON(t, tc.dateI, byDate[1], "the types the server sorts after a date")
+		if tc.descending {
+			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["number","string","binData","objectId","bool","date"]}}`, byDate[3])
+		} else {
+			require.Len(t, byDate, 3, "nothing comes after a timestamp id")
+		}
 
 		var o options.FindOptions
 		for _, set := range c.firstN(10).List() {

@@ -47,10 +47,11 @@ type Config struct {
 	IDField string
 
 	// SortField is the path of the item field that orders items by
-	// relevance (createdAt). Every item must have it, with a scalar value
-	// (not null, a document or an array); all items should use one BSON
-	// type for it (dates, or numbers, or strings), because MongoDB's range
-	// operators, which keyset pagination uses, compare within one type.
+	// relevance (createdAt). Every item must have it, with a scalar value:
+	// not null, a document, an array, NaN or a deprecated symbol. Items
+	// may mix BSON types (the server's sort orders the types, and numbers
+	// of every type compare by value), though one type (dates, or
+	// numbers, or strings) is what makes the order mean something.
 	SortField string
 	// Descending puts the largest SortField values first (newest first);
 	// the zero value puts the smallest first. Ties are broken by IDField

@@ -130,8 +130,8 @@
 //
 // # Input
 //
-// Ids are any scalar BSON value and are checked with
-// [patterns.ValidateID]; documents are rejected so that an id taken from a
+// Ids are any scalar BSON value but a deprecated symbol and are checked
+// with [patterns.ValidateID]; documents are rejected so that an id taken from a
 // request cannot carry query operators. Ids are compared as the server
 // compares them: 7, int64(7) and 7.0 are one id. Bad configuration and
 // bad input give errors wrapping [patterns.ErrInvalid], and nothing is
