@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // reviewsConfig is the configuration of the pinned commands: the ten
@@ -47,10 +48,13 @@ func requireJSON(t *testing.T, want string, v any, msg ...any) {
 	require.JSONEq(t, `{"v":`+want+`}`, string(got), msg...)
 }
 
-// plans are the distinct plans of the servers the library knows.
+// plans are the distinct plans of the servers the library knows, and of
+// a server that limits sizes but lacks $sortArray (MongoDB before 5.2).
 func plans(t *testing.T) map[plan][]string {
 	out := map[plan][]string{}
-	for name, srv := range mongotest.KnownServers() {
+	servers := mongotest.KnownServers()
+	servers["FerretDB 2.7 without $sortArray"] = servers["FerretDB 2.7"].Without(patterns.FeatureSortArray)
+	for name, srv := range servers {
 		p := planFor(srv)
 		out[p] = append(out[p], name)
 	}

@@ -34,7 +34,8 @@
 // the hot path; the repository takes one of two paths, chosen once from
 // the server's features ([patterns.Capabilities]):
 //
-//   - Push path, on MongoDB 5.2 and later: Add sends two commands, an
+//   - Push path, on MongoDB 5.2 and later and on FerretDB 2.x: Add sends
+//     two commands, an
 //     unordered insertMany of the items, then one update of the parent
 //     that pushes them with $each, $sort and $slice, so the server keeps
 //     the subset sorted and capped atomically, whatever the order in which
@@ -49,8 +50,8 @@
 //   - Portable path, on every other server: the subset is recomputed from
 //     the items collection after the insert. "Push, then trim" would let a
 //     reader see more than N items where $push ignores $slice (FerretDB
-//     1.x); a recomputation never does. FerretDB 2.x has the $push
-//     modifiers, but $sortArray was not measured there, so it takes this
+//     1.x); a recomputation never does. A server with the $push
+//     modifiers but without $sortArray (MongoDB before 5.2) takes this
 //     path too: a push that the recomputations could not merge would make
 //     them start again under sustained pushes.
 //

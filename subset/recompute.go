@@ -22,7 +22,7 @@ type parentState struct {
 	hasRev   bool            // false until the first recomputation
 	ids      []bson.RawValue // the ids in the subset, in its order
 	held     map[string]bool // bsonid.Key of ids
-	notArray bool            // the subset field holds something other than an array
+	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
 	rest     int             // plan.measure: the parent's size less its subset and revision elements
 }
 
@@ -57,6 +57,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	}
 	v, err := raw.LookupErr(r.cfg.Field)
 	if err != nil {
+		st.notArray = true
 		return st, nil
 	}
 	st.rest -= elemSize(r.cfg.Field, len(v.Value))
