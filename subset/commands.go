@@ -164,13 +164,25 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
 	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}}}}
 }
 
-// everyParent matches every parent, for RebuildAll.
-func (c commands) everyParent() bson.D { return bson.D{} }
-
-// allParents reads the ids of every parent, in _id order, for RebuildAll.
-func (c commands) allParents() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}})
+// parentsAfter matches the parents after the _id last in _id order, for
+// RebuildAll's pages: {_id: {$gt: last}}, or with the types the server
+// sorts after last's (see after); every parent when last is zero.
+func (c commands) parentsAfter(last bson.RawValue) bson.D {
+	if last.IsZero() {
+		return bson.D{}
+	}
+	return bson.D{{Key: "$or", Value: after("_id", last, 1)}}
 }
+
+// parentsPage reads the ids of the next parents in _id order, for
+// RebuildAll: a page of parentsPageSize in one batch.
+func (c commands) parentsPage() *options.FindOptionsBuilder {
+	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}}).
+		SetLimit(parentsPageSize).SetBatchSize(parentsPageSize + 1)
+}
+
+// parentsPageSize is the number of parent ids a page of RebuildAll reads.
+const parentsPageSize = 100
 
 // The items.
 
@@ -209,26 +221,36 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 // (numbers count as one), so the $type clauses reach the values of the
 // types that the server's sort puts after the cursor's (see typeOrder);
 // a clause with no such type is left out.
-func (c commands) page(parentID any, after Cursor) bson.D {
+func (c commands) page(parentID any, cur Cursor) bson.D {
 	filter := c.items(parentID)
-	if after.IsZero() {
+	if cur.IsZero() {
 		return filter
 	}
-	op, dir := "$gt", 1
-	if c.order[0].Value == -1 {
-		op, dir = "$lt", -1
-	}
+	dir := c.order[0].Value.(int)
 	sortField := c.order[0].Key
-	tie := bson.E{Key: sortField, Value: after.sort}
-	or := bson.A{bson.D{{Key: sortField, Value: bson.D{{Key: op, Value: after.sort}}}}}
-	if later := typesAfter(after.sort.Type, dir); len(later) > 0 {
-		or = append(or, bson.D{{Key: sortField, Value: bson.D{{Key: "$type", Value: later}}}})
-	}
-	or = append(or, bson.D{tie, {Key: c.idField, Value: bson.D{{Key: op, Value: after.id}}}})
-	if later := typesAfter(after.id.Type, dir); len(later) > 0 {
-		or = append(or, bson.D{tie, {Key: c.idField, Value: bson.D{{Key: "$type", Value: later}}}})
+	tie := bson.E{Key: sortField, Value: cur.sort}
+	or := after(sortField, cur.sort, dir)
+	for _, clause := range after(c.idField, cur.id, dir) {
+		or = append(or, append(bson.D{tie}, clause.(bson.D)...))
 	}
 	return append(filter, bson.E{Key: "$or", Value: or})
+}
+
+// after returns the clauses of an $or that match the values of field
+// that come after v in direction dir (1 ascending, -1 descending) in the
+// server's sort order: {field: {$gt: v}} ($lt descending), and {field:
+// {$type: [...]}} with the types sorted after v's, left out when there is
+// none.
+func after(field string, v bson.RawValue, dir int) bson.A {
+	op := "$gt"
+	if dir < 0 {
+		op = "$lt"
+	}
+	out := bson.A{bson.D{{Key: field, Value: bson.D{{Key: op, Value: v}}}}}
+	if later := typesAfter(v.Type, dir); len(later) > 0 {
+		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$type", Value: later}}}})
+	}
+	return out
 }
 
 // typeOrder is the place in the server's sort order of each BSON type a

@@ -68,13 +68,16 @@ func TestParentCommands(t *testing.T) {
 	c := newCommands(reviewsConfig(""))
 	requireJSON(t, `{"_id":"p1"}`, c.parent("p1"))
 	requireJSON(t, `{"_id":"p1","reviews._id":{"$numberInt":"7"}}`, c.parentHolding("p1", 7))
-	requireJSON(t, `{}`, c.everyParent())
+	requireJSON(t, `{}`, c.parentsAfter(bson.RawValue{}))
+	requireJSON(t, `{"$or":[{"_id":{"$gt":"p9"}},{"_id":{"$type":["binData","objectId","bool","date","timestamp"]}}]}`, c.parentsAfter(rawValue(t, "p9")))
 	var o options.FindOptions
-	for _, set := range c.allParents().List() {
+	for _, set := range c.parentsPage().List() {
 		require.NoError(t, set(&o))
 	}
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection)
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Sort)
+	require.EqualValues(t, 100, *o.Limit)
+	require.EqualValues(t, 101, *o.BatchSize, "one batch, closed in the first reply")
 
 	for p, servers := range plans(t) {
 		proj := c.parentState(p)
