@@ -35,7 +35,9 @@ const maxAttempts = 10
 // field that $push cannot extend (null, say: a nil slice stored without
 // omitempty) is replaced by a recomputation, three commands more.
 //
-// Portable path (other servers, FerretDB 1.x among them): four commands. A
+// Portable path (other servers, FerretDB 1.x among them, and every server
+// when Config.CountField is set): four commands (five with a count field,
+// which the recomputation sets from one count of the items). A
 // read of the parent's revision, the insertMany, and the recomputation of
 // the subset from the items collection (an indexed find of the first Cap
 // items and a compare-and-set of the subset on the revision; see the
@@ -105,7 +107,7 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 	if err != nil {
 		return fail("Add", err)
 	}
-	if p.push {
+	if p.push && r.cfg.CountField == "" {
 		err = r.addPush(ctx, p, parent, entries)
 	} else {
 		err = r.addPortable(ctx, p, parent, entries)

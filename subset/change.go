@@ -26,7 +26,10 @@ import (
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove
-// finishes that job. It returns [patterns.ErrNotFound] when the item is in
+// finishes that job; with Config.CountField, when the item is in neither
+// place, Remove reads the parent and counts its items, and recomputes
+// when the count is not the number of items (an earlier Remove of an item
+// out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
 // neither place (so a retry after a call that did the whole job but lost
 // its reply reports it), and when the parent does not exist; an item of a
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
@@ -65,9 +68,35 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
 	if errors.Is(err, patterns.ErrNotFound) {
+		if err := r.settleCount(ctx, p, parentID); err != nil {
+			return err
+		}
 		return fmt.Errorf("no such item, and no parent holding it: %w", patterns.ErrNotFound)
 	}
 	if err != nil {
+		return err
+	}
+	return r.recompute(ctx, p, parentID, st, true)
+}
+
+// settleCount finishes the job of an earlier Remove that deleted an item
+// out of the subset and failed before its recomputation set the count:
+// with a count field, it reads the parent and counts its items, and
+// recomputes when the count differs (three commands more); a missing
+// parent is left to the caller. It sends nothing without a count field.
+func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) error {
+	if r.cfg.CountField == "" {
+		return nil
+	}
+	st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+	if errors.Is(err, patterns.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := r.countItems(ctx, parentID)
+	if err != nil || (st.hasCount && st.count == n) {
 		return err
 	}
 	return r.recompute(ctx, p, parentID, st, true)

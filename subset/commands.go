@@ -13,6 +13,7 @@ import (
 // embedded dev server).
 type commands struct {
 	field, rev           string // the parent's subset and revision fields
+	count                string // the parent's count field, "" for none
 	parentField, idField string // the item's parent id and id fields
 	idPath               string // the ids in the subset: field.idField
 	order                bson.D // {SortField: d, IDField: d}, everywhere
@@ -25,7 +26,7 @@ func newCommands(cfg Config) commands {
 		dir = -1
 	}
 	return commands{
-		field: cfg.Field, rev: cfg.RevisionField,
+		field: cfg.Field, rev: cfg.RevisionField, count: cfg.CountField,
 		parentField: cfg.ParentField, idField: cfg.IDField,
 		idPath: cfg.Field + "." + cfg.IDField,
 		order:  bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
@@ -47,13 +48,17 @@ func (c commands) parentHolding(parentID any, itemID any) bson.D {
 }
 
 // parentState is the projection of what a recomputation reads of a
-// parent, its revision and the ids in its subset; nil (the whole parent)
-// on a plan that measures the parent's size.
+// parent, its revision, the ids in its subset and its count; nil (the
+// whole parent) on a plan that measures the parent's size.
 func (c commands) parentState(p plan) bson.D {
 	if p.measure {
 		return nil
 	}
-	return bson.D{{Key: c.rev, Value: 1}, {Key: c.idPath, Value: 1}}
+	proj := bson.D{{Key: c.rev, Value: 1}, {Key: c.idPath, Value: 1}}
+	if c.count != "" {
+		proj = append(proj, bson.E{Key: c.count, Value: 1})
+	}
+	return proj
 }
 
 // pushFilter is the guard of the push plan's Add: the parent, while its
@@ -88,22 +93,27 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 }
 
 // recomputation is the update of a recomputation on plan p: mergeUpdate
-// on the push plan, setUpdate otherwise.
-func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue) any {
+// on the push plan, setUpdate otherwise; n is the count of the parent's
+// items, set in the count field when there is one.
+func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue, n int64) any {
 	if p.push {
-		return c.mergeUpdate(top, stale)
+		return c.mergeUpdate(top, stale, n)
 	}
-	return c.setUpdate(top)
+	return c.setUpdate(top, n)
 }
 
 // setUpdate is the portable plan's recomputation: it sets the subset to
-// top and increments the revision.
-func (c commands) setUpdate(top []bson.Raw) bson.D {
+// top (and the count to n) and increments the revision.
+func (c commands) setUpdate(top []bson.Raw, n int64) bson.D {
 	if top == nil {
 		top = []bson.Raw{} // an empty array, not null
 	}
+	set := bson.D{{Key: c.field, Value: top}}
+	if c.count != "" {
+		set = append(set, bson.E{Key: c.count, Value: n})
+	}
 	return bson.D{
-		{Key: "$set", Value: bson.D{{Key: c.field, Value: top}}},
+		{Key: "$set", Value: set},
 		{Key: "$inc", Value: bson.D{{Key: c.rev, Value: int64(1)}}},
 	}
 }
@@ -124,14 +134,16 @@ func (c commands) setUpdate(top []bson.Raw) bson.D {
 //	        {$ne: [{$type: "$$e.<idField>"}, "missing"]},
 //	        {$not: [{$in: ["$$e.<idField>", {$concatArrays: ["$$top.<idField>", {$literal: stale}]}]}]}]}}}]},
 //	    sortBy: {<sortField>: d, <idField>: d}}}, Cap]}}},
-//	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]}}}]
+//	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]},
+//	  <count>: {$literal: n}}}]
 //
 // The items are literals, so that a string starting with '$' in an item
 // is not read as a field path. A subset field that is not an array counts
 // as empty, and an element without an id is dropped, as a set would.
 // $sortArray sorts as $push's $sort does; $in compares ids as the server
-// compares them (7 is 7.0).
-func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
+// compares them (7 is 7.0). The count is set only when there is a count
+// field.
+func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bson.A {
 	if top == nil {
 		top = []bson.Raw{}
 	}
@@ -161,8 +173,15 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
 		}}}},
 	}}}
 	rev := bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$" + c.rev, int64(0)}}}, int64(1)}}}
-	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}}}}
+	set := bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}
+	if c.count != "" {
+		set = append(set, bson.E{Key: c.count, Value: bson.D{{Key: "$literal", Value: n}}})
+	}
+	return bson.A{bson.D{{Key: "$set", Value: set}}}
 }
+
+// countProjection reads a parent's count field alone, for Count.
+func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
 // parentsAfter matches the parents after the _id last in _id order, for
 // RebuildAll's pages: {_id: {$gt: last}}, or with the types the server

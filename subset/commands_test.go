@@ -124,10 +124,10 @@ func TestRecomputationCommands(t *testing.T) {
 	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}, {Key: "note", Value: "$costly"}})}
 	stale := []bson.RawValue{rawValue(t, "r0")}
 	for p, servers := range plans(t) {
-		got := c.recomputation(p, top, stale)
+		got := c.recomputation(p, top, stale, 4)
 		if !p.push {
 			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
-			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil))
+			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil, 0))
 			continue
 		}
 		t.Logf("push plan: %v", servers)
@@ -147,7 +147,7 @@ func TestRecomputationCommands(t *testing.T) {
 				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`
 		}
 		requireJSON(t, merge(`[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]`, `["r0"]`), got)
-		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil),
+		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil, 0),
 			"no items and no stale ids send empty arrays, never null")
 	}
 }
@@ -200,4 +200,28 @@ func TestItemCommands(t *testing.T) {
 		require.EqualValues(t, 10, *o.Limit)
 		require.EqualValues(t, 11, *o.BatchSize, "one batch, closed in the first reply")
 	}
+}
+
+// TestCountCommands pins what a count field adds, on every plan: the
+// recomputation sets it with the subset (a literal in the merge
+// pipeline), and Count reads it alone.
+func TestCountCommands(t *testing.T) {
+	cfg := reviewsConfig("")
+	cfg.CountField = "reviewCount"
+	c := newCommands(cfg)
+	requireJSON(t, `{"reviewCount":{"$numberInt":"1"}}`, c.countProjection())
+	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}})}
+	for p := range plans(t) {
+		got := c.recomputation(p, top, nil, 1234)
+		if !p.push {
+			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"}}],"reviewCount":{"$numberLong":"1234"}},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
+			continue
+		}
+		set := got.(bson.A)[0].(bson.D)[0].Value.(bson.D)
+		require.Len(t, set, 3)
+		requireJSON(t, `{"$literal":{"$numberLong":"1234"}}`, set[2].Value)
+		require.Equal(t, "reviewCount", set[2].Key)
+	}
+	requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`,
+		newCommands(reviewsConfig("")).setUpdate(nil, 1234), "no count field, no count")
 }

@@ -16,8 +16,9 @@
 //
 // The application creates its parents as it likes (with the subset field
 // absent or an empty array); the repository writes only two fields of a
-// parent, the subset and its revision, and [Repo.Delete] deletes a parent
-// with its items.
+// parent, the subset and its revision (three with Config.CountField, the
+// count of all its items, set in the same update as the subset), and
+// [Repo.Delete] deletes a parent with its items.
 //
 // # Writes
 //
@@ -115,8 +116,13 @@
 //
 // In round trips: [Repo.Get] 1; [Repo.Add] 2 on the push path, 4 on the
 // portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
-// [Repo.Page] 1; [Repo.All] 1 per batch. A lost race adds 3 to a
-// recomputation (at most once after a fresh read, see above). On
+// [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per batch. A
+// lost race adds 3 to a recomputation (at most once after a fresh read,
+// see above). With Config.CountField, every recomputation counts the
+// parent's items (one aggregate more, which reads the parent's entries of
+// the index) and every Add takes the portable path, 5 round trips: a
+// count kept by increments would be applied twice by a retry, or by a
+// recomputation that counted the items a push then added again. On
 // FerretDB, which sorts in memory, a recomputation reads all of a parent's
 // items to find the first N.
 //

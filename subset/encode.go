@@ -209,8 +209,12 @@ func (r *Repo[P, I]) itemLimit(parent parentRef) int {
 // and NUL, the _id element without its value, the subset element with its
 // index keys, and the revision.
 func itemBudget(cfg Config) int {
-	return patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
+	budget := patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
 		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8)
+	if cfg.CountField != "" {
+		budget -= elemSize(cfg.CountField, 8)
+	}
+	return budget
 }
 
 // validateRawID applies patterns.ValidateID to an encoded id (decoded

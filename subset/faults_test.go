@@ -55,6 +55,16 @@ func faultRepo(db *mongo.Database, p subset.Plan) *subset.Repo[parent, item] {
 	return r
 }
 
+// faultCountedRepo is faultRepo with a count field, n.
+func faultCountedRepo(db *mongo.Database, p subset.Plan) *subset.Repo[parent, item] {
+	r, err := subset.New[parent, item](db, counted(faultCap))
+	if err != nil {
+		panic(err) // the configuration is valid
+	}
+	subset.ForcePlan(r, p)
+	return r
+}
+
 // unmeasured is the plan of a server that refuses a parent past 16 MiB
 // but lacks $sortArray (MongoDB before 5.2): every write recomputes, and
 // the server, not the repository, refuses a parent past 16 MiB, so a
@@ -85,6 +95,8 @@ type seedParent struct {
 	subset []item // nil: the first Cap of items
 	rev    int64  // 0: 1
 	bare   bool
+	// counted: the parent holds the count of its items, n, unless bare.
+	counted bool
 }
 
 func (s seedParent) revision() int64 {
@@ -109,6 +121,9 @@ func seed(t *testing.T, db *mongo.Database, parents ...seedParent) {
 				sub = topOf(p.items)
 			}
 			doc = append(doc, bson.E{Key: "top", Value: withParentIn(p.id, sub)}, bson.E{Key: "topRev", Value: p.revision()})
+			if p.counted {
+				doc = append(doc, bson.E{Key: "n", Value: int64(len(p.items))})
+			}
 		}
 		docs = append(docs, doc)
 		if len(p.items) > 0 {
@@ -144,6 +159,7 @@ type snapshot struct {
 	raw    bson.Raw
 	subset []item
 	rev    int64
+	n      *int64 // the count field, nil when absent
 	items  []item // the items collection's, by id
 }
 
@@ -162,6 +178,11 @@ func readSnapshot(t testing.TB, db *mongo.Database, parentID string) snapshot {
 		if v, err := raw.LookupErr("topRev"); err == nil {
 			require.Equal(t, bson.TypeInt64, v.Type, "the revision is an int64: %s", raw)
 			s.rev = v.Int64()
+		}
+		if v, err := raw.LookupErr("n"); err == nil {
+			require.Equal(t, bson.TypeInt64, v.Type, "the count is an int64: %s", raw)
+			n := v.Int64()
+			s.n = &n
 		}
 	}
 	cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "parent", Value: parentID}}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
@@ -196,7 +217,12 @@ func requireSettled(t testing.TB, db *mongo.Database, parentID string, items []i
 	for _, e := range elems {
 		keys = append(keys, e.Key())
 	}
-	require.Equal(t, []string{"_id", "title", "top", "topRev"}, keys, "the parent's fields")
+	if s.n != nil {
+		require.EqualValues(t, len(items), *s.n, "the count is the number of items")
+		require.ElementsMatch(t, []string{"_id", "title", "top", "topRev", "n"}, keys, "the parent's fields")
+	} else {
+		require.Equal(t, []string{"_id", "title", "top", "topRev"}, keys, "the parent's fields")
+	}
 	require.Equal(t, "t-"+parentID, s.raw.Lookup("title").StringValue(), "the parent's own field is untouched")
 }
 
@@ -230,6 +256,9 @@ type change struct {
 	// operation did its whole job already: its retry may then report
 	// patterns.ErrNotFound, as the godoc says (Remove).
 	gone func(s snapshot) bool
+	// counted: the repository keeps the count field n (the seed's parent
+	// holds it too), which must follow the subset.
+	counted bool
 }
 
 // changeFix is the state of one change case.
@@ -247,9 +276,14 @@ type changeFix struct {
 func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 	const id = "a"
 	before := c.seed.items
+	faultRepo := faultRepo
+	if c.counted {
+		faultRepo = faultCountedRepo
+	}
 	return faults.Case[*changeFix]{
 		Prepare: func(t *testing.T, db *mongo.Database) *changeFix {
 			c.seed.id = id
+			c.seed.counted = c.counted
 			seed(t, db, c.seed)
 			return &changeFix{t: t, db: db}
 		},
@@ -275,9 +309,15 @@ func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 				if c.seed.subset == nil && !c.seed.bare {
 					requireSubset(t, id, s, before)
 				}
+				if c.counted && !c.seed.bare {
+					require.EqualValues(t, len(before), *s.n, "the count moves with the subset, not before")
+				}
 			case c.seed.revision() + 1:
 				require.True(t, after, "the subset changes after the items collection")
 				requireSubset(t, id, s, c.after)
+				if c.counted {
+					require.EqualValues(t, len(c.after), *s.n, "the count moves with the subset")
+				}
 			default:
 				t.Fatalf("the revision is %d at the failure; seeded %d, and the operation recomputes once", s.rev, c.seed.revision())
 			}
@@ -287,7 +327,10 @@ func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 			err = c.op(ctx, faultRepo(db, p))
 			if c.gone != nil && c.gone(s) && errors.Is(err, patterns.ErrNotFound) {
 				f.notFound = true
-				return nil // the struck call did the whole job
+				// The struck call did the whole job, but for the count,
+				// which the retry sets when it is not the number of items.
+				f.recomp = c.counted && (s.n == nil || *s.n != int64(len(c.after)))
+				return nil
 			}
 			f.recomp = err == nil
 			return err
@@ -380,14 +423,15 @@ func changeCases() []change {
 // faultsAddDeletedParent: to a parent deleted under it;
 // faultsAddForeignID: with an id stored under another parent), the
 // operations that find nothing to change (faultsMissing), Remove (in and out of the subset), Update (into and out of it) and
-// Rebuild (faultsChange), RebuildAll (faultsRebuildAll), Delete
+// Rebuild (faultsChange; faultsCount: the same with a count field),
+// RebuildAll (faultsRebuildAll), Delete
 // (faultsDelete), and the reads Get, Page and All (faultsReads).
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Change", faultsChange}, {"Count", faultsCount}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -401,6 +445,21 @@ func faultsChange(t *testing.T) {
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
 		faults.Concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
 			faults.Run(t, faults.New(t), changeCase(cases[i], p))
+		})
+	})
+}
+
+// faultsCount breaks each change case at every step, as faultsChange
+// does, with a repository that keeps the count of the items in the
+// parent: at the failure the count is the one seeded or, once the subset
+// has changed, the new one; after the retry it is the number of items.
+func faultsCount(t *testing.T) {
+	cases := changeCases()
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		faults.Concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
+			c := cases[i]
+			c.counted = true
+			faults.Run(t, faults.New(t), changeCase(c, p))
 		})
 	})
 }
