@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,4 +296,55 @@ func BenchmarkItem(b *testing.B) {
 		Speed:  0.9,
 		Allocs: 1.1,
 	})
+}
+
+// BenchmarkHotParent adds b.N reviews to one product (a popular one)
+// from one writer, then b.N to another from 8 writers at once, on the
+// server's own plan, and reports the throughput of each (items/s) and
+// their ratio, hot-x: the goal is at least half of one writer's with 8.
+// Every Add must succeed (no error reaches the caller), and afterwards
+// each product holds each of its reviews once, its subset the newest ten.
+func BenchmarkHotParent(b *testing.B) {
+	const writers = 8
+	ctx := context.Background()
+	db, products := benchDB(b)
+	r := benchRepo(b, db, subset.PlanFor(mongotest.Server()))
+	run := func(product string, n, writers int) time.Duration {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		start := time.Now()
+		for w := range writers {
+			wg.Go(func() {
+				for i := w; i < n; i += writers {
+					if err := r.Add(ctx, product, review(i+n*writers)); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		close(errs)
+		for err := range errs {
+			b.Fatalf("%d writers: %v", writers, err)
+		}
+		var all []Review
+		for rv, err := range r.All(ctx, product) {
+			require.NoError(b, err)
+			all = append(all, rv)
+		}
+		require.Len(b, all, n, "each review once")
+		p, err := r.Get(ctx, product)
+		require.NoError(b, err)
+		require.Equal(b, all[:min(10, n)], p.Reviews, "the subset is the newest ten")
+		return took
+	}
+	b.ResetTimer()
+	one := run(products[0], b.N, 1)
+	many := run(products[1], b.N, writers)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/one.Seconds(), "one-items/s")
+	b.ReportMetric(float64(b.N)/many.Seconds(), "eight-items/s")
+	b.ReportMetric(one.Seconds()/many.Seconds(), "hot-x")
+	b.ReportMetric(0.5, "hot-goal-x")
 }

@@ -815,7 +815,7 @@ func addDeletedParentCase(other *mongo.Client, p subset.Plan) faults.Case[*delet
 func TestFaultsAddTooLargeTakesBack(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("skipped under -short: a 16 MiB item costs seconds on the embedded server")
+		t.Skip("skipped: -short, and a 16 MiB item costs seconds on the embedded server")
 	}
 	p := faults.New(t)
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
