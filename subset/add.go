@@ -26,7 +26,7 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Push path (MongoDB 5.2+): two commands. An unordered insertMany, then
+// Push path (MongoDB 5.2+, FerretDB 2.x): two commands. An unordered insertMany, then
 // one updateOne on the parent that pushes the items with $each, $sort (the
 // configured order) and $slice (Cap); it leaves the revision alone, so
 // that pushes never make a recomputation start again (see the package
@@ -35,7 +35,9 @@ const maxAttempts = 10
 // field that $push cannot extend (null, say: a nil slice stored without
 // omitempty) is replaced by a recomputation, three commands more.
 //
-// Portable path (other servers, FerretDB among them): four commands. A
+// Portable path (other servers, FerretDB 1.x among them, and every server
+// when Config.CountField is set): four commands (five with a count field,
+// which the recomputation sets from one count of the items). A
 // read of the parent's revision, the insertMany, and the recomputation of
 // the subset from the items collection (an indexed find of the first Cap
 // items and a compare-and-set of the subset on the revision; see the
@@ -105,7 +107,7 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
 	if err != nil {
 		return fail("Add", err)
 	}
-	if p.push {
+	if p.push && r.cfg.CountField == "" {
 		err = r.addPush(ctx, p, parent, entries)
 	} else {
 		err = r.addPortable(ctx, p, parent, entries)
@@ -190,8 +192,9 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 		if err != nil {
 			if st.notArray {
 				// The subset field holds something $push cannot extend,
-				// most often null (a nil slice stored without omitempty):
-				// a recomputation sets it.
+				// most often null (a nil slice stored without omitempty),
+				// which the projection of the subset's ids leaves out as
+				// it leaves out an absent field: a recomputation sets it.
 				return r.recompute(ctx, p, parent.id, st, true)
 			}
 			return fmt.Errorf("push into the subset: %w", err)

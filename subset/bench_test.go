@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -214,4 +215,136 @@ func BenchmarkGet(b *testing.B) {
 		Speed:  0.9,
 		Allocs: 1.1,
 	})
+}
+
+// BenchmarkCount compares Count with a count field (reviewCount) with
+// the findOne of that field written by hand. Goal: as
+// fast, and at most 1.1 times the allocations.
+func BenchmarkCount(b *testing.B) {
+	ctx := context.Background()
+	cfg := reviewsConfig
+	cfg.CountField = "reviewCount"
+	setup := func(b *testing.B) *mongo.Database {
+		db, _ := benchDB(b)
+		r, err := subset.New[Product, Review](db, cfg)
+		require.NoError(b, err)
+		require.NoError(b, patterns.EnsureIndexes(ctx, r.Indexes()...))
+		for i := range 12 {
+			require.NoError(b, r.Add(ctx, "p00", review(i)))
+		}
+		return db
+	}
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			r, err := subset.New[Product, Review](setup(b), cfg)
+			require.NoError(b, err)
+			return func(int) {
+				if n, err := r.Count(ctx, "p00"); err != nil || n != 12 {
+					b.Fatal(n, err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			products := setup(b).Collection("products")
+			proj := options.FindOne().SetProjection(bson.D{{Key: "reviewCount", Value: 1}})
+			return func(int) {
+				var p struct {
+					N int64 `bson:"reviewCount"`
+				}
+				if err := products.FindOne(ctx, bson.D{{Key: "_id", Value: "p00"}}, proj).Decode(&p); err != nil || p.N != 12 {
+					b.Fatal(p, err)
+				}
+			}
+		},
+		Speed:  0.9,
+		Allocs: 1.1,
+	})
+}
+
+// BenchmarkItem compares Item with the findOne of a review by its
+// product and id written by hand. Goal: as fast, and at most 1.1 times
+// the allocations.
+func BenchmarkItem(b *testing.B) {
+	ctx := context.Background()
+	setup := func(b *testing.B) (*mongo.Database, *subset.Repo[Product, Review]) {
+		db, _ := benchDB(b)
+		r := benchRepo(b, db, portable)
+		require.NoError(b, r.Add(ctx, "p00", review(0), review(1), review(2)))
+		return db, r
+	}
+	want := review(1).ID
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			_, r := setup(b)
+			return func(int) {
+				if rv, err := r.Item(ctx, "p00", want); err != nil || rv.ID != want {
+					b.Fatal(rv, err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			db, _ := setup(b)
+			reviews := db.Collection("reviews")
+			return func(int) {
+				var rv Review
+				err := reviews.FindOne(ctx, bson.D{{Key: "productId", Value: "p00"}, {Key: "_id", Value: want}}).Decode(&rv)
+				if err != nil || rv.ID != want {
+					b.Fatal(rv, err)
+				}
+			}
+		},
+		Speed:  0.9,
+		Allocs: 1.1,
+	})
+}
+
+// BenchmarkHotParent adds b.N reviews to one product (a popular one)
+// from one writer, then b.N to another from 8 writers at once, on the
+// server's own plan, and reports the throughput of each (items/s) and
+// their ratio, hot-x: the goal is at least half of one writer's with 8.
+// Every Add must succeed (no error reaches the caller), and afterwards
+// each product holds each of its reviews once, its subset the newest ten.
+func BenchmarkHotParent(b *testing.B) {
+	const writers = 8
+	ctx := context.Background()
+	db, products := benchDB(b)
+	r := benchRepo(b, db, subset.PlanFor(mongotest.Server()))
+	run := func(product string, n, writers int) time.Duration {
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		start := time.Now()
+		for w := range writers {
+			wg.Go(func() {
+				for i := w; i < n; i += writers {
+					if err := r.Add(ctx, product, review(i+n*writers)); err != nil {
+						errs <- err
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took := time.Since(start)
+		close(errs)
+		for err := range errs {
+			b.Fatalf("%d writers: %v", writers, err)
+		}
+		var all []Review
+		for rv, err := range r.All(ctx, product) {
+			require.NoError(b, err)
+			all = append(all, rv)
+		}
+		require.Len(b, all, n, "each review once")
+		p, err := r.Get(ctx, product)
+		require.NoError(b, err)
+		require.Equal(b, all[:min(10, n)], p.Reviews, "the subset is the newest ten")
+		return took
+	}
+	b.ResetTimer()
+	one := run(products[0], b.N, 1)
+	many := run(products[1], b.N, writers)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/one.Seconds(), "one-items/s")
+	b.ReportMetric(float64(b.N)/many.Seconds(), "eight-items/s")
+	b.ReportMetric(one.Seconds()/many.Seconds(), "hot-x")
+	b.ReportMetric(0.5, "hot-goal-x")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
@@ -25,7 +26,10 @@ import (
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove
-// finishes that job. It returns [patterns.ErrNotFound] when the item is in
+// finishes that job; with Config.CountField, when the item is in neither
+// place, Remove reads the parent and counts its items, and recomputes
+// when the count is not the number of items (an earlier Remove of an item
+// out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
 // neither place (so a retry after a call that did the whole job but lost
 // its reply reports it), and when the parent does not exist; an item of a
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
@@ -64,9 +68,35 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
 	if errors.Is(err, patterns.ErrNotFound) {
+		if err := r.settleCount(ctx, p, parentID); err != nil {
+			return err
+		}
 		return fmt.Errorf("no such item, and no parent holding it: %w", patterns.ErrNotFound)
 	}
 	if err != nil {
+		return err
+	}
+	return r.recompute(ctx, p, parentID, st, true)
+}
+
+// settleCount finishes the job of an earlier Remove that deleted an item
+// out of the subset and failed before its recomputation set the count:
+// with a count field, it reads the parent and counts its items, and
+// recomputes when the count differs (three commands more); a missing
+// parent is left to the caller. It sends nothing without a count field.
+func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) error {
+	if r.cfg.CountField == "" {
+		return nil
+	}
+	st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+	if errors.Is(err, patterns.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n, err := r.countItems(ctx, parentID)
+	if err != nil || (st.hasCount && st.count == n) {
 		return err
 	}
 	return r.recompute(ctx, p, parentID, st, true)
@@ -153,37 +183,52 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 
 // RebuildAll runs [Repo.Rebuild] on every parent, in _id order, and calls
 // progress (when not nil) with the number rebuilt so far after each. It
-// returns that number. It reads the parents' ids with one cursor (a find
-// and a getMore per batch) and sends three commands per parent; a parent
-// deleted while it runs is skipped. It stops at the first error, which
-// names the parent: run it again to resume (rebuilding is idempotent).
+// returns that number. It reads the parents' ids in pages of 100
+// ({_id: {$gt: last}} sorted by _id, one find each), not with one
+// cursor, so that a parent rewritten while it runs (by the rebuild
+// itself, or by others) is rebuilt once, and sends three commands per
+// parent. A parent deleted while it runs is skipped; one added may or
+// may not be rebuilt. It stops at the first error, which names the
+// parent: run it again to resume (rebuilding is idempotent). A parent
+// whose _id is of a type that no id of this package takes (a document,
+// say) stops it with an error that names it, since no filter continues
+// exactly after it.
 func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
 	p, err := r.plan(ctx)
 	if err != nil {
 		return 0, fail("RebuildAll", err)
 	}
-	cur, err := r.parents.Find(ctx, r.cmd.everyParent(), r.cmd.allParents())
-	if err != nil {
-		return 0, fail("RebuildAll", err)
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
 	n := 0
-	for cur.Next(ctx) {
-		id := cur.Current.Lookup("_id")
-		err := r.rebuild(ctx, p, id)
-		if errors.Is(err, patterns.ErrNotFound) {
-			continue
-		}
+	var last bson.RawValue
+	for {
+		cur, err := r.parents.Find(ctx, r.cmd.parentsAfter(last), r.cmd.parentsPage())
 		if err != nil {
-			return n, fail("RebuildAll", fmt.Errorf("parent %s: %w", bsonid.Text(id), err))
+			return n, fail("RebuildAll", err)
 		}
-		n++
-		if progress != nil {
-			progress(n)
+		var page []bson.Raw
+		if err := cur.All(ctx, &page); err != nil {
+			return n, fail("RebuildAll", err)
+		}
+		for _, d := range page {
+			id := d.Lookup("_id")
+			err := r.rebuild(ctx, p, id)
+			if errors.Is(err, patterns.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return n, fail("RebuildAll", fmt.Errorf("parent %s: %w", bsonid.Text(id), err))
+			}
+			n++
+			if progress != nil {
+				progress(n)
+			}
+		}
+		if len(page) < parentsPageSize {
+			return n, nil
+		}
+		last = page[len(page)-1].Lookup("_id")
+		if rankOf(last.Type) < 0 {
+			return n, fail("RebuildAll", fmt.Errorf("cannot continue after parent %s: an _id of BSON type %s: %w", bsonid.Text(last), last.Type, patterns.ErrInvalid))
 		}
 	}
-	if err := cur.Err(); err != nil {
-		return n, fail("RebuildAll", err)
-	}
-	return n, nil
 }

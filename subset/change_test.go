@@ -2,6 +2,9 @@ package subset_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -184,4 +187,62 @@ func TestGet(t *testing.T) {
 	require.ErrorIs(t, err, patterns.ErrNotFound)
 	_, err = r.Get(ctx, bson.M{"$ne": nil})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
+
+// TestRebuildAllRebuildsEachParentOnceWhileOthersWrite: RebuildAll
+// rebuilds each parent once, while others rewrite the parents it scans
+// (a cursor over documents rewritten meanwhile may return them again:
+// FerretDB 2 does, and MongoDB can when a document moves), whatever the
+// BSON types of the parents' ids.
+func TestRebuildAllRebuildsEachParentOnceWhileOthersWrite(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[bson.M, item](t, db, config(3), portable)
+	n := mongotest.Scale(400, 120)
+	ids := make([]any, n)
+	docs := make([]any, n)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+		if i%2 == 1 {
+			ids[i] = fmt.Sprintf("p%04d", i)
+		}
+		docs[i] = bson.D{{Key: "_id", Value: ids[i]}}
+	}
+	_, err := db.Collection("parents").InsertMany(ctx, docs)
+	require.NoError(t, err)
+
+	// The writer rewrites every parent, larger each round, until
+	// RebuildAll ends.
+	stop := make(chan struct{})
+	var rounds int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for round := 1; ; round++ {
+			for _, id := range ids {
+				select {
+				case <-stop:
+					rounds = round
+					return
+				default:
+				}
+				_, err := db.Collection("parents").UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+					bson.D{{Key: "$set", Value: bson.D{{Key: "pad", Value: strings.Repeat("x", 64*round)}}}})
+				if err != nil {
+					t.Errorf("writer: %v", err)
+					return
+				}
+			}
+		}
+	})
+	rebuilt, err := r.RebuildAll(ctx, nil)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, err)
+	t.Logf("%d parents, %d rounds of the writer", n, rounds)
+	require.Equal(t, n, rebuilt, "each parent counted once")
+	cur, err := db.Collection("parents").Find(ctx, bson.D{{Key: "topRev", Value: bson.D{{Key: "$ne", Value: int64(1)}}}})
+	require.NoError(t, err)
+	var wrong []bson.M
+	require.NoError(t, cur.All(ctx, &wrong))
+	require.Empty(t, wrong, "each parent rebuilt once: its revision moved once")
 }

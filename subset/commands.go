@@ -1,6 +1,8 @@
 package subset
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -11,6 +13,7 @@ import (
 // embedded dev server).
 type commands struct {
 	field, rev           string // the parent's subset and revision fields
+	count                string // the parent's count field, "" for none
 	parentField, idField string // the item's parent id and id fields
 	idPath               string // the ids in the subset: field.idField
 	order                bson.D // {SortField: d, IDField: d}, everywhere
@@ -23,7 +26,7 @@ func newCommands(cfg Config) commands {
 		dir = -1
 	}
 	return commands{
-		field: cfg.Field, rev: cfg.RevisionField,
+		field: cfg.Field, rev: cfg.RevisionField, count: cfg.CountField,
 		parentField: cfg.ParentField, idField: cfg.IDField,
 		idPath: cfg.Field + "." + cfg.IDField,
 		order:  bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
@@ -45,13 +48,17 @@ func (c commands) parentHolding(parentID any, itemID any) bson.D {
 }
 
 // parentState is the projection of what a recomputation reads of a
-// parent, its revision and the ids in its subset; nil (the whole parent)
-// on a plan that measures the parent's size.
+// parent, its revision, the ids in its subset and its count; nil (the
+// whole parent) on a plan that measures the parent's size.
 func (c commands) parentState(p plan) bson.D {
 	if p.measure {
 		return nil
 	}
-	return bson.D{{Key: c.rev, Value: 1}, {Key: c.idPath, Value: 1}}
+	proj := bson.D{{Key: c.rev, Value: 1}, {Key: c.idPath, Value: 1}}
+	if c.count != "" {
+		proj = append(proj, bson.E{Key: c.count, Value: 1})
+	}
+	return proj
 }
 
 // pushFilter is the guard of the push plan's Add: the parent, while its
@@ -86,22 +93,27 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 }
 
 // recomputation is the update of a recomputation on plan p: mergeUpdate
-// on the push plan, setUpdate otherwise.
-func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue) any {
+// on the push plan, setUpdate otherwise; n is the count of the parent's
+// items, set in the count field when there is one.
+func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue, n int64) any {
 	if p.push {
-		return c.mergeUpdate(top, stale)
+		return c.mergeUpdate(top, stale, n)
 	}
-	return c.setUpdate(top)
+	return c.setUpdate(top, n)
 }
 
 // setUpdate is the portable plan's recomputation: it sets the subset to
-// top and increments the revision.
-func (c commands) setUpdate(top []bson.Raw) bson.D {
+// top (and the count to n) and increments the revision.
+func (c commands) setUpdate(top []bson.Raw, n int64) bson.D {
 	if top == nil {
 		top = []bson.Raw{} // an empty array, not null
 	}
+	set := bson.D{{Key: c.field, Value: top}}
+	if c.count != "" {
+		set = append(set, bson.E{Key: c.count, Value: n})
+	}
 	return bson.D{
-		{Key: "$set", Value: bson.D{{Key: c.field, Value: top}}},
+		{Key: "$set", Value: set},
 		{Key: "$inc", Value: bson.D{{Key: c.rev, Value: int64(1)}}},
 	}
 }
@@ -122,14 +134,16 @@ func (c commands) setUpdate(top []bson.Raw) bson.D {
 //	        {$ne: [{$type: "$$e.<idField>"}, "missing"]},
 //	        {$not: [{$in: ["$$e.<idField>", {$concatArrays: ["$$top.<idField>", {$literal: stale}]}]}]}]}}}]},
 //	    sortBy: {<sortField>: d, <idField>: d}}}, Cap]}}},
-//	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]}}}]
+//	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]},
+//	  <count>: {$literal: n}}}]
 //
 // The items are literals, so that a string starting with '$' in an item
 // is not read as a field path. A subset field that is not an array counts
 // as empty, and an element without an id is dropped, as a set would.
 // $sortArray sorts as $push's $sort does; $in compares ids as the server
-// compares them (7 is 7.0).
-func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
+// compares them (7 is 7.0). The count is set only when there is a count
+// field.
+func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bson.A {
 	if top == nil {
 		top = []bson.Raw{}
 	}
@@ -159,16 +173,35 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue) bson.A {
 		}}}},
 	}}}
 	rev := bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$" + c.rev, int64(0)}}}, int64(1)}}}
-	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}}}}
+	set := bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}
+	if c.count != "" {
+		set = append(set, bson.E{Key: c.count, Value: bson.D{{Key: "$literal", Value: n}}})
+	}
+	return bson.A{bson.D{{Key: "$set", Value: set}}}
 }
 
-// everyParent matches every parent, for RebuildAll.
-func (c commands) everyParent() bson.D { return bson.D{} }
+// countProjection reads a parent's count field alone, for Count.
+func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
-// allParents reads the ids of every parent, in _id order, for RebuildAll.
-func (c commands) allParents() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}})
+// parentsAfter matches the parents after the _id last in _id order, for
+// RebuildAll's pages: {_id: {$gt: last}}, or with the types the server
+// sorts after last's (see after); every parent when last is zero.
+func (c commands) parentsAfter(last bson.RawValue) bson.D {
+	if last.IsZero() {
+		return bson.D{}
+	}
+	return bson.D{{Key: "$or", Value: after("_id", last, 1)}}
 }
+
+// parentsPage reads the ids of the next parents in _id order, for
+// RebuildAll: a page of parentsPageSize in one batch.
+func (c commands) parentsPage() *options.FindOptionsBuilder {
+	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}}).
+		SetLimit(parentsPageSize).SetBatchSize(parentsPageSize + 1)
+}
+
+// parentsPageSize is the number of parent ids a page of RebuildAll reads.
+const parentsPageSize = 100
 
 // The items.
 
@@ -198,22 +231,86 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 	return options.Find().SetSort(c.order).SetLimit(int64(n)).SetBatchSize(int32(n + 1))
 }
 
-// page matches the parent's items that come after the cursor in the
-// configured order: {<parentField>: id, $or: [{<sortField>: {$gt: s}},
-// {<sortField>: s, <idField>: {$gt: i}}]}, with $lt when descending; the
-// parent's items when the cursor is the zero Cursor.
-func (c commands) page(parentID any, after Cursor) bson.D {
+// page matches the parent's items that come after the cursor (s, i) in
+// the configured order: {<parentField>: id, $or: [{<sortField>: {$gt:
+// s}}, {<sortField>: {$type: later}}, {<sortField>: s, <idField>: {$gt:
+// i}}, {<sortField>: s, <idField>: {$type: later}}]}, with $lt, and the
+// earlier types, when descending; the parent's items when the cursor is
+// the zero Cursor. The range operators compare values of one type only
+// (numbers count as one), so the $type clauses reach the values of the
+// types that the server's sort puts after the cursor's (see typeOrder);
+// a clause with no such type is left out.
+func (c commands) page(parentID any, cur Cursor) bson.D {
 	filter := c.items(parentID)
-	if after.IsZero() {
+	if cur.IsZero() {
 		return filter
 	}
+	dir := c.order[0].Value.(int)
+	sortField := c.order[0].Key
+	tie := bson.E{Key: sortField, Value: cur.sort}
+	or := after(sortField, cur.sort, dir)
+	for _, clause := range after(c.idField, cur.id, dir) {
+		or = append(or, append(bson.D{tie}, clause.(bson.D)...))
+	}
+	return append(filter, bson.E{Key: "$or", Value: or})
+}
+
+// after returns the clauses of an $or that match the values of field
+// that come after v in direction dir (1 ascending, -1 descending) in the
+// server's sort order: {field: {$gt: v}} ($lt descending), and {field:
+// {$type: [...]}} with the types sorted after v's, left out when there is
+// none.
+func after(field string, v bson.RawValue, dir int) bson.A {
 	op := "$gt"
-	if c.order[0].Value == -1 {
+	if dir < 0 {
 		op = "$lt"
 	}
-	sortField := c.order[0].Key
-	return append(filter, bson.E{Key: "$or", Value: bson.A{
-		bson.D{{Key: sortField, Value: bson.D{{Key: op, Value: after.sort}}}},
-		bson.D{{Key: sortField, Value: after.sort}, {Key: c.idField, Value: bson.D{{Key: op, Value: after.id}}}},
-	}})
+	out := bson.A{bson.D{{Key: field, Value: bson.D{{Key: op, Value: v}}}}}
+	if later := typesAfter(v.Type, dir); len(later) > 0 {
+		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$type", Value: later}}}})
+	}
+	return out
+}
+
+// typeOrder is the place in the server's sort order of each BSON type a
+// sort value (checkScalar) or an item id (validateRawID) may have, with
+// the $type alias of its place: the numbers, which compare as one type,
+// are "number" (FerretDB 1.x knows no "decimal"; the repository refuses
+// the deprecated symbols, which the server sorts with the strings and no
+// alias of FerretDB 1.x names).
+var typeOrder = []struct {
+	types []bson.Type
+	alias string
+}{
+	{[]bson.Type{bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128}, "number"},
+	{[]bson.Type{bson.TypeString}, "string"},
+	{[]bson.Type{bson.TypeBinary}, "binData"},
+	{[]bson.Type{bson.TypeObjectID}, "objectId"},
+	{[]bson.Type{bson.TypeBoolean}, "bool"},
+	{[]bson.Type{bson.TypeDateTime}, "date"},
+	{[]bson.Type{bson.TypeTimestamp}, "timestamp"},
+}
+
+// rankOf is the place of t in typeOrder, -1 for a type it lacks.
+func rankOf(t bson.Type) int {
+	for i, o := range typeOrder {
+		if slices.Contains(o.types, t) {
+			return i
+		}
+	}
+	return -1
+}
+
+// typesAfter returns the $type aliases of the types that the server's
+// sort puts after t in direction dir (1 ascending, -1 descending), among
+// those of typeOrder; t must be one of them.
+func typesAfter(t bson.Type, dir int) bson.A {
+	rank := rankOf(t)
+	var out bson.A
+	for i, o := range typeOrder {
+		if (i-rank)*dir > 0 {
+			out = append(out, o.alias)
+		}
+	}
+	return out
 }

@@ -2,12 +2,14 @@ package subset
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // reviewsConfig is the configuration of the pinned commands: the ten
@@ -46,10 +48,13 @@ func requireJSON(t *testing.T, want string, v any, msg ...any) {
 	require.JSONEq(t, `{"v":`+want+`}`, string(got), msg...)
 }
 
-// plans are the distinct plans of the servers the library knows.
+// plans are the distinct plans of the servers the library knows, and of
+// a server that limits sizes but lacks $sortArray (MongoDB before 5.2).
 func plans(t *testing.T) map[plan][]string {
 	out := map[plan][]string{}
-	for name, srv := range mongotest.KnownServers() {
+	servers := mongotest.KnownServers()
+	servers["FerretDB 2.7 without $sortArray"] = servers["FerretDB 2.7"].Without(patterns.FeatureSortArray)
+	for name, srv := range servers {
 		p := planFor(srv)
 		out[p] = append(out[p], name)
 	}
@@ -63,13 +68,16 @@ func TestParentCommands(t *testing.T) {
 	c := newCommands(reviewsConfig(""))
 	requireJSON(t, `{"_id":"p1"}`, c.parent("p1"))
 	requireJSON(t, `{"_id":"p1","reviews._id":{"$numberInt":"7"}}`, c.parentHolding("p1", 7))
-	requireJSON(t, `{}`, c.everyParent())
+	requireJSON(t, `{}`, c.parentsAfter(bson.RawValue{}))
+	requireJSON(t, `{"$or":[{"_id":{"$gt":"p9"}},{"_id":{"$type":["binData","objectId","bool","date","timestamp"]}}]}`, c.parentsAfter(rawValue(t, "p9")))
 	var o options.FindOptions
-	for _, set := range c.allParents().List() {
+	for _, set := range c.parentsPage().List() {
 		require.NoError(t, set(&o))
 	}
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection)
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Sort)
+	require.EqualValues(t, 100, *o.Limit)
+	require.EqualValues(t, 101, *o.BatchSize, "one batch, closed in the first reply")
 
 	for p, servers := range plans(t) {
 		proj := c.parentState(p)
@@ -116,10 +124,10 @@ func TestRecomputationCommands(t *testing.T) {
 	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}, {Key: "note", Value: "$costly"}})}
 	stale := []bson.RawValue{rawValue(t, "r0")}
 	for p, servers := range plans(t) {
-		got := c.recomputation(p, top, stale)
+		got := c.recomputation(p, top, stale, 4)
 		if !p.push {
 			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
-			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil))
+			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil, 0))
 			continue
 		}
 		t.Logf("push plan: %v", servers)
@@ -139,7 +147,7 @@ func TestRecomputationCommands(t *testing.T) {
 				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`
 		}
 		requireJSON(t, merge(`[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]`, `["r0"]`), got)
-		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil),
+		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil, 0),
 			"no items and no stale ids send empty arrays, never null")
 	}
 }
@@ -148,9 +156,18 @@ func TestRecomputationCommands(t *testing.T) {
 // directions.
 func TestItemCommands(t *testing.T) {
 	for _, tc := range []struct {
-		descending bool
-		op, dir    string
-	}{{true, "$lt", "-1"}, {false, "$gt", "1"}} {
+		descending                bool
+		op, dir                   string
+		sortTypes, idTypes, dateI string
+	}{
+		// Numbers come first in the server's type order, strings second,
+		// dates sixth.
+		{true, "$lt", "-1", ``, `{"stars":{"$numberInt":"4"},"reviewId":{"$type":["number"]}}`,
+			`{"stars":{"$type":["number","string","binData","objectId","bool"]}}`},
+		{false, "$gt", "1", `{"stars":{"$type":["string","binData","objectId","bool","date","timestamp"]}},`,
+			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["binData","objectId","bool","date","timestamp"]}}`,
+			`{"stars":{"$type":["timestamp"]}}`},
+	} {
 		cfg := reviewsConfig("reviewId")
 		cfg.Descending = tc.descending
 		c := newCommands(cfg)
@@ -160,9 +177,20 @@ func TestItemCommands(t *testing.T) {
 
 		requireJSON(t, `{"productId":"p1"}`, c.page("p1", Cursor{}))
 		after := Cursor{sort: rawValue(t, 4), id: rawValue(t, "r9")}
-		requireJSON(t, `{"productId":"p1","$or":[`+
-			`{"stars":{"`+tc.op+`":{"$numberInt":"4"}}},`+
-			`{"stars":{"$numberInt":"4"},"reviewId":{"`+tc.op+`":"r9"}}]}`, c.page("p1", after))
+		want := `{"productId":"p1","$or":[` +
+			`{"stars":{"` + tc.op + `":{"$numberInt":"4"}}},` + tc.sortTypes +
+			`{"stars":{"$numberInt":"4"},"reviewId":{"` + tc.op + `":"r9"}},` + tc.idTypes + `]}`
+		requireJSON(t, want, c.page("p1", after),
+			"the types the server sorts after a number, and after a string, are reached with $type")
+		date := bson.NewDateTimeFromTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+		after = Cursor{sort: rawValue(t, date), id: rawValue(t, bson.Timestamp{T: 1})}
+		byDate := c.page("p1", after)[1].Value.(bson.A)
+		requireJSON(t, tc.dateI, byDate[1], "the types the server sorts after a date")
+		if tc.descending {
+			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["number","string","binData","objectId","bool","date"]}}`, byDate[3])
+		} else {
+			require.Len(t, byDate, 3, "nothing comes after a timestamp id")
+		}
 
 		var o options.FindOptions
 		for _, set := range c.firstN(10).List() {
@@ -172,4 +200,28 @@ func TestItemCommands(t *testing.T) {
 		require.EqualValues(t, 10, *o.Limit)
 		require.EqualValues(t, 11, *o.BatchSize, "one batch, closed in the first reply")
 	}
+}
+
+// TestCountCommands pins what a count field adds, on every plan: the
+// recomputation sets it with the subset (a literal in the merge
+// pipeline), and Count reads it alone.
+func TestCountCommands(t *testing.T) {
+	cfg := reviewsConfig("")
+	cfg.CountField = "reviewCount"
+	c := newCommands(cfg)
+	requireJSON(t, `{"reviewCount":{"$numberInt":"1"}}`, c.countProjection())
+	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}})}
+	for p := range plans(t) {
+		got := c.recomputation(p, top, nil, 1234)
+		if !p.push {
+			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"}}],"reviewCount":{"$numberLong":"1234"}},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
+			continue
+		}
+		set := got.(bson.A)[0].(bson.D)[0].Value.(bson.D)
+		require.Len(t, set, 3)
+		requireJSON(t, `{"$literal":{"$numberLong":"1234"}}`, set[2].Value)
+		require.Equal(t, "reviewCount", set[2].Key)
+	}
+	requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`,
+		newCommands(reviewsConfig("")).setUpdate(nil, 1234), "no count field, no count")
 }

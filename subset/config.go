@@ -47,10 +47,11 @@ type Config struct {
 	IDField string
 
 	// SortField is the path of the item field that orders items by
-	// relevance (createdAt). Every item must have it, with a scalar value
-	// (not null, a document or an array); all items should use one BSON
-	// type for it (dates, or numbers, or strings), because MongoDB's range
-	// operators, which keyset pagination uses, compare within one type.
+	// relevance (createdAt). Every item must have it, with a scalar value:
+	// not null, a document, an array, NaN or a deprecated symbol. Items
+	// may mix BSON types (the server's sort orders the types, and numbers
+	// of every type compare by value), though one type (dates, or
+	// numbers, or strings) is what makes the order mean something.
 	SortField string
 	// Descending puts the largest SortField values first (newest first);
 	// the zero value puts the smallest first. Ties are broken by IDField
@@ -70,6 +71,20 @@ type Config struct {
 	// package documentation). The zero value means Field followed by
 	// [DefaultRevisionSuffix] ("reviewsRev").
 	RevisionField string
+
+	// CountField, when set, is the parent's field that holds the number of
+	// all its items (in the items collection, not only the subset): the
+	// "1,234 reviews" of a product page, read by [Repo.Count] or with the
+	// parent by [Repo.Get]. Every write sets it in the same update of the
+	// parent as the subset, from a count of the items read with the
+	// subset's first Cap items, so it obeys the same rules: exact once the
+	// writes end, and between a write's steps lagging the items collection
+	// by that write alone. A count cannot be kept by increments that a
+	// retry or a concurrent recomputation would apply twice, so with
+	// CountField every [Repo.Add] recomputes (the portable path, on every
+	// server) and every recomputation sends one count more: see the
+	// package documentation. The zero value keeps no count.
+	CountField string
 }
 
 // normalize fills in the defaults and validates c; every error wraps
@@ -106,6 +121,14 @@ func (c Config) normalize() (Config, error) {
 	}
 	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
 		return c, fmt.Errorf("Config: %w", errs.Invalid("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
+	}
+	if c.CountField != "" {
+		if err := check.Field(c.CountField); err != nil {
+			return c, fmt.Errorf("Config.CountField: %w", err)
+		}
+		if c.CountField == "_id" || c.CountField == c.Field || c.CountField == c.RevisionField {
+			return c, fmt.Errorf("Config: %w", errs.Invalid("CountField %q must be a field other than _id, Field %q and RevisionField %q", c.CountField, c.Field, c.RevisionField))
+		}
 	}
 	if c.ParentField == "_id" {
 		return c, fmt.Errorf("Config.ParentField: %w", errs.Invalid("an item's _id cannot hold its parent's id"))

@@ -16,8 +16,9 @@
 //
 // The application creates its parents as it likes (with the subset field
 // absent or an empty array); the repository writes only two fields of a
-// parent, the subset and its revision, and [Repo.Delete] deletes a parent
-// with its items.
+// parent, the subset and its revision (three with Config.CountField, the
+// count of all its items, set in the same update as the subset), and
+// [Repo.Delete] deletes a parent with its items.
 //
 // # Writes
 //
@@ -34,7 +35,8 @@
 // the hot path; the repository takes one of two paths, chosen once from
 // the server's features ([patterns.Capabilities]):
 //
-//   - Push path, on MongoDB 5.2 and later: Add sends two commands, an
+//   - Push path, on MongoDB 5.2 and later and on FerretDB 2.x: Add sends
+//     two commands, an
 //     unordered insertMany of the items, then one update of the parent
 //     that pushes them with $each, $sort and $slice, so the server keeps
 //     the subset sorted and capped atomically, whatever the order in which
@@ -49,8 +51,8 @@
 //   - Portable path, on every other server: the subset is recomputed from
 //     the items collection after the insert. "Push, then trim" would let a
 //     reader see more than N items where $push ignores $slice (FerretDB
-//     1.x); a recomputation never does. FerretDB 2.x has the $push
-//     modifiers, but $sortArray was not measured there, so it takes this
+//     1.x); a recomputation never does. A server with the $push
+//     modifiers but without $sortArray (MongoDB before 5.2) takes this
 //     path too: a push that the recomputations could not merge would make
 //     them start again under sustained pushes.
 //
@@ -114,8 +116,13 @@
 //
 // In round trips: [Repo.Get] 1; [Repo.Add] 2 on the push path, 4 on the
 // portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
-// [Repo.Page] 1; [Repo.All] 1 per batch. A lost race adds 3 to a
-// recomputation (at most once after a fresh read, see above). On
+// [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per batch. A
+// lost race adds 3 to a recomputation (at most once after a fresh read,
+// see above). With Config.CountField, every recomputation counts the
+// parent's items (one aggregate more, which reads the parent's entries of
+// the index) and every Add takes the portable path, 5 round trips: a
+// count kept by increments would be applied twice by a retry, or by a
+// recomputation that counted the items a push then added again. On
 // FerretDB, which sorts in memory, a recomputation reads all of a parent's
 // items to find the first N.
 //
@@ -130,8 +137,8 @@
 //
 // # Input
 //
-// Ids are any scalar BSON value and are checked with
-// [patterns.ValidateID]; documents are rejected so that an id taken from a
+// Ids are any scalar BSON value but a deprecated symbol and are checked
+// with [patterns.ValidateID]; documents are rejected so that an id taken from a
 // request cannot carry query operators. Ids are compared as the server
 // compares them: 7, int64(7) and 7.0 are one id. Bad configuration and
 // bad input give errors wrapping [patterns.ErrInvalid], and nothing is

@@ -3,6 +3,7 @@ package subset
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -208,12 +209,17 @@ func (r *Repo[P, I]) itemLimit(parent parentRef) int {
 // and NUL, the _id element without its value, the subset element with its
 // index keys, and the revision.
 func itemBudget(cfg Config) int {
-	return patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
+	budget := patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
 		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8)
+	if cfg.CountField != "" {
+		budget -= elemSize(cfg.CountField, 8)
+	}
+	return budget
 }
 
 // validateRawID applies patterns.ValidateID to an encoded id (decoded
-// first, unless plainID decides).
+// first, unless plainID decides), and refuses what [Repo.Page] could not
+// continue after: a type that typeOrder lacks (a deprecated symbol).
 func validateRawID(v bson.RawValue) error {
 	if plainID(v) {
 		return nil
@@ -222,23 +228,41 @@ func validateRawID(v bson.RawValue) error {
 	if err := v.Unmarshal(&id); err != nil {
 		return errs.Invalid("id %s: %v", v, err)
 	}
-	return patterns.ValidateID(id)
+	if err := patterns.ValidateID(id); err != nil {
+		return err
+	}
+	if rankOf(v.Type) < 0 {
+		return errs.Invalid("id of BSON type %s: pages could not continue after it", v.Type)
+	}
+	return nil
 }
 
 // checkScalar rejects the values that cannot serve as a sort key: those
 // that a filter would not compare as a plain value (documents, whose keys
 // could be operators; arrays, which match by their elements; regular
-// expressions and JavaScript), and those that range operators never match
-// (null, undefined, MinKey, MaxKey).
+// expressions and JavaScript), those that range operators never match
+// (null, undefined, MinKey, MaxKey, and NaN, double or decimal), and the
+// deprecated symbols (see typeOrder).
 func checkScalar(v bson.RawValue) error {
-	switch v.Type {
-	case bson.TypeEmbeddedDocument, bson.TypeArray, bson.TypeRegex, bson.TypeJavaScript,
-		bson.TypeCodeWithScope, bson.TypeDBPointer, bson.TypeNull, bson.TypeUndefined,
-		bson.TypeMinKey, bson.TypeMaxKey:
-		return errs.Invalid("a BSON %s is not a scalar sort value", v.Type)
-	}
 	if err := v.Validate(); err != nil {
 		return errs.Invalid("sort value: %v", err)
 	}
+	if rankOf(v.Type) < 0 {
+		return errs.Invalid("a BSON %s is not a scalar sort value", v.Type)
+	}
+	if isNaN(v) {
+		return errs.Invalid("NaN is not a sort value: range operators never match it")
+	}
 	return nil
+}
+
+// isNaN reports whether v is a double or a decimal NaN.
+func isNaN(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeDouble:
+		return math.IsNaN(v.Double())
+	case bson.TypeDecimal128:
+		return v.Decimal128().IsNaN()
+	}
+	return false
 }

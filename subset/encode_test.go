@@ -203,3 +203,31 @@ func TestValidateIDAgreesWithPatterns(t *testing.T) {
 		require.Equal(t, want == nil, err == nil, "%T %v", id, id)
 	}
 }
+
+// TestTypeOrderCoversEveryAcceptedValue checks that Page can continue
+// after every id and sort value the repository accepts: each has a place
+// in typeOrder, and a deprecated symbol, which has none, is refused.
+func TestTypeOrderCoversEveryAcceptedValue(t *testing.T) {
+	dec, err := bson.ParseDecimal128("1.5")
+	require.NoError(t, err)
+	values := []any{
+		int32(1), int64(2), 2.5, dec, "s", bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true,
+		bson.NewDateTimeFromTime(time.Now()), bson.Timestamp{T: 1, I: 1}, bson.Symbol("s"),
+		bson.Null{}, bson.MinKey{}, bson.MaxKey{}, bson.Undefined{}, bson.Regex{Pattern: "."}, bson.JavaScript("x"),
+		bson.A{1}, bson.D{{Key: "a", Value: 1}},
+	}
+	for _, v := range values {
+		raw := rawValue(t, v)
+		for name, err := range map[string]error{"sort value": checkScalar(raw), "id": validateRawID(raw)} {
+			if err == nil {
+				require.GreaterOrEqual(t, rankOf(raw.Type), 0, "%s %T is accepted and has a place in the type order", name, v)
+			} else {
+				require.ErrorIs(t, err, patterns.ErrInvalid, "%s %T", name, v)
+			}
+		}
+		if _, ok := v.(bson.Symbol); ok {
+			require.Error(t, checkScalar(raw), "symbol sort value")
+			require.Error(t, validateRawID(raw), "symbol id")
+		}
+	}
+}

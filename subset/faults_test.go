@@ -55,11 +55,22 @@ func faultRepo(db *mongo.Database, p subset.Plan) *subset.Repo[parent, item] {
 	return r
 }
 
-// unmeasured is the plan of FerretDB 2.x: every write recomputes, and the
-// server, not the repository, refuses a parent past 16 MiB, so a
+// faultCountedRepo is faultRepo with a count field, n.
+func faultCountedRepo(db *mongo.Database, p subset.Plan) *subset.Repo[parent, item] {
+	r, err := subset.New[parent, item](db, counted(faultCap))
+	if err != nil {
+		panic(err) // the configuration is valid
+	}
+	subset.ForcePlan(r, p)
+	return r
+}
+
+// unmeasured is the plan of a server that refuses a parent past 16 MiB
+// but lacks $sortArray (MongoDB before 5.2): every write recomputes, and
+// the server, not the repository, refuses a parent past 16 MiB, so a
 // recomputation reads the revision and the subset's ids rather than the
 // whole parent. Every server runs it for parents far from 16 MiB.
-var unmeasured = subset.PlanFor(mongotest.KnownServers()["FerretDB 2.7"])
+var unmeasured = subset.PlanFor(mongotest.KnownServers()["FerretDB 2.7"].Without(patterns.FeatureSortArray))
 
 // faultPlans runs test on every plan the server runs (mongotest.RunPlans)
 // and, side by side with them, on the unmeasured plan where the server's
@@ -84,6 +95,8 @@ type seedParent struct {
 	subset []item // nil: the first Cap of items
 	rev    int64  // 0: 1
 	bare   bool
+	// counted: the parent holds the count of its items, n, unless bare.
+	counted bool
 }
 
 func (s seedParent) revision() int64 {
@@ -108,6 +121,9 @@ func seed(t *testing.T, db *mongo.Database, parents ...seedParent) {
 				sub = topOf(p.items)
 			}
 			doc = append(doc, bson.E{Key: "top", Value: withParentIn(p.id, sub)}, bson.E{Key: "topRev", Value: p.revision()})
+			if p.counted {
+				doc = append(doc, bson.E{Key: "n", Value: int64(len(p.items))})
+			}
 		}
 		docs = append(docs, doc)
 		if len(p.items) > 0 {
@@ -143,6 +159,7 @@ type snapshot struct {
 	raw    bson.Raw
 	subset []item
 	rev    int64
+	n      *int64 // the count field, nil when absent
 	items  []item // the items collection's, by id
 }
 
@@ -161,6 +178,11 @@ func readSnapshot(t testing.TB, db *mongo.Database, parentID string) snapshot {
 		if v, err := raw.LookupErr("topRev"); err == nil {
 			require.Equal(t, bson.TypeInt64, v.Type, "the revision is an int64: %s", raw)
 			s.rev = v.Int64()
+		}
+		if v, err := raw.LookupErr("n"); err == nil {
+			require.Equal(t, bson.TypeInt64, v.Type, "the count is an int64: %s", raw)
+			n := v.Int64()
+			s.n = &n
 		}
 	}
 	cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "parent", Value: parentID}}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
@@ -195,7 +217,16 @@ func requireSettled(t testing.TB, db *mongo.Database, parentID string, items []i
 	for _, e := range elems {
 		keys = append(keys, e.Key())
 	}
-	require.Equal(t, []string{"_id", "title", "top", "topRev"}, keys, "the parent's fields")
+	want := []string{"_id", "title", "top", "topRev"}
+	if rev == 0 {
+		want = want[:3] // pushed into a bare parent, never recomputed
+	}
+	if s.n != nil {
+		require.EqualValues(t, len(items), *s.n, "the count is the number of items")
+		require.ElementsMatch(t, append(want, "n"), keys, "the parent's fields")
+	} else {
+		require.Equal(t, want, keys, "the parent's fields")
+	}
 	require.Equal(t, "t-"+parentID, s.raw.Lookup("title").StringValue(), "the parent's own field is untouched")
 }
 
@@ -229,6 +260,9 @@ type change struct {
 	// operation did its whole job already: its retry may then report
 	// patterns.ErrNotFound, as the godoc says (Remove).
 	gone func(s snapshot) bool
+	// counted: the repository keeps the count field n (the seed's parent
+	// holds it too), which must follow the subset.
+	counted bool
 }
 
 // changeFix is the state of one change case.
@@ -246,9 +280,16 @@ type changeFix struct {
 func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 	const id = "a"
 	before := c.seed.items
+	faultRepo := faultRepo
+	if c.counted {
+		faultRepo = faultCountedRepo
+	}
+	// pushes: an Add on the push plan pushes, leaving the revision alone.
+	pushes := c.opName == "Add" && !c.counted && p == pushPlan
 	return faults.Case[*changeFix]{
 		Prepare: func(t *testing.T, db *mongo.Database) *changeFix {
 			c.seed.id = id
+			c.seed.counted = c.counted
 			seed(t, db, c.seed)
 			return &changeFix{t: t, db: db}
 		},
@@ -271,12 +312,23 @@ func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 			f.between = s.rev
 			switch s.rev {
 			case c.seed.revision():
-				if c.seed.subset == nil && !c.seed.bare {
+				if pushes && after {
+					// The push may have landed.
+					if !slices.Equal(withParentIn(id, topOf(before)), s.subset) {
+						requireSubset(t, id, s, c.after)
+					}
+				} else if c.seed.subset == nil && !c.seed.bare {
 					requireSubset(t, id, s, before)
+				}
+				if c.counted && !c.seed.bare {
+					require.EqualValues(t, len(before), *s.n, "the count moves with the subset, not before")
 				}
 			case c.seed.revision() + 1:
 				require.True(t, after, "the subset changes after the items collection")
 				requireSubset(t, id, s, c.after)
+				if c.counted {
+					require.EqualValues(t, len(c.after), *s.n, "the count moves with the subset")
+				}
 			default:
 				t.Fatalf("the revision is %d at the failure; seeded %d, and the operation recomputes once", s.rev, c.seed.revision())
 			}
@@ -286,13 +338,19 @@ func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 			err = c.op(ctx, faultRepo(db, p))
 			if c.gone != nil && c.gone(s) && errors.Is(err, patterns.ErrNotFound) {
 				f.notFound = true
-				return nil // the struck call did the whole job
+				// The struck call did the whole job, but for the count,
+				// which the retry sets when it is not the number of items.
+				f.recomp = c.counted && (s.n == nil || *s.n != int64(len(c.after)))
+				return nil
 			}
-			f.recomp = err == nil
+			f.recomp = err == nil && !pushes
 			return err
 		},
 		Check: func(t *testing.T, _ *mongo.Database, f *changeFix) {
 			want := c.seed.revision() + 1
+			if pushes {
+				want--
+			}
 			if f.struck {
 				want = f.between
 				if f.recomp {
@@ -379,14 +437,15 @@ func changeCases() []change {
 // faultsAddDeletedParent: to a parent deleted under it;
 // faultsAddForeignID: with an id stored under another parent), the
 // operations that find nothing to change (faultsMissing), Remove (in and out of the subset), Update (into and out of it) and
-// Rebuild (faultsChange), RebuildAll (faultsRebuildAll), Delete
+// Rebuild (faultsChange; faultsCount: the same with a count field),
+// RebuildAll (faultsRebuildAll), Delete
 // (faultsDelete), and the reads Get, Page and All (faultsReads).
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Change", faultsChange}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Change", faultsChange}, {"Count", faultsCount}, {"AddDeletedParent", faultsAddDeletedParent}, {"AddForeignID", faultsAddForeignID}, {"Missing", faultsMissing}, {"RebuildAll", faultsRebuildAll}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -400,6 +459,21 @@ func faultsChange(t *testing.T) {
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
 		faults.Concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
 			faults.Run(t, faults.New(t), changeCase(cases[i], p))
+		})
+	})
+}
+
+// faultsCount breaks each change case at every step, as faultsChange
+// does, with a repository that keeps the count of the items in the
+// parent: at the failure the count is the one seeded or, once the subset
+// has changed, the new one; after the retry it is the number of items.
+func faultsCount(t *testing.T) {
+	cases := changeCases()
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		faults.Concurrently(t, len(cases), func(i int) string { return cases[i].name }, func(t *testing.T, i int) {
+			c := cases[i]
+			c.counted = true
+			faults.Run(t, faults.New(t), changeCase(c, p))
 		})
 	})
 }
@@ -741,7 +815,7 @@ func addDeletedParentCase(other *mongo.Client, p subset.Plan) faults.Case[*delet
 func TestFaultsAddTooLargeTakesBack(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("skipped under -short: a 16 MiB item costs seconds on the embedded server")
+		t.Skip("skipped: -short, and a 16 MiB item costs seconds on the embedded server")
 	}
 	p := faults.New(t)
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {

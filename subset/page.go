@@ -56,9 +56,14 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 // Cursor when there is none. It sends one find, which reads limit+1
 // items from the index of [Repo.Indexes] in one batch: keyset pagination,
 // so a deep page costs what the first one costs, and a page does not skip
-// or repeat items when items before it are added or removed. A limit
-// outside 1 to 1<<20 gives [patterns.ErrInvalid]. It takes the same path
-// on every server.
+// or repeat items when items before it are added or removed. The pages
+// hold what [Repo.All] yields, in its order, whatever the BSON types of
+// the ids and sort values (the filter names the types the server sorts
+// after the cursor's). A limit outside 1 to 1<<20 gives
+// [patterns.ErrInvalid]. A page that ends on an item stored without the
+// repository with a sort value it refuses (NaN, null, an array) gives an
+// error that names the item, since no filter continues exactly after it.
+// It takes the same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))

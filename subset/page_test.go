@@ -5,11 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -183,4 +187,132 @@ func FuzzParseCursor(f *testing.F) {
 			t.Fatalf("ParseCursor(%q): round trip through %q gives %q, %v", s, c.String(), again.String(), err)
 		}
 	})
+}
+
+// anyItem has an id and a sort value of any scalar BSON type.
+type anyItem struct {
+	ID     any    `bson:"_id"`
+	Parent string `bson:"parent,omitempty"`
+	Score  any    `bson:"score"`
+}
+
+// walkPages reads every page of the parent with the given limit.
+func walkPages[I any](t *testing.T, r *subset.Repo[bson.M, I], parentID string, limit int) []I {
+	t.Helper()
+	var got []I
+	var after subset.Cursor
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 100, "Page does not end")
+		page, next, err := r.Page(context.Background(), parentID, after, limit)
+		require.NoError(t, err)
+		got = append(got, page...)
+		if next.IsZero() {
+			return got
+		}
+		require.NotEmpty(t, page, "a page before a non-zero cursor is not empty")
+		after = next
+	}
+}
+
+// allOf reads every item of the parent through All.
+func allOf[I any](t *testing.T, r *subset.Repo[bson.M, I], parentID string) []I {
+	t.Helper()
+	var out []I
+	for it, err := range r.All(context.Background(), parentID) {
+		require.NoError(t, err)
+		out = append(out, it)
+	}
+	return out
+}
+
+// TestPageWalksWhatAllYields: Page walks the items that All yields, in
+// All's order, whatever the BSON types of their ids and sort values: the
+// range operators of the page's filter compare values of one type only,
+// so the filter must reach the types that come later in the server's
+// sort order.
+func TestPageWalksWhatAllYields(t *testing.T) {
+	ctx := context.Background()
+	date := bson.NewDateTimeFromTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	// Every id and sort type the repository accepts, in the server's
+	// type order: numbers, strings, binary data, ObjectIDs, booleans,
+	// dates, timestamps.
+	ids := []any{int64(1), 2.5, int32(3), "x", "y", bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true, date, bson.Timestamp{T: 5, I: 1}}
+	scores := []any{int64(10), "a", bson.Binary{Data: []byte{2}}, bson.NewObjectID(), false, date, bson.Timestamp{T: 1, I: 1}}
+	cases := map[string][]anyItem{}
+	for _, id := range ids { // ids of every type, tied on the sort value
+		cases["ids of every type"] = append(cases["ids of every type"], anyItem{ID: id, Score: int64(10)})
+	}
+	for i, s := range scores { // sort values of every type, two items each
+		cases["sort values of every type"] = append(cases["sort values of every type"],
+			anyItem{ID: int64(2*i + 1), Score: s}, anyItem{ID: fmt.Sprint("id", i), Score: s})
+	}
+	for name, items := range cases {
+		for _, descending := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/descending=%v", name, descending), func(t *testing.T) {
+				db := mongotest.DB(t)
+				cfg := config(3)
+				cfg.Descending = descending
+				r := newRepo[bson.M, anyItem](t, db, cfg, portable)
+				insertParents(t, db, "a", "b")
+				require.NoError(t, r.Add(ctx, "a", items...))
+				require.NoError(t, r.Add(ctx, "b", anyItem{ID: "other", Score: int64(10)}))
+				want := allOf(t, r, "a")
+				require.Len(t, want, len(items))
+				for _, limit := range []int{1, 2, 3} {
+					require.Equal(t, want, walkPages(t, r, "a", limit), "limit %d", limit)
+				}
+			})
+		}
+	}
+}
+
+// TestNaNIsNotASortValue: range operators never match NaN, so a page
+// after a NaN, or before one, would skip items; the repository refuses NaN
+// as a sort value, in items and in cursors, and writes nothing.
+func TestNaNIsNotASortValue(t *testing.T) {
+	ctx := context.Background()
+	nan, err := bson.ParseDecimal128("NaN")
+	require.NoError(t, err)
+	for name, v := range map[string]any{"double": math.NaN(), "decimal": nan} {
+		t.Run(name, func(t *testing.T) {
+			db := mongotest.DB(t)
+			r := newRepo[bson.M, anyItem](t, db, config(3), portable)
+			insertParents(t, db, "a")
+			err := r.Add(ctx, "a", anyItem{ID: int64(1), Score: v}, anyItem{ID: int64(2), Score: 5.0})
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			require.Zero(t, count(t, db.Collection("items"), bson.D{}), "nothing written")
+
+			require.NoError(t, r.Add(ctx, "a", anyItem{ID: int64(2), Score: 5.0}))
+			require.ErrorIs(t, r.Update(ctx, "a", anyItem{ID: int64(2), Score: v}), patterns.ErrInvalid)
+			require.Equal(t, []anyItem{{ID: int64(2), Parent: "a", Score: 5.0}}, allOf(t, r, "a"), "the item is untouched")
+
+			_, err = subset.ParseCursor(cursorText(t, bson.D{{Key: "s", Value: v}, {Key: "i", Value: 1}}))
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+		})
+	}
+}
+
+// TestPageStopsAtAStoredNaN: an item stored without the repository with
+// a NaN sort value stops Page with an error when a page ends on it, rather
+// than a page that silently skips the items after it.
+func TestPageStopsAtAStoredNaN(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	cfg := config(3)
+	cfg.Descending = false
+	r := newRepo[bson.M, anyItem](t, db, cfg, portable)
+	insertParents(t, db, "a")
+	_, err := db.Collection("items").InsertMany(ctx, []any{
+		anyItem{ID: int64(1), Parent: "a", Score: math.NaN()},
+		anyItem{ID: int64(2), Parent: "a", Score: math.NaN()},
+		anyItem{ID: int64(3), Parent: "a", Score: 5.0},
+		anyItem{ID: int64(4), Parent: "a", Score: int32(7)},
+	})
+	if mongo.IsNetworkError(err) {
+		t.Skipf("skipped: the server does not store NaN, it closes the connection (%v)", err)
+	}
+	require.NoError(t, err)
+	_, _, err = r.Page(ctx, "a", subset.Cursor{}, 1)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cannot continue after item 1")
 }

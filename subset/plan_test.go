@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
 )
 
@@ -18,11 +19,9 @@ func TestPlanFor(t *testing.T) {
 	want := map[string]string{
 		"MongoDB 8 replica set": "{push:true measure:false}",
 		"MongoDB 6 standalone":  "{push:true measure:false}",
-		// $sortArray was not measured there: every write recomputes, and
-		// the server refuses what would pass 16 MiB.
-		"FerretDB 2.7":  "{push:false measure:false}",
-		"FerretDB 1.24": "{push:false measure:true}",
-		"other":         "{push:false measure:true}",
+		"FerretDB 2.7":          "{push:true measure:false}",
+		"FerretDB 1.24":         "{push:false measure:true}",
+		"other":                 "{push:false measure:true}",
 	}
 	servers := mongotest.KnownServers()
 	require.Len(t, servers, len(want))
@@ -31,4 +30,8 @@ func TestPlanFor(t *testing.T) {
 	}
 	require.Equal(t, subset.PlanFor(mongotest.KnownServers()["MongoDB 8 replica set"]), subset.PlanFor(mongotest.Native()))
 	require.Equal(t, "{push:false measure:true}", fmt.Sprintf("%+v", subset.PlanFor(mongotest.Portable())))
+	// A server with the 16 MiB limit but no $sortArray (MongoDB before
+	// 5.2): every write recomputes, and the server refuses what would
+	// pass 16 MiB.
+	require.Equal(t, "{push:false measure:false}", fmt.Sprintf("%+v", subset.PlanFor(mongotest.KnownServers()["FerretDB 2.7"].Without(patterns.FeatureSortArray))))
 }

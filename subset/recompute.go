@@ -22,8 +22,10 @@ type parentState struct {
 	hasRev   bool            // false until the first recomputation
 	ids      []bson.RawValue // the ids in the subset, in its order
 	held     map[string]bool // bsonid.Key of ids
-	notArray bool            // the subset field holds something other than an array
+	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
 	rest     int             // plan.measure: the parent's size less its subset and revision elements
+	count    int64           // the count field
+	hasCount bool            // false until the first recomputation with a count field
 }
 
 // holds reports whether the subset holds the item with the given id (the
@@ -55,8 +57,15 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 		st.rev, st.hasRev = n, true
 		st.rest -= elemSize(r.cfg.RevisionField, len(v.Value))
 	}
+	if r.cfg.CountField != "" {
+		if v, err := raw.LookupErr(r.cfg.CountField); err == nil {
+			st.rest -= elemSize(r.cfg.CountField, len(v.Value))
+			st.count, st.hasCount = v.AsInt64OK()
+		}
+	}
 	v, err := raw.LookupErr(r.cfg.Field)
 	if err != nil {
+		st.notArray = true
 		return st, nil
 	}
 	st.rest -= elemSize(r.cfg.Field, len(v.Value))
@@ -128,15 +137,19 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			return err
 		}
 		if p.measure {
-			if size := st.rest + elemSize(r.cfg.Field, arraySize(top)) + elemSize(r.cfg.RevisionField, 8); size > patterns.MaxDocumentSize {
+			if size := st.rest + elemSize(r.cfg.Field, arraySize(top)) + elemSize(r.cfg.RevisionField, 8) + r.countSize(); size > patterns.MaxDocumentSize {
 				return errs.TooLarge("with its first %d items the parent would be %d bytes", len(top), size)
 			}
+		}
+		n, err := r.countItems(ctx, parentID)
+		if err != nil {
+			return err
 		}
 		var stale []bson.RawValue
 		if p.push {
 			stale = st.stale(r.cfg.IDField, top)
 		}
-		update := r.cmd.recomputation(p, top, stale)
+		update := r.cmd.recomputation(p, top, stale, n)
 		res, err := write(ctx, func() (*mongo.UpdateResult, error) {
 			return r.parents.UpdateOne(ctx, r.cmd.casFilter(parentID, st), update)
 		})
@@ -159,6 +172,28 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			return nil
 		}
 	}
+}
+
+// countItems counts the parent's items for the count field (one
+// aggregate, served by the index of Indexes), when there is one; it
+// sends nothing otherwise.
+func (r *Repo[P, I]) countItems(ctx context.Context, parentID any) (int64, error) {
+	if r.cfg.CountField == "" {
+		return 0, nil
+	}
+	n, err := r.items.CountDocuments(ctx, r.cmd.items(parentID))
+	if err != nil {
+		return 0, fmt.Errorf("count the items: %w", err)
+	}
+	return n, nil
+}
+
+// countSize is the size of the count element, 0 without a count field.
+func (r *Repo[P, I]) countSize() int {
+	if r.cfg.CountField == "" {
+		return 0
+	}
+	return elemSize(r.cfg.CountField, 8)
 }
 
 // stale returns the ids the subset held when st was read that top does

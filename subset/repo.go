@@ -24,6 +24,8 @@ import (
 // substitute it.
 type Store[P, I any] interface {
 	Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error)
+	Count(ctx context.Context, parentID any) (int64, error)
+	Item(ctx context.Context, parentID, itemID any) (I, error)
 	Add(ctx context.Context, parentID any, items ...I) error
 	Update(ctx context.Context, parentID any, item I) error
 	Remove(ctx context.Context, parentID, itemID any) error

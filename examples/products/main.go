@@ -1,6 +1,7 @@
 // Command products shows the subset pattern: each product embeds its three
-// newest reviews, so a product page is one read, while every review lives
-// in the reviews collection, paginated from there.
+// newest reviews and the count of all its reviews, so a product page ("3
+// of 5 reviews") is one read, while every review lives in the reviews
+// collection, paginated from there.
 //
 //	go -C examples run ./products
 //
@@ -35,9 +36,10 @@ type Review struct {
 
 // Product is what a product page shows.
 type Product struct {
-	ID      string   `bson:"_id"`
-	Name    string   `bson:"name"`
-	Reviews []Review `bson:"reviews,omitempty"`
+	ID          string   `bson:"_id"`
+	Name        string   `bson:"name"`
+	Reviews     []Review `bson:"reviews,omitempty"`
+	ReviewCount int64    `bson:"reviewCount"` // all its reviews, kept with the subset
 }
 
 func main() { demo.Run("example_products", run) }
@@ -47,7 +49,8 @@ func run(ctx context.Context, db *mongo.Database) error {
 		Parents: "products", Field: "reviews",
 		Items: "reviews", ParentField: "productId",
 		SortField: "at", Descending: true, // the newest first
-		Cap: 3,
+		Cap:        3,
+		CountField: "reviewCount", // "3 of 5 reviews", in the same read
 	})
 	if err != nil {
 		return err
@@ -86,11 +89,18 @@ func run(ctx context.Context, db *mongo.Database) error {
 	if err := reviews.Add(ctx, "kettle", late...); err != nil {
 		return err
 	}
-	n, err := db.Collection("reviews").CountDocuments(ctx, bson.D{{Key: "productId", Value: "kettle"}})
+	n, err := reviews.Count(ctx, "kettle") // the product's count field: one read
 	if err != nil {
 		return err
 	}
 	fmt.Printf("after a retried Add: %d kettle reviews stored\n", n)
+
+	// One review by its id, for its own page.
+	one, err := reviews.Item(ctx, "kettle", batch[1].ID)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("review %s: %s, %d stars: %q\n", one.ID.Hex()[:6]+"...", one.Author, one.Stars, one.Text)
 
 	// The newest review is withdrawn: the next newest takes its place.
 	if err := reviews.Remove(ctx, "kettle", late[1].ID); err != nil {
@@ -138,7 +148,7 @@ func show(ctx context.Context, reviews subset.Store[Product, Review], when strin
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s; %s shows:\n", when, p.Name)
+	fmt.Printf("%s; %s shows %d of %d reviews:\n", when, p.Name, len(p.Reviews), p.ReviewCount)
 	for _, r := range p.Reviews {
 		fmt.Printf("  %s  %s  %d stars  %s\n", r.At.Format("Jan 2"), r.Author, r.Stars, r.Text)
 	}

@@ -1,0 +1,82 @@
+package subset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// Count returns the number of the parent's items. With Config.CountField
+// it reads that field: one findOne on the parents, served by _id, and a
+// missing parent gives [patterns.ErrNotFound]; a parent that has no count
+// yet (no write through the repository since it was created: call
+// [Repo.Rebuild] or [Repo.RebuildAll] to set it) is counted as without
+// it. Without CountField it counts the parent's items: one aggregate on
+// the items collection, served by the index of [Repo.Indexes], that reads
+// every index entry of the parent; a parent with no items, or none at
+// all, gives 0. It takes the same path on every server.
+//
+// The count field lags the items collection as the subset does (see
+// [Repo.Get]): by the writes in flight, and no more.
+func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int64, error) {
+	if err := patterns.ValidateID(parentID); err != nil {
+		return 0, fail("Count", fmt.Errorf("parent id: %w", err))
+	}
+	n, err := r.count(ctx, parentID)
+	if err != nil {
+		return 0, fail("Count", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+	}
+	return n, nil
+}
+
+func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
+	if r.cfg.CountField == "" {
+		return r.items.CountDocuments(ctx, r.cmd.items(parentID))
+	}
+	raw, err := r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(r.cmd.countProjection())).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, errNoParent
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := raw.LookupErr(r.cfg.CountField)
+	if err != nil {
+		return r.items.CountDocuments(ctx, r.cmd.items(parentID))
+	}
+	n, ok := v.AsInt64OK()
+	if !ok {
+		return 0, fmt.Errorf("the parent's %s holds a %s, not a count", r.cfg.CountField, v.Type)
+	}
+	return n, nil
+}
+
+// Item returns one item of the parent, by its id, from the items
+// collection: one findOne, served by the index of [Repo.Indexes] (by _id
+// when IDField is _id). An item that is not the parent's, or not stored,
+// gives [patterns.ErrNotFound]; an invalid id gives
+// [patterns.ErrInvalid]. It takes the same path on every server, and sees
+// an item as soon as [Repo.Add]'s first step has stored it.
+func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (I, error) {
+	var it I
+	if err := patterns.ValidateID(parentID); err != nil {
+		return it, fail("Item", fmt.Errorf("parent id: %w", err))
+	}
+	if err := patterns.ValidateID(itemID); err != nil {
+		return it, fail("Item", fmt.Errorf("parent %s: item id: %w", idOf(parentID), err))
+	}
+	err := r.items.FindOne(ctx, r.cmd.item(parentID, itemID)).Decode(&it)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		err = fmt.Errorf("no such item: %w", patterns.ErrNotFound)
+	}
+	if err != nil {
+		var zero I
+		return zero, fail("Item", fmt.Errorf("parent %s: item %s: %w", idOf(parentID), idOf(itemID), err))
+	}
+	return it, nil
+}
