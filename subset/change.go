@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -184,29 +184,23 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // RebuildAll runs [Repo.Rebuild] on every parent, in _id order, and calls
 // progress (when not nil) with the number rebuilt so far after each. It
 // returns that number. It reads the parents' ids in pages of 100
-// ({_id: {$gt: last}} sorted by _id, one find each), not with one
-// cursor, so that a parent rewritten while it runs (by the rebuild
-// itself, or by others) is rebuilt once, and sends three commands per
-// parent. A parent deleted while it runs is skipped; one added may or
-// may not be rebuilt. It stops at the first error, which names the
-// parent: run it again to resume (rebuilding is idempotent). A parent
-// whose _id is of a type that no id of this package takes (a document,
-// say) stops it with an error that names it, since no filter continues
-// exactly after it.
+// (package keyset: {_id: {$gt: last}} and the types sorted after it,
+// sorted by _id, one find each), not with one cursor, so that a parent
+// rewritten while it runs (by the rebuild itself, or by others) is
+// rebuilt once, and sends three commands per parent. A parent deleted
+// while it runs is skipped; one added may or may not be rebuilt. It stops
+// at the first error, which names the parent: run it again to resume
+// (rebuilding is idempotent). A parent whose _id is of a type no scan
+// can continue after (MinKey, MaxKey, a symbol) stops it with an error
+// wrapping patterns.ErrInvalid.
 func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
 	p, err := r.plan(ctx)
 	if err != nil {
 		return 0, fail("RebuildAll", err)
 	}
 	n := 0
-	var last bson.RawValue
-	for {
-		cur, err := r.parents.Find(ctx, r.cmd.parentsAfter(last), r.cmd.parentsPage())
+	for page, err := range keyset.Pages(ctx, r.parents, nil, parentsPageSize, 0, r.cmd.parentIDs()) {
 		if err != nil {
-			return n, fail("RebuildAll", err)
-		}
-		var page []bson.Raw
-		if err := cur.All(ctx, &page); err != nil {
 			return n, fail("RebuildAll", err)
 		}
 		for _, d := range page {
@@ -223,12 +217,6 @@ func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int))
 				progress(n)
 			}
 		}
-		if len(page) < parentsPageSize {
-			return n, nil
-		}
-		last = page[len(page)-1].Lookup("_id")
-		if rankOf(last.Type) < 0 {
-			return n, fail("RebuildAll", fmt.Errorf("cannot continue after parent %s: an _id of BSON type %s: %w", bsonid.Text(last), last.Type, patterns.ErrInvalid))
-		}
 	}
+	return n, nil
 }

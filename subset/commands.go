@@ -1,10 +1,10 @@
 package subset
 
 import (
-	"slices"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/keyset"
 )
 
 // commands builds every filter, update, projection and pipeline the
@@ -183,21 +183,9 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bs
 // countProjection reads a parent's count field alone, for Count.
 func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
-// parentsAfter matches the parents after the _id last in _id order, for
-// RebuildAll's pages: {_id: {$gt: last}}, or with the types the server
-// sorts after last's (see after); every parent when last is zero.
-func (c commands) parentsAfter(last bson.RawValue) bson.D {
-	if last.IsZero() {
-		return bson.D{}
-	}
-	return bson.D{{Key: "$or", Value: after("_id", last, 1)}}
-}
-
-// parentsPage reads the ids of the next parents in _id order, for
-// RebuildAll: a page of parentsPageSize in one batch.
-func (c commands) parentsPage() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetSort(bson.D{{Key: "_id", Value: 1}}).
-		SetLimit(parentsPageSize).SetBatchSize(parentsPageSize + 1)
+// parentIDs reads only the ids of the parents, for RebuildAll's pages.
+func (c commands) parentIDs() *options.FindOptionsBuilder {
+	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}})
 }
 
 // parentsPageSize is the number of parent ids a page of RebuildAll reads.
@@ -238,7 +226,7 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 // earlier types, when descending; the parent's items when the cursor is
 // the zero Cursor. The range operators compare values of one type only
 // (numbers count as one), so the $type clauses reach the values of the
-// types that the server's sort puts after the cursor's (see typeOrder);
+// types that the server's sort puts after the cursor's (keyset.TypesAfter);
 // a clause with no such type is left out.
 func (c commands) page(parentID any, cur Cursor) bson.D {
 	filter := c.items(parentID)
@@ -266,51 +254,19 @@ func after(field string, v bson.RawValue, dir int) bson.A {
 		op = "$lt"
 	}
 	out := bson.A{bson.D{{Key: field, Value: bson.D{{Key: op, Value: v}}}}}
-	if later := typesAfter(v.Type, dir); len(later) > 0 {
+	if later := keyset.TypesAfter(v.Type, dir); len(later) > 0 {
 		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$type", Value: later}}}})
 	}
 	return out
 }
 
-// typeOrder is the place in the server's sort order of each BSON type a
-// sort value (checkScalar) or an item id (validateRawID) may have, with
-// the $type alias of its place: the numbers, which compare as one type,
-// are "number" (FerretDB 1.x knows no "decimal"; the repository refuses
-// the deprecated symbols, which the server sorts with the strings and no
-// alias of FerretDB 1.x names).
-var typeOrder = []struct {
-	types []bson.Type
-	alias string
-}{
-	{[]bson.Type{bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128}, "number"},
-	{[]bson.Type{bson.TypeString}, "string"},
-	{[]bson.Type{bson.TypeBinary}, "binData"},
-	{[]bson.Type{bson.TypeObjectID}, "objectId"},
-	{[]bson.Type{bson.TypeBoolean}, "bool"},
-	{[]bson.Type{bson.TypeDateTime}, "date"},
-	{[]bson.Type{bson.TypeTimestamp}, "timestamp"},
-}
-
-// rankOf is the place of t in typeOrder, -1 for a type it lacks.
-func rankOf(t bson.Type) int {
-	for i, o := range typeOrder {
-		if slices.Contains(o.types, t) {
-			return i
-		}
-	}
-	return -1
-}
-
-// typesAfter returns the $type aliases of the types that the server's
-// sort puts after t in direction dir (1 ascending, -1 descending), among
-// those of typeOrder; t must be one of them.
-func typesAfter(t bson.Type, dir int) bson.A {
-	rank := rankOf(t)
-	var out bson.A
-	for i, o := range typeOrder {
-		if (i-rank)*dir > 0 {
-			out = append(out, o.alias)
-		}
-	}
-	return out
+// acceptedTypes are the BSON types a sort value (checkScalar) or an item
+// id (validateRawID) may have: those whose place in the server's sort
+// order package keyset knows, so that Page continues after any of them,
+// less null and documents, which checkScalar refuses as sort values and
+// patterns.ValidateID as ids. The deprecated symbols, which the server
+// sorts with the strings and no $type alias of FerretDB 1.x names, have
+// no place.
+func acceptedType(t bson.Type) bool {
+	return keyset.Ordered(t) && t != bson.TypeNull && t != bson.TypeEmbeddedDocument
 }

@@ -68,16 +68,11 @@ func TestParentCommands(t *testing.T) {
 	c := newCommands(reviewsConfig(""))
 	requireJSON(t, `{"_id":"p1"}`, c.parent("p1"))
 	requireJSON(t, `{"_id":"p1","reviews._id":{"$numberInt":"7"}}`, c.parentHolding("p1", 7))
-	requireJSON(t, `{}`, c.parentsAfter(bson.RawValue{}))
-	requireJSON(t, `{"$or":[{"_id":{"$gt":"p9"}},{"_id":{"$type":["binData","objectId","bool","date","timestamp"]}}]}`, c.parentsAfter(rawValue(t, "p9")))
 	var o options.FindOptions
-	for _, set := range c.parentsPage().List() {
+	for _, set := range c.parentIDs().List() {
 		require.NoError(t, set(&o))
 	}
-	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection)
-	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Sort)
-	require.EqualValues(t, 100, *o.Limit)
-	require.EqualValues(t, 101, *o.BatchSize, "one batch, closed in the first reply")
+	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection, "RebuildAll's pages (package keyset) read the ids alone")
 
 	for p, servers := range plans(t) {
 		proj := c.parentState(p)
@@ -160,12 +155,14 @@ func TestItemCommands(t *testing.T) {
 		op, dir                   string
 		sortTypes, idTypes, dateI string
 	}{
-		// Numbers come first in the server's type order, strings second,
-		// dates sixth.
-		{true, "$lt", "-1", ``, `{"stars":{"$numberInt":"4"},"reviewId":{"$type":["number"]}}`,
-			`{"stars":{"$type":["number","string","binData","objectId","bool"]}}`},
-		{false, "$gt", "1", `{"stars":{"$type":["string","binData","objectId","bool","date","timestamp"]}},`,
-			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["binData","objectId","bool","date","timestamp"]}}`,
+		// The server's type order (package keyset): null, numbers,
+		// strings, documents, binary data, ObjectIDs, booleans, dates,
+		// timestamps. Descending, a null (or missing) sort value comes
+		// after every number, as All yields it.
+		{true, "$lt", "-1", `{"stars":{"$type":["null"]}},`, `{"stars":{"$numberInt":"4"},"reviewId":{"$type":["null","number"]}}`,
+			`{"stars":{"$type":["null","number","string","object","binData","objectId","bool"]}}`},
+		{false, "$gt", "1", `{"stars":{"$type":["string","object","binData","objectId","bool","date","timestamp"]}},`,
+			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["object","binData","objectId","bool","date","timestamp"]}}`,
 			`{"stars":{"$type":["timestamp"]}}`},
 	} {
 		cfg := reviewsConfig("reviewId")
@@ -187,7 +184,7 @@ func TestItemCommands(t *testing.T) {
 		byDate := c.page("p1", after)[1].Value.(bson.A)
 		requireJSON(t, tc.dateI, byDate[1], "the types the server sorts after a date")
 		if tc.descending {
-			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["number","string","binData","objectId","bool","date"]}}`, byDate[3])
+			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["null","number","string","object","binData","objectId","bool","date"]}}`, byDate[3])
 		} else {
 			require.Len(t, byDate, 3, "nothing comes after a timestamp id")
 		}

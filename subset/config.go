@@ -98,11 +98,11 @@ func (c Config) normalize() (Config, error) {
 	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
 		if err := check.Collection(coll.value); err != nil {
-			return c, fmt.Errorf("Config.%s: %w", coll.name, err)
+			return c, fmt.Errorf("config.%s: %w", coll.name, err)
 		}
 	}
 	if c.Parents == c.Items {
-		return c, fmt.Errorf("Config: %w", errs.Invalid("Parents and Items are both %q; the items need their own collection", c.Items))
+		return c, fmt.Errorf("config: %w", errs.Invalid("Parents and Items are both %q; the items need their own collection", c.Items))
 	}
 	fields := []struct {
 		name, value string
@@ -116,22 +116,22 @@ func (c Config) normalize() (Config, error) {
 	}
 	for _, f := range fields {
 		if err := f.check(f.value); err != nil {
-			return c, fmt.Errorf("Config.%s: %w", f.name, err)
+			return c, fmt.Errorf("config.%s: %w", f.name, err)
 		}
 	}
 	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
-		return c, fmt.Errorf("Config: %w", errs.Invalid("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
+		return c, fmt.Errorf("config: %w", errs.Invalid("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
 	}
 	if c.CountField != "" {
 		if err := check.Field(c.CountField); err != nil {
-			return c, fmt.Errorf("Config.CountField: %w", err)
+			return c, fmt.Errorf("config.CountField: %w", err)
 		}
 		if c.CountField == "_id" || c.CountField == c.Field || c.CountField == c.RevisionField {
-			return c, fmt.Errorf("Config: %w", errs.Invalid("CountField %q must be a field other than _id, Field %q and RevisionField %q", c.CountField, c.Field, c.RevisionField))
+			return c, fmt.Errorf("config: %w", errs.Invalid("CountField %q must be a field other than _id, Field %q and RevisionField %q", c.CountField, c.Field, c.RevisionField))
 		}
 	}
 	if c.ParentField == "_id" {
-		return c, fmt.Errorf("Config.ParentField: %w", errs.Invalid("an item's _id cannot hold its parent's id"))
+		return c, fmt.Errorf("config.ParentField: %w", errs.Invalid("an item's _id cannot hold its parent's id"))
 	}
 	// The three item fields play different parts; a sort path inside one
 	// of the others ("productId.x") would tie them together too.
@@ -139,12 +139,12 @@ func (c Config) normalize() (Config, error) {
 	for i, a := range item {
 		for _, b := range item[i+1:] {
 			if a == b || strings.HasPrefix(b, a+".") || strings.HasPrefix(a, b+".") {
-				return c, fmt.Errorf("Config: %w", errs.Invalid("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
+				return c, fmt.Errorf("config: %w", errs.Invalid("ParentField %q, IDField %q and SortField %q must be distinct fields", c.ParentField, c.IDField, c.SortField))
 			}
 		}
 	}
 	if c.Cap < 1 || c.Cap > maxN {
-		return c, fmt.Errorf("Config.Cap: %w", errs.Invalid("%d; the subset holds from 1 to %d items", c.Cap, maxN))
+		return c, fmt.Errorf("config.Cap: %w", errs.Invalid("%d; the subset holds from 1 to %d items", c.Cap, maxN))
 	}
 	return c, nil
 }

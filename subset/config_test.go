@@ -59,7 +59,7 @@ func TestNewValidatesTheConfig(t *testing.T) {
 	cfg := config(3)
 	cfg.Cap = 0
 	_, err = subset.New[parent, item](db, cfg)
-	require.EqualError(t, err, "subset: New: Config.Cap: 0; the subset holds from 1 to 1048576 items: invalid")
+	require.EqualError(t, err, "subset: New: config.Cap: 0; the subset holds from 1 to 1048576 items: invalid")
 
 	cfg = config(1 << 20)
 	cfg.SortField = "meta.at"

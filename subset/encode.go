@@ -219,7 +219,7 @@ func itemBudget(cfg Config) int {
 
 // validateRawID applies patterns.ValidateID to an encoded id (decoded
 // first, unless plainID decides), and refuses what [Repo.Page] could not
-// continue after: a type that typeOrder lacks (a deprecated symbol).
+// continue after: a type without a place in the sort order (a deprecated symbol: see acceptedType).
 func validateRawID(v bson.RawValue) error {
 	if plainID(v) {
 		return nil
@@ -231,7 +231,7 @@ func validateRawID(v bson.RawValue) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return err
 	}
-	if rankOf(v.Type) < 0 {
+	if !acceptedType(v.Type) {
 		return errs.Invalid("id of BSON type %s: pages could not continue after it", v.Type)
 	}
 	return nil
@@ -242,12 +242,12 @@ func validateRawID(v bson.RawValue) error {
 // could be operators; arrays, which match by their elements; regular
 // expressions and JavaScript), those that range operators never match
 // (null, undefined, MinKey, MaxKey, and NaN, double or decimal), and the
-// deprecated symbols (see typeOrder).
+// deprecated symbols (see acceptedType).
 func checkScalar(v bson.RawValue) error {
 	if err := v.Validate(); err != nil {
 		return errs.Invalid("sort value: %v", err)
 	}
-	if rankOf(v.Type) < 0 {
+	if !acceptedType(v.Type) {
 		return errs.Invalid("a BSON %s is not a scalar sort value", v.Type)
 	}
 	if isNaN(v) {

@@ -480,12 +480,11 @@ func faultsCount(t *testing.T) {
 
 // rebuildAllFix is the state of the RebuildAll case.
 type rebuildAllFix struct {
-	t        *testing.T
-	db       *mongo.Database
-	calls    []rebuildAllCall
-	between  map[string]int64 // the revisions at the failure
-	parents  []seedParent
-	struckAt int
+	t       *testing.T
+	db      *mongo.Database
+	calls   []rebuildAllCall
+	between map[string]int64 // the revisions at the failure
+	parents []seedParent
 }
 
 // rebuildAllCall is what a call of RebuildAll returned and reported.

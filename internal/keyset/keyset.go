@@ -52,19 +52,38 @@ var order = []place{
 // of a type outside the order above is an error wrapping
 // patterns.ErrInvalid that names the type. It sends nothing.
 func After(last bson.RawValue) (bson.D, error) {
-	rank := slices.IndexFunc(order, func(p place) bool { return slices.Contains(p.types, last.Type) })
-	if rank < 0 {
+	if !Ordered(last.Type) {
 		return nil, errs.Invalid("an _id of BSON type %s: a scan in _id order pages past null, numbers, strings, documents, binary data, ObjectIDs, booleans, dates and timestamps only", last.Type)
 	}
 	gt := bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: last}}}}
-	if rank == len(order)-1 {
+	later := TypesAfter(last.Type, 1)
+	if len(later) == 0 {
 		return gt, nil
 	}
-	later := make(bson.A, 0, len(order)-rank-1)
-	for _, p := range order[rank+1:] {
-		later = append(later, p.alias)
-	}
 	return bson.D{{Key: "$or", Value: bson.A{gt, bson.D{{Key: "_id", Value: bson.D{{Key: "$type", Value: later}}}}}}}, nil
+}
+
+// Ordered reports whether t has a place in the order of types this
+// package knows (and so whether a scan can continue after a value of t).
+func Ordered(t bson.Type) bool { return rank(t) >= 0 }
+
+func rank(t bson.Type) int {
+	return slices.IndexFunc(order, func(p place) bool { return slices.Contains(p.types, t) })
+}
+
+// TypesAfter returns the $type aliases of the types that the server's
+// sort puts after t in direction dir (1 ascending, -1 descending): what
+// a range operator, which compares values of one type only, cannot reach
+// from a value of type t. t must be [Ordered]. It sends nothing.
+func TypesAfter(t bson.Type, dir int) bson.A {
+	r := rank(t)
+	var out bson.A
+	for i, p := range order {
+		if (i-r)*dir > 0 {
+			out = append(out, p.alias)
+		}
+	}
+	return out
 }
 
 // Pages returns an iterator over the documents of coll that match filter
