@@ -38,7 +38,9 @@
 package shard
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -323,6 +325,17 @@ type Cluster struct {
 	Keys map[string]Key
 }
 
+// String names the version and the shard keys, collections in order:
+// MongoDB 6.0 with items sharded on {"parent": 1}.
+func (c Cluster) String() string {
+	names := slices.Sorted(maps.Keys(c.Keys))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " sharded on " + c.Keys[n].String()
+	}
+	return fmt.Sprintf("MongoDB %d.%d with %s", c.Version.Major, c.Version.Minor, strings.Join(parts, ", "))
+}
+
 // keyless reports whether single writes and findAndModify without the
 // shard key are accepted (7.1+).
 func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) }
@@ -364,6 +377,9 @@ func (c Cluster) Route(cmd bson.Raw) (Route, error) {
 		if key == nil || len(docs) <= 1 {
 			return Route{OneShard, 0, "an insert goes to the shard of its document's key"}, nil
 		}
+		if key.same(docs) {
+			return Route{OneShard, 0, fmt.Sprintf("%d documents with one shard-key value go to its shard", len(docs))}, nil
+		}
 		return Route{SomeShards, 0, fmt.Sprintf("%d documents go each to the shard of its key", len(docs))}, nil
 	case "update":
 		stmts, _ := get("updates").(bson.A)
@@ -378,6 +394,43 @@ func (c Cluster) Route(cmd bson.Raw) (Route, error) {
 		return each(idx, func(s bson.D) Route { return createIndex(key, s) }), nil
 	}
 	return Route{OneShard, 0, fmt.Sprintf("%s reads or writes no documents", name)}, nil
+}
+
+// same reports whether every document holds the same values of the key's
+// fields (a missing field is null, as mongos reads it).
+func (k Key) same(docs bson.A) bool {
+	var first []byte
+	for i, doc := range docs {
+		d, _ := doc.(bson.D)
+		values := make(bson.D, len(k))
+		for j, f := range k {
+			values[j] = bson.E{Key: f.Path, Value: lookup(d, f.Path)}
+		}
+		b, err := bson.Marshal(values)
+		if err != nil {
+			return false
+		}
+		if i == 0 {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns the value at a dotted path of d, nil when absent.
+func lookup(d bson.D, path string) any {
+	head, rest, dotted := strings.Cut(path, ".")
+	v := field(d, head)
+	if !dotted {
+		return v
+	}
+	sub, ok := v.(bson.D)
+	if !ok {
+		return nil
+	}
+	return lookup(sub, rest)
 }
 
 // each routes every statement and returns the worst route.
