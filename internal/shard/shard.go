@@ -188,10 +188,14 @@ func worse(a, b Route) Route {
 
 // Filter says where a query with this filter goes on a collection sharded
 // on k: the rules of the package documentation for a filter alone. A
-// filter that cannot be read (an $or, $expr, ...) goes to every shard
-// unless its other fields target it.
+// top-level $or goes where the union of its branches goes (each read with
+// the filter's other fields); a condition that cannot be read ($nor,
+// $expr, ...) goes to every shard unless the other fields target it.
 func (k Key) Filter(filter bson.D) Route {
 	m := matchOf(filter)
+	if r, ok := k.or(filter, m); ok {
+		return r
+	}
 	first := k[0]
 	eq := m.eq[first.Path]
 	rng := m.ranged[first.Path]
@@ -215,6 +219,47 @@ func (k Key) Filter(filter bson.D) Route {
 	return Route{OneShard, 0, "equality on every shard-key field"}
 }
 
+// or routes a filter whose top-level fields do not target it but whose
+// $or does, as mongos does, by the union of its branches (each read with
+// the filter's other fields): one shard when every branch holds the same
+// full shard key, the worst branch's route otherwise.
+func (k Key) or(filter bson.D, m match) (Route, bool) {
+	branches, _ := field(filter, "$or").(bson.A)
+	if len(branches) == 0 || k.full(m) {
+		return Route{}, false
+	}
+	rest := slices.DeleteFunc(slices.Clone(filter), func(e bson.E) bool { return e.Key == "$or" })
+	out := Route{OneShard, 0, "every branch of the $or holds one full shard key"}
+	var value string
+	for i, b := range branches {
+		bd, _ := b.(bson.D)
+		combined := append(slices.Clone(rest), bd...)
+		r := k.Filter(combined)
+		if r.Target != OneShard {
+			r.Why = fmt.Sprintf("$or branch %d: %s", i, r.Why)
+			out = worse(out, r)
+			continue
+		}
+		v := k.values(matchOf(combined))
+		if i == 0 {
+			value = v
+		} else if v != value && out.Target == OneShard {
+			out = Route{SomeShards, 0, "the branches of the $or hold different shard keys"}
+		}
+	}
+	return out, true
+}
+
+// values returns the key's values in a filter that holds the full key.
+func (k Key) values(m match) string {
+	var b strings.Builder
+	for _, f := range k {
+		b.WriteString(m.eq[f.Path].value)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
 // full reports whether the filter holds one equality on every key field.
 func (k Key) full(m match) bool {
 	for _, f := range k {
@@ -234,7 +279,10 @@ func (k Key) paths(n int) []string {
 }
 
 // equality is a field matched by equality: one value, or an $in of several.
-type equality struct{ several bool }
+type equality struct {
+	several bool
+	value   string // the value's BSON, for one value
+}
 
 // match is what a filter says of its top-level fields.
 type match struct {
@@ -272,12 +320,36 @@ func matchOf(filter bson.D) match {
 			case c == nil:
 				m.ranged[e.Key] = true
 			case m.eq[e.Key] == nil || m.eq[e.Key].several:
+				if !c.several {
+					c.value = valueOf(e.Value)
+				}
 				m.eq[e.Key] = c
 			}
 		}
 	}
 	walk(filter)
 	return m
+}
+
+// valueOf returns the BSON of the one value an equality condition names.
+func valueOf(v any) string {
+	if d, ok := v.(bson.D); ok && len(d) > 0 && strings.HasPrefix(d[0].Key, "$") {
+		for _, op := range d {
+			switch op.Key {
+			case "$eq":
+				return valueOf(op.Value)
+			case "$in":
+				if arr, _ := op.Value.(bson.A); len(arr) == 1 {
+					return valueOf(arr[0])
+				}
+			}
+		}
+	}
+	_, b, err := bson.MarshalValue(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // condition classifies a field's condition: an equality (nil when not).

@@ -55,9 +55,17 @@ func TestFilter(t *testing.T) {
 		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$gt", Value: 7}}}}, SomeShards},
 		{ranged, bson.D{{Key: "createdAt", Value: 3}}, EveryShard},
 		{ranged, bson.D{{Key: "_id", Value: 3}}, EveryShard},
-		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, EveryShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, SomeShards},
 		{ranged, bson.D{{Key: "customerId", Value: bson.A{1, 2}}, {Key: "createdAt", Value: 3}}, EveryShard},
 		{hashed, bson.D{{Key: "deviceId", Value: "d1"}}, OneShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: bson.D{{Key: "$eq", Value: 3}}}},
+			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}, {Key: "x", Value: 1}},
+		}}}, OneShard},
+		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "$or", Value: bson.A{bson.D{{Key: "createdAt", Value: 3}}, bson.D{{Key: "createdAt", Value: 3}, {Key: "y", Value: 2}}}}}, OneShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, bson.D{{Key: "customerId", Value: 8}, {Key: "createdAt", Value: 3}}}}}, SomeShards},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "name", Value: "x"}}}}}, EveryShard},
+		{hashed, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "deviceId", Value: "d1"}, {Key: "a", Value: 1}}, bson.D{{Key: "deviceId", Value: "d1"}, {Key: "b", Value: 1}}}}}, OneShard},
 		{hashed, bson.D{{Key: "deviceId", Value: bson.D{{Key: "$gte", Value: "d"}}}}, EveryShard},
 		{hashed, bson.D{{Key: "deviceId", Value: bson.Regex{Pattern: "^d"}}}, EveryShard},
 	} {
