@@ -52,9 +52,9 @@ func TestShardingRoutes(t *testing.T) {
 			// (b) On a hashed _id, the upsert into the open bucket is refused
 			// before 7.1 (61) and a two-phase write from 7.1; every read
 			// goes to every shard.
-			var refused map[string]int32
+			var refused map[string][]int32
 			if !v.AtLeast(7, 1) {
-				refused = map[string]int32{"update readings": 61}
+				refused = map[string][]int32{"update readings": {61}}
 			}
 			c.RequireRefused(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{"readings": hashedID}}, map[string]string{
 				"find readings":      "reads by series",

@@ -70,9 +70,9 @@ func TestShardingRoutes(t *testing.T) {
 			}}
 			byID["find products"] = "the source is read by _id, not by its shard key"
 			byID["findAndModify products"] = "from 7.1, a findAndModify without the shard key is a two-phase write"
-			var refused map[string]int32
+			var refused map[string][]int32
 			if !v.AtLeast(7, 1) {
-				refused = map[string]int32{"findAndModify products": 61}
+				refused = map[string][]int32{"findAndModify products": {61}}
 			}
 			c.RequireRefused(t, other, byID, refused)
 		}

@@ -58,9 +58,12 @@ func TestShardingRoutes(t *testing.T) {
 			// that open an overflow document (61) and the native Remove
 			// (72); the reads by parent go to every shard.
 			byID := shard.Cluster{Version: v, Keys: map[string]shard.Key{"posts": hashedID, "posts_overflow": hashedID}}
-			refused := map[string]int32{"createIndexes posts_overflow": 67}
+			refused := map[string][]int32{"createIndexes posts_overflow": {67}}
 			if !v.AtLeast(7, 1) {
-				refused["update posts_overflow"] = 61
+				refused["update posts_overflow"] = []int32{61}
+				if p.pullByCondition {
+					refused["update posts_overflow"] = []int32{61, 72} // Remove's $pull by {parent, item id}
+				}
 			}
 			c.RequireRefused(t, byID, map[string]string{
 				"find posts_overflow":          "reads by parent",

@@ -256,10 +256,10 @@ func TestRequireTargetedRoutesWhatWasSent(t *testing.T) {
 	require.Contains(t, rec.errs[0], "refuse")
 
 	rec = &errorsOf{TB: t}
-	c.RequireRefused(rec, byID, map[string]string{"update items": "allowed"}, map[string]int32{"update items": 72})
+	c.RequireRefused(rec, byID, map[string]string{"update items": "allowed"}, map[string][]int32{"update items": {72}})
 	require.Empty(t, rec.errs, "the refusal is the one the test expects")
 	rec = &errorsOf{TB: t}
-	c.RequireRefused(rec, byParent, map[string]string{"update items": "allowed"}, map[string]int32{"update items": 72})
+	c.RequireRefused(rec, byParent, map[string]string{"update items": "allowed"}, map[string][]int32{"update items": {72}})
 	require.Len(t, rec.errs, 1, "an expected refusal that does not happen fails: %v", rec.errs)
 	require.Contains(t, rec.errs[0], "was not refused with code 72")
 }
