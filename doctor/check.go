@@ -185,6 +185,9 @@ func (c *checker) run(ctx context.Context) error {
 		}
 		c.addAll(fs)
 	}
+	if err := c.sharding(ctx, srv); err != nil {
+		return err
+	}
 	return c.missingIndexes(ctx, c.s.Indexes)
 }
 

@@ -108,6 +108,8 @@ var Rules = []RuleInfo{
 	{RulePipelineProjectLate, "a $project or $unset after $lookup, $unwind or $sort stages that carry the fields it drops", "the pipeline"},
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},
 	{RulePipelineLookupExtref, "a $lookup of which the pipeline reads only a few fields", "the pipeline"},
+	{RuleShardKeyUniqueIndex, "on a mongos, a declared unique index the collection's shard key does not prefix (refused, code 67)", "config.collections"},
+	{RuleShardKeyDeclaredQueries, "on a mongos, a declared index whose queries the collection's shard key sends to every shard", "config.collections"},
 }
 
 // knownRule reports whether id names a rule of [Rules].
