@@ -143,11 +143,12 @@
 // to a parent names its _id, so each goes to one shard, and a hashed key
 // spreads parents whose ids grow with time (ObjectIDs) instead of sending
 // every new parent to the last chunk. Shard the items on {<ParentField>:
-// "hashed", <IDField>: 1} ({parent: "hashed", _id: 1} by default): Add's
-// insert, Update's replacement and Remove's delete name both fields and go
-// to one shard; the recomputation's read, [Repo.All], [Repo.Page] and
-// [Repo.Delete]'s deleteMany name the parent, a prefix of the key, and go
-// to the shards owning that parent's chunks (one, until its items outgrow
+// "hashed", <IDField>: 1} ({parent: "hashed", _id: 1} by default): an
+// Add of one item, Update's replacement and Remove's delete name both
+// fields and go to one shard; the insert of an Add of several items, the
+// recomputation's read, [Repo.All], [Repo.Page] and [Repo.Delete]'s
+// deleteMany name the parent, a prefix of the key, and go to the shards
+// owning that parent's chunks (one, until its items outgrow
 // a chunk: the second field lets a parent with millions of items split,
 // where {<ParentField>: "hashed"} alone would make it a jumbo chunk). When
 // IDField is not _id, the unique {<ParentField>: 1, <IDField>: 1} index
