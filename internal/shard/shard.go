@@ -210,13 +210,13 @@ func (k Key) Filter(filter bson.D) Route {
 	for i, f := range k {
 		e := m.eq[f.Path]
 		if e == nil {
-			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the shard key (%s); its chunks may span shards", strings.Join(k.paths(i), ", "))}
+			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the key (%s); the chunks of that prefix may span shards", strings.Join(k.paths(i), ", "))}
 		}
 		if e.several {
 			return Route{SomeShards, 0, fmt.Sprintf("$in on %s: one shard per value at most", f.Path)}
 		}
 	}
-	return Route{OneShard, 0, "equality on every shard-key field"}
+	return Route{OneShard, 0, "equality on every key field"}
 }
 
 // or routes a filter whose top-level fields do not target it but whose
