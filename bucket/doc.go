@@ -105,6 +105,32 @@
 // Bad configuration and bad input wrap [patterns.ErrInvalid], and nothing
 // is written; a server lacking a feature a configuration needs gives an
 // [*patterns.UnsupportedError] naming it; see each method.
+//
+// # Sharding
+//
+// Shard a [Buckets] collection on {meta: "hashed", start: 1}: the upsert
+// into the open bucket ({meta, start, count < Cap}) holds the whole key and
+// goes to one shard; the hashed meta spreads the series over the shards
+// while start, which grows with time, only orders the buckets of one
+// series, so that a long series splits into chunks rather than growing
+// one jumbo chunk. Range, Summaries, the $or read of the open buckets and
+// DeleteSeriesBefore name one series, a prefix of the key, and go to the
+// shards owning its chunks; AddMany's one insert and one update command
+// for several series go to the shards of each; DeleteBefore names no
+// series and goes to every shard (it is idempotent, so a chunk migration
+// that makes it miss a bucket is caught by its next run). {meta: 1,
+// start: 1} and {meta: "hashed"} target the same commands; a key that
+// starts with start (or _id, whose ObjectIDs grow with time) sends every
+// new bucket to the last chunk.
+//
+// On {_id: "hashed"} or any key the upsert does not hold, MongoDB 6.0 and
+// 7.0 refuse Add and AddMany's upserts (61, "Failed to target upsert by
+// query"); from 7.1 each is a two-phase write to every shard, and every
+// read goes to every shard.
+//
+// A [TimeSeries] collection may be sharded only on its metaField
+// (with the timeField last, deprecated in 8.0): {meta: 1}; Range and
+// Summaries then go to the shards of one series.
 package bucket
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

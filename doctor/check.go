@@ -190,6 +190,9 @@ func (c *checker) run(ctx context.Context) error {
 	if err := c.validatorRules(ctx, selected); err != nil {
 		return fmt.Errorf("validators: %w", err)
 	}
+	if err := c.sharding(ctx, srv); err != nil {
+		return err
+	}
 	return c.missingIndexes(ctx, c.s.Indexes)
 }
 

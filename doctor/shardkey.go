@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -547,42 +548,35 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// targeting says where a query shape would be sent under a shard key:
-// one shard when it matches every key field by a single equality; some
-// shards when it matches the first field by equality (an $in of several
-// values, or a prefix of the key) or, for a ranged first field, by a
-// range; every shard when it does not match the first field, or matches a
-// hashed first field only by a range.
+// targeting says where a query shape would be sent under a shard key, as
+// internal/shard's Key.Filter decides for a filter of the shape's
+// conditions: one shard when it matches every key field by a single
+// equality; some shards when it matches the first field by equality (an
+// $in of several values, or a prefix of the key) or, for a ranged first
+// field, by a range; every shard when it does not match the first field,
+// or matches a hashed first field only by a range.
 func targeting(sh shape, key []keyField) (string, string) {
-	first := key[0]
-	eq := slices.Contains(sh.eq, first.Path)
-	rng := slices.Contains(sh.ranges, first.Path)
-	switch {
-	case !eq && !rng:
-		return TargetScatterGather, fmt.Sprintf("the query does not match %s, the key's first field", first.Path)
-	case !eq && first.Kind == "hashed":
-		return TargetScatterGather, fmt.Sprintf("a range on the hashed field %s is sent to every shard", first.Path)
-	case !eq:
-		return TargetSomeShards, fmt.Sprintf("the range on %s goes to the shards owning chunks in it", first.Path)
+	k := make(shard.Key, len(key))
+	for i, f := range key {
+		k[i] = shard.Field{Path: f.Path, Hashed: f.Kind == "hashed"}
 	}
-	for _, f := range key {
-		if !slices.Contains(sh.eq, f.Path) {
-			return TargetSomeShards, fmt.Sprintf("equality on a prefix of the key (%s); the chunks of that prefix may span shards", strings.Join(prefixPaths(key, f.Path), ", "))
+	var filter bson.D // the shape's conditions, with stand-in values
+	for _, p := range sh.eq {
+		var v any = 0
+		if slices.Contains(sh.multi, p) {
+			v = bson.D{{Key: "$in", Value: bson.A{0, 1}}}
 		}
-		if slices.Contains(sh.multi, f.Path) {
-			return TargetSomeShards, fmt.Sprintf("$in on %s: one shard per value at most", f.Path)
-		}
+		filter = append(filter, bson.E{Key: p, Value: v})
 	}
-	return TargetOneShard, "equality on every key field"
-}
-
-func prefixPaths(key []keyField, upTo string) []string {
-	var out []string
-	for _, f := range key {
-		if f.Path == upTo {
-			break
-		}
-		out = append(out, f.Path)
+	for _, p := range sh.ranges {
+		filter = append(filter, bson.E{Key: p, Value: bson.D{{Key: "$gt", Value: 0}}})
 	}
-	return out
+	r := k.Filter(filter)
+	switch r.Target {
+	case shard.OneShard:
+		return TargetOneShard, r.Why
+	case shard.SomeShards:
+		return TargetSomeShards, r.Why
+	}
+	return TargetScatterGather, r.Why
 }

@@ -85,6 +85,27 @@
 // fail with [patterns.ErrConflict]: never a partial, silent update. Update
 // refuses a pipeline or an arrayFilters option with an
 // [*patterns.UnsupportedError] naming the feature, before sending anything.
+//
+// # Sharding
+//
+// Shard the source on {_id: "hashed"}: [Ref.Of], [Ref.Sync] and
+// [Ref.Update] address a source by _id alone, so each goes to one shard.
+// Under any other key the source's reads by _id go to every shard, and
+// Update's findAndModify by _id is refused by MongoDB 6.0 and 7.0 (61,
+// ShardKeyNotFound: "Query for sharded findAndModify must contain the
+// shard key"); from 7.1 mongos accepts it as a two-phase write to every
+// shard. [Ref.Verify] reads the sources of a batch of copies by an $in of
+// their ids: some shards.
+//
+// The targets are the application's collections. A target holding one
+// copy per document is best sharded on the copy's id ({customer.id:
+// "hashed"}): Sync's updateMany then goes to one shard. Under any other key,
+// and for a copy inside an array (which cannot be a shard key), Sync's
+// updateMany goes to every shard; it is idempotent, so a chunk migration
+// that makes it miss a document is caught by the next Sync or Repair.
+// Verify and Repair page through every target on _id: every shard. No
+// command is refused under any target key: the repository never upserts
+// into a target nor changes its shard key.
 package extref
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

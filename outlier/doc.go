@@ -78,6 +78,28 @@
 // write. The unique {parent: 1, seq: 1} index is what makes concurrent
 // appenders agree on each overflow document; Append checks once that it
 // exists before it overflows a parent.
+//
+// # Sharding
+//
+// Shard the parents on {_id: "hashed"}: every command on a parent names
+// its _id, so each goes to one shard, and the key spreads parents whose
+// ids grow with time. Shard the overflow collection on {parent:
+// "hashed"}: the unique {parent: 1, seq: 1} index must be prefixed by the
+// shard key (67, CannotCreateIndex, under any key not starting with
+// parent), the upsert that opens an overflow document must hold the whole
+// key (61 before 7.1), and Remove's $pull by {parent, <item id>} must too
+// (72 before 7.1); under this key Append, Get, Items, Count, Remove and
+// Delete each go to one shard. Its price: an outlier's overflow documents
+// share one chunk, which cannot be split (a jumbo chunk past 128 MiB of
+// overflow for one parent). {parent: "hashed", seq: 1} would split it, but
+// then Remove's $pull, which cannot know the seq, is refused before 7.1
+// and a two-phase write to every shard from 7.1. The portable Remove
+// (servers without [patterns.FeaturePullConditions], never MongoDB)
+// pulls from an overflow document by its _id: sent to every shard.
+//
+// On {_id: "hashed"}, the overflow collection refuses the unique index
+// (67), so Append refuses to overflow, and before 7.1 its upserts (61) and
+// Remove (72) are refused.
 package outlier
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

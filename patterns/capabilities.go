@@ -115,6 +115,15 @@ const (
 	// anyOf, so these are written as query operators beside the
 	// $jsonSchema there.
 	FeatureValidators Feature = "validators set by collMod"
+	// Single writes and findAndModify without the full shard key, on a
+	// sharded cluster (mongos 7.1+): an updateOne, replaceOne, deleteOne or
+	// findAndModify whose filter lacks the shard key is accepted and routed
+	// by a two-phase write to every shard, where 6.0 and 7.0 refuse it
+	// (61 ShardKeyNotFound, 72 InvalidOptions) unless it is an updateOne or
+	// deleteOne by exact _id. Detected from hello's msg "isdbgrid" and the
+	// version; absent on a deployment that is not sharded, where the
+	// question does not arise. internal/shard applies the same rule.
+	FeatureWritesWithoutShardKey Feature = "writes without the shard key"
 )
 
 // AllFeatures returns every [Feature] that [Capabilities] reports, in a
@@ -129,6 +138,7 @@ func AllFeatures() []Feature {
 		FeatureBatchedUpdates, FeatureTimeSeriesCustomBucketing, FeatureTimeSeriesDeletes,
 		FeatureConcurrentUpdates, FeatureCreateManyIndexes, FeatureSortArray,
 		FeatureValidators,
+		FeatureWritesWithoutShardKey,
 	}
 }
 
@@ -381,6 +391,7 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureCreateManyIndexes, true)
 	set(FeatureSortArray, v.AtLeast(5, 2))
 	set(FeatureValidators, v.AtLeast(3, 6))
+	set(FeatureWritesWithoutShardKey, s.Topology == Sharded && v.AtLeast(7, 1))
 	return s, nil
 }
 

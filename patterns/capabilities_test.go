@@ -48,20 +48,25 @@ func TestNewServer(t *testing.T) {
 		features []patterns.Feature
 	}{
 		{
-			name:  "MongoDB 8 replica set has everything",
+			name:  "MongoDB 8 replica set has everything a replica set can have",
 			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("8.0.4"),
-			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 8, features: all,
+			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 8, features: without(patterns.FeatureWritesWithoutShardKey),
 		},
 		{
 			name:  "MongoDB 6 standalone has no transactions or change streams",
 			hello: bson.D{sessions}, build: mongoBuild("6.0.19"),
 			kind: patterns.KindMongoDB, topology: patterns.Standalone, major: 6,
 			features: without(patterns.FeatureTransactions, patterns.FeatureChangeStreams,
-				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes),
+				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes, patterns.FeatureWritesWithoutShardKey),
 		},
 		{
-			name:  "MongoDB 7 behind mongos",
+			name:  "MongoDB 7.0 behind mongos refuses writes without the shard key",
 			hello: bson.D{{Key: "msg", Value: "isdbgrid"}, sessions}, build: mongoBuild("7.0.2-rc1"),
+			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: without(patterns.FeatureWritesWithoutShardKey),
+		},
+		{
+			name:  "MongoDB 7.1 behind mongos has everything",
+			hello: bson.D{{Key: "msg", Value: "isdbgrid"}, sessions}, build: mongoBuild("7.1.0"),
 			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: all,
 		},
 		{
@@ -69,13 +74,14 @@ func TestNewServer(t *testing.T) {
 			hello: bson.D{{Key: "setName", Value: "rs0"}, sessions}, build: mongoBuild("4.4.29"),
 			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 4,
 			features: without(patterns.FeatureTimeSeries, patterns.FeatureDateTrunc,
-				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes, patterns.FeatureSortArray),
+				patterns.FeatureTimeSeriesCustomBucketing, patterns.FeatureTimeSeriesDeletes, patterns.FeatureSortArray,
+				patterns.FeatureWritesWithoutShardKey),
 		},
 		{
 			name:  "replica set without sessions has no transactions",
 			hello: bson.D{{Key: "setName", Value: "rs0"}}, build: mongoBuild("8.0.0"),
 			kind: patterns.KindMongoDB, topology: patterns.ReplicaSet, major: 8,
-			features: without(patterns.FeatureTransactions),
+			features: without(patterns.FeatureTransactions, patterns.FeatureWritesWithoutShardKey),
 		},
 		{
 			name:  "FerretDB 1.x is recognised by ferretdbVersion and gets nothing",

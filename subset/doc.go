@@ -143,6 +143,31 @@
 // compares them: 7, int64(7) and 7.0 are one id. Bad configuration and
 // bad input give errors wrapping [patterns.ErrInvalid], and nothing is
 // written. Every error reads "subset: <Operation>: <what>: <cause>".
+//
+// # Sharding
+//
+// Shard the parents on {_id: "hashed"}: every write the repository sends
+// to a parent names its _id, so each goes to one shard, and a hashed key
+// spreads parents whose ids grow with time (ObjectIDs) instead of sending
+// every new parent to the last chunk. Shard the items on {<ParentField>:
+// "hashed", <IDField>: 1} ({parent: "hashed", _id: 1} by default): an
+// Add of one item, Update's replacement and Remove's delete name both
+// fields and go to one shard; the insert of an Add of several items, the
+// recomputation's read, [Repo.All], [Repo.Page] and [Repo.Delete]'s
+// deleteMany name the parent, a prefix of the key, and go to the shards
+// owning that parent's chunks (one, until its items outgrow
+// a chunk: the second field lets a parent with millions of items split,
+// where {<ParentField>: "hashed"} alone would make it a jumbo chunk). When
+// IDField is not _id, the unique {<ParentField>: 1, <IDField>: 1} index
+// must be prefixed by the shard key, which this key is; any other key
+// refuses it (67, CannotCreateIndex). [Repo.RebuildAll] pages through every
+// parent and goes to every shard.
+//
+// Items on {_id: "hashed"}: the writes by item _id stay on one shard, but
+// every read by parent and [Repo.Delete] go to every shard, and an Add of
+// several items sends one insert that mongos splits between shards. No
+// command the repository sends is refused on MongoDB 6.0 or later under
+// either key.
 package subset
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -387,10 +387,26 @@ func (c *Counter) Reset() {
 // for the test's log.
 func (c *Counter) RequireTargeted(t testing.TB, cluster shard.Cluster, allowed map[string]string) []string {
 	t.Helper()
+	return c.RequireRefused(t, cluster, allowed, nil)
+}
+
+// RequireRefused is [Counter.RequireTargeted] for a shard key under which
+// the package's documentation says some commands are refused: refused
+// maps "<command> <collection>" to the server's error codes. A command so
+// named may be refused with one of those codes (and with no other); each
+// code must have been seen at least once, so that the test asserts the
+// refusals the documentation states.
+func (c *Counter) RequireRefused(t testing.TB, cluster shard.Cluster, allowed map[string]string, refused map[string][]int32) []string {
+	t.Helper()
 	c.mu.Lock()
 	sent := slices.Clone(c.sent)
 	c.mu.Unlock()
 	var out []string
+	type refusal struct {
+		name string
+		code int32
+	}
+	seen := map[refusal]bool{}
 	for _, cmd := range sent {
 		r, err := cluster.Route(cmd)
 		if err != nil {
@@ -402,10 +418,19 @@ func (c *Counter) RequireTargeted(t testing.TB, cluster shard.Cluster, allowed m
 		line := fmt.Sprintf("%s: %s", name, r)
 		out = append(out, line)
 		switch {
+		case r.Target == shard.Refused && slices.Contains(refused[name], r.Code):
+			seen[refusal{name, r.Code}] = true
 		case r.Target == shard.Refused:
 			t.Errorf("mongos would refuse %s\n%s", line, cmd)
 		case r.Target != shard.OneShard && allowed[name] == "":
 			t.Errorf("goes to %s, and the package does not say so: %s\n%s", r.Target, line, cmd)
+		}
+	}
+	for name, codes := range refused {
+		for _, code := range codes {
+			if !seen[refusal{name, code}] {
+				t.Errorf("%s was not refused with code %d, as the package says it is on %s", name, code, cluster)
+			}
 		}
 	}
 	return out

@@ -254,4 +254,12 @@ func TestRequireTargetedRoutesWhatWasSent(t *testing.T) {
 	c.RequireTargeted(rec, byID, map[string]string{"update items": "allowed"})
 	require.Len(t, rec.errs, 1, "an updateOne by parent is refused on 6.0 under a hashed _id: %v", rec.errs)
 	require.Contains(t, rec.errs[0], "refuse")
+
+	rec = &errorsOf{TB: t}
+	c.RequireRefused(rec, byID, map[string]string{"update items": "allowed"}, map[string][]int32{"update items": {72}})
+	require.Empty(t, rec.errs, "the refusal is the one the test expects")
+	rec = &errorsOf{TB: t}
+	c.RequireRefused(rec, byParent, map[string]string{"update items": "allowed"}, map[string][]int32{"update items": {72}})
+	require.Len(t, rec.errs, 1, "an expected refusal that does not happen fails: %v", rec.errs)
+	require.Contains(t, rec.errs[0], "was not refused with code 72")
 }

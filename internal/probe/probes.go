@@ -45,6 +45,7 @@ var probes = map[patterns.Feature]func(context.Context, *env) finding{
 	patterns.FeatureCreateManyIndexes:         probeCreateManyIndexes,
 	patterns.FeatureSortArray:                 probeSortArray,
 	patterns.FeatureValidators:                probeValidators,
+	patterns.FeatureWritesWithoutShardKey:     probeWritesWithoutShardKey,
 }
 
 // probeTransactions checks isolation and atomicity, not just the absence
@@ -771,4 +772,39 @@ func probeSortArray(ctx context.Context, e *env) finding {
 		return wrong("%s, want k 2, then k 1 by i", got)
 	}
 	return works("%s", got)
+}
+
+// probeWritesWithoutShardKey shards a scratch collection on {k: 1} (on a
+// mongos only) and sends a findAndModify by _id alone, which mongos
+// accepts from 7.1 (a two-phase write) and refuses before (61); the
+// document must come back updated.
+func probeWritesWithoutShardKey(ctx context.Context, e *env) finding {
+	srv, err := patterns.Capabilities(ctx, e.db.Client())
+	if err != nil {
+		return notMeasured("hello: %v", short(err))
+	}
+	if srv.Topology != patterns.Sharded {
+		return notMeasured("the deployment is not sharded")
+	}
+	coll := e.db.Collection("keyless")
+	admin := e.db.Client().Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "enableSharding", Value: e.db.Name()}}).Err(); err != nil {
+		return notMeasured("enableSharding: %v", short(err))
+	}
+	ns := e.db.Name() + "." + coll.Name()
+	if err := admin.RunCommand(ctx, bson.D{{Key: "shardCollection", Value: ns}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}}).Err(); err != nil {
+		return notMeasured("shardCollection %s on {k: 1}: %v", ns, short(err))
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 7}}); err != nil {
+		return notMeasured("insert the fixture: %v", short(err))
+	}
+	raw, err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}},
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Raw()
+	if err != nil {
+		return refused("findAndModify by _id on a collection sharded on {k: 1}", err)
+	}
+	if n, ok := raw.Lookup("n").AsInt64OK(); !ok || n != 1 {
+		return wrong("findAndModify by _id on a collection sharded on {k: 1} gave %s, want n: 1", jsonOf(raw))
+	}
+	return works("findAndModify by _id on a collection sharded on {k: 1} updated %s", jsonOf(raw))
 }

@@ -38,7 +38,9 @@
 package shard
 
 import (
+	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -186,10 +188,14 @@ func worse(a, b Route) Route {
 
 // Filter says where a query with this filter goes on a collection sharded
 // on k: the rules of the package documentation for a filter alone. A
-// filter that cannot be read (an $or, $expr, ...) goes to every shard
-// unless its other fields target it.
+// top-level $or goes where the union of its branches goes (each read with
+// the filter's other fields); a condition that cannot be read ($nor,
+// $expr, ...) goes to every shard unless the other fields target it.
 func (k Key) Filter(filter bson.D) Route {
 	m := matchOf(filter)
+	if r, ok := k.or(filter, m); ok {
+		return r
+	}
 	first := k[0]
 	eq := m.eq[first.Path]
 	rng := m.ranged[first.Path]
@@ -204,13 +210,54 @@ func (k Key) Filter(filter bson.D) Route {
 	for i, f := range k {
 		e := m.eq[f.Path]
 		if e == nil {
-			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the shard key (%s); its chunks may span shards", strings.Join(k.paths(i), ", "))}
+			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the key (%s); the chunks of that prefix may span shards", strings.Join(k.paths(i), ", "))}
 		}
 		if e.several {
 			return Route{SomeShards, 0, fmt.Sprintf("$in on %s: one shard per value at most", f.Path)}
 		}
 	}
-	return Route{OneShard, 0, "equality on every shard-key field"}
+	return Route{OneShard, 0, "equality on every key field"}
+}
+
+// or routes a filter whose top-level fields do not target it but whose
+// $or does, as mongos does, by the union of its branches (each read with
+// the filter's other fields): one shard when every branch holds the same
+// full shard key, the worst branch's route otherwise.
+func (k Key) or(filter bson.D, m match) (Route, bool) {
+	branches, _ := field(filter, "$or").(bson.A)
+	if len(branches) == 0 || k.full(m) {
+		return Route{}, false
+	}
+	rest := slices.DeleteFunc(slices.Clone(filter), func(e bson.E) bool { return e.Key == "$or" })
+	out := Route{OneShard, 0, "every branch of the $or holds one full shard key"}
+	var value string
+	for i, b := range branches {
+		bd, _ := b.(bson.D)
+		combined := append(slices.Clone(rest), bd...)
+		r := k.Filter(combined)
+		if r.Target != OneShard {
+			r.Why = fmt.Sprintf("$or branch %d: %s", i, r.Why)
+			out = worse(out, r)
+			continue
+		}
+		v := k.values(matchOf(combined))
+		if i == 0 {
+			value = v
+		} else if v != value && out.Target == OneShard {
+			out = Route{SomeShards, 0, "the branches of the $or hold different shard keys"}
+		}
+	}
+	return out, true
+}
+
+// values returns the key's values in a filter that holds the full key.
+func (k Key) values(m match) string {
+	var b strings.Builder
+	for _, f := range k {
+		b.WriteString(m.eq[f.Path].value)
+		b.WriteByte(0)
+	}
+	return b.String()
 }
 
 // full reports whether the filter holds one equality on every key field.
@@ -232,7 +279,10 @@ func (k Key) paths(n int) []string {
 }
 
 // equality is a field matched by equality: one value, or an $in of several.
-type equality struct{ several bool }
+type equality struct {
+	several bool
+	value   string // the value's BSON, for one value
+}
 
 // match is what a filter says of its top-level fields.
 type match struct {
@@ -270,12 +320,36 @@ func matchOf(filter bson.D) match {
 			case c == nil:
 				m.ranged[e.Key] = true
 			case m.eq[e.Key] == nil || m.eq[e.Key].several:
+				if !c.several {
+					c.value = valueOf(e.Value)
+				}
 				m.eq[e.Key] = c
 			}
 		}
 	}
 	walk(filter)
 	return m
+}
+
+// valueOf returns the BSON of the one value an equality condition names.
+func valueOf(v any) string {
+	if d, ok := v.(bson.D); ok && len(d) > 0 && strings.HasPrefix(d[0].Key, "$") {
+		for _, op := range d {
+			switch op.Key {
+			case "$eq":
+				return valueOf(op.Value)
+			case "$in":
+				if arr, _ := op.Value.(bson.A); len(arr) == 1 {
+					return valueOf(arr[0])
+				}
+			}
+		}
+	}
+	_, b, err := bson.MarshalValue(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // condition classifies a field's condition: an equality (nil when not).
@@ -323,6 +397,17 @@ type Cluster struct {
 	Keys map[string]Key
 }
 
+// String names the version and the shard keys, collections in order:
+// MongoDB 6.0 with items sharded on {"parent": 1}.
+func (c Cluster) String() string {
+	names := slices.Sorted(maps.Keys(c.Keys))
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " sharded on " + c.Keys[n].String()
+	}
+	return fmt.Sprintf("MongoDB %d.%d with %s", c.Version.Major, c.Version.Minor, strings.Join(parts, ", "))
+}
+
 // keyless reports whether single writes and findAndModify without the
 // shard key are accepted (7.1+).
 func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) }
@@ -364,6 +449,9 @@ func (c Cluster) Route(cmd bson.Raw) (Route, error) {
 		if key == nil || len(docs) <= 1 {
 			return Route{OneShard, 0, "an insert goes to the shard of its document's key"}, nil
 		}
+		if key.same(docs) {
+			return Route{OneShard, 0, fmt.Sprintf("%d documents with one shard-key value go to its shard", len(docs))}, nil
+		}
 		return Route{SomeShards, 0, fmt.Sprintf("%d documents go each to the shard of its key", len(docs))}, nil
 	case "update":
 		stmts, _ := get("updates").(bson.A)
@@ -378,6 +466,43 @@ func (c Cluster) Route(cmd bson.Raw) (Route, error) {
 		return each(idx, func(s bson.D) Route { return createIndex(key, s) }), nil
 	}
 	return Route{OneShard, 0, fmt.Sprintf("%s reads or writes no documents", name)}, nil
+}
+
+// same reports whether every document holds the same values of the key's
+// fields (a missing field is null, as mongos reads it).
+func (k Key) same(docs bson.A) bool {
+	var first []byte
+	for i, doc := range docs {
+		d, _ := doc.(bson.D)
+		values := make(bson.D, len(k))
+		for j, f := range k {
+			values[j] = bson.E{Key: f.Path, Value: lookup(d, f.Path)}
+		}
+		b, err := bson.Marshal(values)
+		if err != nil {
+			return false
+		}
+		if i == 0 {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// lookup returns the value at a dotted path of d, nil when absent.
+func lookup(d bson.D, path string) any {
+	head, rest, dotted := strings.Cut(path, ".")
+	v := field(d, head)
+	if !dotted {
+		return v
+	}
+	sub, ok := v.(bson.D)
+	if !ok {
+		return nil
+	}
+	return lookup(sub, rest)
 }
 
 // each routes every statement and returns the worst route.

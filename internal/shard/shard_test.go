@@ -55,9 +55,17 @@ func TestFilter(t *testing.T) {
 		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$gt", Value: 7}}}}, SomeShards},
 		{ranged, bson.D{{Key: "createdAt", Value: 3}}, EveryShard},
 		{ranged, bson.D{{Key: "_id", Value: 3}}, EveryShard},
-		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, EveryShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, SomeShards},
 		{ranged, bson.D{{Key: "customerId", Value: bson.A{1, 2}}, {Key: "createdAt", Value: 3}}, EveryShard},
 		{hashed, bson.D{{Key: "deviceId", Value: "d1"}}, OneShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: bson.D{{Key: "$eq", Value: 3}}}},
+			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}, {Key: "x", Value: 1}},
+		}}}, OneShard},
+		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "$or", Value: bson.A{bson.D{{Key: "createdAt", Value: 3}}, bson.D{{Key: "createdAt", Value: 3}, {Key: "y", Value: 2}}}}}, OneShard},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, bson.D{{Key: "customerId", Value: 8}, {Key: "createdAt", Value: 3}}}}}, SomeShards},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "name", Value: "x"}}}}}, EveryShard},
+		{hashed, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "deviceId", Value: "d1"}, {Key: "a", Value: 1}}, bson.D{{Key: "deviceId", Value: "d1"}, {Key: "b", Value: 1}}}}}, OneShard},
 		{hashed, bson.D{{Key: "deviceId", Value: bson.D{{Key: "$gte", Value: "d"}}}}, EveryShard},
 		{hashed, bson.D{{Key: "deviceId", Value: bson.Regex{Pattern: "^d"}}}, EveryShard},
 	} {
@@ -117,7 +125,13 @@ func TestRoute(t *testing.T) {
 		{"$out to sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "orders"}}}}}, Refused, 28769},
 		{"$merge on _id into sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}}}}}}}, Refused, 51190},
 		{"$merge on the key", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}, {Key: "on", Value: bson.A{"customerId", "_id"}}}}}}}}, OneShard, 0},
-		{"insert of several", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, byKey}}}, SomeShards, 0},
+		{"insert of several with one key", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, byKey}}}, OneShard, 0},
+		{"insert of several keys", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, bson.D{{Key: "customerId", Value: 8}}}}}, SomeShards, 0},
+		{"insert of several on hashed _id", c6, bson.D{{Key: "insert", Value: "h"}, {Key: "documents", Value: bson.A{byID, bson.D{{Key: "_id", Value: 2}}}}}, SomeShards, 0},
+		{"insert with a dotted key", Cluster{Version: v(6, 0), Keys: map[string]Key{"d": key(bson.D{{Key: "m.a", Value: 1}})}}, bson.D{{Key: "insert", Value: "d"}, {Key: "documents", Value: bson.A{
+			bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.D{{Key: "a", Value: 1}}}},
+			bson.D{{Key: "_id", Value: 2}, {Key: "m", Value: bson.D{{Key: "a", Value: 2}}}},
+		}}}, SomeShards, 0},
 		{"getMore", c6, bson.D{{Key: "getMore", Value: int64(1)}, {Key: "collection", Value: "orders"}}, OneShard, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
