@@ -39,6 +39,7 @@ func TestNewRejects(t *testing.T) {
 		{"negative batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: -1}, "negative"},
 		{"huge batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: 1 << 40}, "maximum"},
 		{"negative transaction limit", db, extref.Config{Source: "customers", Targets: orders, TransactionLimit: -1}, "TransactionLimit -1 is negative"},
+		{"negative report sample", db, extref.Config{Source: "customers", Targets: orders, ReportSample: -1}, "ReportSample -1 is negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
