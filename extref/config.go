@@ -32,6 +32,12 @@ type Config struct {
 	// updated on the non-transactional path instead (see [Ref.Update]).
 	// Zero value: [DefaultTransactionLimit].
 	TransactionLimit int
+	// ReportSample is the most stale copies, and the most orphan copies,
+	// that each [Report] of Verify and Repair names (Report.StaleCopies,
+	// Report.OrphanCopies): the first ones the scan finds. It bounds the
+	// memory those lists take, not the counts, which are exact. Zero
+	// value: [DefaultReportSample].
+	ReportSample int
 }
 
 // The defaults of [Config]'s fields, used where a field is zero.
@@ -41,6 +47,10 @@ const (
 	// DefaultTransactionLimit follows the MongoDB manual's guideline for
 	// production transactions: modify no more than 1,000 documents in one.
 	DefaultTransactionLimit = 1000
+	// DefaultReportSample names 20 stale and 20 orphan copies per
+	// report: enough to find the documents a few drifts touched, and to
+	// see the pattern of many, in a report printed whole.
+	DefaultReportSample = 20
 )
 
 // normalize fills in the defaults and checks everything that does not
@@ -66,6 +76,12 @@ func (c Config) normalize() (Config, error) {
 		c.TransactionLimit = DefaultTransactionLimit
 	case c.TransactionLimit < 0:
 		return c, errs.Invalid("TransactionLimit %d is negative", c.TransactionLimit)
+	}
+	switch {
+	case c.ReportSample == 0:
+		c.ReportSample = DefaultReportSample
+	case c.ReportSample < 0:
+		return c, errs.Invalid("ReportSample %d is negative", c.ReportSample)
 	}
 	if _, err := parseTargets(c.Targets); err != nil {
 		return c, err

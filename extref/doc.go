@@ -37,7 +37,8 @@
 //     source says so ([ErrNotSynced]), and Sync is its retry.
 //   - [Ref.Verify] finds copies that drifted from their source (a crash
 //     between an update and its sync, writes by other code) and
-//     [Ref.Repair] fixes them, in batches, with counts.
+//     [Ref.Repair] fixes them, in batches, with counts and the ids of the
+//     first stale and orphan copies ([Report]).
 //   - [Ref.Watch] syncs from a change stream on the source, resumable from a
 //     [TokenStore].
 //

@@ -69,14 +69,19 @@ func Example() {
 	}
 	fmt.Printf("order 2: %+v\n", order.Customer)
 
+	// Other code writes a copy behind the repository's back; Verify finds
+	// it and names it.
+	if _, err := db.Collection("orders").UpdateByID(ctx, 3, bson.D{{Key: "$set", Value: bson.D{{Key: "customer.name", Value: "A. Smith"}}}}); err != nil {
+		panic(err)
+	}
 	reports, err := customers.Verify(ctx)
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("verify: %d copies, %d stale\n", reports[0].Copies, reports[0].Stale)
+	fmt.Printf("verify: %d copies, %d stale: %v\n", reports[0].Copies, reports[0].Stale, reports[0].StaleCopies)
 
 	// Output:
 	// orders.customer: 3 copies rewritten
 	// order 2: {ID:ann Name:Ann Smith Email:ann@example.com}
-	// verify: 3 copies, 0 stale
+	// verify: 3 copies, 1 stale: [document 3, source "ann"]
 }

@@ -455,9 +455,10 @@ func requirePrefix(t testing.TB, err error, prefix string) {
 
 // simulate returns the reports Verify (or, with repair, Repair) promises
 // from the state w, with every target read in one batch: per target, the
-// documents holding copies, the copies, the stale copies and the orphans,
-// as read after the syncs of the previous targets' stale sources; and for
-// Repair, per target, the documents each of those syncs rewrote.
+// documents holding copies, the copies, the stale copies and the orphans
+// (counted, and the first ones named in _id order), as read after the
+// syncs of the previous targets' stale sources; and for Repair, per
+// target, the documents each of those syncs rewrote.
 func simulate(t testing.TB, w world, targets []extref.Target, repair bool) []extref.Report {
 	t.Helper()
 	w = w.clone()
@@ -466,8 +467,8 @@ func simulate(t testing.TB, w world, targets []extref.Target, repair bool) []ext
 	for i, tg := range targets {
 		out[i].Target = tg
 		var stale []int32
-		for _, doc := range w[tg.Collection] {
-			cps := copiesAt(doc, tg)
+		for _, docID := range slices.Sorted(maps.Keys(w[tg.Collection])) { // the scan's order
+			cps := copiesAt(w[tg.Collection][docID], tg)
 			if len(cps) > 0 {
 				out[i].Documents++
 			}
@@ -478,8 +479,10 @@ func simulate(t testing.TB, w world, targets []extref.Target, repair bool) []ext
 				switch {
 				case !ok || !exists:
 					out[i].Orphans++
+					out[i].OrphanCopies = sample(out[i].OrphanCopies, extref.CopyID{Document: idOf(docID), Source: cp.Lookup("id")})
 				case staleCopy(cp, src):
 					out[i].Stale++
+					out[i].StaleCopies = sample(out[i].StaleCopies, extref.CopyID{Document: idOf(docID), Source: src.Lookup("_id")})
 					if !slices.Contains(stale, id) {
 						stale = append(stale, id)
 					}
@@ -501,6 +504,14 @@ func simulate(t testing.TB, w world, targets []extref.Target, repair bool) []ext
 		}
 	}
 	return out
+}
+
+// sample appends c to a report's list of copies unless it is full.
+func sample(list []extref.CopyID, c extref.CopyID) []extref.CopyID {
+	if len(list) == extref.DefaultReportSample {
+		return list
+	}
+	return append(list, c)
 }
 
 // syncCase is Sync(1), retried with Sync(1).

@@ -22,10 +22,10 @@ func TestNewRejects(t *testing.T) {
 		says string
 	}{
 		{"nil database", nil, extref.Config{Source: "customers", Targets: orders}, "nil database"},
-		{"no source", db, extref.Config{Targets: orders}, "source"},
+		{"no source", db, extref.Config{Targets: orders}, "config.Source"},
 		{"bad source", db, extref.Config{Source: "$cmd", Targets: orders}, "'$'"},
 		{"no targets", db, extref.Config{Source: "customers"}, "no targets"},
-		{"target without collection", db, extref.Config{Source: "customers", Targets: []extref.Target{{Path: "customer"}}}, "target 0"},
+		{"target without collection", db, extref.Config{Source: "customers", Targets: []extref.Target{{Path: "customer"}}}, "config.Targets[0]"},
 		{"bad path", db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer.$x"}}}, "operator"},
 		{"nested arrays", db, extref.Config{Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "a[].b[].c"}}}, "only one"},
 		{"overlapping targets", db, extref.Config{Source: "customers", Targets: []extref.Target{
@@ -39,6 +39,7 @@ func TestNewRejects(t *testing.T) {
 		{"negative batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: -1}, "negative"},
 		{"huge batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: 1 << 40}, "maximum"},
 		{"negative transaction limit", db, extref.Config{Source: "customers", Targets: orders, TransactionLimit: -1}, "TransactionLimit -1 is negative"},
+		{"negative report sample", db, extref.Config{Source: "customers", Targets: orders, ReportSample: -1}, "ReportSample -1 is negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,7 @@ type Ref[S any] struct {
 	targets []target
 	batch   int
 	txLimit int64  // the most documents Update rewrites in one transaction
+	sample  int    // the most copies a Report names per list
 	proj    bson.D // projection of a source document on the copied fields
 	// findCopy are the options of load's find, built once (a builder is
 	// not modified after it is built, so goroutines can share it).
@@ -68,7 +69,8 @@ type target struct {
 // [patterns.ErrInvalid] for: a nil db; a missing source; no targets; an
 // invalid or overlapping target path; S that is not a struct, has no id
 // field, has no copied field, has an inline map, or encodes itself; a
-// negative batch size or one over 2³¹-1. It sends nothing to the server:
+// negative batch size or one over 2³¹-1; a negative transaction limit or
+// report sample. It sends nothing to the server:
 // the server's features are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
@@ -86,7 +88,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), sample: cfg.ReportSample, proj: copiedFields(ct)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})

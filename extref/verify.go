@@ -22,6 +22,46 @@ type Report struct {
 	Stale     int64 // copies that differed from their source when read
 	Orphans   int64 // copies with no id (missing or null) or whose source does not exist
 	Repaired  int64 // documents of this target rewritten by Repair's syncs
+
+	// StaleCopies names the first stale copies the scan found, at most
+	// [Config.ReportSample] of them ([DefaultReportSample] unless
+	// configured), in the scan's order: target documents by _id, the
+	// copies of one document in array order (a document is named once
+	// per stale copy it holds). Stale counts them all. In Repair's report
+	// they are copies that Repair synced: the documents it found stale
+	// and repaired (unless their source was deleted before its sync, which
+	// leaves them as they were). Repaired may count more documents than
+	// were found stale: a sync rewrites its source's stale copies
+	// everywhere, in pages and targets not yet scanned too, which the scan
+	// then finds fresh; their _ids are not known (an update returns
+	// counts only).
+	StaleCopies []CopyID
+	// OrphanCopies names the first orphan copies the scan found, at most
+	// [Config.ReportSample] of them, in the same order as StaleCopies.
+	// Orphans counts them all.
+	OrphanCopies []CopyID
+}
+
+// CopyID names one copy that a [Report] counts. Its ids are the values
+// stored, BSON type included, so that a filter finds their documents:
+// {_id: c.Document} in the target, and [Ref.Sync](ctx, c.Source) syncs a
+// stale copy's source.
+type CopyID struct {
+	// Document is the _id of the target document that holds the copy.
+	Document bson.RawValue
+	// Source is the _id of the copy's source, for a stale copy; for an
+	// orphan, the id the copy holds: the _id of no source, a BSON null, or
+	// nothing (Type 0) when the copy has no id field.
+	Source bson.RawValue
+}
+
+// String writes the copy's ids as errors name ids: `document 7, source
+// 3`, or `document 7, no source id` when the copy has none.
+func (c CopyID) String() string {
+	if c.Source.Type == 0 {
+		return "document " + bsonid.Text(c.Document) + ", no source id"
+	}
+	return "document " + bsonid.Text(c.Document) + ", source " + bsonid.Text(c.Source)
 }
 
 // Verify reads every copy in every target and compares it with its source,
@@ -32,10 +72,11 @@ type Report struct {
 //
 // It works in pages of [Config.BatchSize] target documents in _id order,
 // with bounded memory: per page one find of the documents after the last
-// _id read ({_id: {$gt: last}}, sorted by _id) and one find of their
-// sources by _id (none when no copy of the page has an id), plus one find
-// per target at the end, of the _ids of other BSON types, when the last
-// page was not the first (MongoDB's $gt compares one type only). It reads
+// _id read ({_id: {$gt: last}} or of a BSON type sorted after last's, as
+// MongoDB's $gt compares one type only; sorted by _id) and one find of
+// their sources by _id (none when no copy of the page has an id); the
+// scan of a target ends at its first page shorter than BatchSize (an
+// empty one when the last is full). It reads
 // every document whose copy path holds something, so it scans each target
 // collection. Each document is counted once, however others rewrite the
 // target while Verify reads it (a plain cursor may return a rewritten
@@ -43,7 +84,9 @@ type Report struct {
 // written or synced while Verify runs may be counted before or after the
 // change, and a document inserted or deleted meanwhile may be counted or
 // not. A copy whose source is missing (deleted), or that has no id, is an
-// orphan, not stale. It needs no optional feature of the server.
+// orphan, not stale. Each report names the first stale and orphan copies
+// it found ([Report.StaleCopies], [Report.OrphanCopies]), from the pages
+// it read: no command more. It needs no optional feature of the server.
 //
 // A failed read (a lost connection, ctx's deadline) ends Verify with an
 // error and the counts made so far, which are incomplete: a nil error
@@ -65,8 +108,10 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 // Verify finds no stale copies. Round trips: those of Verify plus those of
 // one Sync per source with stale copies. Each document is counted once,
 // although the syncs rewrite documents that later pages hold: the pages
-// follow _id, not a cursor. Orphans are counted and left as
-// they are. Repair is safe to run again after any error; with an error, the
+// follow _id, not a cursor. Its reports name the first stale copies it
+// found ([Report.StaleCopies]), which its syncs repaired: the documents an
+// operator can check. Orphans are counted, named and left as they are.
+// Repair is safe to run again after any error; with an error, the
 // reports are those of Verify so far, and Repaired counts what the syncs
 // wrote before it (as Sync's counts do).
 func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
@@ -133,8 +178,10 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 			switch {
 			case !ok || nullish(id):
 				rep.Orphans++
+				rep.OrphanCopies = r.note(rep.OrphanCopies, doc, id)
 			case r.staleCopy(cp, src.copy):
 				rep.Stale++
+				rep.StaleCopies = r.note(rep.StaleCopies, doc, src.id)
 				staleIDs[key] = src.id
 			}
 		}
@@ -157,6 +204,25 @@ func (r *Ref[S]) check(ctx context.Context, t target, i int, batch []bson.Raw, r
 	return nil
 }
 
+// note appends to list, unless it holds [Config.ReportSample] copies
+// already, the copy of doc (a target document of a page) whose source id
+// is src, both cloned so that the page can go.
+func (r *Ref[S]) note(list []CopyID, doc bson.Raw, src bson.RawValue) []CopyID {
+	if len(list) >= r.sample {
+		return list
+	}
+	return append(list, CopyID{Document: clone(doc.Lookup("_id")), Source: clone(src)})
+}
+
+// clone returns a copy of v that does not share its bytes (nil for a
+// value of no bytes, a null, as the driver's encoder gives it).
+func clone(v bson.RawValue) bson.RawValue {
+	if len(v.Value) == 0 {
+		return bson.RawValue{Type: v.Type}
+	}
+	return bson.RawValue{Type: v.Type, Value: slices.Clone(v.Value)}
+}
+
 // source is a source document as Verify compares it: its _id and its copy.
 type source struct {
 	id   bson.RawValue
@@ -172,7 +238,7 @@ func (r *Ref[S]) sources(ctx context.Context, ids map[string]bson.RawValue) (map
 	}
 	out := make(map[string]source, len(in))
 	err := r.findSources(ctx, in, func(id bson.RawValue, _ S, c copyValue) {
-		out[bsonid.Key(id)] = source{id: bson.RawValue{Type: id.Type, Value: slices.Clone(id.Value)}, copy: c}
+		out[bsonid.Key(id)] = source{id: clone(id), copy: c}
 	})
 	return out, err
 }

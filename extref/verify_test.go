@@ -9,6 +9,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 func set(path string, v any) bson.D {
@@ -64,30 +65,50 @@ func TestVerifyRepair(t *testing.T) {
 			}
 		}
 
+		// Order i holds customer i (i <= 10); the orphan's copy names 999.
+		staleOrders := []extref.CopyID{named(1, 1), named(2, 2), named(3, 3), named(4, 4), named(5, 5), named(7, 7)}
+		orphanOrders := []extref.CopyID{named(9, 999)}
+		var staleCarts []extref.CopyID
+		for id := 1; id <= 3; id++ {
+			var c Cart
+			require.NoError(t, carts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c))
+			staleCarts = append(staleCarts, named(id, c.Items[0].Product.ID))
+		}
+		staleFeatured := []extref.CopyID{named(featuredCorrupt[0], featuredCorrupt[0]), named(featuredCorrupt[1], featuredCorrupt[1])}
+
 		vo, err := customers.Verify(ctx)
 		require.NoError(t, err)
-		require.Equal(t, []extref.Report{{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 100, Copies: 100, Stale: 6, Orphans: 1}}, vo)
+		require.Equal(t, []extref.Report{{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 100, Copies: 100, Stale: 6, Orphans: 1,
+			StaleCopies: staleOrders, OrphanCopies: orphanOrders}}, vo)
 		vp, err := products.Verify(ctx)
 		require.NoError(t, err)
 		require.Len(t, vp, 2)
 		require.Equal(t, int64(3), vp[0].Stale)
+		require.Equal(t, staleCarts, vp[0].StaleCopies)
 		require.Zero(t, vp[0].Orphans)
+		require.Empty(t, vp[0].OrphanCopies)
 		require.Equal(t, int64(50), vp[0].Documents)
-		require.Equal(t, extref.Report{Target: extref.Target{Collection: "featured", Path: "product"}, Documents: 10, Copies: 10, Stale: 2}, vp[1])
+		require.Equal(t, extref.Report{Target: extref.Target{Collection: "featured", Path: "product"}, Documents: 10, Copies: 10, Stale: 2, StaleCopies: staleFeatured}, vp[1])
 
+		// Repair's reports name the documents it found stale and repaired.
 		ro, err := customers.Repair(ctx)
 		require.NoError(t, err)
 		require.Equal(t, int64(6), ro[0].Stale)
 		require.Equal(t, int64(6), ro[0].Repaired)
+		require.Equal(t, staleOrders, ro[0].StaleCopies)
+		require.Equal(t, orphanOrders, ro[0].OrphanCopies)
 		rp, err := products.Repair(ctx)
 		require.NoError(t, err)
 		require.Equal(t, [2]int64{3, 2}, [2]int64{rp[0].Stale, rp[1].Stale})
 		require.Equal(t, [2]int64{3, 2}, [2]int64{rp[0].Repaired, rp[1].Repaired})
+		require.Equal(t, [][]extref.CopyID{staleCarts, staleFeatured}, [][]extref.CopyID{rp[0].StaleCopies, rp[1].StaleCopies})
 
 		vo, err = customers.Verify(ctx)
 		require.NoError(t, err)
 		require.Zero(t, vo[0].Stale)
+		require.Empty(t, vo[0].StaleCopies)
 		require.Equal(t, int64(1), vo[0].Orphans, "orphans are reported, not repaired")
+		require.Equal(t, orphanOrders, vo[0].OrphanCopies)
 		vp, err = products.Verify(ctx)
 		require.NoError(t, err)
 		require.Zero(t, vp[0].Stale+vp[1].Stale)
@@ -146,11 +167,147 @@ func TestVerifyCountsCopiesWithoutAnID(t *testing.T) {
 
 	reports, err := customers.Verify(ctx)
 	require.NoError(t, err)
-	require.Equal(t, extref.Report{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 3, Copies: 3, Orphans: 2}, reports[0])
+	require.Equal(t, extref.Report{Target: extref.Target{Collection: "orders", Path: "customer"}, Documents: 3, Copies: 3, Orphans: 2,
+		OrphanCopies: []extref.CopyID{named(2, nil), {Document: idOf(3), Source: bson.RawValue{Type: bson.TypeNull}}}}, reports[0])
 	reports, err = products.Verify(ctx)
 	require.NoError(t, err)
-	require.Equal(t, extref.Report{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Documents: 2, Copies: 3, Orphans: 2}, reports[0])
+	carts := extref.Report{Target: extref.Target{Collection: "carts", Path: "items[].product"}, Documents: 2, Copies: 3, Orphans: 2,
+		OrphanCopies: []extref.CopyID{named(1, nil), named(2, nil)}}
+	require.Equal(t, carts, reports[0])
 	reports, err = products.Repair(ctx)
 	require.NoError(t, err)
-	require.EqualValues(t, 2, reports[0].Orphans, "orphans are reported, not repaired")
+	require.Equal(t, carts, reports[0], "orphans are reported, not repaired")
+}
+
+// TestVerifyNamesCopies: each report names the first Config.ReportSample
+// stale and orphan copies in the order of the scan (documents by _id
+// across pages, a document's copies in array order), with the documents'
+// and sources' ids, and counts them all. Copies without an id, or with a
+// null one, are named as orphans; Repair's report names the copies it
+// repaired.
+func TestVerifyNamesCopies(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		db := mongotest.DB(t)
+		cartsT, featuredT := extref.Target{Collection: "carts", Path: "items[].product"}, extref.Target{Collection: "featured", Path: "product"}
+		r, err := extref.New[ProductRef](db, extref.Config{
+			Source:       "products",
+			Targets:      []extref.Target{cartsT, featuredT},
+			BatchSize:    2, // the carts in two pages: 1 and 3, then 4 and 5
+			ReportSample: 3,
+		})
+		require.NoError(t, err)
+		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
+		extref.ForcePlan(r, p)
+		insertAll(t, db.Collection("products"), []Product{{ID: 1, Name: "Mug", Price: 3}, {ID: 2, Name: "Pot", Price: 9}, {ID: 3, Name: "Cup", Price: 2}})
+		fresh := ofAll(t, r, 3)
+		stale := func(i int) ProductRef { c := fresh[i-1]; c.Name = "Mallory"; return c }
+		orphan := func(id int) ProductRef { return ProductRef{ID: id, Name: "Gone"} }
+		item := func(c any) bson.D { return bson.D{{Key: "product", Value: c}, {Key: "qty", Value: 1}} }
+		noID := bson.D{{Key: "name", Value: "Nameless"}}
+		nullID := bson.D{{Key: "id", Value: nil}, {Key: "name", Value: "Null"}}
+		cart := func(id int, items ...bson.D) bson.D {
+			return bson.D{{Key: "_id", Value: id}, {Key: "items", Value: items}}
+		}
+		// Inserted out of order: the scan's order is the _ids'.
+		insertAll(t, db.Collection("carts"), []bson.D{
+			cart(4, item(stale(1)), item(stale(2))),
+			cart(1, item(fresh[0]), item(stale(2)), item(noID)),
+			cart(5, item(noID), item(orphan(98))),
+			cart(2),
+			cart(3, item(nullID), item(stale(3)), item(orphan(99))),
+		})
+		featured := func(id int, c any) bson.D { return bson.D{{Key: "_id", Value: id}, {Key: "product", Value: c}} }
+		insertAll(t, db.Collection("featured"), []bson.D{featured(4, orphan(97)), featured(1, fresh[0]), featured(3, stale(3)), featured(2, noID)})
+
+		cartsOrphans := []extref.CopyID{named(1, nil), {Document: idOf(3), Source: bson.RawValue{Type: bson.TypeNull}}, named(3, 99)} // of 5
+		featuredOrphans := []extref.CopyID{named(2, nil), named(4, 97)}
+		want := []extref.Report{
+			{Target: cartsT, Documents: 4, Copies: 10, Stale: 4, Orphans: 5,
+				StaleCopies: []extref.CopyID{named(1, 2), named(3, 3), named(4, 1)}, OrphanCopies: cartsOrphans}, // of (4, 2) too
+			{Target: featuredT, Documents: 4, Copies: 4, Stale: 1, Orphans: 2,
+				StaleCopies: []extref.CopyID{named(3, 3)}, OrphanCopies: featuredOrphans},
+		}
+		counter := mongotest.NewCounter(t, db)
+		var got []extref.Report
+		sent := counter.Count(func() {
+			got, err = r.Verify(ctx)
+			require.NoError(t, err)
+		})
+		require.Equal(t, want, got)
+		// Per target, two full pages and an empty one, and a find of the
+		// sources of each full page: the finds Verify sent before it named
+		// copies.
+		require.Len(t, sent, 2*(3+2))
+
+		// The syncs of the first page of carts (products 2 and 3) rewrite
+		// cart 4's copy of product 2 and featured 3 before the scan reaches
+		// them: Repaired counts them, the names are of the copies found.
+		want[0].Repaired = 4 // carts 1, 3 and 4 by the first page's syncs, cart 4 again by product 1's
+		want[0].StaleCopies = []extref.CopyID{named(1, 2), named(3, 3), named(4, 1)}
+		want[0].Stale = 3
+		want[1].Repaired, want[1].Stale, want[1].StaleCopies = 1, 0, nil
+		got, err = r.Repair(ctx)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+
+		got, err = r.Verify(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []extref.Report{
+			{Target: cartsT, Documents: 4, Copies: 10, Orphans: 5, OrphanCopies: cartsOrphans},
+			{Target: featuredT, Documents: 4, Copies: 4, Orphans: 2, OrphanCopies: featuredOrphans},
+		}, got)
+	})
+}
+
+// TestVerifyReportSampleDefault: without Config.ReportSample, a report
+// names the first DefaultReportSample stale copies of many, by ids that
+// find the target document and sync the source.
+func TestVerifyReportSampleDefault(t *testing.T) {
+	db, customers := withOrders(t, 10, 30)
+	res, err := db.Collection("orders").UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$lte", Value: 25}}}}, set("customer.name", "Mallory"))
+	require.NoError(t, err)
+	require.EqualValues(t, 25, res.ModifiedCount)
+
+	reports, err := customers.Verify(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 25, reports[0].Stale)
+	want := make([]extref.CopyID, extref.DefaultReportSample)
+	for i := range want {
+		want[i] = named(i+1, i%10+1) // order i holds customer (i-1)%10+1
+	}
+	require.Equal(t, want, reports[0].StaleCopies)
+	require.Nil(t, reports[0].OrphanCopies)
+
+	// The ids find their documents: the order, and the source to sync.
+	first := reports[0].StaleCopies[0]
+	var o Order
+	require.NoError(t, db.Collection("orders").FindOne(ctx, bson.D{{Key: "_id", Value: first.Document}}).Decode(&o))
+	require.Equal(t, "Mallory", o.Customer.Name)
+	counts, err := customers.Sync(ctx, first.Source)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, counts[0].Modified, "orders 1, 11 and 21 of customer 1")
+}
+
+func TestCopyIDString(t *testing.T) {
+	require.Equal(t, "document 7, source 3", named(7, 3).String())
+	require.Equal(t, `document "cart-1", source null`, extref.CopyID{Document: idOf("cart-1"), Source: bson.RawValue{Type: bson.TypeNull}}.String())
+	require.Equal(t, "document 7, no source id", named(7, nil).String())
+}
+
+// idOf is the BSON value of an id as the driver encodes it.
+func idOf(v any) bson.RawValue {
+	t, data, err := bson.MarshalValue(v)
+	if err != nil {
+		panic(err)
+	}
+	return bson.RawValue{Type: t, Value: data}
+}
+
+// named is the CopyID of the copy in document doc of source src (nil: a
+// copy without an id).
+func named(doc, src any) extref.CopyID {
+	if src == nil {
+		return extref.CopyID{Document: idOf(doc)}
+	}
+	return extref.CopyID{Document: idOf(doc), Source: idOf(src)}
 }

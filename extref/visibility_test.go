@@ -110,7 +110,8 @@ func TestVerifyReadsNoSnapshot(t *testing.T) {
 	// Carts 1 and 2 (one and two stale copies of product 1) come in the
 	// first page, read before the sync: counted stale. Cart 5's copy comes
 	// in the second, read after it: counted fresh.
-	require.Equal(t, []extref.Report{{Target: cartsTarget, Documents: 4, Copies: 8, Stale: 3}}, reports)
+	require.Equal(t, []extref.Report{{Target: cartsTarget, Documents: 4, Copies: 8, Stale: 3,
+		StaleCopies: []extref.CopyID{named(1, 1), named(2, 1), named(2, 1)}}}, reports)
 	require.Equal(t, []int64{0}, verifyStale(t, r), "a Verify after the sync finds nothing stale")
 }
 
