@@ -78,7 +78,9 @@ type SeriesSummary[M any] struct {
 // to), their count and, per value field, min, max, sum and mean: what
 // Summaries(ctx, meta, from, to, to.Sub(from)) yields for each series
 // (a fleet view: one summary per sensor over the last hour), in the
-// order of the metas as the server sorts BSON values. It is exact as
+// order of the metas as the server sorts BSON values (a struct meta is
+// stored with its keys sorted, so it sorts by its fields in name order).
+// It is exact as
 // Summaries is, by the same rules (a bucket inside [from, to) contributes
 // its stored summary, one that straddles from or to its measurements one
 // by one; a missing value field is an error), and counts a bucket the
