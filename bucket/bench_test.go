@@ -269,3 +269,148 @@ func BenchmarkLatest(b *testing.B) {
 		Allocs: 1.1,
 	})
 }
+
+// BenchmarkSummariesBySeries: the summary of each of ten series, of six
+// hours of readings (a bucket an hour), over an hour that straddles two
+// windows (every bucket read straddles from or to: the library's worst
+// case) and over five hours (most buckets lie inside), against what one
+// writes by hand for the same numbers, its commands built per call as the
+// window moves: where the server has $group $min and $max, one aggregate
+// that unwinds the measurements of the buckets in the window and groups
+// them by meta; elsewhere a find of those buckets, measurements and all,
+// summed in Go. Goals: 0.9x the speed, 1.1x the allocations.
+func BenchmarkSummariesBySeries(b *testing.B) {
+	for _, w := range []struct {
+		name     string
+		from, to time.Time
+	}{
+		{"hour", at(4*time.Hour + 30*time.Minute), at(5*time.Hour + 30*time.Minute)},
+		{"five-hours", at(30 * time.Minute), at(5*time.Hour + 30*time.Minute)},
+	} {
+		b.Run(w.name, func(b *testing.B) { benchSummariesBySeries(b, w.from, w.to) })
+	}
+}
+
+func benchSummariesBySeries(b *testing.B, from, to time.Time) {
+	ctx := context.Background()
+	const hours = 6
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			s, _ := newBenchStore(b)
+			for h := range hours {
+				require.NoError(b, s.AddMany(ctx, benchPoints(h)))
+			}
+			return func(int) {
+				n := 0
+				for _, err := range s.SummariesBySeries(ctx, from, to) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != benchSeries {
+					b.Fatal(n)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			coll := mongotest.DB(b).Collection("readings")
+			require.NoError(b, patterns.EnsureIndexes(ctx, patterns.Index{Collection: coll, Model: mongo.IndexModel{
+				Keys: bson.D{{Key: "start", Value: 1}},
+			}}))
+			for h := range hours {
+				_, err := coll.InsertMany(ctx, readyBuckets(benchPoints(h)))
+				require.NoError(b, err)
+			}
+			filter := func() bson.D {
+				return bson.D{
+					{Key: "start", Value: bson.D{{Key: "$gt", Value: from.Add(-time.Hour)}, {Key: "$lt", Value: to}}},
+					{Key: "first", Value: bson.D{{Key: "$lt", Value: to}}},
+					{Key: "last", Value: bson.D{{Key: "$gte", Value: from}}},
+				}
+			}
+			type stats struct{ Min, Max, Sum float64 }
+			type row struct {
+				Meta  string `bson:"_id"`
+				Count int64  `bson:"count"`
+				Temp  stats  `bson:"temp"`
+				Hum   stats  `bson:"hum"`
+			}
+			check := func(rows []row, err error) {
+				if err != nil || len(rows) != benchSeries {
+					b.Fatal(err, len(rows))
+				}
+			}
+			if mongotest.Server().Has(patterns.FeatureGroupMinMaxAvg) {
+				acc := func(f string) bson.D {
+					return bson.D{{Key: "$sum", Value: "$measurements." + f}}
+				}
+				pipeline := func() mongo.Pipeline {
+					return mongo.Pipeline{
+						{{Key: "$match", Value: filter()}},
+						{{Key: "$unwind", Value: "$measurements"}},
+						{{Key: "$match", Value: bson.D{{Key: "measurements.at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}}},
+						{{Key: "$group", Value: bson.D{
+							{Key: "_id", Value: "$meta"},
+							{Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
+							{Key: "tsum", Value: acc("temp")},
+							{Key: "tmin", Value: bson.D{{Key: "$min", Value: "$measurements.temp"}}},
+							{Key: "tmax", Value: bson.D{{Key: "$max", Value: "$measurements.temp"}}},
+							{Key: "hsum", Value: acc("hum")},
+							{Key: "hmin", Value: bson.D{{Key: "$min", Value: "$measurements.hum"}}},
+							{Key: "hmax", Value: bson.D{{Key: "$max", Value: "$measurements.hum"}}},
+						}}},
+						{{Key: "$project", Value: bson.D{
+							{Key: "count", Value: 1},
+							{Key: "temp", Value: bson.D{{Key: "min", Value: "$tmin"}, {Key: "max", Value: "$tmax"}, {Key: "sum", Value: "$tsum"}}},
+							{Key: "hum", Value: bson.D{{Key: "min", Value: "$hmin"}, {Key: "max", Value: "$hmax"}, {Key: "sum", Value: "$hsum"}}},
+						}}},
+						{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+					}
+				}
+				return func(int) {
+					cur, err := coll.Aggregate(ctx, pipeline())
+					if err != nil {
+						b.Fatal(err)
+					}
+					var rows []row
+					check(rows, cur.All(ctx, &rows))
+				}
+			}
+			type doc struct {
+				Meta   string    `bson:"meta"`
+				Points []reading `bson:"measurements"`
+			}
+			return func(int) {
+				cur, err := coll.Find(ctx, filter(), options.Find().SetSort(bson.D{{Key: "meta", Value: 1}, {Key: "start", Value: 1}}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var rows []row
+				for cur.Next(ctx) {
+					var d doc
+					if err := cur.Decode(&d); err != nil {
+						b.Fatal(err)
+					}
+					if len(rows) == 0 || rows[len(rows)-1].Meta != d.Meta {
+						inf := stats{Min: math.Inf(1), Max: math.Inf(-1)}
+						rows = append(rows, row{Meta: d.Meta, Temp: inf, Hum: inf})
+					}
+					r := &rows[len(rows)-1]
+					for _, p := range d.Points {
+						if p.At.Before(from) || !p.At.Before(to) {
+							continue
+						}
+						r.Count++
+						r.Temp = stats{min(r.Temp.Min, p.Temp), max(r.Temp.Max, p.Temp), r.Temp.Sum + p.Temp}
+						h := float64(p.Hum)
+						r.Hum = stats{min(r.Hum.Min, h), max(r.Hum.Max, h), r.Hum.Sum + h}
+					}
+				}
+				check(rows, cur.Err())
+			}
+		},
+		Speed:  0.9,
+		Allocs: 1.1,
+	})
+}

@@ -302,6 +302,9 @@ func TestSummariesRefuseMissingValues(t *testing.T) {
 		for _, from := range []time.Time{at(0), at(30 * time.Minute)} {
 			err := firstErr(grown.Summaries(ctx, "s1", from, at(5*time.Hour), time.Hour))
 			require.ErrorContains(t, err, `no value "hum"`)
+			err = firstErr(grown.SummariesBySeries(ctx, from, at(5*time.Hour)))
+			require.ErrorContains(t, err, `no value "hum"`)
+			require.ErrorContains(t, err, "bucket: SummariesBySeries: ")
 		}
 	})
 }

@@ -222,12 +222,24 @@ func (s *settings) openProjection() bson.D {
 // narrow it further. The equality on the meta and the range on start are
 // bounds of the index {<meta>, start, count}.
 func (s *settings) overlapFilter(r read) bson.D {
+	return append(s.seriesFilter(r.meta), s.windowOverlap(r)...)
+}
+
+// windowOverlap selects the buckets, of every series, that may hold
+// measurements in [from, to), as overlapFilter does for one series: the
+// range on start is the bound of the index {start: 1}.
+func (s *settings) windowOverlap(r read) bson.D {
 	return bson.D{
-		{Key: s.metaField, Value: r.meta},
 		{Key: fieldStart, Value: bson.D{{Key: "$gt", Value: r.from - bson.DateTime(s.window)}, {Key: "$lt", Value: r.to}}},
 		{Key: fieldFirst, Value: bson.D{{Key: "$lt", Value: r.to}}},
 		{Key: fieldLast, Value: bson.D{{Key: "$gte", Value: r.from}}},
 	}
+}
+
+// byMetaThenStart sorts buckets by series, then window start: the order
+// of the index {<meta>, start, count}.
+func (s *settings) byMetaThenStart() bson.D {
+	return bson.D{{Key: s.metaField, Value: 1}, {Key: fieldStart, Value: 1}}
 }
 
 // seriesFilter selects the buckets (or, in a time-series collection, the
@@ -280,6 +292,24 @@ func onlyPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 1}} }
 // [from, to), else one row per measurement in [from, to); one copy of
 // each bucket is kept; then the rows are grouped by step.
 func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
+	return append(s.rowStages(filter, g, false), s.groupRows(g.stepExpr("$b.r.t"))...)
+}
+
+// seriesPipeline is the aggregation of SummariesBySeries on the server
+// path: the rows of summaryPipeline (g has one step), each bucket's
+// also carrying its meta m, grouped by meta.
+func (s *settings) seriesPipeline(filter bson.D, g grid) mongo.Pipeline {
+	return append(s.rowStages(filter, g, true), s.groupRows("$b.m")...)
+}
+
+// groupRows groups the rows of rowStages by key.
+func (s *settings) groupRows(key any) mongo.Pipeline {
+	return groupStages(key, "$b.r.n", func(kind string, i int) string { return "$b.r." + column(kind, i) }, len(s.valueFields))
+}
+
+// rowStages are the stages of summaryPipeline before the grouping, which
+// leave one document {b: {n, r}} per row, and with meta, {b: {n, m, r}}.
+func (s *settings) rowStages(filter bson.D, g grid, meta bool) mongo.Pipeline {
 	at := "$$p." + s.timeField
 	whole := bson.D{{Key: "$and", Value: bson.A{
 		bson.D{{Key: "$gte", Value: bson.A{"$" + fieldFirst, g.from}}},
@@ -319,12 +349,17 @@ func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 	// index that serves $match, whose key holds the count) is grouped
 	// into one, the copy with the higher count: the later, which holds
 	// the other's measurements and more.
-	return append(mongo.Pipeline{
+	project, kept := bson.D{{Key: "n", Value: "$" + fieldCount}}, bson.D{{Key: "n", Value: "$n"}}
+	if meta {
+		project, kept = append(project, bson.E{Key: "m", Value: "$" + s.metaField}), append(kept, bson.E{Key: "m", Value: "$m"})
+	}
+	project, kept = append(project, bson.E{Key: "r", Value: rows}), append(kept, bson.E{Key: "r", Value: "$r"})
+	return mongo.Pipeline{
 		{{Key: "$match", Value: filter}},
-		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$" + fieldCount}, {Key: "r", Value: rows}}}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$project", Value: project}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: kept}}}}}},
 		{{Key: "$unwind", Value: "$b.r"}},
-	}, groupStages(g, "$b.r.t", "$b.r.n", func(kind string, i int) string { return "$b.r." + column(kind, i) }, len(s.valueFields))...)
+	}
 }
 
 // The names of the per-field columns of the rows the summary pipelines
@@ -332,11 +367,12 @@ func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 // indexes, not names, so that no user field name can clash.
 func column(kind string, i int) string { return kind + strconv.Itoa(i) }
 
-// groupStages group rows by step and sort the steps: count is the sum of
-// n; per value field i, sum, min and max of its columns, and n<i> the
-// count of the rows whose value is a number, which must equal count.
-func groupStages(g grid, at string, n any, col func(kind string, i int) string, fields int) mongo.Pipeline {
-	group := bson.D{{Key: "_id", Value: g.stepExpr(at)}, {Key: "count", Value: bson.D{{Key: "$sum", Value: n}}}}
+// groupStages group rows by key (a step, or a series) and sort the
+// groups: count is the sum of n; per value field i, sum, min and max of
+// its columns, and n<i> the count of the rows whose value is a number,
+// which must equal count.
+func groupStages(key any, n any, col func(kind string, i int) string, fields int) mongo.Pipeline {
+	group := bson.D{{Key: "_id", Value: key}, {Key: "count", Value: bson.D{{Key: "$sum", Value: n}}}}
 	for i := range fields {
 		group = append(group,
 			bson.E{Key: column("sum", i), Value: bson.D{{Key: "$sum", Value: col("sum", i)}}},
@@ -420,10 +456,7 @@ func byName(name string) bson.D { return bson.D{{Key: "name", Value: name}} }
 // intervalFilter is the filter of a series' measurements in [from, to)
 // in a time-series collection.
 func (s *settings) intervalFilter(r read) bson.D {
-	return bson.D{
-		{Key: s.metaField, Value: r.meta},
-		{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}},
-	}
+	return append(s.seriesFilter(r.meta), s.timeFilter(r)...)
 }
 
 // byTime sorts measurements of a time-series collection by time.
@@ -431,6 +464,24 @@ func (s *settings) byTime() bson.D { return bson.D{{Key: s.timeField, Value: 1}}
 
 // timeSeriesPipeline is the aggregation of TimeSeries.Summaries.
 func (s *settings) timeSeriesPipeline(filter bson.D, g grid) mongo.Pipeline {
+	return s.groupMeasurements(filter, g.stepExpr("$"+s.timeField))
+}
+
+// timeSeriesSeriesPipeline is the aggregation of
+// TimeSeries.SummariesBySeries.
+func (s *settings) timeSeriesSeriesPipeline(filter bson.D) mongo.Pipeline {
+	return s.groupMeasurements(filter, "$"+s.metaField)
+}
+
+// groupMeasurements is $match, then the measurements of a time-series
+// collection grouped by key.
+func (s *settings) groupMeasurements(filter bson.D, key any) mongo.Pipeline {
 	return append(mongo.Pipeline{{{Key: "$match", Value: filter}}},
-		groupStages(g, "$"+s.timeField, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
+		groupStages(key, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
+}
+
+// timeFilter is the filter of the measurements, of every series, in
+// [from, to) in a time-series collection.
+func (s *settings) timeFilter(r read) bson.D {
+	return bson.D{{Key: s.timeField, Value: bson.D{{Key: "$gte", Value: r.from}, {Key: "$lt", Value: r.to}}}}
 }

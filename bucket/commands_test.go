@@ -301,6 +301,7 @@ func TestEveryFilterHasAnIndex(t *testing.T) {
 		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3, bson.NewObjectID()),
 		"AddMany's retry":     b.s.writtenFilter([]window{{meta: m, start: t0, writes: bson.A{bson.NewObjectID()}}}),
 		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
+		"SummariesBySeries":   b.s.windowOverlap(read{from: t0, to: t0 + 3600000}),
 		"Latest":              b.s.seriesFilter(m),
 		"Latest's window":     b.s.windowFilter(m, t0),
 		"DeleteBefore":        b.s.expiredFilter(nil, t0),
@@ -495,4 +496,60 @@ func TestShortcutsEncodeAsTheEncoder(t *testing.T) {
 	}
 	_, err := enc.add(new(int))
 	require.Error(t, err, "not a document")
+}
+
+// TestSummariesBySeriesPinned: SummariesBySeries filters the buckets of
+// every series by window start, first and last (the overlap of Range and
+// Summaries without the meta); on the server path it aggregates the rows
+// of Summaries' pipeline, each carrying its bucket's meta, grouped and
+// sorted by meta; on the client path it reads the bucket summaries sorted
+// by meta, then start, and the measurements as Summaries does. The
+// time-series store groups its measurements in [from, to) by meta.
+func TestSummariesBySeriesPinned(t *testing.T) {
+	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp"}, MetaField: "sensor", Window: time.Hour, Cap: 100})
+	from, to := date("2026-03-01T10:30:00Z"), date("2026-03-01T11:30:00Z")
+	r := read{from: from, to: to}
+	g := wholeGrid(r)
+	require.Equal(t, grid{from: from, to: to, step: 3600000}, g)
+	filter := s.windowOverlap(r)
+	require.Equal(t, bson.D{
+		{Key: "start", Value: bson.D{{Key: "$gt", Value: date("2026-03-01T09:30:00Z")}, {Key: "$lt", Value: to}}},
+		{Key: "first", Value: bson.D{{Key: "$lt", Value: to}}},
+		{Key: "last", Value: bson.D{{Key: "$gte", Value: from}}},
+	}, filter)
+	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}}, s.byMetaThenStart())
+
+	rows := s.summaryPipeline(filter, g)[1][0].Value.(bson.D)[1] // pinned by TestSummaryPipelinePinned
+	require.Equal(t, "r", rows.Key)
+	group := bson.D{
+		{Key: "_id", Value: "$b.m"},
+		{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.r.n"}}},
+		{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.r.sum0"}}},
+		{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.r.min0"}}},
+		{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.r.max0"}}},
+		{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.r.sum0"}}, "$b.r.n", 0}}}}}},
+	}
+	require.Equal(t, mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$count"}, {Key: "m", Value: "$sensor"}, rows}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "m", Value: "$m"}, {Key: "r", Value: "$r"}}}}}}}},
+		{{Key: "$unwind", Value: "$b.r"}},
+		{{Key: "$group", Value: group}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}, s.seriesPipeline(filter, g))
+
+	require.Equal(t, bson.D{{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, s.timeFilter(r))
+	tsGroup := bson.D{
+		{Key: "_id", Value: "$sensor"},
+		{Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
+		{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
+		{Key: "min0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
+		{Key: "max0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
+		{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$temp"}}, 1, 0}}}}}},
+	}
+	require.Equal(t, mongo.Pipeline{
+		{{Key: "$match", Value: s.timeFilter(r)}},
+		{{Key: "$group", Value: tsGroup}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}, s.timeSeriesSeriesPipeline(s.timeFilter(r)))
 }

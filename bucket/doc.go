@@ -66,7 +66,9 @@
 // a bucket lies in one step and from its measurements where it does not:
 // in one aggregation where the server has the $group accumulators $min
 // and $max (MongoDB, FerretDB 2.x), in the client elsewhere (FerretDB
-// 1.x), never a wrong number. [Buckets.Latest] gives the newest
+// 1.x), never a wrong number. [Buckets.SummariesBySeries] gives the same
+// numbers for every series over one interval (a fleet view), the same
+// way. [Buckets.Latest] gives the newest
 // measurement of a series from the buckets of its newest window: one
 // find, read backwards on the index.
 //

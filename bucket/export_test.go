@@ -16,3 +16,6 @@ func ForcePlan[M, V any](b *Buckets[M, V], p Plan) { b.planned.Set(forced(p)) }
 func ForceTimeSeriesPlan[M, V any](ts *TimeSeries[M, V], p Plan) { ts.planned.Set(forced(p)) }
 
 func forced(p Plan) decided { return decided{plan: p, server: mongotest.Server().String()} }
+
+// ServerSummaries reports whether p aggregates summaries on the server.
+func ServerSummaries(p Plan) bool { return p.serverSummaries }

@@ -12,7 +12,8 @@ import (
 // plan is what a store decided about its server on first use; it does not
 // change afterwards. Every branch on the server reads one of its fields.
 type plan struct {
-	// serverSummaries: Summaries aggregates on the server, which has the
+	// serverSummaries: Summaries and SummariesBySeries aggregate on the
+	// server, which has the
 	// $group accumulators $min and $max
 	// ([patterns.FeatureGroupMinMaxAvg]); otherwise it computes them in
 	// the client from the bucket summaries and measurements.

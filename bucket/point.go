@@ -184,9 +184,30 @@ func readSeq[T any](op string, meta any, from, to time.Time, check error, body f
 }
 
 func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
-	if r.meta, err = metaValue(meta); err != nil {
+	m, err := metaValue(meta)
+	if err != nil {
 		return read{}, false, err
 	}
+	r, empty, err = newWindow(from, to)
+	r.meta = m
+	return r, empty, err
+}
+
+// windowSeq is [readSeq] for a read of every series (SummariesBySeries):
+// the read's meta is the zero value.
+func windowSeq[T any](op string, from, to time.Time, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
+	r, empty, err := newWindow(from, to)
+	switch {
+	case err != nil:
+		return seq.Err[T](pkg.Wrap(op, err))
+	case empty:
+		return func(func(T, error) bool) {}
+	}
+	return body(r)
+}
+
+// newWindow validates the interval [from, to) of a read.
+func newWindow(from, to time.Time) (r read, empty bool, err error) {
 	if err := checkTime("from", from); err != nil {
 		return read{}, false, err
 	}

@@ -34,6 +34,10 @@ type Store[M, V any] interface {
 	// Summaries yields count, sum, min, max and mean of the series'
 	// measurements in [from, to), per step, for the steps that have any.
 	Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error]
+	// SummariesBySeries yields, for each series with measurements in
+	// [from, to), their count, sum, min, max and mean: one summary per
+	// series, in the order of their metas.
+	SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error]
 	// Latest returns the newest measurement of the series meta, or
 	// [patterns.ErrNotFound].
 	Latest(ctx context.Context, meta M) (V, error)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"maps"
 	"math"
 	"slices"
 	"time"
@@ -57,66 +56,156 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 			case err != nil:
 				yield(Summary{}, failed("Summaries", err))
 			case p.serverSummaries:
-				g.yieldRows(ctx, b.s.coll, b.s.summaryPipeline(filter, g), b.s.valueFields, yield)
+				yieldRows(ctx, "Summaries", b.s.coll, b.s.summaryPipeline(filter, g), g.stepRow(b.s.valueFields), yield)
 			default:
-				b.clientSummaries(ctx, filter, g, yield)
+				open := func(ctx context.Context) (*mongo.Cursor, error) {
+					return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutPoints()))
+				}
+				b.clientSummaries(ctx, "Summaries", open, g, false, func(_ bson.RawValue, s Summary, err error) bool { return yield(s, err) })
 			}
 		}
 	})
 }
 
-// clientSummaries computes Summaries without $min and $max accumulators.
-func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g grid, yield func(Summary, error) bool) {
+// SeriesSummary is the summary of one series over an interval, as
+// [Store.SummariesBySeries] yields it.
+type SeriesSummary[M any] struct {
+	Meta M
+	Summary
+}
+
+// SummariesBySeries yields, for each series with measurements in [from,
+// to), their count and, per value field, min, max, sum and mean: what
+// Summaries(ctx, meta, from, to, to.Sub(from)) yields for each series
+// (a fleet view: one summary per sensor over the last hour), in the
+// order of the metas as the server sorts BSON values (a struct meta is
+// stored with its keys sorted, so it sorts by its fields in name order).
+// It is exact as
+// Summaries is, by the same rules (a bucket inside [from, to) contributes
+// its stored summary, one that straddles from or to its measurements one
+// by one; a missing value field is an error), and counts a bucket the
+// server returned twice once.
+//
+// Where the server has the $group accumulators $min and $max
+// ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
+// aggregate, plus getMores beyond 101 series: the server computes every
+// summary. Elsewhere (FerretDB 1.x) it computes in the client: one find
+// of the bucket summaries without their measurements, sorted by meta and
+// window start (plus getMores), and one find per 256 buckets (rounded up
+// to whole windows) for the measurements of the buckets that straddle
+// from or to; memory holds about 256 buckets and the series they touch,
+// and a series is yielded once its buckets are all counted. Both paths
+// filter on the window start first (the index {start: 1}); the client
+// path sorts by {<meta>, start}, which the index {<meta>, start, count}
+// serves. Writes during the iteration may or may not be counted, as with
+// [Buckets.Range].
+//
+// A zero from or to, or to before from, yield one [patterns.ErrInvalid]
+// error; from == to yields nothing and sends nothing. from and to count
+// in whole milliseconds, as BSON dates do. A meta that does not decode
+// into M yields an error.
+func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error] {
+	const op = "SummariesBySeries"
+	return windowSeq(op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
+		g, filter := wholeGrid(r), b.s.windowOverlap(r)
+		return func(yield func(SeriesSummary[M], error) bool) {
+			p, err := b.ready(ctx)
+			switch {
+			case err != nil:
+				yield(SeriesSummary[M]{}, failed(op, err))
+			case p.serverSummaries:
+				yieldRows(ctx, op, b.s.coll, b.s.seriesPipeline(filter, g), seriesRow[M](g, b.s.valueFields), yield)
+			default:
+				open := func(ctx context.Context) (*mongo.Cursor, error) {
+					return b.s.coll.Find(ctx, filter, options.Find().SetSort(b.s.byMetaThenStart()).SetProjection(withoutPoints()))
+				}
+				b.clientSummaries(ctx, op, open, g, true, func(m bson.RawValue, s Summary, err error) bool {
+					if err != nil {
+						return yield(SeriesSummary[M]{}, err)
+					}
+					out := SeriesSummary[M]{Summary: s}
+					if err := m.Unmarshal(&out.Meta); err != nil {
+						return yield(SeriesSummary[M]{}, failed(op, fmt.Errorf("decode a meta: %w", err)))
+					}
+					return yield(out, nil)
+				})
+			}
+		}
+	})
+}
+
+// clientSummaries computes Summaries (bySeries false: the buckets of one
+// series, sorted by start) or SummariesBySeries (bySeries true: the
+// buckets of every series, sorted by meta, then start) without $min and
+// $max accumulators, reading the buckets that open finds; it yields each
+// summary with its series' meta (the zero value when not bySeries).
+func (b *Buckets[M, V]) clientSummaries(ctx context.Context, op string, open func(context.Context) (*mongo.Cursor, error), g grid, bySeries bool, yield func(bson.RawValue, Summary, error) bool) {
 	const chunk = 256
-	acc := &accumulator{grid: g, fields: b.s.valueFields, open: map[bson.DateTime]*tally{}}
-	fail := func(err error) { yield(Summary{}, failed("Summaries", err)) }
-	var split []bson.ObjectID // buckets to count measurement by measurement
+	acc := newAccumulator(g, b.s.valueFields)
+	fail := func(err error) { yield(bson.RawValue{}, Summary{}, failed(op, err)) }
+	type ref struct {
+		id     bson.ObjectID
+		series string
+	}
+	var split []ref // buckets to count measurement by measurement
 	flush := func() error {
 		if len(split) == 0 {
 			return nil
 		}
 		defer func() { split = split[:0] }()
+		ids, series := make([]bson.ObjectID, len(split)), make(map[bson.ObjectID]string, len(split))
+		for i, r := range split {
+			ids[i], series[r.id] = r.id, r.series
+		}
 		open := func(ctx context.Context) (*mongo.Cursor, error) {
-			return b.s.coll.Find(ctx, byIDs(split), options.Find().SetProjection(onlyPoints()))
+			return b.s.coll.Find(ctx, byIDs(ids), options.Find().SetProjection(onlyPoints()))
 		}
 		for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
 			if err != nil {
 				return err
 			}
 			for _, raw := range bk.Points {
-				if err := acc.addPoint(b.s, raw); err != nil {
+				if err := acc.addPoint(b.s, series[bk.ID], raw); err != nil {
 					return fmt.Errorf("bucket %s: %w", bk.ID.Hex(), err)
 				}
 			}
 		}
 		return nil
 	}
-	// The buckets of one window are held until the next window starts, so
-	// that a bucket the find returned twice counts once (see [latest]).
+	// The buckets of one window of one series are held until the next
+	// window starts, so that a bucket the find returned twice counts once
+	// (see [latest]).
 	var window []summaryBucket
+	var series string // the series of window
 	add := func() error {
 		for _, bk := range latest(window, func(b *summaryBucket) bson.ObjectID { return b.ID }, func(b *summaryBucket) int { return int(b.Count) }) {
 			if !g.within(bk.First, bk.Last) {
-				split = append(split, bk.ID)
+				split = append(split, ref{bk.ID, series})
 				continue
 			}
-			if err := acc.addBucket(bk); err != nil {
+			if err := acc.addBucket(series, bk); err != nil {
 				return err
 			}
 		}
 		window = window[:0]
 		return nil
 	}
-	open := func(ctx context.Context) (*mongo.Cursor, error) {
-		return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutPoints()))
-	}
 	n := 0 // buckets read since the last emit
-	for bk, err := range seq.Cursor[summaryBucket](ctx, open) {
+	for raw, err := range seq.Cursor[bson.Raw](ctx, open) {
+		var bk summaryBucket
+		if err == nil {
+			err = bson.Unmarshal(raw, &bk)
+		}
 		if err != nil {
 			fail(err)
 			return
 		}
-		if len(window) > 0 && bk.Start != window[0].Start {
+		var m bson.RawValue
+		if bySeries {
+			m = raw.Lookup(b.s.metaField)
+		}
+		key := acc.series(m)
+		if len(window) > 0 && (bk.Start != window[0].Start || key != series) {
 			if err := add(); err != nil {
 				fail(err)
 				return
@@ -126,14 +215,17 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g gr
 					fail(err)
 					return
 				}
-				// Later buckets start at bk.Start or after: no measurement
-				// of theirs falls in a step that ends by then.
-				if !acc.emit(bk.Start, yield) {
+				// Later buckets are of this series and start at
+				// bk.Start or after, or of a later series: no measurement
+				// of theirs falls in a step of an earlier series, or in
+				// a step of this one that ends by then.
+				if !acc.emit(key, bk.Start, yield) {
 					return
 				}
 				n = 0
 			}
 		}
+		series = key
 		window = append(window, bk)
 		n++
 	}
@@ -145,7 +237,7 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, filter bson.D, g gr
 		fail(err)
 		return
 	}
-	acc.emit(math.MaxInt64, yield)
+	acc.emit("", math.MinInt64, yield)
 }
 
 // summaryBucket is what the client path reads of a bucket first.
@@ -177,6 +269,11 @@ func newGrid(r read, step time.Duration) grid {
 	return grid{from: r.from, to: r.to, step: step.Milliseconds()}
 }
 
+// wholeGrid is the one step [from, to) of SummariesBySeries (to > from).
+func wholeGrid(r read) grid {
+	return grid{from: r.from, to: r.to, step: int64(r.to - r.from)}
+}
+
 // stepOf returns the start of the step that holds t (t >= from).
 func (g grid) stepOf(t bson.DateTime) bson.DateTime {
 	return t - bson.DateTime(int64(t-g.from)%g.step)
@@ -200,39 +297,68 @@ func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 	return s
 }
 
-// yieldRows runs a summary pipeline and yields its steps.
-func (g grid) yieldRows(ctx context.Context, coll *mongo.Collection, pipeline mongo.Pipeline, fields []string, yield func(Summary, error) bool) {
+// yieldRows runs a summary pipeline and yields its rows as row makes them.
+func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pipeline mongo.Pipeline, row func(bson.Raw) (T, error), yield func(T, error) bool) {
 	open := func(ctx context.Context) (*mongo.Cursor, error) { return coll.Aggregate(ctx, pipeline) }
-	for row, err := range seq.Cursor[bson.Raw](ctx, open) {
+	for raw, err := range seq.Cursor[bson.Raw](ctx, open) {
 		if err == nil {
-			var s Summary
-			if s, err = g.fromRow(row, fields); err == nil {
-				if !yield(s, nil) {
+			var v T
+			if v, err = row(raw); err == nil {
+				if !yield(v, nil) {
 					return
 				}
 				continue
 			}
 		}
-		yield(Summary{}, failed("Summaries", err))
+		var zero T
+		yield(zero, failed(op, err))
 		return
 	}
 }
 
-// fromRow reads one grouped row of a summary pipeline.
-func (g grid) fromRow(row bson.Raw, fields []string) (Summary, error) {
-	start, ok := row.Lookup("_id").DateTimeOK()
-	if !ok {
-		return Summary{}, fmt.Errorf("summary row without a step start: %s", row)
+// stepRow reads one row of a summary pipeline grouped by step.
+func (g grid) stepRow(fields []string) func(bson.Raw) (Summary, error) {
+	return func(row bson.Raw) (Summary, error) {
+		start, ok := row.Lookup("_id").DateTimeOK()
+		if !ok {
+			return Summary{}, fmt.Errorf("summary row without a step start: %s", row)
+		}
+		t, err := tallyOf(row, fields, bson.DateTime(start))
+		if err != nil {
+			return Summary{}, err
+		}
+		return g.summary(bson.DateTime(start), fields, t), nil
 	}
+}
+
+// seriesRow reads one row of a summary pipeline grouped by series.
+func seriesRow[M any](g grid, fields []string) func(bson.Raw) (SeriesSummary[M], error) {
+	return func(row bson.Raw) (SeriesSummary[M], error) {
+		var out SeriesSummary[M]
+		if err := row.Lookup("_id").Unmarshal(&out.Meta); err != nil {
+			return out, fmt.Errorf("decode a meta: %w", err)
+		}
+		t, err := tallyOf(row, fields, g.from)
+		if err != nil {
+			return out, err
+		}
+		out.Summary = g.summary(g.from, fields, t)
+		return out, nil
+	}
+}
+
+// tallyOf reads the count and stats of one grouped row of a summary
+// pipeline, whose step starts at step.
+func tallyOf(row bson.Raw, fields []string, step bson.DateTime) (*tally, error) {
 	count, ok := number(row.Lookup("count"))
 	if !ok {
-		return Summary{}, fmt.Errorf("summary row without a count: %s", row)
+		return nil, fmt.Errorf("summary row without a count: %s", row)
 	}
 	t := &tally{count: int64(count), stats: make([]Stats, len(fields))}
 	for i, f := range fields {
 		n, _ := number(row.Lookup(column("n", i)))
 		if n != count {
-			return Summary{}, missingValue(f, bson.DateTime(start))
+			return nil, missingValue(f, step)
 		}
 		st := &t.stats[i]
 		var okSum, okMin, okMax bool
@@ -240,10 +366,10 @@ func (g grid) fromRow(row bson.Raw, fields []string) (Summary, error) {
 		st.Min, okMin = number(row.Lookup(column("min", i)))
 		st.Max, okMax = number(row.Lookup(column("max", i)))
 		if !okSum || !okMin || !okMax {
-			return Summary{}, fmt.Errorf("summary row without the sum, min or max of %q: %s", f, row)
+			return nil, fmt.Errorf("summary row without the sum, min or max of %q: %s", f, row)
 		}
 	}
-	return g.summary(bson.DateTime(start), fields, t), nil
+	return t, nil
 }
 
 func missingValue(field string, step bson.DateTime) error {
@@ -256,23 +382,48 @@ type tally struct {
 	stats []Stats // per value field; Mean is filled in at the end
 }
 
-// accumulator sums buckets and measurements into steps for the client
-// path, and yields the steps that are complete.
+// accumulator sums buckets and measurements into steps of series for
+// the client path, and yields the steps that are complete.
 type accumulator struct {
 	grid
 	fields []string
-	open   map[bson.DateTime]*tally // by step start
+	open   map[slot]*tally
+	order  []string                 // the series read and not yet emitted, in the order read
+	metas  map[string]bson.RawValue // of the series in order, by key
 }
 
-func (a *accumulator) add(at bson.DateTime, count int64, mins, maxs, sums []float64) {
-	start := a.stepOf(at)
-	t := a.open[start]
+// slot is one step of one series.
+type slot struct {
+	series string // see [accumulator.series]
+	start  bson.DateTime
+}
+
+func newAccumulator(g grid, fields []string) *accumulator {
+	return &accumulator{grid: g, fields: fields, open: map[slot]*tally{}, metas: map[string]bson.RawValue{}}
+}
+
+// series returns the key of the series of meta m (the zero value for the
+// one series of Summaries), which the buckets read in order name, and
+// remembers it in order: the order in which emit yields the series, even
+// those whose only measurements come from a later find.
+func (a *accumulator) series(m bson.RawValue) string {
+	key := string(rune(m.Type)) + string(m.Value)
+	if n := len(a.order); n == 0 || a.order[n-1] != key {
+		a.order = append(a.order, key)
+		a.metas[key] = m
+	}
+	return key
+}
+
+func (a *accumulator) add(series string, at bson.DateTime, count int64, mins, maxs, sums []float64) {
+	k := slot{series, a.stepOf(at)}
+	t := a.open[k]
 	if t == nil {
 		t = &tally{stats: make([]Stats, len(a.fields))}
 		for i := range t.stats {
 			t.stats[i].Min, t.stats[i].Max = math.Inf(1), math.Inf(-1)
 		}
-		a.open[start] = t
+		a.open[k] = t
 	}
 	t.count += count
 	for i := range t.stats {
@@ -282,7 +433,7 @@ func (a *accumulator) add(at bson.DateTime, count int64, mins, maxs, sums []floa
 }
 
 // addBucket adds a bucket's stored summary; the bucket lies in one step.
-func (a *accumulator) addBucket(bk summaryBucket) error {
+func (a *accumulator) addBucket(series string, bk summaryBucket) error {
 	mins, maxs, sums := make([]float64, len(a.fields)), make([]float64, len(a.fields)), make([]float64, len(a.fields))
 	for i, f := range a.fields {
 		var okMin, okMax, okSum bool
@@ -293,12 +444,12 @@ func (a *accumulator) addBucket(bk summaryBucket) error {
 			return fmt.Errorf("bucket %s: %w", bk.ID.Hex(), missingValue(f, a.stepOf(bk.First)))
 		}
 	}
-	a.add(bk.First, bk.Count, mins, maxs, sums)
+	a.add(series, bk.First, bk.Count, mins, maxs, sums)
 	return nil
 }
 
 // addPoint adds one measurement, if it lies in [from, to).
-func (a *accumulator) addPoint(s *settings, raw bson.Raw) error {
+func (a *accumulator) addPoint(s *settings, series string, raw bson.Raw) error {
 	at, err := timeOf(raw, s.timeField)
 	if err != nil || at < a.from || at >= a.to {
 		return err
@@ -309,22 +460,36 @@ func (a *accumulator) addPoint(s *settings, raw bson.Raw) error {
 			return fmt.Errorf("%w: %v", missingValue(f, a.stepOf(at)), err)
 		}
 	}
-	a.add(at, 1, vals, vals, vals)
+	a.add(series, at, 1, vals, vals, vals)
 	return nil
 }
 
-// emit yields, in order, the steps that end by before, and forgets them;
-// it reports whether to go on.
-func (a *accumulator) emit(before bson.DateTime, yield func(Summary, error) bool) bool {
-	for _, start := range slices.Sorted(maps.Keys(a.open)) {
-		if int64(start)+a.step > int64(before) {
-			break
+// emit yields, in order, the steps of the series before current, and
+// those of current that end by before, and forgets them; it reports
+// whether to go on. emit("", math.MinInt64, yield) yields every step.
+func (a *accumulator) emit(current string, before bson.DateTime, yield func(bson.RawValue, Summary, error) bool) bool {
+	for len(a.order) > 0 {
+		series := a.order[0]
+		var starts []bson.DateTime
+		for k := range a.open {
+			if k.series == series {
+				starts = append(starts, k.start)
+			}
 		}
-		t := a.open[start]
-		delete(a.open, start)
-		if !yield(a.summary(start, a.fields, t), nil) {
-			return false
+		slices.Sort(starts)
+		for _, start := range starts {
+			if series == current && int64(start)+a.step > int64(before) {
+				return true
+			}
+			k := slot{series, start}
+			t := a.open[k]
+			delete(a.open, k)
+			if !yield(a.metas[series], a.summary(start, a.fields, t), nil) {
+				return false
+			}
 		}
+		a.order = a.order[1:]
+		delete(a.metas, series)
 	}
 	return true
 }

@@ -339,7 +339,31 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 				yield(Summary{}, failed("Summaries", err))
 				return
 			}
-			g.yieldRows(ctx, ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), ts.s.valueFields, yield)
+			yieldRows(ctx, "Summaries", ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), g.stepRow(ts.s.valueFields), yield)
+		}
+	})
+}
+
+// SummariesBySeries is [Buckets.SummariesBySeries] on the time-series
+// collection: one aggregate ($match on the interval, $group by meta with
+// $sum, $min and $max, $sort), plus getMores beyond 101 series. The
+// $match names the time only, which MongoDB answers from the bounds of
+// its internal buckets (control.min and control.max of the time, which it
+// indexes with the collection's clustered key); the index {<meta>: 1,
+// <time>: 1} does not lead with it. It reads no snapshot: measurements
+// inserted or deleted while it runs may or may not be counted. On a
+// server without time-series collections it yields an
+// [*patterns.UnsupportedError], as every method does.
+func (ts *TimeSeries[M, V]) SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error] {
+	const op = "SummariesBySeries"
+	return windowSeq(op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
+		g := wholeGrid(r)
+		return func(yield func(SeriesSummary[M], error) bool) {
+			if _, err := ts.ready(ctx); err != nil {
+				yield(SeriesSummary[M]{}, failed(op, err))
+				return
+			}
+			yieldRows(ctx, op, ts.s.coll, ts.s.timeSeriesSeriesPipeline(ts.s.timeFilter(r)), seriesRow[M](g, ts.s.valueFields), yield)
 		}
 	})
 }

@@ -1,8 +1,9 @@
 // Command iot stores the readings of greenhouse sensors with the bucket
 // pattern: a gateway sends them in batches, they land in hourly buckets
 // (one document per sensor and hour, not one per reading), the hourly
-// summaries come from the buckets, and a dashboard shows each sensor's
-// latest reading. Old buckets are then expired.
+// summaries come from the buckets, a dashboard shows each sensor's
+// latest reading and a fleet view each sensor's summary over the last
+// hour. Old buckets are then expired.
 //
 //	go -C examples run ./iot
 //
@@ -98,6 +99,20 @@ func run(ctx context.Context, db *mongo.Database) error {
 			return err
 		}
 		fmt.Printf("  %s/%d  %s  %.1f °C  humidity %.0f%%\n", s.Site, s.ID, r.At.UTC().Format("15:04"), r.Celsius, r.Humidity)
+	}
+
+	// The fleet view at 11:57: one summary per sensor over the last hour,
+	// in one aggregate (or, on FerretDB 1.x, two finds), exact although
+	// the hour straddles two hourly buckets of each sensor. The sensors
+	// come in the order of their stored metas, {id, site}: keys sorted.
+	now := start.Add(5*time.Hour + 57*time.Minute)
+	fmt.Printf("fleet over the last hour (%s-%s):\n", now.Add(-time.Hour).Format("15:04"), now.Format("15:04"))
+	for s, err := range store.SummariesBySeries(ctx, now.Add(-time.Hour), now) {
+		if err != nil {
+			return err
+		}
+		c := s.Values["celsius"]
+		fmt.Printf("  %s/%d  %2d readings  %.1f..%.1f °C (mean %.2f)\n", s.Meta.Site, s.Meta.ID, s.Count, c.Min, c.Max, c.Mean)
 	}
 
 	fmt.Println("south/1 from 11:40:")

@@ -1,0 +1,166 @@
+package bucket_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/faults"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// bySeries is SummariesBySeries computed the obvious way: per series (in
+// the order of their names, which BSON sorts as Go does), the one
+// summary of summarise over [from, to).
+func bySeries(rs map[string][]reading, from, to time.Time) []bucket.SeriesSummary[string] {
+	var out []bucket.SeriesSummary[string]
+	for _, m := range slices.Sorted(func(yield func(string) bool) {
+		for m := range rs {
+			if !yield(m) {
+				return
+			}
+		}
+	}) {
+		for _, s := range summarise(rs[m], from, to, to.Sub(from)) {
+			out = append(out, bucket.SeriesSummary[string]{Meta: m, Summary: s})
+		}
+	}
+	return out
+}
+
+// TestSummariesBySeries: on random readings of many series, in buckets of
+// one and of three (more than 256 buckets, so that the client path reads
+// the measurements of straddling buckets in several finds), over windows
+// whose edges fall inside buckets, SummariesBySeries yields what
+// Summaries yields for each series over the whole window and what the
+// readings give by hand; on the server path in one aggregate, on the
+// client path in a find of the bucket summaries and one find of
+// measurements per 256 buckets; bad input is ErrInvalid with nothing
+// sent, an empty window nothing.
+func TestSummariesBySeries(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(23, 3))
+		for _, cap := range []int{1, 3} {
+			s, db := newBuckets(t, p, config(cap))
+			rs := map[string][]reading{}
+			var pts []bucket.Point[string, reading]
+			for k := range 16 {
+				m := fmt.Sprintf("s%02d", k)
+				for range 10 + rng.IntN(30) {
+					minute := rng.IntN(5 * 60)
+					r := readingAt(at(time.Duration(minute)*time.Minute+time.Duration(rng.IntN(60))*time.Second), rng.IntN(1000))
+					rs[m] = append(rs[m], r)
+					pts = append(pts, bucket.Point[string, reading]{Meta: m, Value: r})
+				}
+			}
+			if cap == 1 {
+				require.Greater(t, len(pts), 256, "more buckets than one find of measurements takes")
+			}
+			require.NoError(t, s.AddMany(ctx, pts))
+			c := mongotest.NewCounter(t, db)
+			for range 4 {
+				from := at(time.Duration(rng.IntN(4*60)) * time.Minute)
+				to := from.Add(time.Duration(1+rng.IntN(3*60)) * time.Minute)
+				var got []bucket.SeriesSummary[string]
+				sent := c.Count(func() { got = collect(t, s.SummariesBySeries(ctx, from, to)) })
+				require.Equal(t, bySeries(rs, from, to), got, "cap %d, [%v, %v)", cap, from, to)
+				var each []bucket.SeriesSummary[string]
+				for _, m := range slices.Sorted(func(yield func(string) bool) {
+					for m := range rs {
+						if !yield(m) {
+							return
+						}
+					}
+				}) {
+					for _, sm := range collect(t, s.Summaries(ctx, m, from, to, to.Sub(from))) {
+						each = append(each, bucket.SeriesSummary[string]{Meta: m, Summary: sm})
+					}
+				}
+				require.Equal(t, each, got, "agrees with Summaries series by series")
+				if bucket.ServerSummaries(p) {
+					require.Equal(t, []string{"aggregate"}, sent)
+				} else {
+					require.Equal(t, "find", sent[0])
+					require.LessOrEqual(t, len(sent), 2+len(pts)/256, "a find of summaries, then one of measurements per 256 buckets: %v", sent)
+				}
+			}
+		}
+
+		s, db := newBuckets(t, p, config(3))
+		c := mongotest.NewCounter(t, db)
+		sent := c.Count(func() {
+			require.ErrorIs(t, firstErr(s.SummariesBySeries(ctx, time.Time{}, at(0))), patterns.ErrInvalid)
+			err := firstErr(s.SummariesBySeries(ctx, at(time.Hour), at(0)))
+			require.ErrorIs(t, err, patterns.ErrInvalid)
+			require.ErrorContains(t, err, "bucket: SummariesBySeries: ")
+			require.Empty(t, collect(t, s.SummariesBySeries(ctx, at(0), at(0))))
+		})
+		require.Empty(t, sent, "nothing sent")
+	})
+}
+
+// TestSummariesBySeriesReadsLittle: on the client path, a window aligned
+// with the buckets reads the bucket summaries only (one find); on the
+// server path, one aggregate whatever the window.
+func TestSummariesBySeriesReadsLittle(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		s, db := newBuckets(t, p, config(5))
+		rs := map[string][]reading{
+			"a": series(t, s, "a", at(0), 7*time.Minute, 40),
+			"b": series(t, s, "b", at(3*time.Minute), 11*time.Minute, 30),
+		}
+		c := mongotest.NewCounter(t, db)
+		var got []bucket.SeriesSummary[string]
+		want := []string{"find"}
+		if bucket.ServerSummaries(p) {
+			want = []string{"aggregate"}
+		}
+		require.Equal(t, want, c.Count(func() { got = collect(t, s.SummariesBySeries(ctx, at(time.Hour), at(3*time.Hour))) }))
+		require.Equal(t, bySeries(rs, at(time.Hour), at(3*time.Hour)), got)
+	})
+}
+
+// TestTimeSeriesSummariesBySeries: the time-series store yields what
+// Summaries yields for each series, in one aggregate.
+func TestTimeSeriesSummariesBySeries(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		s, db := newTimeSeries(t, p, config(5))
+		rs := map[string][]reading{}
+		for _, m := range []string{"a", "b", "c"} {
+			for _, pt := range points(m, 0, 7, 59, 60, 61, 119, 200) {
+				rs[m] = append(rs[m], pt.Value)
+				require.NoError(t, s.Add(ctx, m, pt.Value))
+			}
+		}
+		c := mongotest.NewCounter(t, db)
+		var got []bucket.SeriesSummary[string]
+		require.Equal(t, []string{"aggregate"}, c.Count(func() { got = collect(t, s.SummariesBySeries(ctx, at(5*time.Minute), at(2*time.Hour))) }))
+		require.Equal(t, bySeries(rs, at(5*time.Minute), at(2*time.Hour)), got)
+	})
+}
+
+// TestFaultsSummariesBySeries: SummariesBySeries over the 129 buckets of
+// s1 and the bucket of s2 with edges inside buckets, broken at each
+// command: an error, or every summary right.
+func TestFaultsSummariesBySeries(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		from, to := at(7*time.Minute), at(42*time.Hour+31*time.Minute)
+		rs := map[string][]reading{}
+		for _, pt := range readFixture() {
+			rs[pt.Meta] = append(rs[pt.Meta], pt.Value)
+		}
+		faults.Run(t, faults.New(t), readCase(p, "SummariesBySeries", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]bucket.SeriesSummary[string], error) {
+			return drain(s.SummariesBySeries(ctx, from, to))
+		}, bySeries(rs, from, to)))
+	})
+}
