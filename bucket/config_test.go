@@ -115,7 +115,7 @@ func TestErrorFormat(t *testing.T) {
 	cfg := config(100)
 	cfg.TimeField = "a.b"
 	_, err := bucket.New[string, reading](db, cfg)
-	require.EqualError(t, err, `bucket: New: TimeField: field name "a.b" contains '.', which makes it a path; a single field is expected: invalid`)
+	require.EqualError(t, err, `bucket: New: config.TimeField: field name "a.b" contains '.', which makes it a path; a single field is expected: invalid`)
 	cfg = config(0)
 	_, err = bucket.New[string, reading](db, cfg)
 	require.EqualError(t, err, `bucket: New: Cap 0 is not positive: invalid`)
