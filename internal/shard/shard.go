@@ -171,6 +171,7 @@ type Route struct {
 	Why    string // one sentence
 }
 
+// String returns "one shard: <why>", or "refused (code N): <why>".
 func (r Route) String() string {
 	if r.Target == Refused {
 		return fmt.Sprintf("refused (code %d): %s", r.Code, r.Why)
