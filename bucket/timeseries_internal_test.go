@@ -105,25 +105,20 @@ func TestTimeSeriesDistrustsItsCollection(t *testing.T) {
 func TestTimeSeriesRecreatesItsCollection(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	type reading struct {
-		At time.Time `bson:"at"`
-		V  float64   `bson:"v"`
-	}
-	ts, err := newTimeSeries[string, reading](db, Config{Collection: "readings", TimeField: "at", Granularity: "seconds"})
-	require.NoError(t, err)
-	ts.planned.Set(forced(plan{timeSeries: true, timeSeriesBucketing: true}))
+	ts := forcedTimeSeries(t, db)
 	c := mongotest.NewCounter(t, db)
-	sent := c.Count(func() { err = ts.Add(ctx, "s1", reading{At: time.Now(), V: 1}) })
+	var err error
+	sent := c.Count(func() { err = ts.Add(ctx, "s1", tsReading{At: time.Now(), V: 1}) })
 	if errors.Is(err, patterns.ErrUnsupported) {
 		t.Skipf("skipped: %s lacks %s (create with time-series options)", mongotest.Server(), patterns.FeatureTimeSeries)
 	}
 	require.NoError(t, err)
 	require.Equal(t, []string{"create", "insert"}, sent)
-	require.Equal(t, []string{"insert"}, c.Count(func() { require.NoError(t, ts.Add(ctx, "s1", reading{At: time.Now(), V: 2})) }), "trusted")
+	require.Equal(t, []string{"insert"}, c.Count(func() { require.NoError(t, ts.Add(ctx, "s1", tsReading{At: time.Now(), V: 2})) }), "trusted")
 
 	require.NoError(t, db.Collection("readings").Drop(ctx))
 	ts.created.Set(time.Now().Add(-recheckCollection - time.Second))
-	require.Equal(t, []string{"create", "insert"}, c.Count(func() { require.NoError(t, ts.Add(ctx, "s1", reading{At: time.Now(), V: 3})) }), "created again, explicitly")
+	require.Equal(t, []string{"create", "insert"}, c.Count(func() { require.NoError(t, ts.Add(ctx, "s1", tsReading{At: time.Now(), V: 3})) }), "created again, explicitly")
 }
 
 // TestTimeSeriesMeasurementLimit: a measurement document past 4 MiB,
@@ -155,13 +150,7 @@ func TestTimeSeriesMeasurementLimit(t *testing.T) {
 func TestTimeSeriesLatest(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
-	type reading struct {
-		At time.Time `bson:"at"`
-		V  float64   `bson:"v"`
-	}
-	ts, err := newTimeSeries[string, reading](db, Config{Collection: "readings", TimeField: "at", Granularity: "seconds"})
-	require.NoError(t, err)
-	ts.planned.Set(forced(plan{timeSeries: true, timeSeriesBucketing: true}))
+	ts := forcedTimeSeries(t, db)
 	ts.created.Set(time.Now())
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for _, m := range []int{5, 90, 30} {
@@ -169,11 +158,29 @@ func TestTimeSeriesLatest(t *testing.T) {
 		require.NoError(t, err)
 	}
 	c := mongotest.NewCounter(t, db)
-	var got reading
+	var got tsReading
+	var err error
 	require.Equal(t, []string{"find"}, c.Count(func() { got, err = ts.Latest(ctx, "s1") }))
 	require.NoError(t, err)
 	require.Equal(t, 90.0, got.V)
 	_, err = ts.Latest(ctx, "s2")
 	require.ErrorIs(t, err, patterns.ErrNotFound)
 	require.EqualError(t, err, `bucket: Latest: series "s2": no measurement: not found`)
+}
+
+// tsReading is a measurement of the time-series tests that force the
+// time-series plan.
+type tsReading struct {
+	At time.Time `bson:"at"`
+	V  float64   `bson:"v"`
+}
+
+// forcedTimeSeries returns a TimeSeries of tsReading over db's readings
+// collection that takes the time-series plan whatever the server.
+func forcedTimeSeries(t *testing.T, db *mongo.Database) *TimeSeries[string, tsReading] {
+	t.Helper()
+	ts, err := newTimeSeries[string, tsReading](db, Config{Collection: "readings", TimeField: "at", Granularity: "seconds"})
+	require.NoError(t, err)
+	ts.planned.Set(forced(plan{timeSeries: true, timeSeriesBucketing: true}))
+	return ts
 }
