@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 )
@@ -299,7 +300,8 @@ func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 
 // yieldRows runs a summary pipeline and yields its groups as row makes
 // them: each of the rows of one key ({_id: {k: key, ...}}, adjacent, as
-// the pipeline sorts them by _id) makes one. It reads the rows raw, into
+// the pipeline sorts them by _id; keys equal as the server compares
+// them) makes one. It reads the rows raw, into
 // buffers it reuses.
 func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pipeline mongo.Pipeline, row func(key bson.RawValue, parts []bson.Raw) (T, error), yield func(T, error) bool) {
 	var zero T
@@ -332,7 +334,7 @@ func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pi
 			fail(fmt.Errorf("summary row without a key: %s", cur.Current))
 			return
 		}
-		if parts > 0 && !k.Equal(bson.Raw(bufs[0]).Lookup("_id", "k")) && !emit() {
+		if parts > 0 && !bsonid.Equal(k, bson.Raw(bufs[0]).Lookup("_id", "k")) && !emit() {
 			return
 		}
 		if parts == len(bufs) {
