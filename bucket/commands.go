@@ -287,106 +287,109 @@ func byIDs(ids []bson.ObjectID) bson.D {
 func onlyPoints() bson.D { return bson.D{{Key: fieldPoints, Value: 1}} }
 
 // summaryPipeline is the aggregation of Summaries on the server path:
-// $match, then each bucket becomes rows {t, n, sum<i>, min<i>, max<i>}:
-// one row from its summary when its measurements lie in one step and in
-// [from, to), else one row per measurement in [from, to); one copy of
-// each bucket is kept; then the rows are grouped by step.
+// the rows of rowStages grouped by step, a bucket row by the step of its
+// first time.
 func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
-	return append(s.rowStages(filter, g, false), s.groupRows(g.stepExpr("$b.r.t"))...)
+	at := bson.D{{Key: "$ifNull", Value: bson.A{"$b.p." + s.timeField, "$b.f"}}}
+	return append(s.rowStages(filter, g, false), s.groupRows(g.stepExpr(at))...)
 }
 
 // seriesPipeline is the aggregation of SummariesBySeries on the server
-// path: the rows of summaryPipeline (g has one step), each bucket's
-// also carrying its meta m, grouped by meta.
+// path: the rows of rowStages (g has one step), each carrying its
+// bucket's meta m, grouped by meta.
 func (s *settings) seriesPipeline(filter bson.D, g grid) mongo.Pipeline {
 	return append(s.rowStages(filter, g, true), s.groupRows("$b.m")...)
 }
 
-// groupRows groups the rows of rowStages by key.
-func (s *settings) groupRows(key any) mongo.Pipeline {
-	return groupStages(key, "$b.r.n", func(kind string, i int) string { return "$b.r." + column(kind, i) }, len(s.valueFields))
-}
-
-// rowStages are the stages of summaryPipeline before the grouping, which
-// leave one document {b: {n, r}} per row, and with meta, {b: {n, m, r}}.
+// rowStages are the stages of the summary pipelines before the grouping.
+// After $match, each bucket becomes {n, f, w, c, s, p} (with meta, {n, m,
+// w, c, s, p}): n its count, f its first time, and either, when its
+// measurements lie in one step and in [from, to) (w true), c its count
+// and s its stored summary, or (w false) c 1 and p its measurements; one copy of each bucket
+// is kept, in b; then the measurements are unwound, only those of the
+// buckets that have them (the buckets that straddle a step boundary,
+// from or to), and those outside [from, to) dropped. A row is then a
+// bucket (b.s) or a measurement (b.p), each counting b.c measurements.
+// The row of a bucket matches {b.p: null}: the $max of an expression
+// object leaves a missing field out on MongoDB, and makes it null on
+// FerretDB 2.
+// Only stages and field paths touch the measurements, no per-measurement
+// expression: a server evaluates those far more slowly (FerretDB 2
+// took 3x the time of this pipeline for windows of mostly whole
+// buckets).
 func (s *settings) rowStages(filter bson.D, g grid, meta bool) mongo.Pipeline {
-	at := "$$p." + s.timeField
 	whole := bson.D{{Key: "$and", Value: bson.A{
 		bson.D{{Key: "$gte", Value: bson.A{"$" + fieldFirst, g.from}}},
 		bson.D{{Key: "$lt", Value: bson.A{"$" + fieldLast, g.to}}},
 		bson.D{{Key: "$eq", Value: bson.A{g.stepExpr("$" + fieldFirst), g.stepExpr("$" + fieldLast)}}},
 	}}}
-	inRange := bson.D{{Key: "$and", Value: bson.A{
-		bson.D{{Key: "$gte", Value: bson.A{at, g.from}}},
-		bson.D{{Key: "$lt", Value: bson.A{at, g.to}}},
-	}}}
-	bucketRow := bson.D{{Key: "t", Value: "$" + fieldFirst}, {Key: "n", Value: "$" + fieldCount}}
-	pointRow := bson.D{{Key: "t", Value: at}, {Key: "n", Value: bson.D{{Key: "$literal", Value: 1}}}}
-	for i, f := range s.valueFields {
-		sum := "$" + fieldSummary + "." + f + "."
-		bucketRow = append(bucketRow,
-			bson.E{Key: column("sum", i), Value: sum + "sum"},
-			bson.E{Key: column("min", i), Value: sum + "min"},
-			bson.E{Key: column("max", i), Value: sum + "max"})
-		v := "$$p." + f
-		pointRow = append(pointRow,
-			bson.E{Key: column("sum", i), Value: v},
-			bson.E{Key: column("min", i), Value: v},
-			bson.E{Key: column("max", i), Value: v})
+	either := func(ifWhole, otherwise any) bson.D {
+		return bson.D{{Key: "$cond", Value: bson.A{whole, ifWhole, otherwise}}}
 	}
-	rows := bson.D{{Key: "$cond", Value: bson.D{
-		{Key: "if", Value: whole},
-		{Key: "then", Value: bson.A{bucketRow}},
-		{Key: "else", Value: bson.D{{Key: "$map", Value: bson.D{
-			{Key: "input", Value: bson.D{{Key: "$filter", Value: bson.D{
-				{Key: "input", Value: "$" + fieldPoints}, {Key: "as", Value: "p"}, {Key: "cond", Value: inRange},
-			}}}},
-			{Key: "as", Value: "p"},
-			{Key: "in", Value: pointRow},
-		}}}},
-	}}}
 	// A bucket the server returned twice (a write moved its entry in the
-	// index that serves $match, whose key holds the count) is grouped
-	// into one, the copy with the higher count: the later, which holds
-	// the other's measurements and more.
+	// index that serves $match) is grouped into one, the copy with the
+	// higher count: the later, which holds the other's measurements and
+	// more. n leads so that $max compares the counts first.
 	project, kept := bson.D{{Key: "n", Value: "$" + fieldCount}}, bson.D{{Key: "n", Value: "$n"}}
 	if meta {
 		project, kept = append(project, bson.E{Key: "m", Value: "$" + s.metaField}), append(kept, bson.E{Key: "m", Value: "$m"})
+	} else {
+		project, kept = append(project, bson.E{Key: "f", Value: "$" + fieldFirst}), append(kept, bson.E{Key: "f", Value: "$f"})
 	}
-	project, kept = append(project, bson.E{Key: "r", Value: rows}), append(kept, bson.E{Key: "r", Value: "$r"})
+	project = append(project,
+		bson.E{Key: "w", Value: whole},
+		bson.E{Key: "c", Value: either("$"+fieldCount, 1)},
+		bson.E{Key: "s", Value: either("$"+fieldSummary, "$$REMOVE")},
+		bson.E{Key: "p", Value: either("$$REMOVE", "$"+fieldPoints)})
+	kept = append(kept, bson.E{Key: "w", Value: "$w"}, bson.E{Key: "c", Value: "$c"}, bson.E{Key: "s", Value: "$s"}, bson.E{Key: "p", Value: "$p"})
 	return mongo.Pipeline{
 		{{Key: "$match", Value: filter}},
 		{{Key: "$project", Value: project}},
 		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: kept}}}}}},
-		{{Key: "$unwind", Value: "$b.r"}},
+		{{Key: "$unwind", Value: bson.D{{Key: "path", Value: "$b.p"}, {Key: "preserveNullAndEmptyArrays", Value: true}}}},
+		{{Key: "$match", Value: bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "b.p", Value: nil}},
+			bson.D{{Key: "b.p." + s.timeField, Value: bson.D{{Key: "$gte", Value: g.from}, {Key: "$lt", Value: g.to}}}},
+		}}}}},
 	}
 }
 
-// The names of the per-field columns of the rows the summary pipelines
-// group: sum0, min0, max0, n0 for the first value field, and so on. Field
-// indexes, not names, so that no user field name can clash.
-func column(kind string, i int) string { return kind + strconv.Itoa(i) }
-
-// groupStages group rows by key (a step, or a series) and sort the
-// groups: count is the sum of n; per value field i, sum, min and max of
-// its columns, and n<i> the count of the rows whose value is a number,
-// which must equal count.
-func groupStages(key any, n any, col func(kind string, i int) string, fields int) mongo.Pipeline {
-	group := bson.D{{Key: "_id", Value: key}, {Key: "count", Value: bson.D{{Key: "$sum", Value: n}}}}
-	for i := range fields {
-		group = append(group,
-			bson.E{Key: column("sum", i), Value: bson.D{{Key: "$sum", Value: col("sum", i)}}},
-			bson.E{Key: column("min", i), Value: bson.D{{Key: "$min", Value: col("min", i)}}},
-			bson.E{Key: column("max", i), Value: bson.D{{Key: "$max", Value: col("max", i)}}},
-			bson.E{Key: column("n", i), Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
-				bson.D{{Key: "$isNumber", Value: col("sum", i)}}, n, 0,
-			}}}}}})
+// groupRows groups the rows of rowStages by key and by w, and sorts the
+// groups by key: one group of the buckets' summaries (w true), one of
+// the measurements (w false). count is the sum of c; per value field i,
+// the sum, min and max of the measurements' values (psum<i>, pmin<i>,
+// pmax<i>) or of the buckets' summaries (ssum<i>, smin<i>, smax<i>); and
+// n<i> the count of the measurements whose value is a number, which must
+// equal count. [tallyOf] adds the two groups of a key up. One group
+// holds rows of one kind: FerretDB 2's $min is null over values of which
+// one is missing or null, where MongoDB's skips them.
+func (s *settings) groupRows(key any) mongo.Pipeline {
+	group := bson.D{
+		{Key: "_id", Value: bson.D{{Key: "k", Value: key}, {Key: "w", Value: "$b.w"}}},
+		{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.c"}}},
+	}
+	for i, f := range s.valueFields {
+		p, sum := "$b.p."+f, "$b.s."+f+"."
+		for _, kind := range []string{"sum", "min", "max"} {
+			group = append(group,
+				bson.E{Key: column("p"+kind, i), Value: bson.D{{Key: "$" + kind, Value: p}}},
+				bson.E{Key: column("s"+kind, i), Value: bson.D{{Key: "$" + kind, Value: sum + kind}}})
+		}
+		group = append(group, bson.E{Key: column("n", i), Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
+			bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "$isNumber", Value: p}}, bson.D{{Key: "$isNumber", Value: sum + "sum"}}}}}, "$b.c", 0,
+		}}}}}})
 	}
 	return mongo.Pipeline{
 		{{Key: "$group", Value: group}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}
 }
+
+// The names of the per-field columns of the summary pipelines: psum0,
+// pmin0, pmax0 (of measurements), ssum0, smin0, smax0 (of bucket
+// summaries), n0 for the first value field, and so on. Field indexes, not
+// names, so that no user field name can clash.
+func column(kind string, i int) string { return kind + strconv.Itoa(i) }
 
 // stepExpr is the start of the step that holds the date t, as an
 // aggregation expression: integer arithmetic on dates ($subtract of two
@@ -474,10 +477,28 @@ func (s *settings) timeSeriesSeriesPipeline(filter bson.D) mongo.Pipeline {
 }
 
 // groupMeasurements is $match, then the measurements of a time-series
-// collection grouped by key.
+// collection grouped by key (as {k: key}, the _id that [yieldRows]
+// reads) and sorted: count is their number; per value
+// field i, the sum, min and max of its values (psum<i>, pmin<i>,
+// pmax<i>, as in [settings.groupRows]), and n<i> the count of the
+// measurements whose value is a number, which must equal count.
 func (s *settings) groupMeasurements(filter bson.D, key any) mongo.Pipeline {
-	return append(mongo.Pipeline{{{Key: "$match", Value: filter}}},
-		groupStages(key, 1, func(_ string, i int) string { return "$" + s.valueFields[i] }, len(s.valueFields))...)
+	group := bson.D{{Key: "_id", Value: bson.D{{Key: "k", Value: key}}}, {Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}}}
+	for i, f := range s.valueFields {
+		v := "$" + f
+		group = append(group,
+			bson.E{Key: column("psum", i), Value: bson.D{{Key: "$sum", Value: v}}},
+			bson.E{Key: column("pmin", i), Value: bson.D{{Key: "$min", Value: v}}},
+			bson.E{Key: column("pmax", i), Value: bson.D{{Key: "$max", Value: v}}},
+			bson.E{Key: column("n", i), Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
+				bson.D{{Key: "$isNumber", Value: v}}, 1, 0,
+			}}}}}})
+	}
+	return mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$group", Value: group}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}
 }
 
 // timeFilter is the filter of the measurements, of every series, in

@@ -144,44 +144,40 @@ func TestSummaryPipelinePinned(t *testing.T) {
 	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp"}, Window: time.Hour, Cap: 100})
 	f, tt := date("2026-03-01T00:30:00Z"), date("2026-03-02T00:00:00Z")
 	g := newGrid(read{from: f, to: tt}, 2*time.Hour)
-	step := func(x string) bson.D {
+	step := func(x any) bson.D {
 		return bson.D{{Key: "$subtract", Value: bson.A{x, bson.D{{Key: "$mod", Value: bson.A{bson.D{{Key: "$subtract", Value: bson.A{x, f}}}, int64(7200000)}}}}}}
 	}
+	whole := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$gte", Value: bson.A{"$first", f}}},
+		bson.D{{Key: "$lt", Value: bson.A{"$last", tt}}},
+		bson.D{{Key: "$eq", Value: bson.A{step("$first"), step("$last")}}},
+	}}}
+	either := func(a, b any) bson.D { return bson.D{{Key: "$cond", Value: bson.A{whole, a, b}}} }
 	require.Equal(t, mongo.Pipeline{
-		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$count"}, {Key: "r", Value: bson.D{{Key: "$cond", Value: bson.D{
-			{Key: "if", Value: bson.D{{Key: "$and", Value: bson.A{
-				bson.D{{Key: "$gte", Value: bson.A{"$first", f}}},
-				bson.D{{Key: "$lt", Value: bson.A{"$last", tt}}},
-				bson.D{{Key: "$eq", Value: bson.A{step("$first"), step("$last")}}},
-			}}}},
-			{Key: "then", Value: bson.A{bson.D{
-				{Key: "t", Value: "$first"}, {Key: "n", Value: "$count"},
-				{Key: "sum0", Value: "$summary.temp.sum"}, {Key: "min0", Value: "$summary.temp.min"}, {Key: "max0", Value: "$summary.temp.max"},
-			}}},
-			{Key: "else", Value: bson.D{{Key: "$map", Value: bson.D{
-				{Key: "input", Value: bson.D{{Key: "$filter", Value: bson.D{
-					{Key: "input", Value: "$measurements"}, {Key: "as", Value: "p"},
-					{Key: "cond", Value: bson.D{{Key: "$and", Value: bson.A{
-						bson.D{{Key: "$gte", Value: bson.A{"$$p.at", f}}},
-						bson.D{{Key: "$lt", Value: bson.A{"$$p.at", tt}}},
-					}}}},
-				}}}},
-				{Key: "as", Value: "p"},
-				{Key: "in", Value: bson.D{
-					{Key: "t", Value: "$$p.at"}, {Key: "n", Value: bson.D{{Key: "$literal", Value: 1}}},
-					{Key: "sum0", Value: "$$p.temp"}, {Key: "min0", Value: "$$p.temp"}, {Key: "max0", Value: "$$p.temp"},
-				}},
-			}}}},
+		{{Key: "$project", Value: bson.D{
+			{Key: "n", Value: "$count"}, {Key: "f", Value: "$first"}, {Key: "w", Value: whole},
+			{Key: "c", Value: either("$count", 1)}, {Key: "s", Value: either("$summary", "$$REMOVE")}, {Key: "p", Value: either("$$REMOVE", "$measurements")},
+		}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{
+			{Key: "n", Value: "$n"}, {Key: "f", Value: "$f"}, {Key: "w", Value: "$w"}, {Key: "c", Value: "$c"}, {Key: "s", Value: "$s"}, {Key: "p", Value: "$p"},
 		}}}}}}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "r", Value: "$r"}}}}}}}},
-		{{Key: "$unwind", Value: "$b.r"}},
+		{{Key: "$unwind", Value: bson.D{{Key: "path", Value: "$b.p"}, {Key: "preserveNullAndEmptyArrays", Value: true}}}},
+		{{Key: "$match", Value: bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "b.p", Value: nil}},
+			bson.D{{Key: "b.p.at", Value: bson.D{{Key: "$gte", Value: f}, {Key: "$lt", Value: tt}}}},
+		}}}}},
 		{{Key: "$group", Value: bson.D{
-			{Key: "_id", Value: step("$b.r.t")},
-			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.r.n"}}},
-			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.r.sum0"}}},
-			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.r.min0"}}},
-			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.r.max0"}}},
-			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.r.sum0"}}, "$b.r.n", 0}}}}}},
+			{Key: "_id", Value: bson.D{{Key: "k", Value: step(bson.D{{Key: "$ifNull", Value: bson.A{"$b.p.at", "$b.f"}}})}, {Key: "w", Value: "$b.w"}}},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.c"}}},
+			{Key: "psum0", Value: bson.D{{Key: "$sum", Value: "$b.p.temp"}}},
+			{Key: "ssum0", Value: bson.D{{Key: "$sum", Value: "$b.s.temp.sum"}}},
+			{Key: "pmin0", Value: bson.D{{Key: "$min", Value: "$b.p.temp"}}},
+			{Key: "smin0", Value: bson.D{{Key: "$min", Value: "$b.s.temp.min"}}},
+			{Key: "pmax0", Value: bson.D{{Key: "$max", Value: "$b.p.temp"}}},
+			{Key: "smax0", Value: bson.D{{Key: "$max", Value: "$b.s.temp.max"}}},
+			{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{
+				bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.p.temp"}}, bson.D{{Key: "$isNumber", Value: "$b.s.temp.sum"}}}}}, "$b.c", 0,
+			}}}}}},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}, s.summaryPipeline(bson.D{{Key: "sensor", Value: "s-1"}}, g)[1:])
@@ -236,15 +232,15 @@ func TestTimeSeriesPinned(t *testing.T) {
 	require.Equal(t, mongo.Pipeline{
 		{{Key: "$match", Value: filter}},
 		{{Key: "$group", Value: bson.D{
-			{Key: "_id", Value: step},
+			{Key: "_id", Value: bson.D{{Key: "k", Value: step}}},
 			{Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
-			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
-			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
-			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
+			{Key: "psum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
+			{Key: "pmin0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
+			{Key: "pmax0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
 			{Key: "n0", Value: isNum("$temp")},
-			{Key: "sum1", Value: bson.D{{Key: "$sum", Value: "$hum"}}},
-			{Key: "min1", Value: bson.D{{Key: "$min", Value: "$hum"}}},
-			{Key: "max1", Value: bson.D{{Key: "$max", Value: "$hum"}}},
+			{Key: "psum1", Value: bson.D{{Key: "$sum", Value: "$hum"}}},
+			{Key: "pmin1", Value: bson.D{{Key: "$min", Value: "$hum"}}},
+			{Key: "pmax1", Value: bson.D{{Key: "$max", Value: "$hum"}}},
 			{Key: "n1", Value: isNum("$hum")},
 		}}},
 		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
@@ -501,7 +497,8 @@ func TestShortcutsEncodeAsTheEncoder(t *testing.T) {
 // TestSummariesBySeriesPinned: SummariesBySeries filters the buckets of
 // every series by window start, first and last (the overlap of Range and
 // Summaries without the meta); on the server path it aggregates the rows
-// of Summaries' pipeline, each carrying its bucket's meta, grouped and
+// of Summaries' pipeline, each carrying its bucket's meta in place of its
+// first time, grouped by meta (and kind of row) and
 // sorted by meta; on the client path it reads the bucket summaries sorted
 // by meta, then start, and the measurements as Summaries does. The
 // time-series store groups its measurements in [from, to) by meta.
@@ -519,32 +516,27 @@ func TestSummariesBySeriesPinned(t *testing.T) {
 	}, filter)
 	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}}, s.byMetaThenStart())
 
-	rows := s.summaryPipeline(filter, g)[1][0].Value.(bson.D)[1] // pinned by TestSummaryPipelinePinned
-	require.Equal(t, "r", rows.Key)
-	group := bson.D{
-		{Key: "_id", Value: "$b.m"},
-		{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.r.n"}}},
-		{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.r.sum0"}}},
-		{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.r.min0"}}},
-		{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.r.max0"}}},
-		{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$b.r.sum0"}}, "$b.r.n", 0}}}}}},
-	}
-	require.Equal(t, mongo.Pipeline{
-		{{Key: "$match", Value: filter}},
-		{{Key: "$project", Value: bson.D{{Key: "n", Value: "$count"}, {Key: "m", Value: "$sensor"}, rows}}},
-		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "n", Value: "$n"}, {Key: "m", Value: "$m"}, {Key: "r", Value: "$r"}}}}}}}},
-		{{Key: "$unwind", Value: "$b.r"}},
-		{{Key: "$group", Value: group}},
-		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
-	}, s.seriesPipeline(filter, g))
+	// The stages of Summaries' pipeline (pinned by
+	// TestSummaryPipelinePinned) with the meta m in place of the first
+	// time f, grouped by meta.
+	steps := s.summaryPipeline(filter, g)
+	project := steps[1][0].Value.(bson.D)
+	require.Equal(t, bson.E{Key: "f", Value: "$first"}, project[1])
+	project[1] = bson.E{Key: "m", Value: "$sensor"}
+	kept := steps[2][0].Value.(bson.D)[1].Value.(bson.D)[0].Value.(bson.D)
+	require.Equal(t, bson.E{Key: "f", Value: "$f"}, kept[1])
+	kept[1] = bson.E{Key: "m", Value: "$m"}
+	group := steps[5][0].Value.(bson.D)
+	group[0] = bson.E{Key: "_id", Value: bson.D{{Key: "k", Value: "$b.m"}, {Key: "w", Value: "$b.w"}}}
+	require.Equal(t, steps, s.seriesPipeline(filter, g))
 
 	require.Equal(t, bson.D{{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, s.timeFilter(r))
 	tsGroup := bson.D{
-		{Key: "_id", Value: "$sensor"},
+		{Key: "_id", Value: bson.D{{Key: "k", Value: "$sensor"}}},
 		{Key: "count", Value: bson.D{{Key: "$sum", Value: 1}}},
-		{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
-		{Key: "min0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
-		{Key: "max0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
+		{Key: "psum0", Value: bson.D{{Key: "$sum", Value: "$temp"}}},
+		{Key: "pmin0", Value: bson.D{{Key: "$min", Value: "$temp"}}},
+		{Key: "pmax0", Value: bson.D{{Key: "$max", Value: "$temp"}}},
 		{Key: "n0", Value: bson.D{{Key: "$sum", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$temp"}}, 1, 0}}}}}},
 	}
 	require.Equal(t, mongo.Pipeline{

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 )
@@ -297,33 +298,69 @@ func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 	return s
 }
 
-// yieldRows runs a summary pipeline and yields its rows as row makes them.
-func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pipeline mongo.Pipeline, row func(bson.Raw) (T, error), yield func(T, error) bool) {
-	open := func(ctx context.Context) (*mongo.Cursor, error) { return coll.Aggregate(ctx, pipeline) }
-	for raw, err := range seq.Cursor[bson.Raw](ctx, open) {
-		if err == nil {
-			var v T
-			if v, err = row(raw); err == nil {
-				if !yield(v, nil) {
-					return
-				}
-				continue
-			}
-		}
-		var zero T
-		yield(zero, failed(op, err))
+// yieldRows runs a summary pipeline and yields its groups as row makes
+// them: each of the rows of one key ({_id: {k: key, ...}}, adjacent, as
+// the pipeline sorts them by _id; keys equal as the server compares
+// them) makes one. It reads the rows raw, into
+// buffers it reuses.
+func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pipeline mongo.Pipeline, row func(key bson.RawValue, parts []bson.Raw) (T, error), yield func(T, error) bool) {
+	var zero T
+	fail := func(err error) { yield(zero, failed(op, err)) }
+	cur, err := coll.Aggregate(ctx, pipeline)
+	if err != nil {
+		fail(err)
 		return
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var bufs [][]byte // the rows of the key being read, then spare
+	parts := 0
+	emit := func() bool {
+		rows := make([]bson.Raw, parts)
+		for i := range rows {
+			rows[i] = bufs[i]
+		}
+		key := rows[0].Lookup("_id", "k")
+		v, err := row(key, rows)
+		if err != nil {
+			fail(err)
+			return false
+		}
+		parts = 0
+		return yield(v, nil)
+	}
+	for cur.Next(ctx) {
+		k, err := cur.Current.LookupErr("_id", "k")
+		if err != nil {
+			fail(fmt.Errorf("summary row without a key: %s", cur.Current))
+			return
+		}
+		if parts > 0 && !bsonid.Equal(k, bson.Raw(bufs[0]).Lookup("_id", "k")) && !emit() {
+			return
+		}
+		if parts == len(bufs) {
+			bufs = append(bufs, nil)
+		}
+		bufs[parts] = append(bufs[parts][:0], cur.Current...)
+		parts++
+	}
+	if err := cur.Err(); err != nil {
+		fail(err)
+		return
+	}
+	if parts > 0 {
+		emit()
 	}
 }
 
-// stepRow reads one row of a summary pipeline grouped by step.
-func (g grid) stepRow(fields []string) func(bson.Raw) (Summary, error) {
-	return func(row bson.Raw) (Summary, error) {
-		start, ok := row.Lookup("_id").DateTimeOK()
+// stepRow reads the rows of one step of a summary pipeline grouped by
+// step.
+func (g grid) stepRow(fields []string) func(bson.RawValue, []bson.Raw) (Summary, error) {
+	return func(key bson.RawValue, parts []bson.Raw) (Summary, error) {
+		start, ok := key.DateTimeOK()
 		if !ok {
-			return Summary{}, fmt.Errorf("summary row without a step start: %s", row)
+			return Summary{}, fmt.Errorf("summary row without a step start: %s", parts[0])
 		}
-		t, err := tallyOf(row, fields, bson.DateTime(start))
+		t, err := tallyOf(parts, fields, bson.DateTime(start))
 		if err != nil {
 			return Summary{}, err
 		}
@@ -331,14 +368,15 @@ func (g grid) stepRow(fields []string) func(bson.Raw) (Summary, error) {
 	}
 }
 
-// seriesRow reads one row of a summary pipeline grouped by series.
-func seriesRow[M any](g grid, fields []string) func(bson.Raw) (SeriesSummary[M], error) {
-	return func(row bson.Raw) (SeriesSummary[M], error) {
+// seriesRow reads the rows of one series of a summary pipeline grouped by
+// series.
+func seriesRow[M any](g grid, fields []string) func(bson.RawValue, []bson.Raw) (SeriesSummary[M], error) {
+	return func(key bson.RawValue, parts []bson.Raw) (SeriesSummary[M], error) {
 		var out SeriesSummary[M]
-		if err := row.Lookup("_id").Unmarshal(&out.Meta); err != nil {
+		if err := key.Unmarshal(&out.Meta); err != nil {
 			return out, fmt.Errorf("decode a meta: %w", err)
 		}
-		t, err := tallyOf(row, fields, g.from)
+		t, err := tallyOf(parts, fields, g.from)
 		if err != nil {
 			return out, err
 		}
@@ -347,26 +385,39 @@ func seriesRow[M any](g grid, fields []string) func(bson.Raw) (SeriesSummary[M],
 	}
 }
 
-// tallyOf reads the count and stats of one grouped row of a summary
-// pipeline, whose step starts at step.
-func tallyOf(row bson.Raw, fields []string, step bson.DateTime) (*tally, error) {
-	count, ok := number(row.Lookup("count"))
-	if !ok {
-		return nil, fmt.Errorf("summary row without a count: %s", row)
+// tallyOf adds up the counts and stats of the grouped rows of one key of
+// a summary pipeline, whose step starts at step: per value field, the sum
+// of their sums and the min and max of their mins and maxes, of
+// measurements (p) or of bucket summaries (s), whichever each row has.
+func tallyOf(parts []bson.Raw, fields []string, step bson.DateTime) (*tally, error) {
+	t := &tally{stats: make([]Stats, len(fields))}
+	for i := range t.stats {
+		t.stats[i].Min, t.stats[i].Max = math.Inf(1), math.Inf(-1)
 	}
-	t := &tally{count: int64(count), stats: make([]Stats, len(fields))}
-	for i, f := range fields {
-		n, _ := number(row.Lookup(column("n", i)))
-		if n != count {
-			return nil, missingValue(f, step)
+	for _, row := range parts {
+		count, ok := number(row.Lookup("count"))
+		if !ok {
+			return nil, fmt.Errorf("summary row without a count: %s", row)
 		}
-		st := &t.stats[i]
-		var okSum, okMin, okMax bool
-		st.Sum, okSum = number(row.Lookup(column("sum", i)))
-		st.Min, okMin = number(row.Lookup(column("min", i)))
-		st.Max, okMax = number(row.Lookup(column("max", i)))
-		if !okSum || !okMin || !okMax {
-			return nil, fmt.Errorf("summary row without the sum, min or max of %q: %s", f, row)
+		t.count += int64(count)
+		for i, f := range fields {
+			n, _ := number(row.Lookup(column("n", i)))
+			if n != count {
+				return nil, missingValue(f, step)
+			}
+			st := &t.stats[i]
+			ok := false
+			for _, part := range []string{"p", "s"} {
+				sum, okSum := number(row.Lookup(column(part+"sum", i)))
+				lo, okMin := number(row.Lookup(column(part+"min", i)))
+				hi, okMax := number(row.Lookup(column(part+"max", i)))
+				if okSum && okMin && okMax {
+					st.Sum, st.Min, st.Max, ok = st.Sum+sum, min(st.Min, lo), max(st.Max, hi), true
+				}
+			}
+			if !ok {
+				return nil, fmt.Errorf("summary row without the sum, min or max of %q: %s", f, row)
+			}
 		}
 	}
 	return t, nil
