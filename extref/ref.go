@@ -49,6 +49,11 @@ type Ref[S any] struct {
 	// findCopy are the options of load's find, built once (a builder is
 	// not modified after it is built, so goroutines can share it).
 	findCopy *options.FindOneOptionsBuilder
+	// shardKey is Config.ShardKey (nil: the source is not sharded on
+	// another key), and findKey the options of Update's read of its
+	// values.
+	shardKey []string
+	findKey  *options.FindOneOptionsBuilder
 
 	decided lazy.Value[decision] // the server's plan, decided on first use
 }
@@ -70,7 +75,8 @@ type target struct {
 // invalid or overlapping target path; S that is not a struct, has no id
 // field, has no copied field, has an inline map, or encodes itself; a
 // negative batch size or one over 2³¹-1; a negative transaction limit or
-// report sample. It sends nothing to the server:
+// report sample; a shard key naming _id, an invalid path or a field
+// twice. It sends nothing to the server:
 // the server's features are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
@@ -88,8 +94,11 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), sample: cfg.ReportSample, proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), sample: cfg.ReportSample, proj: fieldsOnly(ct.fields)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
+	if len(cfg.ShardKey) > 0 {
+		r.shardKey, r.findKey = cfg.ShardKey, options.FindOne().SetProjection(fieldsOnly(cfg.ShardKey))
+	}
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
