@@ -166,18 +166,30 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 // the first 10 missing ids, and the copies of the others are returned all
 // the same, with the zero S at each missing id's place.
 func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
-	keys := make([]string, len(sourceIDs))
-	var distinct bson.A
-	seen := map[string]bool{}
 	for i, id := range sourceIDs {
 		if err := patterns.ValidateID(id); err != nil {
 			return nil, pkg.Wrap("OfMany", fmt.Errorf("id %d: %w", i, err))
 		}
-		t, data, err := bson.MarshalValue(id)
-		if err != nil {
-			return nil, pkg.Wrap("OfMany", errs.Invalid("id %d: %v", i, err))
-		}
-		keys[i] = bsonid.Key(bson.RawValue{Type: t, Value: data})
+	}
+	if len(sourceIDs) == 0 {
+		return []S{}, nil
+	}
+	// One encoding of all the ids (valid ids encode), rather than one
+	// per id: the keys that match them to the sources found, and the
+	// distinct ids sent.
+	_, data, err := bson.MarshalValue(sourceIDs)
+	if err != nil {
+		return nil, pkg.Wrap("OfMany", errs.Invalid("ids: %v", err))
+	}
+	encoded, err := bson.RawArray(data).Values()
+	if err != nil {
+		return nil, pkg.Wrap("OfMany", errs.Invalid("ids: %v", err))
+	}
+	keys := make([]string, len(sourceIDs))
+	distinct := make(bson.A, 0, len(sourceIDs))
+	seen := make(map[string]bool, len(sourceIDs))
+	for i, id := range encoded {
+		keys[i] = bsonid.Key(id)
 		if !seen[keys[i]] {
 			seen[keys[i]] = true
 			distinct = append(distinct, id)
