@@ -60,8 +60,10 @@
 // A [Ref] is safe for concurrent use, and several processes may sync the
 // same sources at once: each method says what concurrent readers and
 // writers see, and concurrent Syncs and Updates of one source leave its
-// copies equal to it once all have returned nil. On FerretDB 1.x this
-// holds only for one client with a single connection: see
+// copies equal to it once all have returned nil. Concurrent Syncs and
+// Updates of one source through one Ref share their syncs instead of
+// fighting over the same target documents (see [Ref.Sync]). On FerretDB
+// 1.x this holds only for one client with a single connection: see
 // [patterns.FeatureConcurrentUpdates].
 //
 // # Servers

@@ -56,6 +56,7 @@ type Ref[S any] struct {
 	findKey  *options.FindOneOptionsBuilder
 
 	decided lazy.Value[decision] // the server's plan, decided on first use
+	shared  shared               // the syncs under way, by source
 }
 
 // target is a configured [Target] with its collection and parsed path.

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
@@ -74,7 +75,9 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // that gap, the source keeps its change and the copies stay stale until a
 // Sync, Repair or Watch event: the error wraps [ErrNotSynced], the counts
 // say what the sync wrote before it (as Sync's do), and Sync(sourceID) is
-// the retry. If the findAndModify itself fails without an answer (the
+// the retry. That sync is shared with the concurrent Updates and Syncs of
+// the same source through the same Ref, as [Ref.Sync] says: 8 writers
+// updating one source send 8 findAndModify and about two syncs. If the findAndModify itself fails without an answer (the
 // connection lost, ctx's deadline passed), the source may have changed or
 // not (the server may have run it and its reply be lost), and no copy was
 // written: the error does not wrap ErrNotSynced, and running Update again
@@ -156,7 +159,7 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}
-	counts, err := r.converge(ctx, d.plan, sourceID, c)
+	counts, err := r.syncShared(ctx, d.plan, sourceID, bsonid.Key(c.id), &c)
 	if err != nil {
 		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
