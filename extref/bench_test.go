@@ -3,6 +3,7 @@ package extref_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -293,4 +294,47 @@ func verifyByHand(b *testing.B, db *mongo.Database) (copies, stale int) {
 	}
 	require.NoError(b, cur.Err())
 	return copies, stale
+}
+
+// BenchmarkHotSource (issue 19 item 6): 8 writers each calling Update
+// once on one product held in about a third of 100 carts' items (an array
+// target) and in a featured document, against one writer calling Update 8
+// times: the same 8 updates, concurrent or one after the other. The goal
+// is total throughput under contention at least half of one writer's
+// (speed-x >= 0.5), with no error reaching a caller.
+func BenchmarkHotSource(b *testing.B) {
+	const writers = 8
+	update := func(w, i int) bson.D {
+		return bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: fmt.Sprintf("writer %d, update %d", w, i)}}}}
+	}
+	mongotest.Compare(b, mongotest.Comparison{
+		Library: func(b *testing.B) func(int) {
+			_, r := withCarts(b, 10, 100)
+			return func(i int) {
+				var wg sync.WaitGroup
+				errs := make(chan error, writers)
+				for w := range writers {
+					wg.Go(func() {
+						_, err := r.Update(ctx, 1, update(w, i))
+						errs <- err
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					require.NoError(b, err)
+				}
+			}
+		},
+		Baseline: func(b *testing.B) func(int) {
+			_, r := withCarts(b, 10, 100)
+			return func(i int) {
+				for w := range writers {
+					_, err := r.Update(ctx, 1, update(w, i))
+					require.NoError(b, err)
+				}
+			}
+		},
+		Speed: 0.5,
+	})
 }

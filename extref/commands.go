@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 )
 
 // This file builds every filter, update, projection and pipeline the
@@ -16,6 +17,14 @@ import (
 
 // byID is the filter of one document by _id: {_id: id}.
 func byID(id any) bson.D { return bson.D{{Key: "_id", Value: id}} }
+
+// keyed is the filter of Update's findAndModify on a source sharded on
+// key, read as doc: its _id and each key field's value by equality,
+// {_id: id, region: {$eq: "eu"}} (null for a field doc lacks), which
+// mongos routes to one shard.
+func keyed(id any, doc bson.Raw, key []string) bson.D {
+	return shard.AppendValues(byID(id), doc, key)
+}
 
 // sourceUpdate is the options Update gives the source's findAndModify
 // after the caller's, which it overrides: return the document after the
@@ -37,11 +46,12 @@ func transactionOptions() *options.TransactionOptionsBuilder {
 	return options.Transaction().SetWriteConcern(writeconcern.Majority())
 }
 
-// copiedFields is the projection of a source document on the copied
-// fields: {name: 1, email: 1}. The _id comes with it.
-func copiedFields(ct copyType) bson.D {
-	proj := make(bson.D, len(ct.fields))
-	for i, f := range ct.fields {
+// fieldsOnly is the projection of a document on the given fields: the
+// copied fields of a source, {name: 1, email: 1}, or its shard key's
+// (Config.ShardKey), {region: 1}. The _id comes with it.
+func fieldsOnly(fields []string) bson.D {
+	proj := make(bson.D, len(fields))
+	for i, f := range fields {
 		proj[i] = bson.E{Key: f, Value: 1}
 	}
 	return proj

@@ -208,7 +208,7 @@ func TestCopies(t *testing.T) {
 // with the caller's projection, which could hide a copied field.
 func TestSourceUpdate(t *testing.T) {
 	ct, _ := ann(t)
-	proj := copiedFields(ct)
+	proj := fieldsOnly(ct.fields)
 	requireBSON(t, bson.D{{Key: "name", Value: 1}, {Key: "email", Value: 1}}, proj)
 	servers := mongotest.KnownServers()
 	servers["portable"] = mongotest.Portable()
@@ -232,6 +232,10 @@ func TestBuilders(t *testing.T) {
 	ct, c := ann(t)
 	requireBSON(t, bson.D{{Key: "_id", Value: 7}}, byID(7))
 	requireBSON(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, "x"}}}}}, sourcesByID(bson.A{1, "x"}))
+	requireBSON(t, bson.D{{Key: "region", Value: 1}, {Key: "geo.zone", Value: 1}}, fieldsOnly([]string{"region", "geo.zone"}))
+	source := bson.Raw(bsonDoc(t, bson.D{{Key: "_id", Value: 7}, {Key: "region", Value: "eu"}, {Key: "geo", Value: bson.D{{Key: "zone", Value: 3}}}}))
+	requireBSON(t, bson.D{{Key: "_id", Value: 7}, {Key: "region", Value: bson.D{{Key: "$eq", Value: "eu"}}}, {Key: "geo.zone", Value: bson.D{{Key: "$eq", Value: 3}}}, {Key: "tier", Value: bson.D{{Key: "$eq", Value: nil}}}},
+		keyed(7, source, []string{"region", "geo.zone", "tier"}))
 
 	items := mustParse(t, "items[].product")
 	requireBSON(t, bson.D{{Key: "items.product.id", Value: 1}}, indexKeys(items, ct))

@@ -3,10 +3,12 @@ package extref
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 )
 
 // Config declares one extended reference. The copied fields are not listed
@@ -38,6 +40,17 @@ type Config struct {
 	// memory those lists take, not the counts, which are exact. Zero
 	// value: [DefaultReportSample].
 	ReportSample int
+	// ShardKey names the fields of the source collection's shard key
+	// (paths, as given to shardCollection) when the source is sharded on
+	// anything but _id alone, {region: 1, _id: 1} say. [Ref.Update] then
+	// reads their values first (one find by _id, on a server without
+	// [patterns.FeatureWritesWithoutShardKey]) and puts them by equality
+	// in its findAndModify's filter, which MongoDB before 7.1 refuses
+	// without them (see "Sharding" in the package documentation). Empty,
+	// the default, adds nothing: right for a source that is not sharded or
+	// is sharded on _id. _id (or a path inside it) and a field given twice
+	// are refused.
+	ShardKey []string
 }
 
 // The defaults of [Config]'s fields, used where a field is zero.
@@ -83,6 +96,10 @@ func (c Config) normalize() (Config, error) {
 	case c.ReportSample < 0:
 		return c, errs.Invalid("ReportSample %d is negative", c.ReportSample)
 	}
+	if err := shard.CheckFields(c.ShardKey); err != nil {
+		return c, fmt.Errorf("config.ShardKey: %w", err)
+	}
+	c.ShardKey = slices.Clone(c.ShardKey)
 	if _, err := parseTargets(c.Targets); err != nil {
 		return c, err
 	}

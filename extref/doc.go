@@ -47,7 +47,9 @@
 // [Ref.Of] sends one find. [Ref.Sync] sends one find of the source and one
 // updateMany per target, plus one find that confirms the source did not
 // change while it wrote, when it rewrote anything (see [Ref.Sync] for why).
-// [Ref.Update] replaces the first find by the source's findAndModify.
+// [Ref.Update] replaces the first find by the source's findAndModify
+// (with [Config.ShardKey], a find of the key's values precedes it: see
+// Sharding).
 // [Ref.Verify] reads each target in pages of [Config.BatchSize] documents
 // in _id order (one find each, so that every document is counted once
 // while others write), with one find of their sources per page;
@@ -58,8 +60,10 @@
 // A [Ref] is safe for concurrent use, and several processes may sync the
 // same sources at once: each method says what concurrent readers and
 // writers see, and concurrent Syncs and Updates of one source leave its
-// copies equal to it once all have returned nil. On FerretDB 1.x this
-// holds only for one client with a single connection: see
+// copies equal to it once all have returned nil. Concurrent Syncs and
+// Updates of one source through one Ref share their syncs instead of
+// fighting over the same target documents (see [Ref.Sync]). On FerretDB
+// 1.x this holds only for one client with a single connection: see
 // [patterns.FeatureConcurrentUpdates].
 //
 // # Servers
@@ -91,12 +95,24 @@
 //
 // Shard the source on {_id: "hashed"}: [Ref.Of], [Ref.Sync] and
 // [Ref.Update] address a source by _id alone, so each goes to one shard.
-// Under any other key the source's reads by _id go to every shard, and
-// Update's findAndModify by _id is refused by MongoDB 6.0 and 7.0 (61,
+// [Ref.Verify] reads the sources of a batch of copies by an $in of their
+// ids: some shards.
+//
+// A source sharded on another key ({region: 1, _id: 1}, say) must name
+// that key's fields in [Config.ShardKey]. Without it, Update's
+// findAndModify by _id is refused by MongoDB 6.0 and 7.0 (61,
 // ShardKeyNotFound: "Query for sharded findAndModify must contain the
 // shard key"); from 7.1 mongos accepts it as a two-phase write to every
-// shard. [Ref.Verify] reads the sources of a batch of copies by an $in of
-// their ids: some shards.
+// shard. With it, Update reads the key's values by _id first (a find
+// that goes to every shard), then sends its findAndModify with the _id
+// and those values by equality: one shard, at 6.0 as at 8.0, for one
+// round trip more; where the server has
+// [patterns.FeatureWritesWithoutShardKey] (mongos 7.1+) it skips the read
+// and sends the findAndModify by _id. Under such a key every read of a
+// source by _id (Of, OfMany, Sync's reads, Verify's $in) goes to every
+// shard: the repository knows only the ids its callers give. Update
+// refuses the upsert option with Config.ShardKey (an upsert's filter must
+// hold the key's values of a source that does not exist yet).
 //
 // The targets are the application's collections. A target holding one
 // copy per document is best sharded on the copy's id ({customer.id:

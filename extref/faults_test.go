@@ -58,6 +58,7 @@ type faultScene struct {
 	featured []int32
 	renamed  []int32
 	batch    int
+	shardKey []string // Config.ShardKey
 }
 
 // world is the stored state: collection, then _id, then document.
@@ -135,7 +136,7 @@ func callCase[S interface{ record() *calls }](prepare func(*testing.T, *mongo.Da
 
 // ref builds the repository on db (New sends nothing), on the run's plan.
 func (s *faultRun) ref(db *mongo.Database) (*extref.Ref[ProductRef], error) {
-	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: s.sc.targets, BatchSize: s.sc.batch})
+	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: s.sc.targets, BatchSize: s.sc.batch, ShardKey: s.sc.shardKey})
 	if err != nil {
 		return nil, err
 	}
@@ -671,6 +672,18 @@ func TestUpdateFaults(t *testing.T) {
 		if has(p, patterns.FeatureTransactions) {
 			breakCommit(t, px, c)
 		}
+	})
+}
+
+// TestUpdateFaultsWithAShardKey breaks Update of a source whose
+// Config.ShardKey names a field (issue 25) at every step: the read of the
+// key's values comes first, and a fault there writes nothing.
+func TestUpdateFaultsWithAShardKey(t *testing.T) {
+	t.Parallel()
+	px := faults.New(t)
+	sc := faultScene{targets: []extref.Target{featuredTarget}, featured: []int32{1, 2, 3}, shardKey: []string{"stock"}}
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		faults.Run(t, px, updateCase(sc, p))
 	})
 }
 

@@ -40,6 +40,9 @@ func TestNewRejects(t *testing.T) {
 		{"huge batch", db, extref.Config{Source: "customers", Targets: orders, BatchSize: 1 << 40}, "maximum"},
 		{"negative transaction limit", db, extref.Config{Source: "customers", Targets: orders, TransactionLimit: -1}, "TransactionLimit -1 is negative"},
 		{"negative report sample", db, extref.Config{Source: "customers", Targets: orders, ReportSample: -1}, "ReportSample -1 is negative"},
+		{"shard key on _id", db, extref.Config{Source: "customers", Targets: orders, ShardKey: []string{"region", "_id"}}, `config.ShardKey: "_id": every filter holds the _id already`},
+		{"shard key twice", db, extref.Config{Source: "customers", Targets: orders, ShardKey: []string{"region", "region"}}, `config.ShardKey: "region" is given twice`},
+		{"bad shard key path", db, extref.Config{Source: "customers", Targets: orders, ShardKey: []string{"geo..region"}}, "config.ShardKey: "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +67,8 @@ func TestNewRejects(t *testing.T) {
 		{Collection: "orders", Path: "customer"}, {Collection: "invoices", Path: "customer"}, {Collection: "orders", Path: "billTo"},
 	}})
 	require.NoError(t, err, "the same path in two collections, two paths in one")
+	_, err = extref.New[CustomerRef](db, extref.Config{Source: "customers", Targets: orders, ShardKey: []string{"region", "geo.zone"}})
+	require.NoError(t, err, "a compound shard key with a nested field")
 }
 
 func TestIndexes(t *testing.T) {

@@ -34,6 +34,11 @@ type plan struct {
 	// changeStreams: Watch can open a change stream
 	// ([patterns.FeatureChangeStreams]).
 	changeStreams bool
+	// keylessWrites: a findAndModify by _id alone is accepted on a source
+	// sharded on another key ([patterns.FeatureWritesWithoutShardKey]), so
+	// Update reads no shard-key values first; otherwise, with
+	// Config.ShardKey, it does.
+	keylessWrites bool
 }
 
 // planFor returns the plan for srv, from its features alone.
@@ -45,6 +50,7 @@ func planFor(srv *patterns.Server) plan {
 		projectUpdate:   srv.Has(patterns.FeatureFindAndModifyProjection),
 		pipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
 		changeStreams:   srv.Has(patterns.FeatureChangeStreams),
+		keylessWrites:   srv.Has(patterns.FeatureWritesWithoutShardKey),
 	}
 }
 

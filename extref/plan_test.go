@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestPlanFor: the path each known server gets, from its features.
@@ -29,6 +31,17 @@ func TestPlanFor(t *testing.T) {
 		require.Equal(t, p, planFor(srv), name)
 	}
 	require.Equal(t, plan{}, planFor(mongotest.Portable()))
+	// A mongos 7.1+ takes a findAndModify without the shard key: Update
+	// reads no key values first (Config.ShardKey); before 7.1 it does.
+	for version, keyless := range map[string]bool{"7.0.2": false, "7.1.0": true, "8.0.4": true} {
+		hello, err := bson.Marshal(bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
+		require.NoError(t, err)
+		build, err := bson.Marshal(bson.D{{Key: "version", Value: version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
+		require.NoError(t, err)
+		srv, err := patterns.NewServer(hello, build)
+		require.NoError(t, err)
+		require.Equal(t, plan{arrayFilters: true, batchedUpdates: true, transactions: true, projectUpdate: true, pipelineUpdates: true, changeStreams: true, keylessWrites: keyless}, planFor(srv), version)
+	}
 	require.Equal(t, all, planFor(mongotest.Native()))
 }
 

@@ -49,8 +49,14 @@ type Ref[S any] struct {
 	// findCopy are the options of load's find, built once (a builder is
 	// not modified after it is built, so goroutines can share it).
 	findCopy *options.FindOneOptionsBuilder
+	// shardKey is Config.ShardKey (nil: the source is not sharded on
+	// another key), and findKey the options of Update's read of its
+	// values.
+	shardKey []string
+	findKey  *options.FindOneOptionsBuilder
 
 	decided lazy.Value[decision] // the server's plan, decided on first use
+	shared  shared               // the syncs under way, by source
 }
 
 // target is a configured [Target] with its collection and parsed path.
@@ -70,7 +76,8 @@ type target struct {
 // invalid or overlapping target path; S that is not a struct, has no id
 // field, has no copied field, has an inline map, or encodes itself; a
 // negative batch size or one over 2³¹-1; a negative transaction limit or
-// report sample. It sends nothing to the server:
+// report sample; a shard key naming _id, an invalid path or a field
+// twice. It sends nothing to the server:
 // the server's features are detected on first use.
 func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if db == nil {
@@ -88,8 +95,11 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if err != nil {
 		return nil, pkg.Wrap("New", err)
 	}
-	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), sample: cfg.ReportSample, proj: copiedFields(ct)}
+	r := &Ref[S]{db: db, source: db.Collection(cfg.Source, sourceOptions), ct: ct, batch: cfg.BatchSize, txLimit: int64(cfg.TransactionLimit), sample: cfg.ReportSample, proj: fieldsOnly(ct.fields)}
 	r.findCopy = options.FindOne().SetProjection(r.proj)
+	if len(cfg.ShardKey) > 0 {
+		r.shardKey, r.findKey = cfg.ShardKey, options.FindOne().SetProjection(fieldsOnly(cfg.ShardKey))
+	}
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
 	}
@@ -157,18 +167,30 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 // the first 10 missing ids, and the copies of the others are returned all
 // the same, with the zero S at each missing id's place.
 func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
-	keys := make([]string, len(sourceIDs))
-	var distinct bson.A
-	seen := map[string]bool{}
 	for i, id := range sourceIDs {
 		if err := patterns.ValidateID(id); err != nil {
 			return nil, pkg.Wrap("OfMany", fmt.Errorf("id %d: %w", i, err))
 		}
-		t, data, err := bson.MarshalValue(id)
-		if err != nil {
-			return nil, pkg.Wrap("OfMany", errs.Invalid("id %d: %v", i, err))
-		}
-		keys[i] = bsonid.Key(bson.RawValue{Type: t, Value: data})
+	}
+	if len(sourceIDs) == 0 {
+		return []S{}, nil
+	}
+	// One encoding of all the ids (valid ids encode), rather than one
+	// per id: the keys that match them to the sources found, and the
+	// distinct ids sent.
+	_, data, err := bson.MarshalValue(sourceIDs)
+	if err != nil {
+		return nil, pkg.Wrap("OfMany", errs.Invalid("ids: %v", err))
+	}
+	encoded, err := bson.RawArray(data).Values()
+	if err != nil {
+		return nil, pkg.Wrap("OfMany", errs.Invalid("ids: %v", err))
+	}
+	keys := make([]string, len(sourceIDs))
+	distinct := make(bson.A, 0, len(sourceIDs))
+	seen := make(map[string]bool, len(sourceIDs))
+	for i, id := range encoded {
+		keys[i] = bsonid.Key(id)
 		if !seen[keys[i]] {
 			seen[keys[i]] = true
 			distinct = append(distinct, id)

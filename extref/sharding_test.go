@@ -16,13 +16,16 @@ import (
 // (a change stream, opened on mongos against every shard, which no server
 // here has), and routes what it sent under the shard keys of the package
 // documentation, under a hashed _id on every collection, and with the
-// source sharded on another field.
+// source sharded on another field: refused before 7.1 without
+// Config.ShardKey, targeted with it (issue 25).
 func TestShardingRoutes(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db, r := withCarts(t, 4, 6, p)
+		_, err := db.Collection("products").UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "category", Value: "tools"}}}})
+		require.NoError(t, err)
 		c := mongotest.NewCounter(t, db)
 		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-		_, err := r.Of(ctx, 1)
+		_, err = r.Of(ctx, 1)
 		require.NoError(t, err)
 		rename(t, db.Collection("products"), 2, "Renamed behind its back")
 		rename(t, db.Collection("products"), 3, "Renamed, for Repair")
@@ -37,6 +40,18 @@ func TestShardingRoutes(t *testing.T) {
 		_, err = r.Verify(ctx)
 		require.NoError(t, err)
 		_, err = r.Repair(ctx)
+		require.NoError(t, err)
+
+		// The same source, sharded on {category: 1}, named in
+		// Config.ShardKey.
+		keyed, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: []extref.Target{
+			{Collection: "carts", Path: "items[].product"},
+			{Collection: "featured", Path: "product"},
+		}, ShardKey: []string{"category"}})
+		require.NoError(t, err)
+		extref.ForcePlan(keyed, p)
+		k := mongotest.NewCounter(t, db)
+		_, err = keyed.Update(ctx, 2, bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "Keyed"}}}})
 		require.NoError(t, err)
 
 		hashedID := shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}})
@@ -75,6 +90,12 @@ func TestShardingRoutes(t *testing.T) {
 				refused = map[string][]int32{"findAndModify products": {61}}
 			}
 			c.RequireRefused(t, other, byID, refused)
+			// (d) The same, with Config.ShardKey: Update reads the key
+			// by _id (every shard), then its findAndModify holds the
+			// key and goes to one shard, at 6.0 as at 8.0.
+			delete(byID, "findAndModify products")
+			byID["find products"] = "Update reads the source's shard-key values by _id"
+			t.Log(k.RequireTargeted(t, other, byID))
 		}
 	})
 }

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"slices"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -72,6 +75,20 @@ const (
 // nothing is written silently wrong. Single-document targets use
 // updateMany on every server.
 //
+// Concurrent Syncs and Updates of one source through one Ref share their
+// syncs: one runs at a time per source, and the calls that arrive while
+// it runs wait for the next one, which reads the source after all of
+// them and serves them all (so N concurrent calls send about two syncs'
+// commands, not N, and do not fight over the same target documents: on
+// FerretDB 2.x, whose updates of the same documents in different orders
+// end in "deadlock detected", that is what lets them all succeed). Each
+// returns the counts of the sync that served it, which concurrent calls
+// may share; a call whose ctx ends while it waits returns ctx's error
+// with nothing written by it, and a sync that fails fails only the call
+// that ran it, the others running the next one. Calls through different
+// Refs or processes do not share: they converge through the confirming
+// read above.
+//
 // Concurrent readers see the copies change one document at a time, and
 // each target after the previous one: a document read between two steps
 // may hold the new copy while another holds the old. On FerretDB 1.x the
@@ -110,11 +127,11 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, c, err := r.load(ctx, id)
+	t, data, err := bson.MarshalValue(id)
 	if err != nil {
-		return nil, err
+		return nil, errs.Invalid("id of type %T: %v", id, err)
 	}
-	return r.converge(ctx, d.plan, id, c)
+	return r.syncShared(ctx, d.plan, id, bsonid.Key(bson.RawValue{Type: t, Value: data}), nil)
 }
 
 // converge writes c to every target, then, if it wrote anything, reads the

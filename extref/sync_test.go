@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,4 +433,33 @@ func TestOfMany(t *testing.T) {
 	got, err = r.OfMany(ctx, nil)
 	require.NoError(t, err)
 	require.Empty(t, got)
+}
+
+// TestSharedSyncSurvivesTheFailureOfItsRunner (issue 19 item 6): two
+// Syncs of one source through one Ref share one sync at a time. The first
+// runs a sync, and its ctx ends inside it, while the second waits for it:
+// the failure reaches only the first, and the second runs the next sync,
+// which writes the copies.
+func TestSharedSyncSurvivesTheFailureOfItsRunner(t *testing.T) {
+	db, r := withOrders(t, 2, 6)
+	rename(t, db.Collection("customers"), 1, "Renamed")
+	first, cancel := context.WithCancel(ctx)
+	defer cancel()
+	second := make(chan error, 1)
+	var once atomic.Bool
+	mongotest.OnCommand(t, db, "update", func(context.Context) {
+		if once.Swap(true) {
+			return
+		}
+		go func() {
+			_, err := r.Sync(ctx, 1)
+			second <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the second Sync waits for this one
+		cancel()
+	})
+	_, err := r.Sync(first, 1)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, <-second, "the failure of the sync that served it is not the second Sync's")
+	require.Equal(t, []int64{0}, verifyStale(t, r))
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
@@ -74,7 +75,9 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // that gap, the source keeps its change and the copies stay stale until a
 // Sync, Repair or Watch event: the error wraps [ErrNotSynced], the counts
 // say what the sync wrote before it (as Sync's do), and Sync(sourceID) is
-// the retry. If the findAndModify itself fails without an answer (the
+// the retry. That sync is shared with the concurrent Updates and Syncs of
+// the same source through the same Ref, as [Ref.Sync] says: 8 writers
+// updating one source send 8 findAndModify and about two syncs. If the findAndModify itself fails without an answer (the
 // connection lost, ctx's deadline passed), the source may have changed or
 // not (the server may have run it and its reply be lost), and no copy was
 // written: the error does not wrap ErrNotSynced, and running Update again
@@ -83,9 +86,27 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // applied nothing (FerretDB 2.x's "deadlock detected") is sent again, up to
 // 5 times, and so are the sync's updates (see [Ref.Sync]).
 //
-// Errors: [patterns.ErrInvalid] for a bad id or an update that is not an
-// update document (a replacement would drop the source's other fields);
-// [patterns.ErrNotFound] when no source has that id (nothing written); an
+// With [Config.ShardKey] (a source sharded on another key than _id),
+// on a server without [patterns.FeatureWritesWithoutShardKey] (MongoDB
+// before 7.1 behind mongos, and every server that is not a mongos),
+// Update first reads the key's values (one find by _id, projected on the
+// key: on a sharded source it goes to every shard) and filters its
+// findAndModify on the _id and those values by equality, so that mongos
+// sends it to the one shard that holds the source instead of refusing
+// it: one round trip more than above. If the findAndModify then matches
+// nothing, another writer changed the key's values (or deleted the
+// source) between the two: Update reads them again, up to 5 times, then
+// fails with [patterns.ErrConflict], nothing written. Where the server
+// has the feature (mongos 7.1+), the findAndModify by _id alone is
+// accepted (a two-phase write) and nothing is read first. The caller's
+// update may change a key field: mongos then moves the source to its new
+// shard, which the full key in the filter allows.
+//
+// Errors: [patterns.ErrInvalid] for a bad id, an update that is not an
+// update document (a replacement would drop the source's other fields),
+// or the upsert option with [Config.ShardKey] (an upsert's filter needs
+// the values of the key of a source that does not exist yet: insert it
+// instead; nothing sent); [patterns.ErrNotFound] when no source has that id (nothing written); an
 // [*patterns.UnsupportedError] naming [patterns.FeaturePipelineUpdates] for
 // a pipeline, or [patterns.FeatureArrayFilters] for an arrayFilters
 // option, on a server without it (nothing sent); [patterns.ErrUnsupported]
@@ -111,18 +132,12 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 		return nil, r.fail("Update", sourceID, fmt.Errorf("update pipeline: %w", d.unsupported(patterns.FeaturePipelineUpdates)))
 	case given.ArrayFilters != nil && !d.arrayFilters:
 		return nil, r.fail("Update", sourceID, fmt.Errorf("arrayFilters option: %w", d.unsupported(patterns.FeatureArrayFilters)))
+	case given.Upsert != nil && *given.Upsert && r.shardKey != nil:
+		return nil, r.fail("Update", sourceID, errs.Invalid("upsert option with config.ShardKey: the filter of an upsert must hold the shard key's values, which a source that does not exist lacks; insert the source instead"))
 	}
 	opts = append(slices.Clip(opts), sourceUpdate(d.plan, r.proj)) // never into the caller's array
 	updateSource := func(ctx context.Context) (copyValue, error) {
-		raw, err := r.source.FindOneAndUpdate(ctx, byID(sourceID), update, opts...).Raw()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
-		}
-		if err != nil {
-			return copyValue{}, fmt.Errorf("update in %s: %w", r.source.Name(), err)
-		}
-		_, c, err := r.copyOf(raw)
-		return c, err
+		return r.updateSource(ctx, d.plan, sourceID, update, opts)
 	}
 
 	if d.transactions {
@@ -144,11 +159,52 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}
-	counts, err := r.converge(ctx, d.plan, sourceID, c)
+	counts, err := r.syncShared(ctx, d.plan, sourceID, bsonid.Key(c.id), &c)
 	if err != nil {
 		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
 	return counts, nil
+}
+
+// keyRounds bounds how often Update reads the source's shard-key values
+// again because its findAndModify, filtered on the values read, matched
+// nothing: another writer changed them in between.
+const keyRounds = 5
+
+// updateSource sends Update's findAndModify and returns the copy of the
+// source it returns. The filter is the _id, with Config.ShardKey and a
+// plan without keylessWrites the _id and the key's values, read first
+// (one find by _id); a findAndModify that then matches nothing reads them
+// again, since the source may have moved to another key or been deleted,
+// up to keyRounds times.
+func (r *Ref[S]) updateSource(ctx context.Context, p plan, id, update any, opts []options.Lister[options.FindOneAndUpdateOptions]) (copyValue, error) {
+	filter := byID(id)
+	for round := 1; ; round++ {
+		if r.shardKey != nil && !p.keylessWrites {
+			doc, err := r.source.FindOne(ctx, filter, r.findKey).Raw()
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				return copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
+			}
+			if err != nil {
+				return copyValue{}, fmt.Errorf("read the shard key from %s: %w", r.source.Name(), err)
+			}
+			filter = keyed(id, doc, r.shardKey)
+		}
+		raw, err := r.source.FindOneAndUpdate(ctx, filter, update, opts...).Raw()
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments) && len(filter) > 1 && round < keyRounds:
+			filter = byID(id)
+			continue
+		case errors.Is(err, mongo.ErrNoDocuments) && len(filter) > 1:
+			return copyValue{}, fmt.Errorf("its shard key %v changed between each of %d reads and the update (nothing written): %w", r.shardKey, keyRounds, patterns.ErrConflict)
+		case errors.Is(err, mongo.ErrNoDocuments):
+			return copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
+		case err != nil:
+			return copyValue{}, fmt.Errorf("update in %s: %w", r.source.Name(), err)
+		}
+		_, c, err := r.copyOf(raw)
+		return c, err
+	}
 }
 
 // errTooManyCopies stops a transaction whose updates matched more

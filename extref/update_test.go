@@ -131,39 +131,26 @@ func TestUpdateTransactionRollsBack(t *testing.T) {
 }
 
 // TestConcurrentUpdatesConverge: 8 goroutines increment a copied field of
-// one product 5 times each through Update. Every increment is applied
-// once, and when all have returned, every copy holds the final value,
-// although the goroutines' syncs interleave (an older value may be written
-// after a newer one: Sync's confirming read catches it).
+// one product 5 times each through one Ref's Update, a product held in
+// carts' items (an array target) and in a featured document. No error
+// reaches a caller (issue 19 item 6: on FerretDB 2, "deadlock detected"
+// past the retries and ErrConflict after 8 rounds did, when each Update
+// ran its own sync), every increment is applied once, and when all have
+// returned, every copy holds the final value.
 func TestConcurrentUpdatesConverge(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		db, r := withCarts(t, 5, 12, p)
 		const workers, each = 8, 5
 		var wg sync.WaitGroup
-		errs := make(chan error, workers*each)
 		for range workers {
 			wg.Go(func() {
 				for range each {
 					_, err := r.Update(ctx, 1, bson.D{{Key: "$inc", Value: bson.D{{Key: "price", Value: 1}}}})
-					errs <- err
+					assert.NoError(t, err)
 				}
 			})
 		}
 		wg.Wait()
-		close(errs)
-		conflicts := 0
-		for err := range errs {
-			if errors.Is(err, patterns.ErrConflict) {
-				conflicts++ // the source changed in every round: retryable, not wrong
-				continue
-			}
-			require.NoError(t, err)
-		}
-		t.Logf("%d of %d updates gave up syncing after %d rounds", conflicts, workers*each, 8)
-		if conflicts > 0 {
-			_, err := r.Sync(ctx, 1)
-			require.NoError(t, err)
-		}
 
 		var product Product
 		require.NoError(t, db.Collection("products").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&product))

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 )
 
 // schema is what the commands of a repository depend on: the names of its
@@ -85,14 +86,7 @@ func (s schema) notNewerFilter(id any) bson.D {
 func (s schema) docFilter(doc bson.Raw) bson.D {
 	f := make(bson.D, 1, len(s.shardKey)+3)
 	f[0] = bson.E{Key: "_id", Value: doc.Lookup("_id")}
-	for _, k := range s.shardKey {
-		var v any // null
-		if rv, err := doc.LookupErr(strings.Split(k, ".")...); err == nil {
-			v = rv
-		}
-		f = append(f, bson.E{Key: k, Value: bson.D{{Key: "$eq", Value: v}}})
-	}
-	return f
+	return shard.AppendValues(f, doc, s.shardKey)
 }
 
 // stampedFilter matches the document read as before while it holds the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 )
 
 // Defaults of [Config] and [MigrateOptions].
@@ -111,18 +112,12 @@ func (c Config) normalize() (Config, error) {
 	if c.VersionField == c.RevisionField {
 		return c, errs.Invalid("VersionField and RevisionField are both %q", c.VersionField)
 	}
-	for i, f := range c.ShardKey {
-		if err := check.Path(f); err != nil {
-			return c, fmt.Errorf("ShardKey: %w", err)
-		}
-		root, _, _ := strings.Cut(f, ".")
-		switch {
-		case root == "_id":
-			return c, errs.Invalid("ShardKey: %q: every filter holds the _id already; a collection sharded on _id needs no ShardKey", f)
-		case root == c.VersionField || root == c.RevisionField:
+	if err := shard.CheckFields(c.ShardKey); err != nil {
+		return c, fmt.Errorf("ShardKey: %w", err)
+	}
+	for _, f := range c.ShardKey {
+		if root, _, _ := strings.Cut(f, "."); root == c.VersionField || root == c.RevisionField {
 			return c, errs.Invalid("ShardKey: %q: every write changes the version and the revision; shard on other fields", f)
-		case slices.Contains(c.ShardKey[:i], f):
-			return c, errs.Invalid("ShardKey: %q is given twice", f)
 		}
 	}
 	c.ShardKey = slices.Clone(c.ShardKey)

@@ -149,3 +149,39 @@ func upd(coll string, q bson.D, u any, multi, upsert bool) bson.D {
 		{Key: "q", Value: q}, {Key: "u", Value: u}, {Key: "multi", Value: multi}, {Key: "upsert", Value: upsert},
 	}}}}
 }
+
+// TestCheckFields: the shard-key fields a Config names.
+func TestCheckFields(t *testing.T) {
+	require.NoError(t, CheckFields(nil))
+	require.NoError(t, CheckFields([]string{"tenant", "geo.region"}))
+	for _, tc := range []struct {
+		fields []string
+		want   string
+	}{
+		{[]string{"tenant", "_id"}, `"_id": every filter holds the _id already`},
+		{[]string{"_id.part"}, `"_id.part": every filter holds the _id already`},
+		{[]string{"tenant", "tenant"}, `"tenant" is given twice`},
+		{[]string{"a..b"}, `a..b`},
+		{[]string{"$a"}, `$a`},
+	} {
+		err := CheckFields(tc.fields)
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%v", tc.fields)
+		require.ErrorContains(t, err, tc.want)
+	}
+}
+
+// TestAppendValues: each field's value in the document, by $eq; null for
+// a missing one; a nested path read inside its document.
+func TestAppendValues(t *testing.T) {
+	doc := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}}})
+	got := AppendValues(bson.D{{Key: "_id", Value: 1}}, doc, []string{"tenant", "geo.region", "missing"})
+	want := raw(t, bson.D{
+		{Key: "_id", Value: 1},
+		{Key: "tenant", Value: bson.D{{Key: "$eq", Value: "acme"}}},
+		{Key: "geo.region", Value: bson.D{{Key: "$eq", Value: "eu"}}},
+		{Key: "missing", Value: bson.D{{Key: "$eq", Value: nil}}},
+	})
+	require.Equal(t, want.String(), raw(t, got).String())
+	k := key(bson.D{{Key: "tenant", Value: 1}, {Key: "geo.region", Value: 1}, {Key: "missing", Value: 1}})
+	require.Equal(t, OneShard, k.Filter(got).Target, "the filter carries the full key")
+}
