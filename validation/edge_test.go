@@ -52,11 +52,14 @@ func edgeCases(t *testing.T) []edgeCase {
 		{"guard nil, version [null]", atNil, 20.0, bson.A{nil}, false},
 		{"guard nil, version []", atNil, 20.0, bson.A{}, true},
 		{"guard nil, version [1]", atNil, 20.0, bson.A{int32(1)}, true},
+		{"guard v.n 2, version {n: 2}", hi.Only("v.n", 2), 20.0, bson.D{{Key: "n", Value: int32(2)}}, false},
+		{"guard v.n 2, version {n: 3}", hi.Only("v.n", 2), 20.0, bson.D{{Key: "n", Value: int32(3)}}, true},
 	}
 }
 
 // TestValidateAgreesOnEdgeValues: Validate gives the server's verdict on
-// NaN under a bound and on a guard field holding an array; where the
+// NaN under a bound, on a guard field holding an array and on a guard
+// given as a dotted path (a path, as the server reads it); where the
 // server enforces validators, each document is inserted into a
 // collection under Apply's validator and the server's verdict must be
 // Validate's.

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,10 +47,11 @@ func (v *Validator) Validate(doc bson.Raw) *FieldError {
 	return v.root.eval("", bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc})
 }
 
-// selects reports whether doc's field equals one of g's values, as $in
-// decides: the field or, in an array, one of its elements.
+// selects reports whether doc's field (a dotted path, as the server reads
+// it) equals one of g's values, as $in decides: the field or, in an
+// array, one of its elements.
 func (g *guard) selects(doc bson.Raw) bool {
-	val, err := doc.LookupErr(g.field)
+	val, err := doc.LookupErr(strings.Split(g.field, ".")...)
 	if err != nil {
 		return slices.Contains(g.values, nil)
 	}

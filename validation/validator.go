@@ -79,7 +79,7 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field equals one of values (a nil value: field missing or null); any
+// field (a dotted path reaches into documents) equals one of values (a nil value: field missing or null); any
 // other document passes as it is. Values compare as the server compares
 // them ($in), so 3, int64(3) and 3.0 are one value. It is how a
 // collection in the middle of a migration keeps its older shapes:
