@@ -51,20 +51,24 @@ func (c *checker) sharding(ctx context.Context, srv *patterns.Server) error {
 
 // shardKeysOf reads the shard keys of database db's collections from the
 // documents of config.collections ({_id: "<db>.<collection>", key: {...},
-// dropped: <bool>}, as a mongos answers).
+// dropped: <bool>, unsplittable: <bool>}, as a mongos answers). A dropped
+// collection, and one MongoDB 8.0 tracks unsharded (unsplittable: true,
+// key {_id: 1}: moved by moveCollection or unshardCollection, on one
+// shard), has no shard key.
 func shardKeysOf(db string, docs []bson.Raw) (map[string]shard.Key, error) {
 	keys := map[string]shard.Key{}
 	for _, doc := range docs {
 		var d struct {
-			ID      string `bson:"_id"`
-			Key     bson.D `bson:"key"`
-			Dropped bool   `bson:"dropped"`
+			ID           string `bson:"_id"`
+			Key          bson.D `bson:"key"`
+			Dropped      bool   `bson:"dropped"`
+			Unsplittable bool   `bson:"unsplittable"`
 		}
 		if err := bson.Unmarshal(doc, &d); err != nil {
 			return nil, err
 		}
 		coll, ok := strings.CutPrefix(d.ID, db+".")
-		if !ok || d.Dropped {
+		if !ok || d.Dropped || d.Unsplittable {
 			continue
 		}
 		k, err := shard.ParseKey(d.Key)

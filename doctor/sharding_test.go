@@ -90,3 +90,31 @@ func TestShardingRuleIsSilentOffAMongos(t *testing.T) {
 	require.NoError(t, c.sharding(t.Context(), &patterns.Server{Topology: patterns.Standalone}))
 	require.Empty(t, c.rep.Findings)
 }
+
+// TestShardingLeavesOutUnsplittableCollections: MongoDB 8.0 lists
+// unsharded collections it tracks (moved with moveCollection, or
+// unsharded with unshardCollection) in config.collections as
+// {key: {_id: 1}, unsplittable: true}. Such a collection lives on one
+// shard: no query of it goes to every shard and any unique index can be
+// built, so it is no sharded collection for the rules. Before, a unique
+// index on email was reported Critical (code 67) and a query on email as
+// sent to every shard.
+func TestShardingLeavesOutUnsplittableCollections(t *testing.T) {
+	d := bson.D{}
+	require.NoError(t, bson.Unmarshal(configCollection(t, "shop.users", bson.D{{Key: "_id", Value: 1}}, false), &d))
+	d = append(d, bson.E{Key: "unsplittable", Value: true})
+	moved, err := bson.Marshal(d)
+	require.NoError(t, err)
+	keys, err := shardKeysOf("shop", []bson.Raw{moved, configCollection(t, "shop.orders", bson.D{{Key: "_id", Value: 1}}, false)})
+	require.NoError(t, err)
+	require.Equal(t, map[string]shard.Key{"orders": {{Path: "_id"}}}, keys, "users is tracked, not sharded")
+
+	db := mongotest.Client().Database("shop")
+	fs, err := shardingFindings(shard.Cluster{Version: patterns.Version{Major: 8}, Keys: keys}, "shop", []patterns.Index{
+		{Collection: db.Collection("users"), Model: mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true)}},
+		{Collection: db.Collection("orders"), Model: mongo.IndexModel{Keys: bson.D{{Key: "customer", Value: 1}}}},
+	})
+	require.NoError(t, err)
+	require.Len(t, fs, 1, "%v", fs)
+	require.Equal(t, "orders", fs[0].Collection, "the sharded collection still gets its finding")
+}

@@ -19,9 +19,11 @@ import (
 const (
 	// RuleValidatorDrift: a collection's validator differs from the one
 	// its Go type gives ([ValidatorCheck].Types), one finding per field
-	// that differs.
+	// that differs; or it is under validationLevel "off", so the server
+	// enforces none of it (one finding).
 	RuleValidatorDrift = "validator-drift"
-	// RuleMissingValidator: a collection without a validator (info).
+	// RuleMissingValidator: a collection without a validator, or with
+	// one under validationLevel "off", which checks nothing (info).
 	RuleMissingValidator = "missing-validator"
 )
 
@@ -61,6 +63,7 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 		return fmt.Errorf("listCollections: %w", err)
 	}
 	stored := map[string]bson.Raw{} // by collection: its validator, nil when none
+	off := map[string]bool{}        // by collection: a validator under validationLevel "off"
 	for _, s := range specs {
 		if s.Type != "collection" {
 			continue
@@ -72,21 +75,40 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 			}
 		}
 		stored[s.Name] = v
+		level, _ := s.Options.Lookup("validationLevel").StringValueOK()
+		off[s.Name] = v != nil && level == levelOff
 	}
 	for _, name := range selected {
-		if v, ok := stored[name]; ok && v == nil {
+		v, ok := stored[name]
+		switch {
+		case ok && v == nil:
 			c.add(Finding{Rule: RuleMissingValidator, Severity: Info, Collection: name,
 				Message:  fmt.Sprintf("collection %s has no validator: any document shape can be written", name),
 				Evidence: Evidence{{"validator", false}},
 				Remedy:   "generate one from the Go type the collection stores (validation.For), measure it with validation.Check, then validation.Apply"})
+		case off[name]:
+			c.add(Finding{Rule: RuleMissingValidator, Severity: Info, Collection: name,
+				Message:  fmt.Sprintf(`collection %s has a validator under validationLevel "off", which checks nothing: any document shape can be written`, name),
+				Evidence: Evidence{{"validator", true}, {"validationLevel", levelOff}},
+				Remedy:   `measure the validator with validation.Check, then set it with validation.Apply (validationLevel "strict" or "moderate")`})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(vc.Types)) {
 		v, exists := stored[name]
+		if off[name] {
+			c.add(Finding{Rule: RuleValidatorDrift, Severity: Warning, Collection: name,
+				Message:  fmt.Sprintf(`collection %s has its validator under validationLevel "off": the server enforces nothing of the type's`, name),
+				Evidence: Evidence{{"validationLevel", levelOff}},
+				Remedy:   `apply the type's validator (validation.Check, then validation.Apply), which sets validationLevel "strict"`})
+			continue
+		}
 		c.addAll(validatorDrift(name, exists, v, vc.Types[name]))
 	}
 	return nil
 }
+
+// levelOff is the validationLevel under which a validator checks nothing.
+const levelOff = "off"
 
 // validatorDrift compares a collection's validator (nil: none) with the
 // one a Go type gives, and returns a finding per field that differs.

@@ -93,3 +93,31 @@ func TestValidatorRules(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, has(rep, doctor.RuleMissingValidator, "plain"))
 }
+
+// TestValidatorTurnedOff: a validator under validationLevel "off" checks
+// nothing, so the collection is reported as one without a validator
+// (missing-validator), and as drifted from its type (validator-drift), even
+// when the validator itself is the type's; before, the doctor said nothing.
+func TestValidatorTurnedOff(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	v := forType[memberV2](t, "@")
+	for _, name := range []string{"off", "on"} {
+		require.NoError(t, validation.Apply(ctx, db, name, v, "", ""))
+	}
+	require.NoError(t, db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "off"}, {Key: "validationLevel", Value: "off"}}).Err())
+	_, err := db.Collection("off").InsertOne(ctx, bson.D{{Key: "email", Value: 42}})
+	require.NoError(t, err, "the server enforces nothing under validationLevel off")
+
+	rep, err := doctor.Check(ctx, db, doctor.Options{Validators: &doctor.ValidatorCheck{Types: map[string]*validation.Validator{"off": v, "on": v}}})
+	require.NoError(t, err)
+	missing := has(rep, doctor.RuleMissingValidator, "off")
+	require.Len(t, missing, 1)
+	require.Contains(t, missing[0].Message, `validationLevel "off"`)
+	drift := has(rep, doctor.RuleValidatorDrift, "off")
+	require.Len(t, drift, 1)
+	require.Contains(t, drift[0].Message, `validationLevel "off"`)
+	require.Empty(t, has(rep, doctor.RuleMissingValidator, "on"))
+	require.Empty(t, has(rep, doctor.RuleValidatorDrift, "on"))
+}

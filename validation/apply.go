@@ -19,13 +19,19 @@ import (
 // creates the collection with it, or sets it with collMod on one that
 // exists, then reads the collection's options back and returns an error
 // wrapping [patterns.ErrUnsupported] unless the server kept exactly the
-// validator, level and action sent. It never reports success for a
-// validator that is not in force.
+// validator, level and action sent: when it kept what the collection had
+// before (nothing, for a new one), the server ignored them; when it holds
+// a third setting, another caller set its own between Apply's command and
+// the read-back, and the error wraps [patterns.ErrConflict] instead (the
+// other's validator stays; running Apply again sets this one). It never
+// reports success for a validator that is not in force.
 //
 // Cost: three commands (listCollections, create or collMod,
 // listCollections), four where create does not take a validator (create,
-// then collMod), plus two once per client to learn the server's
-// features. Running it again is safe: each command sets the same state,
+// then collMod), five where it does and another caller created the
+// collection first with other options (listCollections, create, which
+// fails, listCollections, collMod, listCollections), plus two once per
+// client to learn the server's features. Running it again is safe: each command sets the same state,
 // and a create that fails because another process created the collection
 // meanwhile is followed by collMod. Writers see the old validator (or
 // none) until the create or collMod is applied, and the new one after;
@@ -63,7 +69,7 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
-	_, exists, err := collOptions(ctx, db, name)
+	before, exists, err := collOptions(ctx, db, name)
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
@@ -95,10 +101,27 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 		return pkg.Wrap("Apply", fmt.Errorf("%s: dropped by another caller before its options were read back", name))
 	}
 	if err := kept(opts, validator, level, action); err != nil {
+		if !sameSettings(opts, before) {
+			// Neither what was sent nor what was there: another caller
+			// set its own meanwhile, which a server that ignored the
+			// command would not show.
+			return pkg.Wrap("Apply", fmt.Errorf("%s: %w: another caller set the validator meanwhile: %w", name, err, patterns.ErrConflict))
+		}
 		return pkg.Wrap("Apply", fmt.Errorf("%s: %w: %w", name, err,
 			&patterns.UnsupportedError{Feature: patterns.FeatureValidators, Server: server}))
 	}
 	return nil
+}
+
+// sameSettings reports whether two collections' options hold the same
+// validator, validationLevel and validationAction (nil options: none).
+func sameSettings(a, b bson.Raw) bool {
+	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
+		if !a.Lookup(k).Equal(b.Lookup(k)) {
+			return false
+		}
+	}
+	return true
 }
 
 // settings checks the collection name, level and action, and fills in

@@ -41,8 +41,9 @@ type Rejection struct {
 // field, so that a caller knows what setting validationAction to "error"
 // would break. It changes nothing.
 //
-// Cost: two commands (an aggregate counting, a find of the sample), plus
-// two once per client to learn the server's features; the server reads
+// Cost: two commands (an aggregate counting, a find of the sample; the
+// find only when something is rejected), plus two once per client to
+// learn the server's features; the server reads
 // every document to count. The count and the sample are two reads: a
 // writer between them may make the sample hold a document the count did
 // not, or miss one it did.

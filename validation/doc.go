@@ -60,7 +60,8 @@
 // ([Validator.Portable]), which MongoDB accepts too. [Check] and [Apply]
 // choose the form from the server's features ([patterns.FeatureJSONSchema],
 // [patterns.FeatureValidators]); what the portable form cannot say (a map
-// whose values have a type) is refused with [patterns.ErrUnsupported],
+// whose values have a type, a field name with a dot) is refused with
+// [patterns.ErrUnsupported] before anything is sent,
 // never dropped. [Validator.Validate] evaluates the validator in Go, with
 // the server's meaning (tested against the server): it names the first
 // failing field of a document.

@@ -2,7 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -44,18 +47,24 @@ func (v *Validator) Validate(doc bson.Raw) *FieldError {
 	return v.root.eval("", bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc})
 }
 
-// selects reports whether doc's field equals one of g's values.
+// selects reports whether doc's field (a dotted path, as the server reads
+// it) equals one of g's values, as $in decides: the field or, in an
+// array, one of its elements.
 func (g *guard) selects(doc bson.Raw) bool {
-	val, err := doc.LookupErr(g.field)
-	for _, want := range g.values {
-		if want == nil {
-			if err != nil || val.Type == bson.TypeNull {
+	val, err := doc.LookupErr(strings.Split(g.field, ".")...)
+	if err != nil {
+		return slices.Contains(g.values, nil)
+	}
+	candidates := []bson.RawValue{val}
+	if val.Type == bson.TypeArray {
+		elems, _ := val.Array().Values()
+		candidates = append(candidates, elems...)
+	}
+	for _, c := range candidates {
+		for _, want := range g.values {
+			if want == nil && c.Type == bson.TypeNull || want != nil && equal(c, want) {
 				return true
 			}
-			continue
-		}
-		if err == nil && equal(val, want) {
-			return true
 		}
 	}
 	return false
@@ -117,6 +126,9 @@ func (n *node) eval(p string, val bson.RawValue) *FieldError {
 		x, ok := toFloat(val)
 		if !ok {
 			return nil
+		}
+		if math.IsNaN(x) && (n.min != nil || n.max != nil) { // the server's comparisons with NaN are false
+			return fail("NaN is not within minimum %v, maximum %v", n.min, n.max)
 		}
 		if lo, _ := toFloat(raw(n.min)); n.min != nil && x < lo {
 			return fail("%v below minimum %v", x, n.min)

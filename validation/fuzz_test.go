@@ -195,6 +195,7 @@ var mutations = []func(d bson.D, r *rand.Rand) bson.D{
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "count", int32(101)) },                      // maximum
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "count", int32(-1)) },                       // minimum
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "f", -2.0) },                                // minimum of a double
+	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "f", math.NaN()) },                          // no comparison holds for NaN
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "tags", bson.A{"A"}) },                      // item pattern
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "tags", bson.A{""}) },                       // item minLength
 	func(d bson.D, _ *rand.Rand) bson.D { return with(d, "tags", make(bson.A, 6)) },                  // maxItems
@@ -272,4 +273,44 @@ func TestEvaluatorAgreesWithTheServer(t *testing.T) {
 		_, err := db.Collection("enforced").InsertOne(ctx, genRich(r))
 		require.NoError(t, err, "valid document %d", i)
 	}
+}
+
+// TestEnforcementAgreesWithValidate inserts valid documents and each
+// mutation of them, one by one, into a collection under Apply's
+// validator: the server refuses exactly the documents Validate fails
+// (enforcement by collMod, not only the query form, agrees), and Check
+// afterwards counts none (what got in is valid).
+func TestEnforcementAgreesWithValidate(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	v := richValidator(t)
+	p := validation.PlanFor(mongotest.Server())
+	require.NoError(t, validation.ApplyPlan(ctx, db, "rich", v, "", "", p))
+	coll := db.Collection("rich")
+	r := rand.New(rand.NewPCG(25, 2))
+	refused := 0
+	for i := range mongotest.Scale(2*len(mutations)*4, 2*len(mutations)) {
+		raw, err := bson.Marshal(genRich(r))
+		require.NoError(t, err)
+		var d bson.D
+		require.NoError(t, bson.Unmarshal(raw, &d))
+		if i%2 == 1 {
+			d = mutations[(i/2)%len(mutations)](d, r)
+		}
+		raw, err = bson.Marshal(d)
+		require.NoError(t, err)
+		fe := v.Validate(raw)
+		_, err = coll.InsertOne(ctx, raw)
+		if fe != nil {
+			requireRejected(t, err, fmt.Sprintf("document %d (Validate: %v): %s", i, fe, bson.Raw(raw)))
+			refused++
+		} else {
+			require.NoError(t, err, "document %d, valid for Validate: %s", i, bson.Raw(raw))
+		}
+	}
+	rep, err := validation.CheckPlan(ctx, coll, v, p)
+	require.NoError(t, err)
+	require.Zero(t, rep.Rejected)
+	t.Logf("%d refused by the server and by Validate", refused)
 }

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -78,7 +79,7 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field equals one of values (a nil value: field missing or null); any
+// field (a dotted path reaches into documents) equals one of values (a nil value: field missing or null); any
 // other document passes as it is. Values compare as the server compares
 // them ($in), so 3, int64(3) and 3.0 are one value. It is how a
 // collection in the middle of a migration keeps its older shapes:
@@ -106,8 +107,10 @@ func (v *Validator) Document() bson.D {
 // [{$jsonSchema: core}, {$nor: [filters]}]}, where each filter matches
 // the documents that break one of them. It means what
 // [Validator.Document] means, and MongoDB accepts it too. A map whose
-// values have a type (additionalProperties with a schema) or an array of
-// arrays with a constraint has no such form: Portable returns an error
+// values have a type (additionalProperties with a schema), an array of
+// arrays with a constraint, or a field whose name holds a dot or starts
+// with $ (which a query reads as a path or an operator) has no such
+// form: Portable returns an error
 // wrapping [patterns.ErrUnsupported] naming [patterns.FeatureJSONSchema].
 func (v *Validator) Portable() (bson.D, error) {
 	d, err := v.portable()
@@ -225,6 +228,9 @@ func (n *node) violations(p string, out []bson.D) ([]bson.D, error) {
 	}
 	var err error
 	for _, pr := range n.props {
+		if strings.Contains(pr.name, ".") || strings.HasPrefix(pr.name, "$") {
+			return nil, unsupported(fmt.Sprintf("the field name %q (a query reads it as a path or an operator)", pr.name))
+		}
 		if out, err = pr.n.violations(join(p, pr.name), out); err != nil {
 			return nil, err
 		}

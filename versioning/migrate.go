@@ -120,7 +120,10 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // batch's bulk write) is not counted, though it may have landed, and the
 // next run does not count it either: it is no longer old. A failure of
 // the connection is not a document's failure: it stops the run and lists
-// nothing in Failed. The error is nil only when the scan finished and no
+// nothing in Failed; nor is the end of ctx's deadline where the server
+// noticed it first (the maxTimeMS the driver sends: FerretDB 2.x reports
+// it as a write error of each statement it stopped), which stops the run
+// with an error wrapping [context.DeadlineExceeded]. The error is nil only when the scan finished and no
 // document failed: it is [patterns.ErrInvalid] for bad options, the
 // context's, the connection's or the server's error if the run stopped,
 // and wraps [ErrMigration] when documents failed (listed in the result)
@@ -228,14 +231,16 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 				res.Migrated++
 			case err == nil:
 				res.Skipped++
-			case srverr.Refused(err):
+			case srverr.Refused(err) && !srverr.TimedOut(err):
 				// The server refused this one document (FerretDB 1.x
 				// reports a unique-index violation as a command error,
 				// not a write error).
 				res.Failed = append(res.Failed, Failure{ID: idOf(old), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(err))})
 			default:
-				// The connection, the context, the driver's pool: nothing
-				// about this document, and the next write would meet it too.
+				// The connection, the context (or the server's maxTimeMS,
+				// which the driver derives from it), the driver's pool:
+				// nothing about this document, and the next write would
+				// meet it too.
 				return fmt.Errorf("replace migrated document %s: %w", describe(old.Lookup("_id")), err)
 			}
 		}
@@ -261,22 +266,33 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 			return err // a transient one is sent again whole
 		}
 		again = again[:0]
-		var transient error
+		var transient, timedOut error
 		for _, we := range bwe.WriteErrors {
-			if srverr.Transient(we.WriteError) {
+			switch {
+			case srverr.TimedOut(we.WriteError):
+				// The deadline (the server's maxTimeMS), not the
+				// document: counted nowhere, it stops the run.
+				timedOut = we.WriteError
+			case srverr.Transient(we.WriteError):
 				again, transient = append(again, pending[we.Index]), we.WriteError
-				continue
+			default:
+				res.Failed = append(res.Failed, Failure{ID: idOf(olds[pending[we.Index]]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
 			}
-			res.Failed = append(res.Failed, Failure{ID: idOf(olds[pending[we.Index]]), Err: fmt.Errorf("write the migrated document: %w", srverr.Classify(we.WriteError))})
 		}
 		matched := int(bw.MatchedCount)
 		res.Migrated += matched
 		res.Skipped += len(pending) - matched - len(bwe.WriteErrors)
 		pending = append(pending[:0], again...)
+		if timedOut != nil {
+			return stopped{timedOut}
+		}
 		return transient
 	})
+	var stop stopped
 	switch {
 	case err == nil:
+	case errors.As(err, &stop):
+		return fmt.Errorf("bulk write of migrated documents: %w", stop.error)
 	case len(again) > 0 && srverr.Transient(err):
 		// Still failing after srverr.Attempts sends: these documents failed.
 		for _, i := range again {
@@ -287,3 +303,7 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 	}
 	return nil
 }
+
+// stopped is the server's time-out of a statement of a bulk write: it
+// ends the run, as the deadline it comes from does.
+type stopped struct{ error }

@@ -34,10 +34,10 @@ Verdicts:
 
 It works in a scratch database that it creates and always drops, also on
 an error or an interrupt, and writes nothing anywhere else. --db names the
-scratch database; it must not exist.
+scratch database; it must not exist, nor be admin, local or config.
 
 Exit status: 0 when no feature is over-claimed, 1 when one is, 2 on a usage
-error, an unreachable server, an existing --db, or an interrupt.
+error, an unreachable server, an existing or unusable --db, or an interrupt.
 
 flags:
 `

@@ -182,6 +182,8 @@ func TestProbeUsageAndConnectionErrors(t *testing.T) {
 		"bad uri":         {"--uri", "postgres://x"},
 		"unreachable":     {"--uri", "mongodb://127.0.0.1:1/", "--timeout", "300ms"},
 		"database exists": {"--uri", mongotest.URI(), "--db", db.Name()},
+		"server's own db": {"--uri", mongotest.URI(), "--db", "admin"},
+		"bad db name":     {"--uri", mongotest.URI(), "--db", "a.b"},
 	} {
 		code, stdout, stderr := probeRun(args...)
 		require.Equal(t, exitUsage, code, "%s: %s", name, stderr)

@@ -127,8 +127,10 @@ func (r *Report) Count(v Verdict) int {
 // Options configure [Run].
 type Options struct {
 	// Database is the scratch database, which Run creates and drops; it
-	// must not exist. Empty means "mongopatterns_probe_" and 12 random hex
-	// digits.
+	// must not exist, must not be admin, local or config (in any case),
+	// and must be a
+	// name MongoDB takes: at most 63 bytes, none of /\. "$*<>:|? or NUL.
+	// Empty means "mongopatterns_probe_" and 12 random hex digits.
 	Database string
 	// Client returns the options of each client Run connects (timeouts,
 	// an application name, a monitor), to which Run applies the URI; nil
@@ -159,7 +161,10 @@ const dropTimeout = 2 * time.Minute
 //
 // Run returns an error, and no report, when it cannot reach the server,
 // detect it, or the scratch database exists already (it would drop
-// someone's data). When ctx ends during the probes it returns the results
+// someone's data); and, before sending anything, when Options.Database
+// is one of the server's own databases (admin, local, config) or a name
+// the server refuses (see [Options]), whose probes would all fail and
+// read as features the server lacks. When ctx ends during the probes it returns the results
 // so far and ctx's error, after making sure for a second that no write
 // the server was still running re-created the scratch database. When the
 // drop fails it returns the report and
@@ -174,6 +179,9 @@ func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		name = "mongopatterns_probe_" + hex.EncodeToString(b[:])
+	}
+	if err := scratchName(name); err != nil {
+		return nil, pkg.Wrap("Run", err)
 	}
 	e := &env{uri: uri, opts: o.Client}
 	client, err := e.connect(ctx, nil)
@@ -214,6 +222,26 @@ func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 	}
 	rep.Elapsed = time.Since(start)
 	return rep, nil
+}
+
+// maxDatabaseName is the longest database name MongoDB takes, in bytes.
+const maxDatabaseName = 63
+
+// scratchName returns an error wrapping patterns.ErrInvalid unless name
+// may be the scratch database: not one of the server's own databases, and
+// a name the server takes (on every platform MongoDB runs on).
+func scratchName(name string) error {
+	switch {
+	case strings.EqualFold(name, "admin") || strings.EqualFold(name, "local") || strings.EqualFold(name, "config"):
+		// In another case too: the server refuses a database whose name
+		// differs from an existing one's only by case.
+		return errs.Invalid("database %q is the server's own: the probe needs a database of its own, which it creates and drops", name)
+	case len(name) > maxDatabaseName:
+		return errs.Invalid("database name %q is %d bytes, over the server's %d", name, len(name), maxDatabaseName)
+	case strings.ContainsAny(name, "/\\. \"$*<>:|?\x00"):
+		return errs.Invalid("database name %q holds a character the server refuses in one (/\\. \"$*<>:|? or NUL)", name)
+	}
+	return nil
 }
 
 // env is what a probe works with.
@@ -328,9 +356,36 @@ func notMeasured(format string, args ...any) finding {
 	return finding{NotMeasured, "not measured: " + line(format, args...)}
 }
 
-// refused is the finding of a server that answered what asked with err.
+// refused is the finding of a server that answered what was asked with
+// err; when err says nothing about the feature (see aside), the probe is
+// not measured instead.
 func refused(what string, err error) finding {
+	if aside(err) {
+		return notMeasured("%s: %s", what, short(err))
+	}
 	return finding{Refused, line("%s: %s", what, short(err))}
+}
+
+// Server codes of failures that are not about the request's feature.
+const (
+	codeUnauthorized     = 13
+	codeInvalidNamespace = 73
+)
+
+// aside reports whether err is a failure beside the feature asked for: a
+// deadline (the client's or the server's maxTimeMS), an ended context, a
+// transient failure (FerretDB 2.x's deadlock), a missing permission, or a
+// namespace the server refuses. Read as a refusal, it would make a
+// detected feature OVER-CLAIMED. A connection the server closes on the
+// request stays a refusal: FerretDB 1.x does so, every time, on some
+// requests it cannot handle.
+func aside(err error) bool {
+	if mongo.IsTimeout(err) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) || srverr.Transient(err) || srverr.TimedOut(err) {
+		return true
+	}
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && (se.HasErrorCode(codeUnauthorized) || se.HasErrorCode(codeInvalidNamespace))
 }
 
 // line formats one line of evidence.

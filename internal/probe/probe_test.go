@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -214,4 +215,50 @@ func TestRunDropsTheScratchDatabaseWhenInterrupted(t *testing.T) {
 			require.False(t, databaseExists(t, name), "no late write of the run created the scratch database again")
 		})
 	}
+}
+
+// TestRunRefusesNamesThatAreNoScratchDatabase: the server's own databases
+// and names the server refuses are refused before any probe runs, with
+// ErrInvalid and no report. Before, "--db a.b" ran every probe, each
+// refused with InvalidNamespace, and reported the detected features
+// OVER-CLAIMED; "--db admin" on FerretDB 2 probed in admin and dropped it.
+func TestRunRefusesNamesThatAreNoScratchDatabase(t *testing.T) {
+	for _, name := range []string{"admin", "local", "config", "Admin", "a.b", "a/b", `a\b`, "a b", `a"b`, "a$b", "a\x00b", strings.Repeat("x", 64)} {
+		var sent []string
+		start := time.Now()
+		rep, err := probe.Run(context.Background(), mongotest.URI(), probe.Options{Database: name, Client: func() *options.ClientOptions {
+			return options.Client().SetMonitor(&event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+				if e.DatabaseName == name {
+					sent = append(sent, e.CommandName)
+				}
+			}})
+		}})
+		require.ErrorIs(t, err, patterns.ErrInvalid, "%q", name)
+		require.ErrorContains(t, err, "probe: Run: ")
+		require.Nil(t, rep, "%q", name)
+		require.Empty(t, sent, "%q: nothing sent to it", name)
+		require.Less(t, time.Since(start), 30*time.Second)
+	}
+}
+
+// TestRefusedIsAboutTheFeature: a request that failed for a reason that
+// is not the server's answer about the feature (a deadline, a
+// permission, a bad namespace, a transient deadlock) makes the
+// probe not measured, never refused: refused would be an over-claim of a
+// detected feature.
+func TestRefusedIsAboutTheFeature(t *testing.T) {
+	for name, err := range map[string]error{
+		"unauthorized":      mongo.CommandError{Code: 13, Name: "Unauthorized", Message: "not authorized on scratch to execute command"},
+		"invalid namespace": mongo.CommandError{Code: 73, Name: "InvalidNamespace", Message: "Database a.b has an invalid character ."},
+		"deadlock":          mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 16908292, Message: "deadlock detected"}}},
+		"server time-out":   mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired", Message: "operation exceeded time limit"},
+		"deadline":          context.DeadlineExceeded,
+	} {
+		m, evidence := probe.RefusedFinding("createIndexes with expireAfterSeconds", err)
+		require.Equal(t, probe.NotMeasured, m, "%s: %s", name, evidence)
+		require.True(t, strings.HasPrefix(evidence, "not measured: createIndexes with expireAfterSeconds: "), evidence)
+	}
+	m, evidence := probe.RefusedFinding("open a change stream", mongo.CommandError{Code: 115, Name: "CommandNotSupported", Message: "Stage $changeStream is not supported yet"})
+	require.Equal(t, probe.Refused, m)
+	require.Equal(t, "open a change stream: (CommandNotSupported) Stage $changeStream is not supported yet", evidence)
 }

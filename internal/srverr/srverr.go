@@ -35,6 +35,12 @@ const (
 	// PostgreSQL aborted the statement, so nothing of it was applied; the
 	// driver does not retry it.
 	codeDocumentDBDeadlock = 16908292
+	// An operation that ran past its maxTimeMS, which the driver derives
+	// from the context's deadline: MongoDB's MaxTimeMSExpired, and FerretDB
+	// 2.x's (DocumentDB's) PostgreSQL "canceling statement due to
+	// statement timeout" (query_canceled, 57014).
+	codeMaxTimeMSExpired           = 50
+	codeDocumentDBStatementTimeout = 67371461
 	// A server that lacks a command, an option, a pipeline stage or an
 	// expression says so with one of these.
 	codeCommandNotFound       = 59
@@ -66,6 +72,16 @@ func Transient(err error) bool {
 	return ok && se.HasErrorCode(codeDocumentDBDeadlock)
 }
 
+// TimedOut reports whether the server stopped an operation because it ran
+// past its maxTimeMS, which the driver sets from the context's deadline:
+// the deadline's failure, not one of the request (FerretDB 2.x reports
+// it as a write error of each statement it stopped, which
+// mongo.IsTimeout does not recognise).
+func TimedOut(err error) bool {
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && (se.HasErrorCode(codeMaxTimeMSExpired) || se.HasErrorCode(codeDocumentDBStatementTimeout))
+}
+
 // NotImplemented reports whether the server said it does not implement
 // what was asked, rather than that this one request failed: a command
 // (CommandNotFound), an option of one (NotImplemented,
@@ -80,7 +96,10 @@ func NotImplemented(err error) bool {
 
 // Classify adds to err the sentinel of package patterns its kind matches,
 // so that errors.Is finds it: [patterns.ErrTooLarge] for [TooLarge],
-// [patterns.ErrUnsupported] for [NotImplemented]. Other errors, and nil,
+// [patterns.ErrUnsupported] for [NotImplemented], [context.DeadlineExceeded]
+// for [TimedOut] (the deadline the driver gave the server as maxTimeMS
+// passed there first, so the caller sees the deadline it set, as
+// mongo.IsTimeout does for MongoDB's code). Other errors, and nil,
 // are returned as they are. The message is err's, followed by the
 // sentinel's.
 func Classify(err error) error {
@@ -91,6 +110,8 @@ func Classify(err error) error {
 		return fmt.Errorf("%w: %w", err, patterns.ErrTooLarge)
 	case NotImplemented(err) && !errors.Is(err, patterns.ErrUnsupported):
 		return fmt.Errorf("%w: %w", err, patterns.ErrUnsupported)
+	case TimedOut(err) && !errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
 	}
 	return err
 }

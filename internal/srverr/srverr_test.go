@@ -107,3 +107,21 @@ func TestRefused(t *testing.T) {
 	require.False(t, srverr.Refused(mongo.CommandError{Code: 6, Labels: []string{"NetworkError"}}), "a network error")
 	require.False(t, srverr.Refused(mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Code: 64}}), "a write concern error comes after the write")
 }
+
+// TestTimedOut: the server's time-out of an operation past its maxTimeMS
+// (MongoDB's MaxTimeMSExpired, FerretDB 2.x's statement timeout, which
+// comes as a write error) is the deadline's: Classify adds
+// context.DeadlineExceeded to it, and nothing else is TimedOut.
+func TestTimedOut(t *testing.T) {
+	mongoMaxTime := mongo.CommandError{Code: 50, Message: "operation exceeded time limit", Name: "MaxTimeMSExpired"}
+	documentDBTimeout := mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 67371461, Message: "canceling statement due to statement timeout"}}}
+	for _, err := range []error{mongoMaxTime, documentDBTimeout} {
+		require.True(t, srverr.TimedOut(err), "%v", err)
+		require.ErrorIs(t, srverr.Classify(err), context.DeadlineExceeded)
+		require.ErrorContains(t, srverr.Classify(err), err.Error())
+	}
+	for _, err := range []error{deadlock, duplicate, notImplemented, documentDBSize, context.Canceled} {
+		require.False(t, srverr.TimedOut(err), "%v", err)
+		require.NotErrorIs(t, srverr.Classify(err), context.DeadlineExceeded)
+	}
+}

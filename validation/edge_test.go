@@ -1,0 +1,120 @@
+package validation_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/validation"
+)
+
+// Bounded has one bounded double and a version field for Only.
+type Bounded struct {
+	ID int     `bson:"_id"`
+	F  float64 `bson:"f"`
+	V  any     `bson:"v"`
+}
+
+// edgeCase is a document and whether the server's validator accepts it,
+// as MongoDB decides (a comparison with NaN is false; a guard field
+// compares as $in compares, element by element in an array).
+type edgeCase struct {
+	name  string
+	v     *validation.Validator
+	f     any
+	ver   any
+	valid bool
+}
+
+func edgeCases(t *testing.T) []edgeCase {
+	lo, err := validation.For[Bounded](validation.Field("f", validation.Minimum(0)))
+	require.NoError(t, err)
+	hi, err := validation.For[Bounded](validation.Field("f", validation.Maximum(10)))
+	require.NoError(t, err)
+	at2 := hi.Only("v", 2)
+	atNil := hi.Only("v", nil)
+	return []edgeCase{
+		{"NaN under a minimum", lo, math.NaN(), 1, false},
+		{"NaN under a maximum", hi, math.NaN(), 1, false},
+		{"-Inf under a maximum", hi, math.Inf(-1), 1, true},
+		{"+Inf under a minimum", lo, math.Inf(1), 1, true},
+		{"guard 2, version 2", at2, 20.0, 2, false},
+		{"guard 2, version [2]", at2, 20.0, bson.A{int32(2)}, false},
+		{"guard 2, version [3 2.0]", at2, 20.0, bson.A{int32(3), 2.0}, false},
+		{"guard 2, version [3]", at2, 20.0, bson.A{int32(3)}, true},
+		{"guard 2, version [[2]]", at2, 20.0, bson.A{bson.A{int32(2)}}, true},
+		{"guard nil, version [null]", atNil, 20.0, bson.A{nil}, false},
+		{"guard nil, version []", atNil, 20.0, bson.A{}, true},
+		{"guard nil, version [1]", atNil, 20.0, bson.A{int32(1)}, true},
+		{"guard v.n 2, version {n: 2}", hi.Only("v.n", 2), 20.0, bson.D{{Key: "n", Value: int32(2)}}, false},
+		{"guard v.n 2, version {n: 3}", hi.Only("v.n", 2), 20.0, bson.D{{Key: "n", Value: int32(3)}}, true},
+	}
+}
+
+// TestValidateAgreesOnEdgeValues: Validate gives the server's verdict on
+// NaN under a bound, on a guard field holding an array and on a guard
+// given as a dotted path (a path, as the server reads it); where the
+// server enforces validators, each document is inserted into a
+// collection under Apply's validator and the server's verdict must be
+// Validate's.
+func TestValidateAgreesOnEdgeValues(t *testing.T) {
+	cases := edgeCases(t)
+	raw := func(c edgeCase, id int) bson.Raw {
+		b, err := bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "f", Value: c.f}, {Key: "v", Value: c.ver}})
+		require.NoError(t, err)
+		return b
+	}
+	for i, c := range cases {
+		require.Equal(t, c.valid, c.v.Validate(raw(c, i)) == nil, "%s: Validate says %v", c.name, c.v.Validate(raw(c, i)))
+	}
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	for i, c := range cases {
+		name := fmt.Sprintf("edge%d", i)
+		require.NoError(t, validation.ApplyPlan(ctx, db, name, c.v, "", "", p))
+		_, err := db.Collection(name).InsertOne(ctx, raw(c, i))
+		require.Equal(t, c.valid, err == nil, "%s: the server says %v", c.name, err)
+	}
+}
+
+// Dotted has a field whose name holds a dot, which the driver stores as
+// one field and a query path reads as two.
+type Dotted struct {
+	ID string `bson:"_id"`
+	AB string `bson:"a.b"`
+}
+
+// TestPortableRefusesDottedNames: the portable form reads a required
+// field "a.b" as the path a → b and would reject every document the
+// driver encodes from the type; it is refused with ErrUnsupported, and
+// Apply sends nothing (before, FerretDB 2 created the collection, then
+// refused the collMod, leaving a collection without a validator).
+func TestPortableRefusesDottedNames(t *testing.T) {
+	v, err := validation.For[Dotted]()
+	require.NoError(t, err)
+	doc, err := bson.Marshal(Dotted{ID: "1", AB: "x"})
+	require.NoError(t, err)
+	require.Nil(t, v.Validate(doc), "the driver's document is valid")
+	_, err = v.Portable()
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	require.ErrorContains(t, err, `"a.b"`)
+	mongotest.Require(t, patterns.FeatureValidators)
+	p := validation.PlanFor(mongotest.Server())
+	if p.FullSchema {
+		t.Skip("skipped: the server takes the whole $jsonSchema, which names the field as stored")
+	}
+	db := mongotest.DB(t)
+	err = validation.ApplyPlan(context.Background(), db, "dotted", v, "", "", p)
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	names, err := db.ListCollectionNames(context.Background(), bson.D{})
+	require.NoError(t, err)
+	require.Empty(t, names, "nothing created")
+}
