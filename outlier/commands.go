@@ -367,3 +367,13 @@ func updateOverflowUpdate(i int, it item, delta int) bson.D {
 		{Key: "$inc", Value: bson.D{{Key: fBytes, Value: int64(delta)}}},
 	}
 }
+
+// updateParentNative replaces the item in the parent's array by its id,
+// every element holding it: an arrayFilters update, one command where
+// the server has [patterns.FeatureArrayFilters] (and refuses a parent
+// past 16 MiB itself).
+func (r *Repo[P, I]) updateParentNative(parentID any, it item) (filter, update bson.D, arrayFilters []any) {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: it.id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field + ".$[e]", Value: it.raw}}}},
+		[]any{bson.D{{Key: "e." + r.cfg.IDField, Value: it.id}}}
+}

@@ -138,6 +138,12 @@ func TestCommandsPerPlan(t *testing.T) {
 				require.Nil(t, r.stateProjection(p), "the whole parent, to size the push")
 			}
 			old := rawValue(t, bson.D{E("cid", "a")})
+			if p.arrayFilters {
+				filter, update, af := r.updateParentNative(7, a)
+				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", a.id)}, filter)
+				require.Equal(t, bson.D{E("$set", bson.D{E("comments.$[e]", a.raw)})}, update)
+				require.Equal(t, []any{bson.D{E("e.cid", a.id)}}, af, "Update: in the parent by id, in one command")
+			}
 			if p.serverSizeLimit {
 				require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1)}, r.updateProjection(p), "Update: the array and the flag")
 				require.Equal(t, bson.D{E("_id", 7), E("comments.1", old)}, r.updateParentFilter(p, 7, 1, old, 3))

@@ -20,18 +20,26 @@ import (
 // wherever it lives: the parent's array or an overflow document. The item
 // keeps its place in the append order; nothing moves.
 //
-// Cost: 2 commands for an item in the parent (a findOne of the parent's
-// array and flag, then an update that sets the element by its index), 3
-// for one in overflow (the findOne, a findOne of the overflow document
-// holding the id, by the {parent, items.<IDField>} index, and the update
-// of that document, named by parent and seq). An item stored already as
-// given costs the reads only. Where the server does not refuse updates
-// past 16 MiB ([patterns.FeatureUpdateSizeLimit]: FerretDB 1.x) the
-// parent is read whole, to check its size, and the repository runs its
-// Updates and Appends of one parent one at a time, as Append does.
+// Cost where the server has [patterns.FeatureArrayFilters] and refuses
+// updates past 16 MiB (MongoDB, FerretDB 2.x): 1 command for an item in
+// the parent (an update by its id, {$set: {<Field>.$[e]: item}}, every
+// element holding the id), 3 for one in overflow (that update, matching
+// nothing; a findOne of the overflow document holding the id, by the
+// {parent, items.<IDField>} index; and the update of that document,
+// named by parent and seq, setting the element by its index). Elsewhere
+// the parent is read first: 2 commands for an item in the parent (the
+// findOne, then an update setting the element by its index), 3 for one
+// in overflow (the findOne, then as above); where the server does not
+// refuse updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]: FerretDB
+// 1.x) the parent is read whole, to check its size, and the repository
+// runs its Updates and Appends of one parent one at a time, as Append
+// does. An item of an overflow document stored already as given costs
+// the reads only. An id held by no item costs a findOne of the parent
+// more, to say whether the parent exists.
 //
-// Each write is atomic and guarded on the element read at the item's
-// index (and, in an overflow document, on the room its bytes leave): a
+// Each write is atomic. Those that set an element by its index are
+// guarded on the element read there (and, in an overflow document, on the
+// room its bytes leave): a
 // concurrent Remove that shifts the elements, a concurrent Update of the
 // item, or an Append that changes the size checked (on FerretDB 1.x),
 // makes it match nothing, and Update reads again (after 100 misses in a
@@ -94,6 +102,19 @@ func (r *Repo[P, I]) update(ctx context.Context, parentID any, in I) error {
 // the guarded write matched nothing (a concurrent write changed what it
 // read).
 func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it item, budget int) (bool, error) {
+	if p.arrayFilters {
+		filter, update, af := r.updateParentNative(parentID, it)
+		res, err := updateOne(ctx, r.parents, filter, update, options.UpdateOne().SetArrayFilters(af))
+		switch {
+		case srverr.TooLarge(err):
+			return false, errs.TooLarge("item %s encodes to %d bytes: the server refused the parent past 16 MiB: %v", bsonid.Text(it.id), len(it.raw), err)
+		case err != nil:
+			return false, err
+		case res.MatchedCount == 1:
+			return true, nil
+		}
+		return r.updateOverflow(ctx, parentID, it, budget)
+	}
 	raw, err := r.findParent(ctx, parentID, r.updateProjection(p))
 	if err != nil {
 		return false, err
@@ -119,8 +140,19 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 	if st.open {
 		return false, r.noItem(it)
 	}
+	return r.updateOverflow(ctx, parentID, it, budget)
+}
+
+// updateOverflow replaces the item in the overflow document holding it,
+// read first; false when the guarded write matched nothing.
+func (r *Repo[P, I]) updateOverflow(ctx context.Context, parentID any, it item, budget int) (bool, error) {
 	holder, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, it.id), options.FindOne().SetProjection(holderUpdateProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
+		// Say which is missing, the parent or the item: a read on the
+		// error path only.
+		if _, err := r.findParent(ctx, parentID, r.countProjection()); err != nil {
+			return false, err
+		}
 		return false, r.noItem(it)
 	}
 	if err != nil {
