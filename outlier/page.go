@@ -178,14 +178,13 @@ func where(seq int64) string {
 // after the cursor starts: after the cursor's item, found by its id (at
 // its index first), or at its index when it is gone.
 func resume(vals []bson.RawValue, idField string, after Cursor) int {
-	key := bsonid.Key(after.id)
 	idAt := func(i int) bool {
 		doc, ok := vals[i].DocumentOK()
 		if !ok {
 			return false
 		}
 		id, err := doc.LookupErr(idField)
-		return err == nil && bsonid.Key(id) == key
+		return err == nil && bsonid.Equal(id, after.id)
 	}
 	at := int(after.index)
 	if at < len(vals) && idAt(at) {

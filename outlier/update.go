@@ -193,7 +193,7 @@ func (r *Repo[P, I]) updateOverflow(ctx context.Context, parentID any, it item, 
 func (r *Repo[P, I]) find(vals []bson.RawValue, it item) (int, bson.RawValue) {
 	for i, v := range vals {
 		if doc, ok := v.DocumentOK(); ok {
-			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && bsonid.Key(id) == it.idKey() {
+			if id, err := doc.LookupErr(r.cfg.IDField); err == nil && bsonid.Equal(id, it.id) {
 				return i, v
 			}
 		}
