@@ -199,3 +199,27 @@ func TestItemsOnceWhileOthersWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestItemsOnceWhileRewritten: Items yields each item once, in order,
+// while the overflow documents it reads are rewritten under it (each
+// item is edited as it is yielded, so every document it has read is
+// rewritten before its next page). FerretDB 2.x's cursor returns a
+// rewritten document again in a later batch; Items pages on {parent,
+// seq} and never meets one again.
+func TestItemsOnceWhileRewritten(t *testing.T) {
+	ctx := context.Background()
+	appendPlans(t, func(t *testing.T, p Plan) {
+		cfg := small()
+		cfg.OverflowCap, cfg.BatchSize = 4, 2
+		r, _ := newPost(t, cfg, p)
+		want := comments("c", 0, mongotest.Scale(200, 40))
+		require.NoError(t, r.Append(ctx, 1, want...))
+		var got []string
+		for c, err := range r.Items(ctx, 1) {
+			require.NoError(t, err)
+			got = append(got, c.ID)
+			require.NoError(t, r.Update(ctx, 1, comment{ID: c.ID, Text: "edited while read"}))
+		}
+		require.Equal(t, idsOf(want), got)
+	})
+}
