@@ -412,14 +412,13 @@ func removeCase(cfg Config, plan Plan, id string) faults.Case[*removeFix] {
 
 // faultsUpdate breaks Update at every step, for an item in the parent
 // and one in an overflow document (growing, so that the write is guarded
-// on the document's bytes too), on every plan (appendPlans: the plan with
-// the server's size limit reads less). A reader sees the old item or the
+// on the document's bytes too), on every plan the server runs. A reader sees the old item or the
 // new one, every other item as it was; the retry finds the item as given
 // and succeeds.
 func faultsUpdate(t *testing.T) {
 	cfg, _ := small().normalize()
 	ids := []string{"c01", "c04"} // in the parent, in overflow document 0
-	appendPlansAtOnce(t, func(t *testing.T, plan Plan) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
 		faults.Concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, i int) {
 			faults.Run(t, faults.New(t), updateCase(cfg, plan, comment{ID: ids[i], Text: "edited"}))
 		})

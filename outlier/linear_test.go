@@ -421,8 +421,8 @@ func updateModel(removable uint8) porcupine.Model {
 // shows a version whose Update began after the Get ended.
 func TestUpdateHistory(t *testing.T) {
 	updated, removed := []int{1, 4, 6}, []int{0, 3, 5}
-	versions := mongotest.Scale(12, 5)
-	appendPlans(t, func(t *testing.T, p Plan) {
+	versions := mongotest.Scale(12, 4)
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
 		ctx := context.Background()
 		r, _ := newPost(t, small(), p)
 		require.NoError(t, r.Append(ctx, 1, comments("c", 0, updateItems)...))

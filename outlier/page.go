@@ -95,7 +95,7 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 		from = 0
 	}
 	read := 0 // overflow documents read
-	docs := r.overflowFrom(ctx, parentID, from, func() int {
+	docs := r.overflowFrom(ctx, parentID, from, -1, func() int {
 		need := limit + 1 - len(pg.out) // the page's items and the one after, to know there is more
 		n := (need + r.cfg.OverflowCap - 1) / r.cfg.OverflowCap
 		if read == 0 && !inParent {
@@ -205,14 +205,28 @@ func resume(vals []bson.RawValue, idField string, after Cursor) int {
 // and closes the cursor; the next page starts after the last seq read. A
 // short page is the last. Paging on the unique {parent, seq} key rather
 // than one long cursor yields each document once while others rewrite
-// them (FerretDB 2.x returns a rewritten document again on a cursor). The
-// documents are the pages' own, valid until the iteration ends. Building
-// the iterator sends nothing; an error is yielded once and ends it.
-func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from int64, size func() int) iter.Seq2[bson.Raw, error] {
+// them (FerretDB 2.x returns a rewritten document again on a cursor).
+//
+// While a page starts at or before seq until (the parent's tail hint, for
+// a scan of many pages; -1: never), it is also bounded to the seqs it can
+// hold ({$lt: from+size()}), so that a server that sorts every document
+// the index finds (FerretDB 2.x) sorts a page's, not all those after it;
+// a short bounded page is a gap in the seqs (an Append cut short), not
+// the end. Past until, the pages are unbounded: they find the documents
+// opened since the hint was read, or nothing.
+//
+// The documents are the pages' own, valid until the iteration ends.
+// Building the iterator sends nothing; an error is yielded once and ends
+// it.
+func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until int64, size func() int) iter.Seq2[bson.Raw, error] {
 	return func(yield func(bson.Raw, error) bool) {
 		for {
 			n := int64(max(1, size()))
-			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from), options.Find().
+			var bound int64
+			if from <= until {
+				bound = n
+			}
+			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from, bound), options.Find().
 				SetSort(overflowOrder).SetProjection(overflowPageProjection).
 				SetLimit(n).SetBatchSize(int32(min(n+1, math.MaxInt32))))
 			if err != nil {
@@ -230,15 +244,19 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from int64,
 					return
 				}
 			}
-			if int64(len(docs)) < n {
+			switch {
+			case int64(len(docs)) == n:
+				last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
+				if !ok {
+					yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))
+					return
+				}
+				from = last + 1
+			case bound > 0:
+				from += n // a gap
+			default:
 				return
 			}
-			last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
-			if !ok {
-				yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))
-				return
-			}
-			from = last + 1
 		}
 	}
 }

@@ -46,7 +46,7 @@ func TestPageWalksTheItems(t *testing.T) {
 		_, all, err := r.Get(ctx, 1)
 		require.NoError(t, err)
 		want := idsOf(all)
-		for limit := 1; limit <= len(want)+1; limit++ {
+		for _, limit := range []int{1, 2, 3, 5, len(want) - 1, len(want), len(want) + 1} {
 			var got []string
 			ps := pages(t, r, limit)
 			for i, pg := range ps {

@@ -85,13 +85,16 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 }
 
 // Items streams the parent's items in append order without loading them
-// all: the embedded ones (one findOne reading the array and the flag),
+// all: the embedded ones (one findOne reading the array, the flag and the
+// tail hint),
 // then, when the flag is true, the overflow documents by seq, in pages of
 // Config.BatchSize documents, each page one find on the {parent, seq}
-// index ({parent, seq: {$gte: next}} sorted by seq, limited to the page's
-// size, answered in one reply), decoded one document at a time, on every
-// server; a full page is followed by a find more. Memory is bounded by
-// the parent and one page, not by the number of items.
+// index ({parent, seq: {$gte: next, $lt: next+BatchSize}} sorted by seq,
+// up to the parent's tail hint, limited to the page's size, answered in
+// one reply), decoded one document at a time, on every server; then one
+// find of the documents past the tail hint (those opened since the parent
+// was read, if any). Memory is bounded by the parent and one page, not by
+// the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
@@ -121,7 +124,8 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 		if !r.flagged(parent) {
 			return
 		}
-		for raw, err := range r.overflowFrom(ctx, parentID, 0, func() int { return r.cfg.BatchSize }) {
+		tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
+		for raw, err := range r.overflowFrom(ctx, parentID, 0, tail, func() int { return r.cfg.BatchSize }) {
 			var doc overflowItems[I]
 			if err == nil {
 				err = bson.Unmarshal(raw, &doc)
