@@ -274,3 +274,166 @@ func BenchmarkAppend(b *testing.B) {
 		Allocs: 1.1,
 	})
 }
+
+// BenchmarkPage reads a page of 20 comments of an outlier of 1,000: the
+// first (in the parent: one command) and a deep one (comments 581-600, in
+// overflow documents 5 and 6: one find from document 5). The baseline
+// does the same reads by hand: the parent's array and flag, or the two
+// overflow documents by {parent, seq}, decoded whole, and takes the 20.
+func BenchmarkPage(b *testing.B) {
+	ctx := context.Background()
+	const n, limit = 1000, 20
+	for _, tc := range []struct {
+		name string
+		skip int // the comments before the page
+	}{{"first", 0}, {"deep", 581}} {
+		b.Run(tc.name, func(b *testing.B) {
+			mongotest.Compare(b, mongotest.Comparison{
+				Library: func(b *testing.B) func(int) {
+					r := benchRepo[post](b, seedPosts(b, n))
+					var after Cursor
+					if tc.skip > 0 {
+						var err error
+						if _, after, err = r.Page(ctx, 1, Cursor{}, tc.skip); err != nil {
+							b.Fatal(err)
+						}
+					}
+					return func(int) {
+						items, _, err := r.Page(ctx, 1, after, limit)
+						if err != nil || len(items) != limit || items[0].ID != fmt.Sprintf("c%06d", tc.skip) {
+							b.Fatalf("got %d items, %v", len(items), err)
+						}
+					}
+				},
+				Baseline: func(b *testing.B) func(int) {
+					db := seedPosts(b, n)
+					posts, overflow := db.Collection("posts"), db.Collection("posts_overflow")
+					return func(int) {
+						var items []comment
+						if tc.skip == 0 {
+							var p struct {
+								Comments []comment `bson:"comments"`
+								HasExtra bool      `bson:"has_extra"`
+							}
+							err := posts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}, options.FindOne().
+								SetProjection(bson.D{{Key: "comments", Value: 1}, {Key: "has_extra", Value: 1}})).Decode(&p)
+							if err != nil {
+								b.Fatal(err)
+							}
+							items = p.Comments[:limit]
+						} else {
+							seq := (tc.skip - benchConfig.Cap) / benchConfig.OverflowCap
+							cur, err := overflow.Find(ctx, bson.D{{Key: "parent", Value: 1}, {Key: "seq", Value: bson.D{{Key: "$gte", Value: int64(seq)}}}},
+								options.Find().SetSort(bson.D{{Key: "seq", Value: 1}}).
+									SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "seq", Value: 1}, {Key: "items", Value: 1}}).
+									SetLimit(2).SetBatchSize(3))
+							if err != nil {
+								b.Fatal(err)
+							}
+							var docs []struct {
+								Items []comment `bson:"items"`
+							}
+							if err := cur.All(ctx, &docs); err != nil {
+								b.Fatal(err)
+							}
+							at := (tc.skip - benchConfig.Cap) % benchConfig.OverflowCap
+							items = append(docs[0].Items[at:], docs[1].Items...)[:limit]
+						}
+						if len(items) != limit || items[0].ID != fmt.Sprintf("c%06d", tc.skip) {
+							b.Fatalf("got %d items", len(items))
+						}
+					}
+				},
+				Speed:  0.9,
+				Allocs: 1.1,
+			})
+		})
+	}
+}
+
+// BenchmarkUpdate edits a comment of an outlier of 1,000: one in the
+// parent and one in an overflow document, each time with a new text. The
+// baseline is the same work by hand: where the server has arrayFilters
+// (the native plan), an update of the parent by the comment's id, and
+// when it matches nothing, a find of the overflow document holding it and
+// an update of its element, guarded on it, with its bytes; elsewhere a
+// read of the parent first, and its element set by index.
+func BenchmarkUpdate(b *testing.B) {
+	ctx := context.Background()
+	native := PlanFor(mongotest.Server()).arrayFilters
+	for _, tc := range []struct{ name, id string }{{"parent", "c000010"}, {"overflow", "c000500"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			edit := func(i int) comment { return comment{ID: tc.id, Text: "edited " + strconv.Itoa(i)} }
+			mongotest.Compare(b, mongotest.Comparison{
+				Library: func(b *testing.B) func(int) {
+					r := benchRepo[post](b, seedPosts(b, 1000))
+					return func(i int) {
+						if err := r.Update(ctx, 1, edit(i)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				},
+				Baseline: func(b *testing.B) func(int) {
+					db := seedPosts(b, 1000)
+					posts, overflow := db.Collection("posts"), db.Collection("posts_overflow")
+					find := func(arr bson.RawArray) (int, bson.RawValue) {
+						vals, _ := arr.Values()
+						for i, v := range vals {
+							if v.Document().Lookup("_id").StringValue() == tc.id {
+								return i, v
+							}
+						}
+						return -1, bson.RawValue{}
+					}
+					return func(i int) {
+						c := edit(i)
+						raw, err := bson.Marshal(c)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if native {
+							res, err := posts.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "comments._id", Value: tc.id}},
+								bson.D{{Key: "$set", Value: bson.D{{Key: "comments.$[e]", Value: bson.Raw(raw)}}}},
+								options.UpdateOne().SetArrayFilters([]any{bson.D{{Key: "e._id", Value: tc.id}}}))
+							if err != nil {
+								b.Fatal(err)
+							}
+							if res.MatchedCount == 1 {
+								return
+							}
+						} else {
+							p, err := posts.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Raw()
+							if err != nil {
+								b.Fatal(err)
+							}
+							if at, old := find(p.Lookup("comments").Array()); at >= 0 {
+								res, err := posts.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "comments." + strconv.Itoa(at), Value: old}},
+									bson.D{{Key: "$set", Value: bson.D{{Key: "comments." + strconv.Itoa(at), Value: bson.Raw(raw)}}}})
+								if err != nil || res.MatchedCount != 1 {
+									b.Fatal(res, err)
+								}
+								return
+							}
+						}
+						doc, err := overflow.FindOne(ctx, bson.D{{Key: "parent", Value: 1}, {Key: "items._id", Value: tc.id}},
+							options.FindOne().SetProjection(bson.D{{Key: "seq", Value: 1}, {Key: "bytes", Value: 1}, {Key: "items", Value: 1}})).Raw()
+						if err != nil {
+							b.Fatal(err)
+						}
+						at, old := find(doc.Lookup("items").Array())
+						delta := len(raw) - len(old.Value)
+						res, err := overflow.UpdateOne(ctx, bson.D{{Key: "parent", Value: 1}, {Key: "seq", Value: doc.Lookup("seq").Int64()},
+							{Key: "items." + strconv.Itoa(at), Value: old}},
+							bson.D{{Key: "$set", Value: bson.D{{Key: "items." + strconv.Itoa(at), Value: bson.Raw(raw)}}},
+								{Key: "$inc", Value: bson.D{{Key: "bytes", Value: int64(delta)}}}})
+						if err != nil || res.MatchedCount != 1 {
+							b.Fatal(res, err)
+						}
+					}
+				},
+				Speed:  0.9,
+				Allocs: 1.1,
+			})
+		})
+	}
+}

@@ -202,13 +202,31 @@ func overflowFilter(parentID any) bson.D {
 // overflowOrder sorts a parent's overflow documents in append order.
 var overflowOrder = bson.D{{Key: fSeq, Value: 1}}
 
+// overflowPageFilter matches the parent's overflow documents from seq
+// `from` on, and before seq `from`+n when n > 0: a page of Page and
+// Items, sorted by seq, served by the unique {parent, seq} index. The
+// bound keeps a server that sorts what the index finds rather than read
+// it in index order (FerretDB 2.x) from sorting every document after the
+// page, for every page of a scan.
+func overflowPageFilter(parentID any, from, n int64) bson.D {
+	cond := bson.D{{Key: "$gte", Value: from}}
+	if n > 0 {
+		cond = append(cond, bson.E{Key: "$lt", Value: from + n})
+	}
+	return bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: cond}}
+}
+
+// overflowPageProjection reads the seq and the items of an overflow
+// document: where the next page starts, and what it yields.
+var overflowPageProjection = bson.D{{Key: "_id", Value: 0}, {Key: fSeq, Value: 1}, {Key: fItems, Value: 1}}
+
 // overflowItemsProjection reads only the items of overflow documents.
 var overflowItemsProjection = bson.D{{Key: "_id", Value: 0}, {Key: fItems, Value: 1}}
 
-// embeddedProjection is what Items reads of the parent: its array and
-// its flag.
+// embeddedProjection is what Items and Page read of the parent: its
+// array, its flag and its tail hint.
 func (r *Repo[P, I]) embeddedProjection() bson.D {
-	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
+	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}, {Key: r.cfg.TailField, Value: 1}}
 }
 
 // countProjection is what Count reads of the parent: the ids of its items
@@ -299,4 +317,70 @@ func seqIndexKeys() bson.D {
 
 func (r *Repo[P, I]) itemIndexKeys() bson.D {
 	return bson.D{{Key: fParent, Value: 1}, {Key: r.itemsIDPath, Value: 1}}
+}
+
+// updateProjection is what Update reads of a parent: its array and its
+// flag where the server checks the size; the whole parent elsewhere,
+// whose size Update needs.
+func (r *Repo[P, I]) updateProjection(p plan) bson.D {
+	if !p.serverSizeLimit {
+		return nil
+	}
+	return r.embeddedProjection()
+}
+
+// updateParentFilter matches the parent while its element at index i is
+// old, the element Update read there: a concurrent Remove, which shifts
+// the elements, or Update, makes it match nothing. Without the server's
+// size limit, also while it holds the n items read (no element at index
+// n), so that a concurrent Append, which would make the size Update
+// checked wrong, makes it match nothing too.
+func (r *Repo[P, I]) updateParentFilter(p plan, parentID any, i int, old bson.RawValue, n int) bson.D {
+	f := bson.D{{Key: "_id", Value: parentID}, {Key: r.elementPath(i), Value: old}}
+	if !p.serverSizeLimit {
+		f = append(f, bson.E{Key: r.elementPath(n), Value: notExists})
+	}
+	return f
+}
+
+// updateParentUpdate sets the parent's element at index i to the item.
+func (r *Repo[P, I]) updateParentUpdate(i int, it item) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: r.elementPath(i), Value: it.raw}}}}
+}
+
+// holderUpdateProjection is what Update reads of the overflow document
+// holding the item: its seq (to name it in the write, with the parent: the
+// shard key), its bytes and its items.
+var holderUpdateProjection = bson.D{{Key: fSeq, Value: 1}, {Key: fBytes, Value: 1}, {Key: fItems, Value: 1}}
+
+// updateOverflowFilter matches the overflow document seq of the parent
+// while its element at index i is old, the element Update read there,
+// and, when the item grows by delta > 0 bytes, while its bytes leave room
+// for them within budget.
+func updateOverflowFilter(parentID any, seq int64, i int, old bson.RawValue, delta, budget int) bson.D {
+	f := bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: seq}, {Key: fItems + "." + strconv.Itoa(i), Value: old}}
+	if delta > 0 {
+		f = append(f, bson.E{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - delta)}}})
+	}
+	return f
+}
+
+// updateOverflowUpdate sets the element at index i of an overflow
+// document to the item and changes its bytes by delta, the difference in
+// size between the item and the element it replaces.
+func updateOverflowUpdate(i int, it item, delta int) bson.D {
+	return bson.D{
+		{Key: "$set", Value: bson.D{{Key: fItems + "." + strconv.Itoa(i), Value: it.raw}}},
+		{Key: "$inc", Value: bson.D{{Key: fBytes, Value: int64(delta)}}},
+	}
+}
+
+// updateParentNative replaces the item in the parent's array by its id,
+// every element holding it: an arrayFilters update, one command where
+// the server has [patterns.FeatureArrayFilters] (and refuses a parent
+// past 16 MiB itself).
+func (r *Repo[P, I]) updateParentNative(parentID any, it item) (filter, update bson.D, arrayFilters []any) {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: it.id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field + ".$[e]", Value: it.raw}}}},
+		[]any{bson.D{{Key: "e." + r.cfg.IDField, Value: it.id}}}
 }

@@ -74,12 +74,30 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, bson.D{E("parent", 7)}, overflowFilter(7))
 	require.Equal(t, bson.D{E("seq", 1)}, overflowOrder)
 	require.Equal(t, bson.D{E("_id", 0), E("items", 1)}, overflowItemsProjection)
-	require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1)}, r.embeddedProjection())
+	require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1), E("extra_tail", 1)}, r.embeddedProjection())
 	require.Equal(t, bson.D{E("comments.cid", 1), E("has_extra", 1)}, r.countProjection())
 	require.Equal(t, mongo.Pipeline{
 		bson.D{E("$match", bson.D{E("parent", 7)})},
 		bson.D{E("$group", bson.D{E("_id", nil), E("n", bson.D{E("$sum", "$count")})})},
 	}, countPipeline(7))
+
+	require.Equal(t, bson.D{E("parent", 7), E("seq", bson.D{E("$gte", int64(3))})}, overflowPageFilter(7, 3, 0))
+	require.Equal(t, bson.D{E("parent", 7), E("seq", bson.D{E("$gte", int64(3)), E("$lt", int64(5))})}, overflowPageFilter(7, 3, 2))
+	require.Equal(t, bson.D{E("_id", 0), E("seq", 1), E("items", 1)}, overflowPageProjection)
+
+	require.Equal(t, bson.D{E("seq", 1), E("bytes", 1), E("items", 1)}, holderUpdateProjection)
+	old := rawValue(t, bson.D{E("cid", "a"), E("text", "old")})
+	require.Equal(t, bson.D{
+		E("parent", 7), E("seq", int64(2)), E("items.4", old),
+		E("bytes", bson.D{E("$lte", int64(1000-30))}),
+	}, updateOverflowFilter(7, 2, 4, old, 30, 1000), "a growing item: room for it")
+	require.Equal(t, bson.D{E("parent", 7), E("seq", int64(2)), E("items.4", old)},
+		updateOverflowFilter(7, 2, 4, old, -3, 1000), "a shrinking one: none needed")
+	require.Equal(t, bson.D{
+		E("$set", bson.D{E("items.4", a.raw)}),
+		E("$inc", bson.D{E("bytes", int64(-3))}),
+	}, updateOverflowUpdate(4, a, -3))
+	require.Equal(t, bson.D{E("$set", bson.D{E("comments.1", a.raw)})}, r.updateParentUpdate(1, a))
 
 	ix := r.Indexes()
 	require.Len(t, ix, 2)
@@ -119,6 +137,21 @@ func TestCommandsPerPlan(t *testing.T) {
 					"the flag, the tail hint and the ids: the server checks the size")
 			} else {
 				require.Nil(t, r.stateProjection(p), "the whole parent, to size the push")
+			}
+			old := rawValue(t, bson.D{E("cid", "a")})
+			if p.arrayFilters {
+				filter, update, af := r.updateParentNative(7, a)
+				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", a.id)}, filter)
+				require.Equal(t, bson.D{E("$set", bson.D{E("comments.$[e]", a.raw)})}, update)
+				require.Equal(t, []any{bson.D{E("e.cid", a.id)}}, af, "Update: in the parent by id, in one command")
+			}
+			if p.serverSizeLimit {
+				require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1), E("extra_tail", 1)}, r.updateProjection(p), "Update: the array, the flag and the tail hint")
+				require.Equal(t, bson.D{E("_id", 7), E("comments.1", old)}, r.updateParentFilter(p, 7, 1, old, 3))
+			} else {
+				require.Nil(t, r.updateProjection(p), "Update: the whole parent, to size the write")
+				require.Equal(t, bson.D{E("_id", 7), E("comments.1", old), E("comments.3", bson.D{E("$exists", false)})},
+					r.updateParentFilter(p, 7, 1, old, 3), "and no item appended since the read")
 			}
 			elems := bson.A{a.raw}
 			if p.pullByCondition {

@@ -26,9 +26,11 @@
 // order, each appender's among the others'; Append is retry-safe by item
 // id. [Repo.Get] merges the parent and its overflow in one command when the
 // flag is false and two when it is true; [Repo.Items] streams a huge
-// outlier with bounded memory; [Repo.Count], [Repo.Remove], [Repo.Insert]
-// and [Repo.Delete] complete the repository, and [Store] is the interface
-// a service depends on.
+// outlier with bounded memory; [Repo.Page] reads it a page at a time from
+// a resumable [Cursor] (one command per page, however deep);
+// [Repo.Update] edits an item in place wherever it lives; [Repo.Count],
+// [Repo.Remove], [Repo.Insert] and [Repo.Delete] complete the repository,
+// and [Store] is the interface a service depends on.
 //
 // # Servers
 //
@@ -88,8 +90,9 @@
 // shard key (67, CannotCreateIndex, under any key not starting with
 // parent), the upsert that opens an overflow document must hold the whole
 // key (61 before 7.1), and Remove's $pull by {parent, <item id>} must too
-// (72 before 7.1); under this key Append, Get, Items, Count, Remove and
-// Delete each go to one shard. Its price: an outlier's overflow documents
+// (72 before 7.1), as must Update's write of an overflow document (named
+// by {parent, seq}); under this key Append, Get, Items, Page, Count,
+// Update, Remove and Delete each go to one shard. Its price: an outlier's overflow documents
 // share one chunk, which cannot be split (a jumbo chunk past 128 MiB of
 // overflow for one parent). {parent: "hashed", seq: 1} would split it, but
 // then Remove's $pull, which cannot know the seq, is refused before 7.1
@@ -98,8 +101,8 @@
 // pulls from an overflow document by its _id: sent to every shard.
 //
 // On {_id: "hashed"}, the overflow collection refuses the unique index
-// (67), so Append refuses to overflow, and before 7.1 its upserts (61) and
-// Remove (72) are refused.
+// (67), so Append refuses to overflow, and before 7.1 its upserts (61),
+// Update of an overflowed item and Remove (72) are refused.
 package outlier
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

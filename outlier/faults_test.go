@@ -218,17 +218,23 @@ func checkLayout(t testing.TB, cfg Config, l layout, settled, packed bool) {
 }
 
 // readersSee checks that Get and Count, through the healthy client, see
-// exactly the items stored (l), in order, in the state a failure left.
+// exactly the items stored, in order, in the state a failure left. l is
+// the layout read at the failure. The command the fault cut off may still
+// be running on the server (a client that gives up on a command does not
+// stop it: on a loaded server a push lands after the client's deadline),
+// so its one write may land while they read: each must see the layout
+// read before them (l) or the one read after them.
 func readersSee(t testing.TB, db *mongo.Database, cfg Config, l layout) {
 	t.Helper()
 	ctx := context.Background()
 	r := repoOn(db, cfg, PlanFor(mongotest.Server()))
 	_, items, err := r.Get(ctx, faultParent)
 	require.NoError(t, err)
-	require.Equal(t, l.ids(), idsOf(items), "Get sees the items stored, in order")
 	n, err := r.Count(ctx, faultParent)
 	require.NoError(t, err)
-	require.Equal(t, len(l.ids()), n, "Count counts the items stored")
+	later := readLayout(t, db, cfg)
+	require.Contains(t, [][]string{l.ids(), later.ids()}, idsOf(items), "Get sees the items stored, in order")
+	require.Contains(t, []int{len(l.ids()), len(later.ids())}, n, "Count counts the items stored")
 }
 
 // sawFault checks what the caller of op saw when the connection broke:
@@ -314,15 +320,16 @@ var appendFaultCases = []struct {
 }
 
 // TestFaults breaks every multi-step operation of the repository at every
-// step: Append (faultsAppend), Remove (faultsRemove), Delete
-// (faultsDelete), Get, Items and Count (faultsReads), side by side, since
+// step: Append (faultsAppend), Remove (faultsRemove), Update
+// (faultsUpdate), Delete (faultsDelete), Get, Items, Page and Count
+// (faultsReads), side by side, since
 // they spend most of their time waiting on stalls.
 func TestFaults(t *testing.T) {
 	t.Parallel()
 	groups := []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"Append", faultsAppend}, {"Remove", faultsRemove}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
+	}{{"Append", faultsAppend}, {"Remove", faultsRemove}, {"Update", faultsUpdate}, {"Delete", faultsDelete}, {"Reads", faultsReads}}
 	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
 }
 
@@ -403,6 +410,65 @@ func removeCase(cfg Config, plan Plan, id string) faults.Case[*removeFix] {
 	}
 }
 
+// faultsUpdate breaks Update at every step, for an item in the parent
+// and one in an overflow document (growing, so that the write is guarded
+// on the document's bytes too), on every plan the server runs. A reader sees the old item or the
+// new one, every other item as it was; the retry finds the item as given
+// and succeeds.
+func faultsUpdate(t *testing.T) {
+	cfg, _ := small().normalize()
+	ids := []string{"c01", "c04"} // in the parent, in overflow document 0
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
+		faults.Concurrently(t, len(ids), func(i int) string { return ids[i] }, func(t *testing.T, i int) {
+			faults.Run(t, faults.New(t), updateCase(cfg, plan, comment{ID: ids[i], Text: "edited"}))
+		})
+	})
+}
+
+// updateCase updates the item in the parent seeded as seededOverflow.
+func updateCase(cfg Config, plan Plan, c comment) faults.Case[*removeFix] {
+	items := func(l layout) []comment {
+		out := l.embedded
+		for _, d := range l.docs {
+			out = append(out, d.Items...)
+		}
+		return out
+	}
+	with := func(c comment) []comment {
+		var out []comment
+		for _, x := range comments("c", 0, 6) {
+			if x.ID == c.ID {
+				x = c
+			}
+			out = append(out, x)
+		}
+		return out
+	}
+	return faults.Case[*removeFix]{
+		Prepare: func(t *testing.T, db *mongo.Database) *removeFix {
+			seed(t, db, cfg, seededOverflow)
+			return &removeFix{t: t, db: db}
+		},
+		Op: func(ctx context.Context, db *mongo.Database, f *removeFix) error {
+			f.err = repoOn(db, cfg, plan).Update(ctx, faultParent, c)
+			return f.err
+		},
+		Retry: func(ctx context.Context, db *mongo.Database, f *removeFix) error {
+			sawFault(f.t, "Update", f.err)
+			l := readLayout(f.t, f.db, cfg)
+			checkLayout(f.t, cfg, l, true, true)
+			require.Contains(f.t, [][]comment{with(comment{ID: c.ID}), with(c)}, items(l), "the old item or the new one")
+			readersSee(f.t, f.db, cfg, l)
+			return repoOn(db, cfg, plan).Update(ctx, faultParent, c)
+		},
+		Check: func(t *testing.T, _ *mongo.Database, f *removeFix) {
+			l := readLayout(t, f.db, cfg)
+			checkLayout(t, cfg, l, true, true)
+			require.Equal(t, with(c), items(l), "the item replaced in place, the others as they were")
+		},
+	}
+}
+
 func slicesDelete(ids []string, id string) []string {
 	var out []string
 	for _, x := range ids {
@@ -469,11 +535,16 @@ type readFix struct {
 	items []string
 	n     int
 	err   error
+	after Cursor // Page's: where the next page starts
+	paged bool   // Page's: the last page was read
 }
 
-// faultsReads breaks Get, Items and Count of an overflowed parent at
+// faultsReads breaks Get, Items, Page and Count of an overflowed parent at
 // every step: each returns an error (Items after a prefix of the items, in
-// order) or the complete, ordered result, and writes nothing. The parent's
+// order) or the complete, ordered result, and writes nothing. Page walks
+// every page, 3 items each (the parent's, then pages crossing overflow
+// documents); after a failure the walk resumes from the last cursor
+// returned, and the pages hold every item once. The parent's
 // tail hint is stale, as a Get sees it when appenders open documents
 // between its two reads, so that Get's overflow find needs a getMore; Items
 // reads two overflow documents per round trip.
@@ -517,6 +588,19 @@ func faultsReads(t *testing.T) {
 			require.LessOrEqual(t, len(f.items), len(want))
 			require.Equal(t, want[:len(f.items)], append([]string{}, f.items...), "a failed Items yielded a prefix of the items, in order")
 		}},
+		{"Page", func(ctx context.Context, r *Repo[post, comment], f *readFix) {
+			for f.err = nil; !f.paged; {
+				items, next, err := r.Page(ctx, faultParent, f.after, 3)
+				if f.err = err; err != nil {
+					require.Nil(f.t, items, "a failed Page returns no items")
+					return // the caller keeps its cursor
+				}
+				f.items, f.after = append(f.items, idsOf(items)...), next
+				f.paged = next.IsZero()
+			}
+		}, func(t *testing.T, f *readFix) {
+			require.Equal(t, want[:len(f.items)], append([]string{}, f.items...), "the pages before the failure hold the first items, in order")
+		}},
 		{"Count", func(ctx context.Context, r *Repo[post, comment], f *readFix) {
 			f.n, f.err = r.Count(ctx, faultParent)
 		}, func(t *testing.T, f *readFix) {
@@ -552,4 +636,21 @@ func faultsReads(t *testing.T) {
 			})
 		})
 	})
+}
+
+// TestReadersSeeALateWrite: the readers' check at a failure allows the
+// one write the fault cut off to land after the layout was read, as it
+// does when the server runs the command after the client gave up (a
+// full run on FerretDB 2.x: Get saw [c00 a00 a01] where the layout read
+// just before held [c00]).
+func TestReadersSeeALateWrite(t *testing.T) {
+	ctx := context.Background()
+	cfg, _ := small().normalize()
+	db := mongotest.DB(t)
+	seed(t, db, cfg, layoutOf{embedded: comments("c", 0, 1)})
+	l := readLayout(t, db, cfg)
+	_, err := db.Collection(cfg.Parents).UpdateOne(ctx, bson.D{{Key: "_id", Value: faultParent}},
+		bson.D{{Key: "$push", Value: bson.D{{Key: cfg.Field, Value: bson.D{{Key: "$each", Value: comments("a", 0, 2)}}}}}})
+	require.NoError(t, err)
+	readersSee(t, db, cfg, l)
 }

@@ -75,14 +75,20 @@ func (r *Repo[P, I]) itemOf(raw bson.Raw) (item, error) {
 	if err != nil {
 		return item{}, errs.Invalid("item has no %q field", r.cfg.IDField)
 	}
-	v, err := goValue(id)
-	if err != nil {
-		return item{}, errs.Invalid("item %s: %v", r.cfg.IDField, err)
-	}
-	if err := patterns.ValidateID(v); err != nil {
+	if err := validRawID(id); err != nil {
 		return item{}, fmt.Errorf("item %s: %w", r.cfg.IDField, err)
 	}
 	return item{raw: raw, id: id}, nil
+}
+
+// validRawID checks an encoded id as [patterns.ValidateID] checks the Go
+// value it decodes to.
+func validRawID(id bson.RawValue) error {
+	v, err := goValue(id)
+	if err != nil {
+		return errs.Invalid("%v", err)
+	}
+	return patterns.ValidateID(v)
 }
 
 // encodeID encodes an id given at the API as bson.MarshalValue does: the

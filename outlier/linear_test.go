@@ -336,3 +336,230 @@ func TestHistoryModel(t *testing.T) {
 		})
 	}
 }
+
+// The Update history: updaters each replace one item with versions 1, 2,
+// ... (its text), a remover takes out items before them in the same
+// documents (which shifts the indexes Update reads), and readers Get the
+// parent. updateModel is what Update, Remove and Get promise together:
+// the state is each updated item's version as of the Updates linearized
+// (a lower bound of what a Get may show, since a Get reads the parent and
+// the overflow at two moments and may show later versions, but never an
+// older one) and the set of items removed. A failed Update or Remove may
+// or may not have applied: the state keeps its bound.
+
+// updateItems are the items of the Update history: 3 embedded, then
+// overflow documents [3 4] [5 6] [7]. Items 1, 4 and 6 are updated,
+// items 0, 3 and 5 removed.
+const updateItems = 8
+
+// historyUpdate is the input of an Update: item k to version v.
+type historyUpdate struct{ k, v int }
+
+// historyRemove is the input of a Remove of item k.
+type historyRemove struct{ k int }
+
+// historyVersions is what a Get returned: the items' indexes and
+// versions, in its order.
+type historyVersions struct {
+	items, versions []int
+	err             error
+}
+
+// updateState is the model's state: the lowest version of each item a
+// Get may show, and the items removed.
+type updateState struct {
+	versions [updateItems]int
+	removed  uint8
+}
+
+func updateModel(removable uint8) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return updateState{} },
+		Step: func(state, input, output any) (bool, any) {
+			st := state.(updateState)
+			switch in := input.(type) {
+			case historyUpdate:
+				if output == nil {
+					st.versions[in.k] = in.v
+				}
+				return true, st
+			case historyRemove:
+				if output == nil {
+					st.removed |= 1 << in.k
+				}
+				return true, st
+			}
+			out := output.(historyVersions)
+			if out.err != nil {
+				return true, st
+			}
+			var seen uint8
+			last := -1
+			for i, k := range out.items {
+				if k <= last || k >= updateItems || st.removed&(1<<k) != 0 || out.versions[i] < st.versions[k] {
+					return false, st // out of order, unknown, removed, or an older version
+				}
+				seen, last = seen|1<<k, k
+			}
+			return ^seen&^removable == 0, st // only removable items may be missing
+		},
+		DescribeOperation: func(input, output any) string {
+			switch in := input.(type) {
+			case historyUpdate:
+				return fmt.Sprintf("Update(%d v%d) -> %v", in.k, in.v, output)
+			case historyRemove:
+				return fmt.Sprintf("Remove(%d) -> %v", in.k, output)
+			}
+			out := output.(historyVersions)
+			return fmt.Sprintf("Get() -> %v %v, %v", out.items, out.versions, out.err)
+		},
+	}
+}
+
+// TestUpdateHistory records the Update history (above) on every plan and
+// checks it with updateModel; and, what the model cannot see, that no Get
+// shows a version whose Update began after the Get ended.
+func TestUpdateHistory(t *testing.T) {
+	updated, removed := []int{1, 4, 6}, []int{0, 3, 5}
+	versions := mongotest.Scale(12, 4)
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, _ := newPost(t, small(), p)
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, updateItems)...))
+		var h linear.History
+		var mu sync.Mutex
+		begun := map[[2]int]time.Time{} // when the Update of item k to version v began
+		var gets []historyRead
+		var versionsSeen [][2][]int
+		var wg, writing sync.WaitGroup
+		for u, k := range updated {
+			writing.Go(func() {
+				for v := 1; v <= versions; v++ {
+					h.Do(u, historyUpdate{k, v}, func() any {
+						mu.Lock()
+						begun[[2]int{k, v}] = time.Now()
+						mu.Unlock()
+						if err := r.Update(ctx, 1, comment{ID: fmt.Sprintf("c%02d", k), Text: fmt.Sprint(v)}); err != nil {
+							t.Errorf("Update: %v", err)
+							return err
+						}
+						return nil
+					})
+				}
+			})
+		}
+		writing.Go(func() {
+			for _, k := range removed {
+				time.Sleep(time.Duration(versions) * 5 * time.Millisecond)
+				h.Do(len(updated), historyRemove{k}, func() any {
+					if err := r.Remove(ctx, 1, fmt.Sprintf("c%02d", k)); err != nil {
+						t.Errorf("Remove: %v", err)
+						return err
+					}
+					return nil
+				})
+			}
+		})
+		done := make(chan struct{})
+		for c := range 2 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					h.Do(len(updated)+1+c, historyGet{}, func() any {
+						var out historyVersions
+						start := time.Now()
+						_, items, err := r.Get(ctx, 1)
+						end := time.Now()
+						out.err = err
+						for _, it := range items {
+							var k, v int
+							fmt.Sscanf(it.ID, "c%d", &k)
+							fmt.Sscan(it.Text, &v)
+							out.items, out.versions = append(out.items, k), append(out.versions, v)
+						}
+						mu.Lock()
+						gets = append(gets, historyRead{span: span{start, end}})
+						versionsSeen = append(versionsSeen, [2][]int{out.items, out.versions})
+						mu.Unlock()
+						return out
+					})
+				}
+			})
+		}
+		writing.Wait()
+		close(done)
+		wg.Wait()
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		var want []comment
+		for _, c := range comments("c", 0, updateItems) {
+			switch c.ID {
+			case "c00", "c03", "c05":
+				continue
+			case "c01", "c04", "c06":
+				c.Text = fmt.Sprint(versions)
+			}
+			want = append(want, c)
+		}
+		require.Equal(t, want, items, "the last version of each item, the removed ones gone, in order")
+		for i, g := range gets {
+			for j, k := range versionsSeen[i][0] {
+				if v := versionsSeen[i][1][j]; v > 0 {
+					require.True(t, begun[[2]int{k, v}].Before(g.end), "item %d version %d seen by a Get that ended before its Update began", k, v)
+				}
+			}
+		}
+		t.Logf("%d Gets, %d operations", len(gets), h.Len())
+		var removable uint8
+		for _, k := range removed {
+			removable |= 1 << k
+		}
+		linear.Check(t, updateModel(removable), &h, time.Minute)
+	})
+}
+
+// TestUpdateModel: the model accepts what Update and Get promise and
+// rejects the rest.
+func TestUpdateModel(t *testing.T) {
+	model := updateModel(1 << 0)
+	op := func(client int, call, ret int64, in, out any) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+	}
+	all := func(v1 int) historyVersions {
+		return historyVersions{items: []int{0, 1, 2, 3, 4, 5, 6, 7}, versions: []int{0, v1, 0, 0, 0, 0, 0, 0}}
+	}
+	for name, tc := range map[string]struct {
+		ops []porcupine.Operation
+		ok  bool
+	}{
+		"the version of the Update that returned": {[]porcupine.Operation{
+			op(0, 0, 1, historyUpdate{1, 1}, nil), op(1, 2, 3, historyGet{}, all(1)),
+		}, true},
+		"an older version after the Update returned": {[]porcupine.Operation{
+			op(0, 0, 1, historyUpdate{1, 1}, nil), op(1, 2, 3, historyGet{}, all(0)),
+		}, false},
+		"the new version of a concurrent Update": {[]porcupine.Operation{
+			op(0, 0, 10, historyUpdate{1, 1}, nil), op(1, 2, 3, historyGet{}, all(1)),
+		}, true},
+		"either version after a failed Update": {[]porcupine.Operation{
+			op(0, 0, 1, historyUpdate{1, 1}, fmt.Errorf("broken")), op(1, 2, 3, historyGet{}, all(0)), op(1, 4, 5, historyGet{}, all(1)),
+		}, true},
+		"a removed item": {[]porcupine.Operation{
+			op(0, 0, 1, historyRemove{0}, nil), op(1, 2, 3, historyGet{}, all(0)),
+		}, false},
+		"a missing item that was never removed": {[]porcupine.Operation{
+			op(1, 2, 3, historyGet{}, historyVersions{items: []int{0, 1, 2}, versions: []int{0, 0, 0}}),
+		}, false},
+		"out of order": {[]porcupine.Operation{
+			op(1, 2, 3, historyGet{}, historyVersions{items: []int{0, 2, 1, 3, 4, 5, 6, 7}, versions: make([]int, 8)}),
+		}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			require.Equal(t, tc.ok, porcupine.CheckOperations(model, tc.ops))
+		})
+	}
+}

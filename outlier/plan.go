@@ -27,14 +27,21 @@ type plan struct {
 	// Remove reads the document holding the id and pulls its elements
 	// whole with $pullAll, lowering the count by their number.
 	pipelineUpdates bool
+	// arrayFilters: the server has [patterns.FeatureArrayFilters] and
+	// checks the 16 MiB limit itself (serverSizeLimit), so Update replaces
+	// an item in the parent in one command, by its id, without reading
+	// the parent first. Without it, Update reads the parent and sets the
+	// element by its index.
+	arrayFilters bool
 }
 
 // planFor returns the plan for srv. It reads features only: MongoDB and
-// FerretDB 2.x have all three, FerretDB 1.x and unrecognised servers none.
+// FerretDB 2.x have all four, FerretDB 1.x and unrecognised servers none.
 func planFor(srv *patterns.Server) plan {
 	return plan{
 		serverSizeLimit: srv.Has(patterns.FeatureUpdateSizeLimit),
 		pullByCondition: srv.Has(patterns.FeaturePullConditions),
 		pipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
+		arrayFilters:    srv.Has(patterns.FeatureArrayFilters) && srv.Has(patterns.FeatureUpdateSizeLimit),
 	}
 }

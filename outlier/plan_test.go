@@ -9,14 +9,14 @@ import (
 )
 
 func TestPlanFor(t *testing.T) {
-	native := plan{serverSizeLimit: true, pullByCondition: true, pipelineUpdates: true}
+	native := plan{serverSizeLimit: true, pullByCondition: true, pipelineUpdates: true, arrayFilters: true}
 	portable := plan{}
 	want := map[string]plan{
 		"MongoDB 8 replica set": native,
 		"MongoDB 6 standalone":  native,
 		// FerretDB 2.x refuses updates past 16 MiB (its own code, which
 		// srverr.TooLarge knows) and has $pull conditions and pipeline
-		// updates.
+		// updates, and arrayFilters.
 		"FerretDB 2.7": native,
 		// FerretDB 1.x stores a document past 16 MiB and reads a $pull
 		// condition as a whole element, both silently.

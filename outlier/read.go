@@ -9,7 +9,6 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/seq"
@@ -86,18 +85,26 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 }
 
 // Items streams the parent's items in append order without loading them
-// all: the embedded ones (one findOne reading the array and the flag),
-// then, when the flag is true, the overflow documents by seq through a
-// cursor of Config.BatchSize documents per round trip, decoded one
-// document at a time, on every server. Memory is bounded by the parent
-// and one batch, not by the number of items.
+// all: the embedded ones (one findOne reading the array, the flag and the
+// tail hint),
+// then, when the flag is true, the overflow documents by seq, in pages of
+// Config.BatchSize documents, each page one find on the {parent, seq}
+// index ({parent, seq: {$gte: next, $lt: next+BatchSize}} sorted by seq,
+// up to the parent's tail hint, limited to the page's size, answered in
+// one reply), decoded one document at a time, on every server; then one
+// find of the documents past the tail hint (those opened since the parent
+// was read, if any). Memory is bounded by the parent and one page, not by
+// the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
-// with the zero I, and ends the iteration. Stopping early closes the
-// cursor. What a concurrent writer's steps look like is as for [Repo.Get],
-// except that the overflow is read batch by batch: an item removed or
-// appended while the cursor runs may or may not be seen.
+// with the zero I, and ends the iteration. Stopping early sends nothing
+// more. What a concurrent writer's steps look like is as for [Repo.Get],
+// except that the overflow is read page by page: an item removed or
+// appended while the pages are read may or may not be seen, and each item
+// is yielded at most once, whatever others rewrite meanwhile (a page
+// starts after the seq where the previous one ended, where one long
+// cursor could return a rewritten document again).
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
 	if err := validParent("Items", parentID); err != nil {
 		return seq.Err[I](err)
@@ -117,11 +124,12 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 		if !r.flagged(parent) {
 			return
 		}
-		docs := seq.Cursor[overflowItems[I]](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-			return r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
-				SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(r.cfg.BatchSize)))
-		})
-		for doc, err := range docs {
+		tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
+		for raw, err := range r.overflowFrom(ctx, parentID, 0, tail, func() int { return r.cfg.BatchSize }) {
+			var doc overflowItems[I]
+			if err == nil {
+				err = bson.Unmarshal(raw, &doc)
+			}
 			if err != nil {
 				yield(zero, fail("Items", parentID, err))
 				return

@@ -26,7 +26,9 @@ type Store[P, I any] interface {
 	Append(ctx context.Context, parentID any, items ...I) error
 	Get(ctx context.Context, parentID any) (P, []I, error)
 	Items(ctx context.Context, parentID any) iter.Seq2[I, error]
+	Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error)
 	Count(ctx context.Context, parentID any) (int, error)
+	Update(ctx context.Context, parentID any, item I) error
 	Remove(ctx context.Context, parentID, itemID any) error
 	Delete(ctx context.Context, parentID any) error
 }

@@ -139,5 +139,38 @@ func blog(ctx context.Context, db *mongo.Database) error {
 		streamed++
 	}
 	fmt.Printf("streamed %d comments, each fan's in posting order\n", streamed)
+
+	// The post's page shows comments 41-60 and a "more" button: the page
+	// after the cursor the previous page handed the browser, as text. The
+	// first page lies in the post (one command); a page from a cursor in
+	// the overflow reads from that document on (one command), however deep.
+	var more string
+	for page := 1; page <= 3; page++ {
+		after, err := outlier.ParseCursor(more) // "" is the first page
+		if err != nil {
+			return err
+		}
+		comments, next, err := posts.Page(ctx, "viral", after, 20)
+		if err != nil {
+			return err
+		}
+		if page == 3 {
+			fmt.Printf("page 3, comments 41-60: from %s to %s, more: %v\n", comments[0].ID, comments[len(comments)-1].ID, !next.IsZero())
+		}
+		more = next.String()
+	}
+
+	// An author edits a comment that overflowed: it keeps its place.
+	if err := posts.Update(ctx, "viral", Comment{ID: "3-24", Author: "fan 3", Text: "wow (edited)"}); err != nil {
+		return err
+	}
+	for c, err := range posts.Items(ctx, "viral") {
+		if err != nil {
+			return err
+		}
+		if c.ID == "3-24" {
+			fmt.Printf("comment 3-24 now reads %q\n", c.Text)
+		}
+	}
 	return nil
 }

@@ -1,0 +1,332 @@
+package outlier
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"math"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
+)
+
+// maxLimit is the largest page [Repo.Page] returns.
+const maxLimit = 1 << 20
+
+// Page returns up to limit items of the parent that come after the cursor
+// in append order (the embedded items, then those of the overflow
+// documents by seq: the order of [Repo.Get] and [Repo.Items]), from the
+// first when after is the zero Cursor, and the cursor to pass for the
+// next page, which is the zero Cursor when there is none.
+//
+// The cursor holds the place of the page's last item: the document
+// holding it (the parent or an overflow document's seq), its index there
+// and its id. So a page costs what the first one costs, however deep:
+//   - a page that starts in the parent (the first, and those whose cursor
+//     is there) reads the parent's array and flag (1 findOne), and when
+//     the parent holds the whole page, that is all: 1 command. When the
+//     page runs past the parent's items into overflow, 1 find more;
+//   - a page whose cursor is in an overflow document reads from that
+//     document on, by the {parent, seq} index ({parent, seq: {$gte:
+//     seq}} sorted by seq, as many documents as the page can need, with
+//     that limit, so that the server answers in one reply): 1 command,
+//     never a read of the parent or of the documents before. A page that
+//     meets documents emptied by [Repo.Remove] sends a find more for the
+//     documents after them.
+//
+// Within its document the next page starts after the cursor's item,
+// found by its id, so items appended or removed elsewhere meanwhile are
+// neither skipped nor repeated (appended items come after it, in append
+// order). If the cursor's item itself was removed, the next page starts at
+// its index: an item removed before it in the same document at the same
+// time makes the page skip one item. A page is not a snapshot: between its
+// two commands, as for Get. A page that fills up from the parent's items
+// ends with a cursor when the parent is overflowed, without reading the
+// overflow: the next page can then be empty, with the zero Cursor, when
+// every overflow item was removed.
+//
+// A limit outside 1 to 1<<20 is [patterns.ErrInvalid]; a missing parent
+// is [patterns.ErrNotFound] on a page that reads the parent, and a page
+// after the last of a deleted parent is empty. It takes the same path on
+// every server.
+func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	if err := validParent("Page", parentID); err != nil {
+		return nil, Cursor{}, err
+	}
+	if limit < 1 || limit > maxLimit {
+		return nil, Cursor{}, fail("Page", parentID, errs.Invalid("limit %d; want 1 to %d", limit, maxLimit))
+	}
+	out, next, err := r.page(ctx, parentID, after, limit)
+	if err != nil {
+		return nil, Cursor{}, fail("Page", parentID, err)
+	}
+	return out, next, nil
+}
+
+func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	pg := pager[I]{idField: r.cfg.IDField, limit: limit, out: make([]I, 0, min(limit, 64))}
+	from := after.seq
+	inParent := after.IsZero() || after.seq < 0
+	if inParent {
+		parent, err := r.findParent(ctx, parentID, r.embeddedProjection())
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		arr, err := r.array(parent)
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		if err := pg.add(-1, arr, after); err != nil {
+			return nil, Cursor{}, err
+		}
+		if !r.flagged(parent) {
+			return pg.out, pg.next, nil
+		}
+		if len(pg.out) == limit {
+			if pg.next.IsZero() { // the page ends with the parent's last item
+				pg.next = pg.last
+			}
+			return pg.out, pg.next, nil
+		}
+		from = 0
+	}
+	read := 0 // overflow documents read
+	docs := r.overflowFrom(ctx, parentID, from, -1, func() int {
+		need := limit + 1 - len(pg.out) // the page's items and the one after, to know there is more
+		n := (need + r.cfg.OverflowCap - 1) / r.cfg.OverflowCap
+		if read == 0 && !inParent {
+			n++ // the cursor's document is partly read
+		}
+		return n
+	})
+	for doc, err := range docs {
+		read++
+		if err != nil {
+			return nil, Cursor{}, err
+		}
+		seq, _ := doc.Lookup(fSeq).AsInt64OK()
+		items, ok := doc.Lookup(fItems).ArrayOK()
+		if !ok {
+			return nil, Cursor{}, fmt.Errorf("overflow document %d has no items array", seq)
+		}
+		if err := pg.add(seq, items, after); err != nil {
+			return nil, Cursor{}, err
+		}
+		if !pg.next.IsZero() {
+			break
+		}
+	}
+	return pg.out, pg.next, nil
+}
+
+// pager collects the items of a page, document by document.
+type pager[I any] struct {
+	idField string // Config.IDField
+	limit   int
+	out     []I
+	last    Cursor // the place of the last item in out
+	next    Cursor // set once an item past the page is met: the page is full and there is more
+}
+
+// add adds the items of the array of document seq (-1: the parent) that
+// come after the cursor, up to the page's limit.
+func (pg *pager[I]) add(seq int64, arr bson.RawArray, after Cursor) error {
+	vals, err := arr.Values()
+	if err != nil {
+		return err
+	}
+	start := 0
+	if seq == after.seq && !after.IsZero() {
+		start = resume(vals, pg.idField, after)
+	}
+	for i := start; i < len(vals); i++ {
+		if len(pg.out) == pg.limit {
+			pg.next = pg.last
+			return nil
+		}
+		doc, ok := vals[i].DocumentOK()
+		if !ok {
+			return fmt.Errorf("item %d of %s is a BSON %s, not a document", i, where(seq), vals[i].Type)
+		}
+		var it I
+		if err := bson.Unmarshal(doc, &it); err != nil {
+			return fmt.Errorf("decode item %d of %s: %w", i, where(seq), err)
+		}
+		id, err := doc.LookupErr(pg.idField)
+		if err != nil {
+			return fmt.Errorf("item %d of %s has no %s", i, where(seq), pg.idField)
+		}
+		pg.out = append(pg.out, it)
+		pg.last = Cursor{seq: seq, index: int32(i), id: id, set: true}
+	}
+	return nil
+}
+
+// where names the document seq (-1: the parent) in errors.
+func where(seq int64) string {
+	if seq < 0 {
+		return "the parent"
+	}
+	return fmt.Sprintf("overflow document %d", seq)
+}
+
+// resume returns the index in vals (a document's items) at which a page
+// after the cursor starts: after the cursor's item, found by its id (at
+// its index first), or at its index when it is gone.
+func resume(vals []bson.RawValue, idField string, after Cursor) int {
+	idAt := func(i int) bool {
+		doc, ok := vals[i].DocumentOK()
+		if !ok {
+			return false
+		}
+		id, err := doc.LookupErr(idField)
+		return err == nil && bsonid.Equal(id, after.id)
+	}
+	at := int(after.index)
+	if at < len(vals) && idAt(at) {
+		return at + 1
+	}
+	for i := range vals {
+		if idAt(i) {
+			return i + 1
+		}
+	}
+	return min(at, len(vals))
+}
+
+// overflowFrom yields the parent's overflow documents from seq `from` on,
+// in seq order, their seq and items only, a find per page: {parent, seq:
+// {$gte: from}} sorted by seq, with size() (at least 1) as its limit and
+// one more as its batch size, so that the server answers it in one reply
+// and closes the cursor; the next page starts after the last seq read. A
+// short page is the last. Paging on the unique {parent, seq} key rather
+// than one long cursor yields each document once while others rewrite
+// them (FerretDB 2.x returns a rewritten document again on a cursor).
+//
+// While a page starts at or before seq until (the parent's tail hint, for
+// a scan of many pages; -1: never), it is also bounded to the seqs it can
+// hold ({$lt: from+size()}), so that a server that sorts every document
+// the index finds (FerretDB 2.x) sorts a page's, not all those after it;
+// a short bounded page is a gap in the seqs (an Append cut short), not
+// the end. Past until, the pages are unbounded: they find the documents
+// opened since the hint was read, or nothing.
+//
+// The documents are the pages' own, valid until the iteration ends.
+// Building the iterator sends nothing; an error is yielded once and ends
+// it.
+func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until int64, size func() int) iter.Seq2[bson.Raw, error] {
+	return func(yield func(bson.Raw, error) bool) {
+		for {
+			n := int64(max(1, size()))
+			var bound int64
+			if from <= until {
+				bound = n
+			}
+			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from, bound), options.Find().
+				SetSort(overflowOrder).SetProjection(overflowPageProjection).
+				SetLimit(n).SetBatchSize(int32(min(n+1, math.MaxInt32))))
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			var docs []bson.Raw
+			err = cur.All(ctx, &docs)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			for _, d := range docs {
+				if !yield(d, nil) {
+					return
+				}
+			}
+			switch {
+			case int64(len(docs)) == n:
+				last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
+				if !ok {
+					yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))
+					return
+				}
+				from = last + 1
+			case bound > 0:
+				from += n // a gap
+			default:
+				return
+			}
+		}
+	}
+}
+
+// Cursor is a place in a parent's items: that of the last item of a
+// page, which [Repo.Page] returns. The zero Cursor is the start. To hand
+// it to a client, encode it with [Cursor.String] (or as JSON text,
+// through MarshalText) and read it back with [ParseCursor]; the text is
+// URL-safe and opaque to clients.
+type Cursor struct {
+	seq   int64         // the document holding the item: -1 the parent, else the overflow document's seq
+	index int32         // the item's index in that document's array
+	id    bson.RawValue // the item's id
+	set   bool          // not the zero Cursor
+}
+
+// IsZero reports whether c is the zero Cursor, the start.
+func (c Cursor) IsZero() bool { return !c.set }
+
+// String returns the cursor's text, "" for the zero Cursor.
+func (c Cursor) String() string {
+	b, _ := c.MarshalText()
+	return string(b)
+}
+
+// MarshalText encodes the cursor as unpadded base64url of a small BSON
+// document; it never fails.
+func (c Cursor) MarshalText() ([]byte, error) {
+	if c.IsZero() {
+		return []byte{}, nil
+	}
+	b, err := pagetoken.Encode(bson.D{{Key: "s", Value: c.seq}, {Key: "p", Value: c.index}, {Key: "i", Value: c.id}})
+	if err != nil { // the values came from a stored document
+		return nil, pkg.Wrap("MarshalText", err)
+	}
+	return b, nil
+}
+
+// UnmarshalText reads a cursor written by MarshalText; see [ParseCursor].
+func (c *Cursor) UnmarshalText(text []byte) error {
+	p, err := ParseCursor(string(text))
+	if err != nil {
+		return err
+	}
+	*c = p
+	return nil
+}
+
+// ParseCursor reads the text of [Cursor.String]; "" is the zero Cursor.
+// Text that is not such a cursor (a seq below -1, a negative index, an
+// invalid id) gives [patterns.ErrInvalid]. The id is only compared with
+// the items read, never sent to the server.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	bad := func(err error) (Cursor, error) {
+		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: %w", s, err))
+	}
+	vals, err := pagetoken.Decode(s, "s", "p", "i")
+	if err != nil {
+		return bad(err)
+	}
+	seq, ok := vals[0].Int64OK()
+	index, ok2 := vals[1].Int32OK()
+	if !ok || !ok2 || seq < -1 || index < 0 {
+		return bad(errs.Invalid("not a cursor"))
+	}
+	if err := validRawID(vals[2]); err != nil {
+		return bad(err)
+	}
+	return Cursor{seq: seq, index: index, id: vals[2], set: true}, nil
+}
