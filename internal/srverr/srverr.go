@@ -35,6 +35,14 @@ const (
 	// PostgreSQL aborted the statement, so nothing of it was applied; the
 	// driver does not retry it.
 	codeDocumentDBDeadlock = 16908292
+	// MongoDB's MaxTimeMSExpired: the command ran past its maxTimeMS,
+	// which the driver derives from the context's deadline.
+	codeMaxTimeMSExpired = 50
+	// FerretDB 2.x (DocumentDB): PostgreSQL's "canceling statement due to
+	// statement timeout" (query_canceled, 57014), which a write meets
+	// when it runs past its maxTimeMS, answered as a write error. The
+	// statement was rolled back.
+	codeDocumentDBCanceled = 67371461
 	// A server that lacks a command, an option, a pipeline stage or an
 	// expression says so with one of these.
 	codeCommandNotFound       = 59
@@ -78,11 +86,22 @@ func NotImplemented(err error) bool {
 		se.HasErrorCode(codeInvalidPipelineOption))
 }
 
+// TimeLimit reports whether the server stopped a command at its time
+// limit (maxTimeMS, which the driver sends from the context's deadline):
+// MongoDB's MaxTimeMSExpired, or FerretDB 2.x's statement timeout, which
+// it answers as a write error that [mongo.IsTimeout] does not recognise.
+func TimeLimit(err error) bool {
+	se, ok := errors.AsType[mongo.ServerError](err)
+	return ok && (se.HasErrorCode(codeMaxTimeMSExpired) || se.HasErrorCode(codeDocumentDBCanceled))
+}
+
 // Classify adds to err the sentinel of package patterns its kind matches,
 // so that errors.Is finds it: [patterns.ErrTooLarge] for [TooLarge],
-// [patterns.ErrUnsupported] for [NotImplemented]. Other errors, and nil,
-// are returned as they are. The message is err's, followed by the
-// sentinel's.
+// [patterns.ErrUnsupported] for [NotImplemented]; and
+// [context.DeadlineExceeded] for [TimeLimit], so that a caller sees the
+// server's end of its deadline as it sees the driver's. Other errors,
+// and nil, are returned as they are. The message is err's, followed by
+// the sentinel's.
 func Classify(err error) error {
 	switch {
 	case err == nil:
@@ -91,6 +110,8 @@ func Classify(err error) error {
 		return fmt.Errorf("%w: %w", err, patterns.ErrTooLarge)
 	case NotImplemented(err) && !errors.Is(err, patterns.ErrUnsupported):
 		return fmt.Errorf("%w: %w", err, patterns.ErrUnsupported)
+	case TimeLimit(err) && !errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
 	}
 	return err
 }

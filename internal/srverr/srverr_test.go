@@ -69,6 +69,25 @@ func TestClassify(t *testing.T) {
 	require.NoError(t, srverr.Classify(nil))
 }
 
+// TestTimeLimit: the server's end of a command's time limit is a
+// timeout to the caller on every server, the context's deadline in the
+// chain, the server's error kept.
+func TestTimeLimit(t *testing.T) {
+	for _, err := range []error{
+		mongo.CommandError{Code: 50, Message: "operation exceeded time limit", Name: "MaxTimeMSExpired"},
+		mongo.WriteException{WriteErrors: mongo.WriteErrors{{Code: 67371461, Message: "canceling statement due to statement timeout"}}},
+	} {
+		require.True(t, srverr.TimeLimit(err), "%v", err)
+		got := srverr.Classify(err)
+		require.ErrorIs(t, got, context.DeadlineExceeded)
+		require.True(t, srverr.TimeLimit(got), "the cause stays in the chain")
+		require.True(t, srverr.Refused(got), "the server stopped it: nothing applied")
+	}
+	require.False(t, srverr.TimeLimit(deadlock))
+	require.False(t, srverr.TimeLimit(context.DeadlineExceeded), "the driver's own timeout is not the server's")
+	require.NotErrorIs(t, srverr.Classify(deadlock), context.DeadlineExceeded)
+}
+
 func TestRetry(t *testing.T) {
 	ctx := context.Background()
 	n := 0
