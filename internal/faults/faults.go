@@ -306,7 +306,7 @@ type Case[S any] struct {
 // The faulty call's deadline is [StallDeadline]. A call that runs out of
 // it before the fault's command (the server is slower than that now:
 // others load it) proves nothing, so the case starts again on fresh data
-// with twice the deadline, twice at most, before Run gives up: the
+// with twice the deadline, three times at most, before Run gives up: the
 // deadline follows the server's speed as the cases measure it.
 func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	t.Helper()
@@ -352,7 +352,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				if p.Fired() {
 					break
 				}
-				if !ranOut || attempt == 3 {
+				if !ranOut || attempt == 4 {
 					t.Fatalf("the fault never struck: the operation sent fewer than %d commands within %s (err %v)", f.Step, limit, err)
 				}
 				t.Logf("the operation ran out of its %s before command %d (the server is slower now): again on fresh data, within %s", limit, f.Step, 2*limit)
