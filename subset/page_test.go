@@ -117,6 +117,35 @@ func TestAllRejectsABadParentID(t *testing.T) {
 	}
 }
 
+// TestAllOptions: BatchSize sizes All's pages (a find each, the last
+// short), Limit bounds the items yielded, and Skip, which would skip in
+// every page, is refused.
+func TestAllOptions(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(3), portable)
+	insertParents(t, db, "a")
+	require.NoError(t, r.Add(ctx, "a", five...))
+	c := mongotest.NewCounter(t, db)
+	var got []item
+	require.Equal(t, []string{"find", "find"}, c.Count(func() {
+		for it, err := range r.All(ctx, "a", options.Find().SetBatchSize(2).SetLimit(3)) {
+			require.NoError(t, err)
+			got = append(got, it)
+		}
+	}))
+	require.Equal(t, withParentIn("a", ranked(five)[:3]), got)
+	require.Equal(t, []string{"find", "find", "find"}, c.Count(func() {
+		for _, err := range r.All(ctx, "a", options.Find().SetBatchSize(2)) {
+			require.NoError(t, err)
+		}
+	}), "pages of 2, 2 and 1")
+	for _, err := range r.All(ctx, "a", options.Find().SetSkip(1)) {
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		require.ErrorContains(t, err, `subset: All: parent "a": `)
+	}
+}
+
 // cursorText encodes a document the way a cursor is encoded, to forge
 // cursors.
 func cursorText(t testing.TB, d bson.D) string {
