@@ -460,9 +460,9 @@ func linearizable(t *testing.T, p subset.Plan, withCount bool, writers, readers,
 		final, err := r.Get(ctx, "a")
 		require.NoError(t, err)
 		t.Logf("%d operations, %d reads; %d updates, revision %d", h.Len()+hc.Len(), reads.Load(), updates, final.Rev)
-		linear.Check(t, subsetModel(capacity), &h, time.Minute)
+		linear.Check(t, subsetModel(capacity), &h, 2*time.Minute)
 		if withCount {
-			linear.Check(t, subsetModel(capacity), &hc, time.Minute)
+			linear.Check(t, subsetModel(capacity), &hc, 2*time.Minute)
 		}
 	})
 }
