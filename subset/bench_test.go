@@ -304,11 +304,27 @@ func BenchmarkItem(b *testing.B) {
 // their ratio, hot-x: the goal is at least half of one writer's with 8.
 // Every Add must succeed (no error reaches the caller), and afterwards
 // each product holds each of its reviews once, its subset the newest ten.
+// "counted" does the same with a count field, where every Add recomputes
+// (a compare-and-set on the revision, which the writers race for) and
+// the count must be b.N.
 func BenchmarkHotParent(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		count string
+	}{{"subset", ""}, {"counted", "count"}} {
+		b.Run(bc.name, func(b *testing.B) { hotParent(b, bc.count) })
+	}
+}
+
+func hotParent(b *testing.B, countField string) {
 	const writers = 8
 	ctx := context.Background()
 	db, products := benchDB(b)
-	r := benchRepo(b, db, subset.PlanFor(mongotest.Server()))
+	cfg := reviewsConfig
+	cfg.CountField = countField
+	r, err := subset.New[Product, Review](db, cfg)
+	require.NoError(b, err)
+	require.NoError(b, patterns.EnsureIndexes(ctx, r.Indexes()...))
 	run := func(product string, n, writers int) time.Duration {
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -337,6 +353,11 @@ func BenchmarkHotParent(b *testing.B) {
 		p, err := r.Get(ctx, product)
 		require.NoError(b, err)
 		require.Equal(b, all[:min(10, n)], p.Reviews, "the subset is the newest ten")
+		if countField != "" {
+			c, err := r.Count(ctx, product)
+			require.NoError(b, err)
+			require.EqualValues(b, n, c, "the count")
+		}
 		return took
 	}
 	b.ResetTimer()

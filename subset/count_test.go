@@ -148,11 +148,12 @@ func TestItem(t *testing.T) {
 	require.ErrorIs(t, err, patterns.ErrInvalid)
 }
 
-// TestCountIsExactUnderConcurrentWriters: writers add, remove and update
-// items of one parent at once; afterwards the count is the number of
-// items, exactly, on every plan.
+// TestCountIsExactUnderConcurrentWriters: 8 writers add, remove and
+// update items of one parent at once (each Add and Remove recomputes the
+// count, the writers racing for the revision); no call fails, and
+// afterwards the count is the number of items, exactly, on every plan.
 func TestCountIsExactUnderConcurrentWriters(t *testing.T) {
-	const writers = 6
+	const writers = 8
 	each := mongotest.Scale(40, 6)
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()

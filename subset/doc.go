@@ -116,9 +116,9 @@
 //
 // In round trips: [Repo.Get] 1; [Repo.Add] 2 on the push path, 4 on the
 // portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
-// [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per batch. A
-// lost race adds 3 to a recomputation (at most once after a fresh read,
-// see above). With Config.CountField, every recomputation counts the
+// [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of
+// items (see its godoc). A lost race adds 3 to a recomputation (at most
+// once after a fresh read, see above). With Config.CountField, every recomputation counts the
 // parent's items (one aggregate more, which reads the parent's entries of
 // the index) and every Add takes the portable path, 5 round trips: a
 // count kept by increments would be applied twice by a retry, or by a

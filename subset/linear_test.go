@@ -41,6 +41,16 @@ import (
 // Get sees the subset's state, a Page the items collection's. The items
 // of an Add of several are steps of their own, since the package
 // documentation says a reader may see some before the others.
+//
+// With Config.CountField, Count reads the parent's count of its items,
+// which every recomputation sets from a count of the items collection
+// (Config.CountField's godoc): an Add or a Remove has a third step per
+// item, the count's, after its step in the items collection and before
+// the call returns. It is a step of its own, not the subset's: the count
+// and the first Cap items are two reads of the items collection, so a
+// recomputation may count an item that an Add in flight has stored and
+// its read of the first Cap items missed; but the recomputations land in
+// the order they read, so the count never goes back.
 
 // linKind is a write of the history.
 type linKind int
@@ -54,26 +64,29 @@ const (
 func (k linKind) String() string { return [...]string{"Add", "Update", "Remove"}[k] }
 
 // linWrite is the input of one step of a write: to the items collection
-// (subset false), or to the subset. Add and Update write the item with
-// the score; Remove deletes it.
+// (subset false), or to the subset, or to the count (count true). Add and
+// Update write the item with the score; Remove deletes it.
 type linWrite struct {
 	kind   linKind
 	id     int
 	score  int
 	subset bool
+	count  bool
 }
 
 // linRebuild is the input of a Rebuild, which changes nothing the model
 // sees.
 type linRebuild struct{}
 
-// linRead is the input of a Get (subset) or of a Page of every item.
-type linRead struct{ subset bool }
+// linRead is the input of a Get (subset), of a Page of every item, or of
+// a Count (count).
+type linRead struct{ subset, count bool }
 
 // linItems is what a read returned: the items, as [id, score] pairs, in
-// the order returned.
+// the order returned; or, for a Count, the count.
 type linItems struct {
 	items [][2]int
+	n     int
 	err   error
 }
 
@@ -82,9 +95,22 @@ type linItems struct {
 const linMax = 256
 
 // linState is the model's state: for each id, its score plus one (zero
-// when absent), in the items collection and as the subset reflects it.
+// when absent), in the items collection and as the subset reflects it;
+// and whether the count counts it.
 type linState struct {
 	items, subset [linMax]int8
+	counted       [linMax]bool
+}
+
+// count is the number of items the count counts.
+func (s linState) count() int {
+	n := 0
+	for _, c := range s.counted {
+		if c {
+			n++
+		}
+	}
+	return n
 }
 
 // top returns the first n of the items of s (the subset's view
@@ -126,7 +152,11 @@ func subsetModel(capacity int) porcupine.Model {
 				if in.subset {
 					n = capacity
 				}
-				if out.err == nil && !slices.Equal(out.items, s.top(in.subset, n)) {
+				switch {
+				case out.err != nil:
+				case in.count && out.n != s.count():
+					return nil
+				case !in.count && !slices.Equal(out.items, s.top(in.subset, n)):
 					return nil
 				}
 				return []any{s}
@@ -139,7 +169,16 @@ func subsetModel(capacity int) porcupine.Model {
 			if in.kind == linRemove {
 				v = 0
 			}
-			if !in.subset {
+			if in.count {
+				// The count, after the items collection: it counts an
+				// added item once it is stored, a removed one until it
+				// is deleted.
+				added := in.kind == linAdd
+				if s.counted[in.id] == added || (s.items[in.id] != 0) != added {
+					return nil
+				}
+				next.counted[in.id] = added
+			} else if !in.subset {
 				// The items collection: the item exists unless it is added.
 				if (s.items[in.id] == 0) != (in.kind == linAdd) {
 					return nil
@@ -167,8 +206,11 @@ func subsetModel(capacity int) porcupine.Model {
 					op = "Get"
 				}
 				out := output.(linItems)
-				if out.err != nil {
+				switch {
+				case out.err != nil:
 					return fmt.Sprintf("%s() -> %v", op, out.err)
+				case in.count:
+					return fmt.Sprintf("Count() -> %d", out.n)
 				}
 				return fmt.Sprintf("%s() -> %v", op, out.items)
 			case linRebuild:
@@ -176,14 +218,17 @@ func subsetModel(capacity int) porcupine.Model {
 			}
 			in := input.(linWrite)
 			where := "items"
-			if in.subset {
+			switch {
+			case in.count:
+				where = "count"
+			case in.subset:
 				where = "subset"
 			}
 			return fmt.Sprintf("%s(%d, %d) %s -> %v", in.kind, in.id, in.score, where, output)
 		},
 		DescribeState: func(state any) string {
 			s := state.(linState)
-			return fmt.Sprintf("items %v, subset %v", s.top(false, linMax), s.top(true, linMax))
+			return fmt.Sprintf("items %v, subset %v, count %d", s.top(false, linMax), s.top(true, linMax), s.count())
 		},
 	}
 	return m.ToModel()
@@ -196,21 +241,65 @@ func errOf(err error) any { return err }
 // updating and removing their own items of one parent (and rebuilding
 // it), through one repository,
 // while readers Get it and Page through all its items, and checks the
-// history with subsetModel, on every plan the server runs. Each writer
+// history with subsetModel, on every plan the server runs; and again with
+// a count field (counted), which readers read with Count too. Each writer
 // changes only items of its own, one call after another, so that no Add
 // of an item runs concurrently with its Remove (which Remove's godoc
-// excludes). Afterwards the subset is the first Cap of the items.
+// excludes). Afterwards the subset is the first Cap of the items, and the
+// count their number.
 func TestLinearizable(t *testing.T) {
 	const writers, readers, capacity, maxReads = 4, 2, 3, 150
-	each := mongotest.Scale(24, 15)
+	each := mongotest.Scale(24, 12)
 	require.Less(t, 2*writers*each, linMax, "the ids fit the model's state")
 	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		linearizable(t, p, false, writers, readers, capacity, maxReads, each)
+		// With a count field, an Add or a Remove is three steps of the
+		// model, not two: fewer writes keep the check within its time.
+		linearizable(t, p, true, writers, readers, capacity, maxReads, each*2/3)
+	})
+}
+
+// linearizable is one run of TestLinearizable on plan p, with a count
+// field when withCount.
+func linearizable(t *testing.T, p subset.Plan, withCount bool, writers, readers, capacity, maxReads, each int) {
+	t.Run(map[bool]string{false: "plain", true: "counted"}[withCount], func(t *testing.T) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
-		r := newRepo[parent, item](t, db, config(capacity), p)
+		cfg := config(capacity)
+		if withCount {
+			cfg = counted(capacity)
+		}
+		r := newRepo[parent, item](t, db, cfg, p)
 		insertParents(t, db, "a")
 		counter := mongotest.NewCounter(t, db)
-		var h linear.History
+		// h is the history of the subset: the writes' steps in the items
+		// collection and in the subset, Get and Page; hc, with a count
+		// field, that of the count: the steps in the items collection and
+		// in the count, and Count. The model checks each (a check of both
+		// at once, which the count's steps make far less deterministic,
+		// did not finish in minutes on a loaded FerretDB 2).
+		var h, hc linear.History
+		do := func(client int, in any, call func() any) {
+			var into []*linear.History
+			switch in := in.(type) {
+			case linWrite:
+				if !in.count {
+					into = append(into, &h)
+				}
+				if withCount && (in.count || !in.subset) {
+					into = append(into, &hc)
+				}
+			case linRead:
+				if in.count {
+					into = append(into, &hc)
+				} else {
+					into = append(into, &h)
+				}
+			default:
+				into = append(into, &h)
+			}
+			record(into, client, in, call)
+		}
 		pairs := func(items []item) [][2]int {
 			out := [][2]int{}
 			for _, it := range items {
@@ -226,7 +315,12 @@ func TestLinearizable(t *testing.T) {
 			var steps []linWrite
 			for _, subset := range []bool{false, true} {
 				for _, it := range items {
-					steps = append(steps, linWrite{kind, it[0], it[1], subset})
+					steps = append(steps, linWrite{kind, it[0], it[1], subset, false})
+				}
+			}
+			if withCount && kind != linUpdate {
+				for _, it := range items {
+					steps = append(steps, linWrite{kind, it[0], it[1], false, true})
 				}
 			}
 			var err error
@@ -240,7 +334,7 @@ func TestLinearizable(t *testing.T) {
 				if i > 0 {
 					client = writers + readers + w*len(steps) + i
 				}
-				h.Do(client, steps[i], func() any {
+				do(client, steps[i], func() any {
 					run(i + 1)
 					return errOf(err)
 				})
@@ -288,7 +382,7 @@ func TestLinearizable(t *testing.T) {
 						delete(owned, id)
 						write(w, linRemove, [][2]int{{id, 0}}, func() error { return r.Remove(ctx, "a", int64(id)) })
 					case k%8 == 5:
-						h.Do(w, linRebuild{}, func() any {
+						do(w, linRebuild{}, func() any {
 							err := r.Rebuild(ctx, "a")
 							if err != nil {
 								t.Errorf("Rebuild: %v", err)
@@ -306,15 +400,20 @@ func TestLinearizable(t *testing.T) {
 		}
 		done := make(chan struct{})
 		var reads atomic.Int32
-		read := func(client int, get bool) linItems {
+		read := func(client int, in linRead) linItems {
 			reads.Add(1)
 			var out linItems
-			h.Do(client, linRead{get}, func() any {
-				if get {
+			do(client, in, func() any {
+				switch {
+				case in.count:
+					var n int64
+					n, out.err = r.Count(ctx, "a")
+					out.n = int(n)
+				case in.subset:
 					var pa parent
 					pa, out.err = r.Get(ctx, "a")
 					out.items = pairs(pa.Top)
-				} else {
+				default:
 					var items []item
 					items, _, out.err = r.Page(ctx, "a", subset.Cursor{}, linMax)
 					out.items = pairs(items)
@@ -326,6 +425,12 @@ func TestLinearizable(t *testing.T) {
 			}
 			return out
 		}
+		// The readers take turns at Get, Page and, with a count field,
+		// Count.
+		kinds := []linRead{{subset: true}, {}}
+		if withCount {
+			kinds = append(kinds, linRead{count: true})
+		}
 		for c := range readers {
 			reading.Go(func() {
 				for i := range maxReads {
@@ -333,7 +438,7 @@ func TestLinearizable(t *testing.T) {
 					case <-done:
 						return
 					default:
-						read(writers+c, (i+c)%2 == 0)
+						read(writers+c, kinds[(i+c)%len(kinds)])
 					}
 				}
 			})
@@ -341,8 +446,11 @@ func TestLinearizable(t *testing.T) {
 		writing.Wait()
 		close(done)
 		reading.Wait()
-		all := read(writers, false)
-		require.Equal(t, all.items[:min(capacity, len(all.items))], read(writers, true).items, "once the writes end, the subset is the first Cap items")
+		all := read(writers, linRead{})
+		require.Equal(t, all.items[:min(capacity, len(all.items))], read(writers, linRead{subset: true}).items, "once the writes end, the subset is the first Cap items")
+		if withCount {
+			require.Equal(t, len(all.items), read(writers, linRead{count: true}).n, "once the writes end, the count is the number of items")
+		}
 		updates := 0
 		for _, c := range counter.Commands() {
 			if c == "update" {
@@ -351,9 +459,27 @@ func TestLinearizable(t *testing.T) {
 		}
 		final, err := r.Get(ctx, "a")
 		require.NoError(t, err)
-		t.Logf("%d operations, %d reads; %d updates, revision %d", h.Len(), reads.Load(), updates, final.Rev)
-		linear.Check(t, subsetModel(capacity), &h, time.Minute)
+		t.Logf("%d operations, %d reads; %d updates, revision %d", h.Len()+hc.Len(), reads.Load(), updates, final.Rev)
+		linear.Check(t, subsetModel(capacity), &h, 2*time.Minute)
+		if withCount {
+			linear.Check(t, subsetModel(capacity), &hc, 2*time.Minute)
+		}
 	})
+}
+
+// record runs call as one operation of each history in hs (nested, so
+// that each records it over the call), as linear.History.Do does for
+// one, and returns its output.
+func record(hs []*linear.History, client int, in any, call func() any) any {
+	if len(hs) == 0 {
+		return call()
+	}
+	var out any
+	hs[0].Do(client, in, func() any {
+		out = record(hs[1:], client, in, call)
+		return out
+	})
+	return out
 }
 
 // TestSubsetModel: the model accepts what the package promises and
@@ -363,18 +489,26 @@ func TestSubsetModel(t *testing.T) {
 	op := func(client int, call, ret int64, in, out any) porcupine.Operation {
 		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
 	}
-	// add and friends are the two steps of a write, over [call, ret].
+	// steps are the two steps of a write, over [call, ret]; counted, the
+	// three of a write with a count field.
 	steps := func(client int, call, ret int64, kind linKind, id, score int, err error) []porcupine.Operation {
 		return []porcupine.Operation{
-			op(client, call, ret, linWrite{kind, id, score, false}, errOf(err)),
-			op(client+10, call, ret, linWrite{kind, id, score, true}, errOf(err)),
+			op(client, call, ret, linWrite{kind, id, score, false, false}, errOf(err)),
+			op(client+10, call, ret, linWrite{kind, id, score, true, false}, errOf(err)),
 		}
 	}
+	counted := func(client int, call, ret int64, kind linKind, id, score int, err error) []porcupine.Operation {
+		return append(steps(client, call, ret, kind, id, score, err),
+			op(client+20, call, ret, linWrite{kind, id, score, false, true}, errOf(err)))
+	}
 	get := func(call, ret int64, items ...[2]int) porcupine.Operation {
-		return op(5, call, ret, linRead{true}, linItems{items: append([][2]int{}, items...)})
+		return op(5, call, ret, linRead{subset: true}, linItems{items: append([][2]int{}, items...)})
 	}
 	page := func(call, ret int64, items ...[2]int) porcupine.Operation {
-		return op(6, call, ret, linRead{false}, linItems{items: append([][2]int{}, items...)})
+		return op(6, call, ret, linRead{}, linItems{items: append([][2]int{}, items...)})
+	}
+	count := func(call, ret int64, n int) porcupine.Operation {
+		return op(7, call, ret, linRead{count: true}, linItems{n: n})
 	}
 	history := func(parts ...any) []porcupine.Operation {
 		var out []porcupine.Operation
@@ -439,6 +573,34 @@ func TestSubsetModel(t *testing.T) {
 		"a Rebuild changes nothing": {history(
 			steps(0, 0, 1, linAdd, 1, 5, nil), op(1, 2, 3, linRebuild{}, errOf(nil)),
 			get(4, 5, [2]int{1, 5}),
+		), true},
+		"Count follows the Adds that returned": {history(
+			counted(0, 0, 1, linAdd, 1, 5, nil), counted(1, 2, 3, linAdd, 2, 7, nil),
+			count(4, 5, 2),
+		), true},
+		"Count misses an Add that returned": {history(
+			counted(0, 0, 1, linAdd, 1, 5, nil),
+			count(2, 3, 0),
+		), false},
+		"Count sees an Add in flight that Get does not see yet": {history(
+			counted(0, 0, 10, linAdd, 1, 5, nil),
+			count(1, 2, 1), get(3, 4),
+		), true},
+		"Count goes back": {history(
+			counted(0, 0, 10, linAdd, 1, 5, nil),
+			count(1, 2, 1), count(3, 4, 0),
+		), false},
+		"Count sees a Remove in flight": {history(
+			counted(0, 0, 1, linAdd, 1, 5, nil), counted(0, 2, 10, linRemove, 1, 0, nil),
+			count(3, 4, 1), count(5, 6, 0),
+		), true},
+		"Count sees a Remove in flight undone": {history(
+			counted(0, 0, 1, linAdd, 1, 5, nil), counted(0, 2, 10, linRemove, 1, 0, nil),
+			count(3, 4, 0), count(5, 6, 1),
+		), false},
+		"Count counts an Update once": {history(
+			counted(0, 0, 1, linAdd, 1, 5, nil), steps(0, 2, 3, linUpdate, 1, 9, nil),
+			count(4, 5, 1),
 		), true},
 		"a failed Add, applied or not": {history(
 			steps(0, 0, 1, linAdd, 1, 5, fmt.Errorf("broken")),

@@ -8,46 +8,114 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // All returns every item of the parent from the items collection, in the
 // configured order (the subset's order, so its first Cap items are the
-// subset when no write is in flight), served by the index of
-// [Repo.Indexes]. Building the iterator sends nothing; iterating sends a
-// find and a getMore per batch, and holds one batch in memory. opts pass
-// through to the driver (a batch size, a comment); the filter and the sort
-// are the repository's. An invalid parent id is yielded as an error
-// wrapping [patterns.ErrInvalid]; a missing parent yields nothing; an
-// error from the server or from decoding is yielded once and ends the
-// iteration. It takes the same path on every server.
+// subset when no write is in flight), each item once while others write.
+// It reads them a page per find, as [Repo.Page] does: the items after the
+// last one read in the configured order, served by the index of
+// [Repo.Indexes], with the page's size as limit, so that the server
+// answers each in one reply (more only past 16 MiB). One long cursor
+// would not do: a cursor may return an item that others rewrite again
+// (FerretDB 2.x's cursors do; MongoDB's can when a write moves an item's
+// index entry ahead of the cursor). Building the iterator sends nothing;
+// iterating sends a find per page of the options' BatchSize items
+// ([DefaultAllPageSize] without one; a page shorter than that is the
+// last), and holds one page in memory. It takes the same path on every
+// server.
 //
-// The iteration is not a snapshot: items added or removed while it runs
-// may or may not appear.
+// While it runs, an item added or removed may or may not appear; every
+// other item appears once, as stored when its page was read, in the
+// place its sort value gives it. An item whose sort value an Update
+// changes while All runs is read where it is when its page is read: it
+// appears once if it stays on the same side of the place All has
+// reached, and is missed or yielded twice (the old version and the new)
+// if it moves across it, backwards or forwards. That is the one thing a
+// scan in the configured order cannot rule out short of remembering
+// every id it yielded; a scan in _id order would, but not in the
+// subset's order.
+//
+// Options pass through to the driver (a comment, a projection that keeps
+// SortField and IDField, which the next page starts after), except the
+// filter, the sort and the batch size, which are the repository's, and
+// Skip, refused with [patterns.ErrInvalid] (it would skip in every
+// page). Limit bounds the items yielded. An invalid parent id is yielded
+// as an error wrapping [patterns.ErrInvalid]; a missing parent yields
+// nothing; an error from the server or from decoding is yielded once
+// (before the items of its page) and ends the iteration, as does a page
+// that ends on an item stored without the repository with a sort value
+// it refuses, as [Repo.Page] reports it.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
-	opts = append(slices.Clip(opts), options.Find().SetSort(r.cmd.order))
-	items := seq.Cursor[I](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-		return r.items.Find(ctx, r.cmd.items(parentID), opts...)
-	})
+	size, limit, err := allPages(opts)
+	if err != nil {
+		return seq.Err[I](fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err)))
+	}
+	opts = slices.Clip(opts)
 	return func(yield func(I, error) bool) {
-		for it, err := range items {
-			if err != nil {
-				err = fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+		var after Cursor
+		for {
+			n := size
+			if limit > 0 {
+				n = int(min(int64(n), limit))
 			}
-			if !yield(it, err) {
+			page, next, err := r.page(ctx, parentID, after, n, opts...)
+			if err != nil {
+				var zero I
+				yield(zero, fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err)))
 				return
 			}
+			for _, it := range page {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if limit > 0 {
+				if limit -= int64(len(page)); limit == 0 {
+					return
+				}
+			}
+			if next.IsZero() {
+				return
+			}
+			after = next
 		}
 	}
+}
+
+// DefaultAllPageSize is the number of items a page of [Repo.All] reads
+// when its options set no BatchSize.
+const DefaultAllPageSize = 1000
+
+// allPages reads All's options: the page's size (BatchSize, or
+// DefaultAllPageSize; at most 1<<20) and the limit on the items yielded
+// (0: none). Skip gives patterns.ErrInvalid.
+func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64, err error) {
+	fo, err := listers.Merged(opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	if fo.Skip != nil && *fo.Skip != 0 {
+		return 0, 0, errs.Invalid("Skip: All reads in pages of the configured order; use Page to start after an item")
+	}
+	size = DefaultAllPageSize
+	if fo.BatchSize != nil && *fo.BatchSize > 0 {
+		size = min(int(*fo.BatchSize), maxN)
+	}
+	if fo.Limit != nil {
+		limit = max(*fo.Limit, -*fo.Limit) // the driver reads a negative limit as one batch of its size
+	}
+	return size, limit, nil
 }
 
 // Page returns up to limit items of the parent that come after the cursor
@@ -78,8 +146,10 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 	return out, next, nil
 }
 
-func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
-	cur, err := r.items.Find(ctx, r.cmd.page(parentID, after), r.cmd.firstN(limit+1))
+// page reads the page of Page and of All's pages: opts, the caller's, come
+// before the page's sort, limit and batch size, which win.
+func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int, opts ...options.Lister[options.FindOptions]) ([]I, Cursor, error) {
+	cur, err := r.items.Find(ctx, r.cmd.page(parentID, after), append(opts, r.cmd.firstN(limit+1))...)
 	if err != nil {
 		return nil, Cursor{}, err
 	}

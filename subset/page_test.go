@@ -1,6 +1,7 @@
 package subset_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -8,12 +9,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -110,6 +114,35 @@ func TestAllRejectsABadParentID(t *testing.T) {
 	r := newRepo[parent, item](t, mongotest.DB(t), config(3), portable)
 	for _, err := range r.All(context.Background(), "") {
 		require.ErrorIs(t, err, patterns.ErrInvalid)
+	}
+}
+
+// TestAllOptions: BatchSize sizes All's pages (a find each, the last
+// short), Limit bounds the items yielded, and Skip, which would skip in
+// every page, is refused.
+func TestAllOptions(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(3), portable)
+	insertParents(t, db, "a")
+	require.NoError(t, r.Add(ctx, "a", five...))
+	c := mongotest.NewCounter(t, db)
+	var got []item
+	require.Equal(t, []string{"find", "find"}, c.Count(func() {
+		for it, err := range r.All(ctx, "a", options.Find().SetBatchSize(2).SetLimit(3)) {
+			require.NoError(t, err)
+			got = append(got, it)
+		}
+	}))
+	require.Equal(t, withParentIn("a", ranked(five)[:3]), got)
+	require.Equal(t, []string{"find", "find", "find"}, c.Count(func() {
+		for _, err := range r.All(ctx, "a", options.Find().SetBatchSize(2)) {
+			require.NoError(t, err)
+		}
+	}), "pages of 2, 2 and 1")
+	for _, err := range r.All(ctx, "a", options.Find().SetSkip(1)) {
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		require.ErrorContains(t, err, `subset: All: parent "a": `)
 	}
 }
 
@@ -315,4 +348,69 @@ func TestPageStopsAtAStoredNaN(t *testing.T) {
 	_, _, err = r.Page(ctx, "a", subset.Cursor{}, 1)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "cannot continue after item 1")
+}
+
+// TestAllYieldsEachItemOnceWhileOthersWrite lists a parent's items with
+// All, in pages of 4, while the items are rewritten: as each item is
+// yielded, it and an item further on are replaced by Update with the same
+// score and a body 512 bytes longer (a cursor over the documents may return
+// a rewritten one again: FerretDB 2.x's does), and every fifth item an
+// item further on is removed and a new one added. Every item that was
+// neither removed nor added appears once, in the configured order; no
+// item appears twice.
+func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
+	ctx := context.Background()
+	n := mongotest.Scale(150, 12)
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(3), subset.PlanFor(mongotest.Server()))
+	insertParents(t, db, "a")
+	var items []item
+	for i := range n {
+		items = append(items, item{ID: int64(i + 1), Score: int64(i % 7)})
+	}
+	require.NoError(t, r.Add(ctx, "a", items...))
+	order := stored(t, r, "a")
+	require.Len(t, order, n)
+
+	grown := func(it item) item {
+		it.Body += strings.Repeat("x", 512)
+		return it
+	}
+	inFlux := map[int64]bool{} // removed or added while All runs
+	seen := map[int64]int{}
+	var got []item
+	next := int64(n + 1)
+	for it, err := range r.All(ctx, "a", options.Find().SetBatchSize(4)) {
+		require.NoError(t, err)
+		seen[it.ID]++
+		got = append(got, it)
+		k := len(got) - 1
+		if !inFlux[it.ID] { // a removed item may come from a page read before
+			require.NoError(t, r.Update(ctx, "a", grown(it)), "rewrite the item just yielded")
+		}
+		if k+3 < n && !inFlux[order[k+3].ID] {
+			require.NoError(t, r.Update(ctx, "a", grown(order[k+3])), "rewrite an item further on")
+		}
+		if k%5 == 0 && k+5 < n && !inFlux[order[k+5].ID] {
+			gone := order[k+5].ID
+			inFlux[gone] = true
+			require.NoError(t, r.Remove(ctx, "a", gone))
+			added := item{ID: next, Score: next % 7}
+			inFlux[added.ID] = true
+			next++
+			require.NoError(t, r.Add(ctx, "a", added))
+		}
+	}
+	for id, times := range seen {
+		require.Equal(t, 1, times, "item %d yielded once", id)
+	}
+	for _, it := range order {
+		if !inFlux[it.ID] {
+			require.Equal(t, 1, seen[it.ID], "item %d, stored throughout, yielded once", it.ID)
+		}
+	}
+	require.True(t, slices.IsSortedFunc(got, func(a, b item) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID))
+	}), "in the configured order")
+	t.Logf("%d items yielded of %d stored at the start; %d removed or added meanwhile", len(got), n, len(inFlux))
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -52,7 +54,8 @@ const (
 	// [TimeoutAfter].
 	Timeout
 	// Stall drops the data and keeps the connection open, so that the
-	// operation fails when its context's deadline ([StallDeadline]) passes.
+	// operation fails when its context's deadline (at least
+	// [StallDeadline]) passes.
 	Stall
 )
 
@@ -73,7 +76,8 @@ const (
 func (p Place) String() string { return [...]string{"before", "inside"}[p] }
 
 // How long a Timeout waits before it closes the connection, and the
-// deadline Run gives an operation under a Stall.
+// shortest deadline Run gives an operation (see [Run]), which a Stall
+// lets pass.
 const (
 	TimeoutAfter  = 200 * time.Millisecond
 	StallDeadline = 1500 * time.Millisecond
@@ -253,6 +257,23 @@ func (p *Proxy) removeToxic() {
 	p.toxic = ""
 }
 
+// ready pings the server through the proxy until a ping succeeds, three
+// times at most. Removing a Timeout or a Stall closes every connection
+// of the proxy (toxiproxy's timeout toxic closes its link when removed),
+// the idle ones in the client's pool too; a ping that meets one fails,
+// and the driver then clears the pool, so that the next case's first
+// command does not fail for the last case's fault.
+func (p *Proxy) ready(t testing.TB) {
+	t.Helper()
+	var err error
+	for range 3 {
+		if err = p.client.Ping(context.Background(), nil); err == nil {
+			return
+		}
+	}
+	t.Fatalf("faults: the server does not answer through the proxy: %v", err)
+}
+
 // Case is an operation to break at every step, for [Run].
 type Case[S any] struct {
 	// Prepare stores the state before the operation in db, a fresh
@@ -272,13 +293,21 @@ type Case[S any] struct {
 
 // Run breaks c's operation at every step. It first runs the operation on
 // fresh data through a healthy client, counting its commands (n), and
-// checks the result. Then for each fault of [Faults](n) (under -short,
-// a third of them, see [Sampled]), as a subtest:
+// checks the result. Then for each fault of [Faults](n)
+// (under -short, a third of them, see [Sampled]), as a subtest:
 // on fresh data, it runs the operation through p's client with the fault
 // armed and requires that the fault struck; if the operation returned
 // nil, its effect must be whole (Check passes at once: a driver's retry
-// absorbed the fault); otherwise it runs the operation again through the
-// healthy client, which must succeed, and checks the final state.
+// absorbed the fault); otherwise it waits until the server has finished
+// every command on the case's database (see [Settle]: a command whose
+// reply was lost may still run), then runs the operation again through
+// the healthy client, which must succeed, and checks the final state.
+//
+// The faulty call's deadline is [StallDeadline]. A call that runs out of
+// it before the fault's command (the server is slower than that now:
+// others load it) proves nothing, so the case starts again on fresh data
+// with twice the deadline, three times at most, before Run gives up: the
+// deadline follows the server's speed as the cases measure it.
 func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	t.Helper()
 	ctx := context.Background()
@@ -305,16 +334,28 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 			continue
 		}
 		t.Run(fmt.Sprintf("%s_%s", f, sent[f.Step-1]), func(t *testing.T) {
-			db := mongotest.DB(t)
-			s := c.Prepare(t, db)
-			faulty := p.Client().Database(db.Name())
-			opCtx, cancel := context.WithTimeout(ctx, StallDeadline)
-			defer cancel()
-			p.Arm(f)
-			err := c.Op(opCtx, faulty, s)
-			p.Disarm()
-			if !p.Fired() {
-				t.Fatalf("the fault never struck: the operation sent fewer than %d commands (err %v)", f.Step, err)
+			var db *mongo.Database
+			var s S
+			var err error
+			for attempt, limit := 1, StallDeadline; ; attempt, limit = attempt+1, 2*limit {
+				db = mongotest.DB(t)
+				s = c.Prepare(t, db)
+				p.ready(t)
+				opCtx, cancel := context.WithTimeout(ctx, limit)
+				p.Arm(f)
+				err = c.Op(opCtx, p.Client().Database(db.Name()), s)
+				p.Disarm()
+				// The deadline passed, or the driver saw that it would before
+				// the server could answer, and did not send the command.
+				ranOut := opCtx.Err() != nil || mongo.IsTimeout(err)
+				cancel()
+				if p.Fired() {
+					break
+				}
+				if !ranOut || attempt == 4 {
+					t.Fatalf("the fault never struck: the operation sent fewer than %d commands within %s (err %v)", f.Step, limit, err)
+				}
+				t.Logf("the operation ran out of its %s before command %d (the server is slower now): again on fresh data, within %s", limit, f.Step, 2*limit)
 			}
 			if err == nil {
 				absorbed++
@@ -332,6 +373,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 					t.Logf("the caller saw: %v", err)
 				}
 			})
+			Settle(t, db)
 			if err := retry(ctx, db, s); err != nil {
 				t.Fatalf("the retry on a healthy connection failed: %v", err)
 			}
@@ -339,6 +381,37 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 		})
 	}
 	t.Logf("faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
+}
+
+// Settle waits until the server runs no command on db (a currentOp of
+// its namespaces finds none in progress), polling every 10 ms, for a
+// minute at most, after which it fails the test. A command whose reply a
+// fault dropped, or whose caller's deadline passed, may still be running,
+// and
+// would land in the middle of what a test reads next: MongoDB finishes a
+// write whose client has gone. A server whose
+// currentOp lists nothing (FerretDB 1.x) or refuses it is not waited
+// for.
+func Settle(t testing.TB, db *mongo.Database) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(db.Name()) + `\.`}}}}
+	for {
+		var res struct {
+			InProg []bson.Raw `bson:"inprog"`
+		}
+		if err := db.Client().Database("admin").RunCommand(ctx, cmd).Decode(&res); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("faults: a command still runs on %s after a minute", db.Name())
+			}
+			return // the server cannot tell
+		}
+		if len(res.InProg) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Broken reports whether err is what a broken connection gives the

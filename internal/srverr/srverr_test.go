@@ -119,9 +119,12 @@ func TestTimedOut(t *testing.T) {
 		require.True(t, srverr.TimedOut(err), "%v", err)
 		require.ErrorIs(t, srverr.Classify(err), context.DeadlineExceeded)
 		require.ErrorContains(t, srverr.Classify(err), err.Error())
+		require.True(t, srverr.TimedOut(srverr.Classify(err)), "the cause stays in the chain")
+		require.True(t, srverr.Refused(srverr.Classify(err)), "the server stopped it: nothing applied")
 	}
 	for _, err := range []error{deadlock, duplicate, notImplemented, documentDBSize, context.Canceled} {
 		require.False(t, srverr.TimedOut(err), "%v", err)
 		require.NotErrorIs(t, srverr.Classify(err), context.DeadlineExceeded)
 	}
+	require.False(t, srverr.TimedOut(context.DeadlineExceeded), "the driver's own timeout is not the server's")
 }
