@@ -2,7 +2,6 @@ package subset
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"iter"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -201,11 +201,11 @@ func (c Cursor) MarshalText() ([]byte, error) {
 	if c.IsZero() {
 		return []byte{}, nil
 	}
-	raw, err := bson.Marshal(bson.D{{Key: "s", Value: c.sort}, {Key: "i", Value: c.id}})
+	b, err := pagetoken.Encode(bson.D{{Key: "s", Value: c.sort}, {Key: "i", Value: c.id}})
 	if err != nil { // the values came from a stored document or were validated
 		return nil, pkg.Wrap("MarshalText", err)
 	}
-	return base64.RawURLEncoding.AppendEncode(nil, raw), nil
+	return b, nil
 }
 
 // UnmarshalText reads a cursor written by MarshalText; see [ParseCursor].
@@ -226,19 +226,11 @@ func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
+	vals, err := pagetoken.Decode(s, "s", "i")
 	if err != nil {
-		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: not base64url: %v", s, err))
+		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: %w", s, err))
 	}
-	doc := bson.Raw(raw)
-	if err := doc.Validate(); err != nil {
-		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: %v", s, err))
-	}
-	elems, err := doc.Elements()
-	if err != nil || len(elems) != 2 || elems[0].Key() != "s" || elems[1].Key() != "i" {
-		return Cursor{}, pkg.Wrap("ParseCursor", errs.Invalid("cursor %q: not a cursor", s))
-	}
-	c := Cursor{sort: elems[0].Value(), id: elems[1].Value()}
+	c := Cursor{sort: vals[0], id: vals[1]}
 	if err := checkScalar(c.sort); err != nil {
 		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: sort value: %w", s, err))
 	}
