@@ -125,12 +125,11 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	if err != nil {
 		return err
 	}
-	if !p.serverSizeLimit {
-		key := bsonid.Key(id)
-		held, err := r.appending.lock(ctx, key)
-		if err != nil {
-			return err
-		}
+	key, held, err := r.lockParent(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	if held != nil {
 		defer r.appending.unlock(key, held)
 	}
 	// one: the server refused a push as too large, so push one item at a

@@ -65,6 +65,19 @@ type Repo[P, I any] struct {
 	appending parentLocks
 }
 
+// lockParent takes the parent's lock in appending where the plan guards
+// pushes on the exact number of items read (without
+// plan.serverSizeLimit), and returns the key and the lock to give to
+// appending.unlock; elsewhere it takes nothing and returns a nil lock.
+func (r *Repo[P, I]) lockParent(ctx context.Context, p plan, parentID bson.RawValue) (string, *parentLock, error) {
+	if p.serverSizeLimit {
+		return "", nil, nil
+	}
+	key := bsonid.Key(parentID)
+	held, err := r.appending.lock(ctx, key)
+	return key, held, err
+}
+
 // New returns a repository for cfg in db. It validates cfg (wrapping
 // [patterns.ErrInvalid]) and checks that I encodes as a BSON document; it
 // sends nothing. The server is asked what it is on first use, once per

@@ -81,12 +81,11 @@ func (r *Repo[P, I]) update(ctx context.Context, parentID any, in I) error {
 	if err != nil {
 		return err
 	}
-	if !p.serverSizeLimit {
-		key := bsonid.Key(pid)
-		held, err := r.appending.lock(ctx, key)
-		if err != nil {
-			return err
-		}
+	key, held, err := r.lockParent(ctx, p, pid)
+	if err != nil {
+		return err
+	}
+	if held != nil {
 		defer r.appending.unlock(key, held)
 	}
 	for range maxMisses {
