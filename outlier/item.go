@@ -145,16 +145,11 @@ func goValue(id bson.RawValue) (any, error) {
 // of the parent can hold: the maximum document size less the fixed fields
 // ({_id, parent, seq, count, bytes, items: []}, with int64 numbers, whose
 // encoded size does not change as they grow). The parent id is counted at
-// its widest encoding: a number as a decimal128 (16 bytes), since the
-// documents may have been created through another type of the same id (7,
-// int64(7) and 7.0 are one parent, of 4, 8 and 8 bytes); every other id
-// is stored with the bytes it is given with.
+// its widest encoding (see widest), since the documents may have been
+// created through another type of the same id (7, int64(7) and 7.0 are
+// one parent, of 4, 8 and 8 bytes, and so are {k: 7} and {k: 7.0}).
 func overflowBudget(parentID bson.RawValue) int {
-	n := len(parentID.Value)
-	switch parentID.Type {
-	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
-		n = 16
-	}
+	n := widest(parentID)
 	elem := func(key string, n int) int { return 1 + len(key) + 1 + n } // type, name, NUL, value
 	env := 4 +                                                          // length
 		elem("_id", 12) + // the ObjectID the upsert generates
@@ -163,6 +158,29 @@ func overflowBudget(parentID bson.RawValue) int {
 		elem(fItems, 5) + // an empty array
 		1 // terminator
 	return patterns.MaxDocumentSize - env
+}
+
+// widest is the size of v's widest encoding among the values the server
+// finds equal to it: every number, alone or at any depth inside a
+// document or an array, counted as a decimal128 (16 bytes); everything
+// else as it is given.
+func widest(v bson.RawValue) int {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeDecimal128:
+		return 16
+	case bson.TypeEmbeddedDocument, bson.TypeArray:
+		n := len(v.Value)
+		elems, err := bson.Raw(v.Value).Elements()
+		if err != nil { // malformed: counted as given, the server refuses it
+			return n
+		}
+		for _, e := range elems {
+			ev := e.Value()
+			n += widest(ev) - len(ev.Value)
+		}
+		return n
+	}
+	return len(v.Value)
 }
 
 // without returns the items whose keys are not in present, keeping order.

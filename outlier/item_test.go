@@ -148,6 +148,19 @@ func TestOverflowBudget(t *testing.T) {
 	require.Equal(t, patterns.MaxDocumentSize-len(env), b, "the fixed fields do not change size as they grow; a number is counted as wide as a decimal")
 	longer := overflowBudget(rawValue(t, "a longer parent id"))
 	require.Less(t, longer, b)
+
+	// Numbers inside a document or array id are one parent whatever their
+	// types too ({k: 7} and {k: NumberDecimal(7)}), so each counts as wide
+	// as a decimal: the budget is the widest form's.
+	dec := must(bson.ParseDecimal128("7"))
+	widest := overflowBudget(rawValue(t, bson.D{{Key: "k", Value: dec}, {Key: "a", Value: bson.A{dec, bson.D{{Key: "n", Value: dec}}}}}))
+	for _, same := range []any{
+		bson.D{{Key: "k", Value: int32(7)}, {Key: "a", Value: bson.A{int64(7), bson.D{{Key: "n", Value: 7.0}}}}},
+		bson.D{{Key: "k", Value: 7.0}, {Key: "a", Value: bson.A{int32(7), bson.D{{Key: "n", Value: int32(7)}}}}},
+	} {
+		require.Equal(t, widest, overflowBudget(rawValue(t, same)), "%v", same)
+	}
+	require.Equal(t, overflowBudget(rawValue(t, bson.A{dec})), overflowBudget(rawValue(t, bson.A{int32(7)})))
 }
 
 func TestElementSize(t *testing.T) {
