@@ -3,7 +3,9 @@ package subset_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,7 +74,10 @@ func TestItemsIdentifiedWithinTheirParent(t *testing.T) {
 
 // TestConcurrentDeleteLeavesNoOrphans adds items to a parent one at a time
 // while the parent is deleted: afterwards no item of it remains, whichever
-// step of an Add the delete fell between.
+// step of an Add the delete fell between, and an Add that starts after
+// the delete returned fails with ErrNotFound (the writer goes on until
+// one has, so a server fast enough to finish every Add before the delete
+// lands still checks it).
 func TestConcurrentDeleteLeavesNoOrphans(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
@@ -81,28 +86,38 @@ func TestConcurrentDeleteLeavesNoOrphans(t *testing.T) {
 		for round := range 4 {
 			insertParents(t, db, "a")
 			started := make(chan struct{})
+			var deleted atomic.Bool
 			var wg sync.WaitGroup
-			var notFound int
+			var notFoundAfter bool
 			var unexpected error
 			wg.Go(func() {
-				for i := range 20 {
+				for i := 0; ; i++ {
 					if i == round*2 {
 						close(started)
 					}
-					err := r.Add(ctx, "a", item{ID: int64(round*100 + i + 1), Score: int64(i)})
+					after := deleted.Load()
+					err := r.Add(ctx, "a", item{ID: int64(round*1000 + i + 1), Score: int64(i)})
 					switch {
 					case errors.Is(err, patterns.ErrNotFound):
-						notFound++
+						if after {
+							notFoundAfter = true
+							return
+						}
 					case err != nil:
 						unexpected = err
+						return
+					case after:
+						unexpected = fmt.Errorf("add %d after the delete: stored", i)
+						return
 					}
 				}
 			})
 			<-started
 			require.NoError(t, r.Delete(ctx, "a"))
+			deleted.Store(true)
 			wg.Wait()
 			require.NoError(t, unexpected)
-			require.Positive(t, notFound, "round %d: the adds after the delete fail", round)
+			require.True(t, notFoundAfter, "round %d: an add after the delete fails", round)
 			require.Zero(t, count(t, db.Collection("items"), bson.D{}), "round %d: no orphan items", round)
 		}
 	})
