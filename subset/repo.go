@@ -150,6 +150,25 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.List
 // the parent's id.
 var errNoParent = fmt.Errorf("no such parent: %w", patterns.ErrNotFound)
 
+// deleteParent deletes the parent and reports whether it did, checking a
+// delete that matched nothing as Delete says.
+func (r *Repo[P, I]) deleteParent(ctx context.Context, parentID any) (*mongo.DeleteResult, error) {
+	for range maxAttempts {
+		res, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.parents.DeleteOne(ctx, r.cmd.parent(parentID)) })
+		if err != nil || res.DeletedCount > 0 {
+			return res, err
+		}
+		err = r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(idOnly)).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return res, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("the delete matched nothing %d times while the parent was there: %w", maxAttempts, patterns.ErrConflict)
+}
+
 // idOf writes an id given at the API, valid, for an error message.
 func idOf(id any) string {
 	t, v, err := bson.MarshalValue(id)
@@ -169,11 +188,18 @@ func idOf(id any) string {
 // retry; it returns [patterns.ErrNotFound] when there was neither a
 // parent nor an item (so a retry after a call that did the whole job but
 // lost its reply reports ErrNotFound).
+//
+// A delete of the parent that matched nothing is checked with a find of
+// its _id, one more command: FerretDB 2.x answers a delete of a document
+// that a concurrent update is rewriting with no match and leaves it in
+// place (MongoDB retries such a write conflict itself). While the parent
+// is there, the delete is sent again, up to 10 times, then Delete returns
+// [patterns.ErrConflict] with the parent and its items in place.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Delete", fmt.Errorf("parent id: %w", err))
 	}
-	p, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.parents.DeleteOne(ctx, r.cmd.parent(parentID)) })
+	p, err := r.deleteParent(ctx, parentID)
 	if err != nil {
 		return fail("Delete", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
