@@ -106,7 +106,7 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 		res, err := updateOne(ctx, r.parents, filter, update, options.UpdateOne().SetArrayFilters(af))
 		switch {
 		case srverr.TooLarge(err):
-			return false, errs.TooLarge("item %s encodes to %d bytes: the server refused the parent past 16 MiB: %v", bsonid.Text(it.id), len(it.raw), err)
+			return false, parentTooLarge(it, err)
 		case err != nil:
 			return false, err
 		case res.MatchedCount == 1:
@@ -132,7 +132,7 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 		}
 		res, err := updateOne(ctx, r.parents, r.updateParentFilter(p, parentID, i, old, len(st.items)), r.updateParentUpdate(i, it))
 		if srverr.TooLarge(err) {
-			return false, errs.TooLarge("item %s encodes to %d bytes: the server refused the parent past 16 MiB: %v", bsonid.Text(it.id), len(it.raw), err)
+			return false, parentTooLarge(it, err)
 		}
 		return err == nil && res.MatchedCount == 1, err
 	}
@@ -198,6 +198,12 @@ func (r *Repo[P, I]) find(vals []bson.RawValue, it item) (int, bson.RawValue) {
 		}
 	}
 	return -1, bson.RawValue{}
+}
+
+// parentTooLarge is the error of an Update whose write the server
+// refused because the parent would pass 16 MiB.
+func parentTooLarge(it item, err error) error {
+	return errs.TooLarge("item %s encodes to %d bytes: the server refused the parent past 16 MiB: %v", bsonid.Text(it.id), len(it.raw), err)
 }
 
 // noItem is the error of an Update of an item the parent does not hold.
