@@ -161,16 +161,18 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // Delete again removes them (it always sends the deleteMany) and returns
 // [patterns.ErrNotFound], as it does for a parent that does not exist.
 // Both deletes are idempotent, and sent again after a transient failure
-// that applied nothing (FerretDB 2.x's deadlock).
+// that applied nothing (FerretDB 2.x's deadlock). A delete of the parent
+// that matched nothing is checked with a find of its _id, one more
+// command, and sent again while the parent is there (FerretDB 2.x
+// answers no match for a document that a concurrent update is rewriting,
+// and leaves it); after 5 such answers Delete returns
+// [patterns.ErrConflict] with the parent in place and its overflow
+// documents untouched.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := validParent("Delete", parentID); err != nil {
 		return err
 	}
-	var res *mongo.DeleteResult
-	err := srverr.Retry(ctx, func() (err error) {
-		res, err = r.parents.DeleteOne(ctx, parentFilter(parentID))
-		return err
-	})
+	deleted, err := srverr.DeleteOne(ctx, r.parents, parentFilter(parentID))
 	if err != nil {
 		return fail("Delete", parentID, err)
 	}
@@ -181,7 +183,7 @@ func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err != nil {
 		return fail("Delete", parentID, err)
 	}
-	if res.DeletedCount == 0 {
+	if !deleted {
 		return fail("Delete", parentID, errNoParent)
 	}
 	return nil

@@ -183,12 +183,9 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bs
 // countProjection reads a parent's count field alone, for Count.
 func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
-// idOnly projects a document to its _id.
-var idOnly = bson.D{{Key: "_id", Value: 1}}
-
 // parentIDs reads only the ids of the parents, for RebuildAll's pages.
 func (c commands) parentIDs() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(idOnly)
+	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}})
 }
 
 // parentsPageSize is the number of parent ids a page of RebuildAll reads.

@@ -150,25 +150,6 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.List
 // the parent's id.
 var errNoParent = fmt.Errorf("no such parent: %w", patterns.ErrNotFound)
 
-// deleteParent deletes the parent and reports whether it did, checking a
-// delete that matched nothing as Delete says.
-func (r *Repo[P, I]) deleteParent(ctx context.Context, parentID any) (*mongo.DeleteResult, error) {
-	for range maxAttempts {
-		res, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.parents.DeleteOne(ctx, r.cmd.parent(parentID)) })
-		if err != nil || res.DeletedCount > 0 {
-			return res, err
-		}
-		err = r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(idOnly)).Err()
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return res, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("the delete matched nothing %d times while the parent was there: %w", maxAttempts, patterns.ErrConflict)
-}
-
 // idOf writes an id given at the API, valid, for an error message.
 func idOf(id any) string {
 	t, v, err := bson.MarshalValue(id)
@@ -190,16 +171,15 @@ func idOf(id any) string {
 // lost its reply reports ErrNotFound).
 //
 // A delete of the parent that matched nothing is checked with a find of
-// its _id, one more command: FerretDB 2.x answers a delete of a document
-// that a concurrent update is rewriting with no match and leaves it in
-// place (MongoDB retries such a write conflict itself). While the parent
-// is there, the delete is sent again, up to 10 times, then Delete returns
+// its _id, one more command, and sent again while the parent is there
+// (FerretDB 2.x answers no match for a document that a concurrent update
+// is rewriting, and leaves it); after 5 such answers Delete returns
 // [patterns.ErrConflict] with the parent and its items in place.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Delete", fmt.Errorf("parent id: %w", err))
 	}
-	p, err := r.deleteParent(ctx, parentID)
+	deleted, err := srverr.DeleteOne(ctx, r.parents, r.cmd.parent(parentID))
 	if err != nil {
 		return fail("Delete", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
@@ -207,7 +187,7 @@ func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err != nil {
 		return fail("Delete", fmt.Errorf("parent %s: delete its items: %w", idOf(parentID), err))
 	}
-	if p.DeletedCount == 0 && i.DeletedCount == 0 {
+	if !deleted && i.DeletedCount == 0 {
 		return fail("Delete", fmt.Errorf("parent %s: no such parent and no items: %w", idOf(parentID), patterns.ErrNotFound))
 	}
 	return nil

@@ -12,7 +12,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -156,4 +158,34 @@ func Refused(err error) bool {
 	}
 	ce, ok := errors.AsType[mongo.CommandError](err)
 	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
+}
+
+// DeleteOne deletes the document of coll that filter, an equality on its
+// _id, names, retrying transient failures as [Retry] does, and reports
+// whether it did. A delete that matched nothing is checked with a find of
+// the document's _id, one more command: FerretDB 2.x answers a delete of
+// a document that a concurrent update is rewriting with no match and
+// leaves it in place (MongoDB retries such a write conflict itself).
+// While the document is there, the delete is sent again, up to
+// [Attempts] times, after which DeleteOne returns an error wrapping
+// [patterns.ErrConflict] with the document in place.
+func DeleteOne(ctx context.Context, coll *mongo.Collection, filter any) (bool, error) {
+	for range Attempts {
+		var res *mongo.DeleteResult
+		err := Retry(ctx, func() (err error) {
+			res, err = coll.DeleteOne(ctx, filter)
+			return err
+		})
+		if err != nil || res.DeletedCount > 0 {
+			return err == nil, err
+		}
+		err = coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("the delete matched nothing %d times while the document was there: %w", Attempts, patterns.ErrConflict)
 }
