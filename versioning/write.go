@@ -74,17 +74,17 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 // Delete deletes the document id, whatever its version. One command
 // (delete), sent again after a transient failure; [patterns.ErrNotFound]
 // when there is none, as for the retry of a Delete whose reply was lost
-// when the connection failed (the document was deleted).
+// when the connection failed (the document was deleted). A delete that
+// matched nothing is checked with a find of the id, a second command, and
+// sent again while the document is there (FerretDB 2.x answers no match
+// for a document that a concurrent update is rewriting, and leaves it);
+// after 5 such answers Delete returns [patterns.ErrConflict].
 func (r *Repo[T]) Delete(ctx context.Context, id any) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Delete", err)
 	}
-	var res *mongo.DeleteResult
-	err := srverr.Retry(ctx, func() (err error) {
-		res, err = r.coll.DeleteOne(ctx, idFilter(id))
-		return err
-	})
-	if err == nil && res.DeletedCount == 0 {
+	deleted, err := srverr.DeleteOne(ctx, r.coll, idFilter(id))
+	if err == nil && !deleted {
 		err = notFound()
 	}
 	if err != nil {
