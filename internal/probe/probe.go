@@ -216,9 +216,9 @@ const dropTimeout = 2 * time.Minute
 // Each probe checks the result of what it asks, not just the absence of
 // an error, and is bounded in time (a minute; the concurrency probe sends
 // 400 updates from 8 connections, the concurrent delete check up to 20
-// deletes under 4 writers). On a busy 2-core machine the whole run
-// took about 10 s on FerretDB 2.7 and 15 to 20 s on FerretDB 1.24, most of
-// it storing the 17 MiB document of the 16 MiB limit probe.
+// deletes under 4 writers, about 2 s). On a busy 2-core machine the whole
+// run took 12 to 19 s on FerretDB 2.7 and 8 to 25 s on FerretDB 1.24,
+// most of it storing the 17 MiB document of the 16 MiB limit probe.
 //
 // Run returns an error, and no report, when it cannot reach the server,
 // detect it, or the scratch database exists already (it would drop
