@@ -51,7 +51,17 @@ const (
 	// The $lookup aggregation stage.
 	FeatureLookup Feature = "$lookup"
 	// The $group accumulators $min, $max and $avg (FerretDB 1.x has only
-	// $sum and $count).
+	// $sum and $count), as the library uses them: over a field that every
+	// document of the group has, and $max of an expression object, which
+	// compares objects field by field. Over missing values FerretDB 2.x
+	// differs from MongoDB, silently: $min over documents some of which
+	// lack the field gives null (MongoDB skips missing and null values),
+	// and a field path to a missing field inside an expression object that
+	// $max or $first accumulates gives null (MongoDB leaves the field out).
+	// So no pipeline of the library groups documents lacking a field with
+	// documents that have it, and it tests such a field with {f: null},
+	// which matches both; the feature is reported on FerretDB 2.x. The
+	// probe ("mongopatterns probe") checks both behaviours apart.
 	FeatureGroupMinMaxAvg Feature = "$group accumulators $min/$max/$avg"
 	// The $dateTrunc aggregation operator (MongoDB 5.0+). FerretDB 2.x
 	// truncates to day and week silently wrong (2026-11-30T12:00Z to day

@@ -55,6 +55,7 @@ func TestProbeJSON(t *testing.T) {
 
 	var rep struct {
 		Server, Database string
+		Dropped          bool
 		Seconds          float64
 		Counts           map[string]int
 		Features         []struct {
@@ -62,6 +63,12 @@ func TestProbeJSON(t *testing.T) {
 			Detected                             bool
 			Seconds                              float64
 		}
+		Behaviours []struct {
+			Behaviour, Feature, Measured, Verdict, Evidence, Guard string
+			Seconds                                                float64
+		}
+		BehaviourCounts map[string]int
+		Error           *string
 	}
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	require.NoError(t, dec.Decode(&rep), stdout)
@@ -91,6 +98,26 @@ func TestProbeJSON(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"ok": counts["ok"], "absent": counts["absent"], "under-claimed": 0, "OVER-CLAIMED": 0, "not measured": counts["not measured"],
 	}, rep.Counts)
+	require.True(t, rep.Dropped)
+	require.Nil(t, rep.Error, "no error field when the run ended well")
+
+	// A behaviour the server gets wrong is guarded, and leaves the exit
+	// status 0 (FerretDB 2 gets all three wrong).
+	require.Len(t, rep.Behaviours, len(probe.AllBehaviours()))
+	behaviourCounts := map[string]int{}
+	for i, b := range probe.AllBehaviours() {
+		got := rep.Behaviours[i]
+		require.Equal(t, string(b), got.Behaviour)
+		require.Contains(t, []string{"ok", "guarded", "absent"}, got.Verdict, "%s: %s", got.Behaviour, got.Evidence)
+		require.Equal(t, string(probe.JudgeBehaviour(probe.Measured(got.Measured))), got.Verdict, got.Behaviour)
+		require.NotEmpty(t, got.Evidence, got.Behaviour)
+		require.NotEmpty(t, got.Guard, got.Behaviour)
+		behaviourCounts[got.Verdict]++
+	}
+	require.Equal(t, map[string]int{
+		"ok": behaviourCounts["ok"], "guarded": behaviourCounts["guarded"], "absent": behaviourCounts["absent"], "not measured": 0,
+	}, rep.BehaviourCounts)
+	t.Logf("behaviours: %v", rep.BehaviourCounts)
 }
 
 // mongosOnly reports whether the probe of f measures nothing on the
@@ -124,7 +151,9 @@ func TestProbeBinary(t *testing.T) {
 
 		lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 		require.Equal(t, "mongopatterns probe: "+mongotest.Server().String(), lines[0])
-		require.Contains(t, lines[1], "in the scratch database "+name+" (dropped)")
+		require.Equal(t, fmt.Sprintf("%d features and %d server behaviours probed in", len(patterns.AllFeatures()), len(probe.AllBehaviours())),
+			strings.Join(strings.Fields(lines[1])[:8], " "))
+		require.True(t, strings.HasSuffix(lines[1], "in the scratch database "+name+" (dropped)"), lines[1])
 		require.Equal(t, []string{"verdict", "detected", "measured", "feature"}, strings.Fields(lines[3]))
 		rows := lines[4 : 4+2*len(patterns.AllFeatures())]
 		ok, absent, unmeasured := 0, 0, 0
@@ -145,7 +174,24 @@ func TestProbeBinary(t *testing.T) {
 			require.True(t, strings.HasPrefix(evidence, strings.Repeat(" ", 17)), "evidence under its row: %q", evidence)
 			require.NotEmpty(t, strings.TrimSpace(evidence))
 		}
-		require.Equal(t, fmt.Sprintf("%d ok, 0 under-claimed, 0 OVER-CLAIMED, %d absent, %d not measured", ok, absent, unmeasured), lines[len(lines)-1])
+		checks := lines[4+2*len(patterns.AllFeatures()):]
+		require.Empty(t, checks[0])
+		require.Equal(t, "  verdict        measured      server behaviour (the library guards against it on every server)", checks[1])
+		verdicts := map[string]int{}
+		for i, b := range probe.AllBehaviours() {
+			row, evidence, guard := checks[2+3*i], checks[3+3*i], checks[4+3*i]
+			require.True(t, strings.HasSuffix(row, "  "+string(b)), "row %q names %s", row, b)
+			verdict := strings.Fields(row)[0]
+			require.Contains(t, []string{"ok", "guarded", "absent"}, verdict, "%s\n%s", row, evidence)
+			verdicts[verdict]++
+			require.True(t, strings.HasPrefix(evidence, strings.Repeat(" ", 17)) && len(evidence) > 17, "evidence under its row: %q", evidence)
+			require.True(t, strings.HasPrefix(guard, strings.Repeat(" ", 17)+"guard: "), "guard under its evidence: %q", guard)
+		}
+		require.Equal(t, []string{
+			"",
+			fmt.Sprintf("%d ok, 0 under-claimed, 0 OVER-CLAIMED, %d absent, %d not measured", ok, absent, unmeasured),
+			fmt.Sprintf("server behaviours: %d ok, %d guarded, %d absent, 0 not measured", verdicts["ok"], verdicts["guarded"], verdicts["absent"]),
+		}, checks[2+3*len(probe.AllBehaviours()):])
 	})
 
 	t.Run("interrupt", func(t *testing.T) {
@@ -165,7 +211,8 @@ func TestProbeBinary(t *testing.T) {
 		require.True(t, ok, "%v", err)
 		require.Equal(t, exitUsage, exit.ExitCode(), stderr.String())
 		require.Contains(t, stderr.String(), "interrupted at ")
-		require.Empty(t, stdout.String())
+		require.True(t, strings.HasPrefix(stdout.String(), "mongopatterns probe: "), "what was measured is printed: %s", stdout.String())
+		require.Contains(t, stdout.String(), "in the scratch database "+name+" (dropped)")
 		requireDropped(t, name)
 	})
 }
@@ -204,20 +251,24 @@ func TestProbeUsageAndConnectionErrors(t *testing.T) {
 }
 
 // TestProbeOverClaimExitsOne checks the report and exit status of an
-// over-claim, which no server the tests reach gives.
+// over-claim, which no server the tests reach gives, with a guarded
+// server behaviour, which leaves the status alone.
 func TestProbeOverClaimExitsOne(t *testing.T) {
-	rep := &probe.Report{Server: "Example 1.0 (standalone)", Database: "scratch", Elapsed: 1200 * time.Millisecond, Results: []probe.Result{
+	rep := &probe.Report{Server: "Example 1.0 (standalone)", Database: "scratch", Dropped: true, Elapsed: 1200 * time.Millisecond, Results: []probe.Result{
 		{Feature: patterns.FeatureDateTrunc, Detected: true, Measured: probe.Wrong, Verdict: probe.OverClaimed,
 			Evidence: "$dateTrunc of 2026-11-30T12:42:07Z to day gave 2026-11-26T00:00:00Z, want 2026-11-30T00:00:00Z"},
 		{Feature: patterns.FeatureLookup, Detected: true, Measured: probe.Works, Verdict: probe.OK, Evidence: "fine"},
 		{Feature: patterns.FeatureSortArray, Detected: false, Measured: probe.NotMeasured, Verdict: probe.Unmeasured,
 			Evidence: "not measured: insert the fixture: quota exceeded"},
+	}, Checks: []probe.Check{
+		{Behaviour: probe.BehaviourDeleteWhileRewritten, Measured: probe.Wrong, Verdict: probe.Guarded,
+			Evidence: "deleteOne did not delete it", Guard: "srverr.DeleteOne"},
 	}}
-	require.Equal(t, exitOverClaimed, probeStatus(rep))
+	require.Equal(t, exitOverClaimed, probeStatus(rep, nil))
 	var text bytes.Buffer
 	require.NoError(t, writeProbeText(&text, rep))
 	require.Equal(t, `mongopatterns probe: Example 1.0 (standalone)
-3 features probed in 1.2s, in the scratch database scratch (dropped)
+3 features and 1 server behaviours probed in 1.2s, in the scratch database scratch (dropped)
 
   verdict        detected  measured      feature
   OVER-CLAIMED   yes       wrong         $dateTrunc
@@ -227,9 +278,81 @@ func TestProbeOverClaimExitsOne(t *testing.T) {
   not measured   no        not measured  $sortArray
                  not measured: insert the fixture: quota exceeded
 
+  verdict        measured      server behaviour (the library guards against it on every server)
+  guarded        wrong         deleteOne of a document concurrent updates are rewriting
+                 deleteOne did not delete it
+                 guard: srverr.DeleteOne
+
 1 ok, 0 under-claimed, 1 OVER-CLAIMED, 0 absent, 1 not measured
+server behaviours: 0 ok, 1 guarded, 0 absent, 0 not measured
 `, text.String())
 
+	failed := errors.New("probe: Run: drop the scratch database")
+	require.Equal(t, exitOverClaimed, probeStatus(rep, failed), "what was measured stands")
 	rep.Results = slices.Delete(rep.Results, 0, 1)
-	require.Equal(t, exitOK, probeStatus(rep), "not measured is not an over-claim")
+	require.Equal(t, exitOK, probeStatus(rep, nil), "not measured and guarded are no over-claim")
+	require.Equal(t, exitUsage, probeStatus(rep, failed))
+
+	rep.Dropped = false
+	text.Reset()
+	require.NoError(t, writeProbeText(&text, rep))
+	require.Contains(t, text.String(), "in the scratch database scratch (NOT dropped: drop it by hand)\n")
+	var out bytes.Buffer
+	require.NoError(t, writeProbeJSON(&out, rep, failed))
+	var got struct {
+		Dropped bool
+		Error   string
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got))
+	require.Equal(t, struct {
+		Dropped bool
+		Error   string
+	}{false, failed.Error()}, got)
+}
+
+// TestProbePrintsTheReportOfAFailedRun interrupts a run once it has
+// written to its scratch database: in both formats, what was measured
+// goes to stdout (the JSON with the error), the error to stderr, and the
+// exit status is 2. Before, the command printed the error alone.
+func TestProbePrintsTheReportOfAFailedRun(t *testing.T) {
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			name := scratch(t, "failed"+format)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			db := mongotest.Client().Database(name)
+			go func() {
+				defer cancel()
+				for ctx.Err() == nil {
+					if names, err := db.ListCollectionNames(ctx, bson.D{}); err == nil && len(names) > 0 {
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			var stdout, stderr bytes.Buffer
+			code := run(ctx, []string{"probe", "--uri", mongotest.URI(), "--db", name, "--format", format}, &stdout, &stderr)
+			require.Equal(t, exitUsage, code, stderr.String())
+			require.Contains(t, stderr.String(), "mongopatterns probe: "+redact(mongotest.URI())+": probe: Run: interrupted at ")
+			requireDropped(t, name)
+			if format == "text" {
+				require.True(t, strings.HasPrefix(stdout.String(), "mongopatterns probe: "+mongotest.Server().String()+"\n"), stdout.String())
+				require.Contains(t, stdout.String(), "in the scratch database "+name+" (dropped)")
+				require.Contains(t, stdout.String(), "  verdict        detected  measured      feature\n")
+				return
+			}
+			var rep struct {
+				Database string
+				Dropped  bool
+				Features []struct{ Feature string }
+				Error    string
+			}
+			require.NoError(t, json.Unmarshal(stdout.Bytes(), &rep), stdout.String())
+			require.Equal(t, name, rep.Database)
+			require.True(t, rep.Dropped)
+			require.NotEmpty(t, rep.Features)
+			require.Less(t, len(rep.Features), len(patterns.AllFeatures()))
+			require.Contains(t, rep.Error, "probe: Run: interrupted at ")
+		})
+	}
 }

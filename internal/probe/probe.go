@@ -9,6 +9,11 @@
 // applies writes made "inside" a transaction at once). So every probe
 // checks the result of what it asked, and says what it saw in one line of
 // evidence.
+//
+// Beside the features, it checks server behaviours ([Behaviour]) that a
+// server may get wrong where the library guards against them on every
+// server (FerretDB 2.x's deleteOne under concurrent updates): they are
+// reported with the library's guard, and never as an over-claim.
 package probe
 
 import (
@@ -69,6 +74,10 @@ const (
 	Absent Verdict = "absent"
 	// Unmeasured: the probe could not run, so nothing can be said.
 	Unmeasured Verdict = "not measured"
+	// Guarded: a server [Behaviour] that differs from MongoDB's, which the
+	// library guards against on every server: worth knowing for code of
+	// one's own, never an over-claim.
+	Guarded Verdict = "guarded"
 )
 
 // Judge returns the verdict for a feature that [patterns.Capabilities]
@@ -91,6 +100,25 @@ func Judge(detected bool, m Measured) Verdict {
 	}
 }
 
+// JudgeBehaviour returns the verdict for a server [Behaviour] that a
+// check measured as m: [OK] when the server does what MongoDB does,
+// [Guarded] when it gets it wrong (the library guards against it on every
+// server, so it is never an over-claim), [Absent] when it refuses the
+// request (the feature the check needs is missing), and [Unmeasured]
+// when the check could not run.
+func JudgeBehaviour(m Measured) Verdict {
+	switch m {
+	case Works:
+		return OK
+	case Wrong:
+		return Guarded
+	case Refused:
+		return Absent
+	default:
+		return Unmeasured
+	}
+}
+
 // Result is one feature's line of a [Report].
 type Result struct {
 	Feature  patterns.Feature
@@ -104,20 +132,51 @@ type Result struct {
 	Elapsed  time.Duration
 }
 
+// Check is one server behaviour's line of a [Report].
+type Check struct {
+	Behaviour Behaviour
+	// Feature is the feature whose use the behaviour concerns; empty when
+	// it concerns every server.
+	Feature  patterns.Feature
+	Measured Measured
+	Verdict  Verdict // see JudgeBehaviour: never OverClaimed
+	// Evidence is one line saying what the check asked and what the
+	// server answered, as a Result's.
+	Evidence string
+	// Guard is one line saying how the library guards against the
+	// behaviour, on every server.
+	Guard   string
+	Elapsed time.Duration
+}
+
 // Report is what [Run] measured: one [Result] per feature, in the order
-// of [patterns.AllFeatures].
+// of [patterns.AllFeatures], then one [Check] per server [Behaviour], in
+// the order of [AllBehaviours].
 type Report struct {
 	Server   string // the server, as patterns.Server.String names it
-	Database string // the scratch database, dropped
+	Database string // the scratch database
+	Dropped  bool   // whether the scratch database was dropped
 	Results  []Result
+	Checks   []Check
 	Elapsed  time.Duration
 }
 
-// Count returns how many results have verdict v.
+// Count returns how many features have verdict v.
 func (r *Report) Count(v Verdict) int {
 	n := 0
 	for _, res := range r.Results {
 		if res.Verdict == v {
+			n++
+		}
+	}
+	return n
+}
+
+// CountChecks returns how many server behaviours have verdict v.
+func (r *Report) CountChecks(v Verdict) int {
+	n := 0
+	for _, c := range r.Checks {
+		if c.Verdict == v {
 			n++
 		}
 	}
@@ -147,7 +206,8 @@ const probeTimeout = time.Minute
 const dropTimeout = 2 * time.Minute
 
 // Run connects to uri, detects the server with [patterns.Capabilities]
-// and runs one probe per [patterns.Feature], one after the other, in a
+// and runs one probe per [patterns.Feature], then one check per server
+// [Behaviour], one after the other, in a
 // scratch database that it creates and always drops before it returns,
 // also when a probe fails or ctx ends. It writes nothing outside the
 // scratch database; outside it, it sends only hello, buildInfo, ping and
@@ -155,9 +215,10 @@ const dropTimeout = 2 * time.Minute
 //
 // Each probe checks the result of what it asks, not just the absence of
 // an error, and is bounded in time (a minute; the concurrency probe sends
-// 400 updates from 8 connections). On a busy 2-core machine the whole run
-// took about 10 s on FerretDB 2.7 and 15 to 20 s on FerretDB 1.24, most of
-// it storing the 17 MiB document of the 16 MiB limit probe.
+// 400 updates from 8 connections, the concurrent delete check up to 20
+// deletes under 4 writers, about 2 s). On a busy 2-core machine the whole
+// run took 12 to 19 s on FerretDB 2.7 and 8 to 25 s on FerretDB 1.24,
+// most of it storing the 17 MiB document of the 16 MiB limit probe.
 //
 // Run returns an error, and no report, when it cannot reach the server,
 // detect it, or the scratch database exists already (it would drop
@@ -167,8 +228,9 @@ const dropTimeout = 2 * time.Minute
 // read as features the server lacks. When ctx ends during the probes it returns the results
 // so far and ctx's error, after making sure for a second that no write
 // the server was still running re-created the scratch database. When the
-// drop fails it returns the report and
-// an error that names the database to drop by hand.
+// drop fails it returns the report, with Dropped false, and
+// an error that names the database to drop by hand. A caller that gets a
+// report and an error shows both.
 func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 	start := time.Now()
 	if o.Client == nil {
@@ -205,22 +267,31 @@ func Run(ctx context.Context, uri string, o Options) (rep *Report, err error) {
 		return nil, pkg.Wrap("Run", errs.Invalid("database %q exists (it holds %s): the probe needs a database of its own, which it creates and drops",
 			name, strings.Join(existing, ", ")))
 	}
+	rep = &Report{Server: srv.String(), Database: name}
 	defer func() {
 		if derr := e.drop(ctx); derr != nil {
 			err = errors.Join(err, pkg.Wrap("Run", fmt.Errorf("drop the scratch database %q (drop it by hand): %w", name, derr)))
+		} else {
+			rep.Dropped = true
 		}
+		rep.Elapsed = time.Since(start)
 	}()
 
-	rep = &Report{Server: srv.String(), Database: name}
+	interrupted := func(at string) error {
+		return pkg.Wrap("Run", fmt.Errorf("interrupted at %s: %w", at, ctx.Err()))
+	}
 	for _, f := range patterns.AllFeatures() {
-		res := e.run(ctx, f, srv.Has(f))
-		rep.Results = append(rep.Results, res)
+		rep.Results = append(rep.Results, e.run(ctx, f, srv.Has(f)))
 		if ctx.Err() != nil {
-			rep.Elapsed = time.Since(start)
-			return rep, pkg.Wrap("Run", fmt.Errorf("interrupted at %s: %w", f, ctx.Err()))
+			return rep, interrupted(string(f))
 		}
 	}
-	rep.Elapsed = time.Since(start)
+	for _, b := range AllBehaviours() {
+		rep.Checks = append(rep.Checks, e.check(ctx, b))
+		if ctx.Err() != nil {
+			return rep, interrupted(string(b))
+		}
+	}
 	return rep, nil
 }
 
@@ -307,11 +378,37 @@ func (e *env) connect(ctx context.Context, edit func(*options.ClientOptions)) (*
 // interruptGrace is how long a probe running when ctx ends may go on.
 const interruptGrace = 5 * time.Second
 
-// run runs f's probe, bounded by probeTimeout. When ctx ends, the probe
+// run runs f's probe through measure.
+func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result {
+	p, ok := probes[f]
+	if !ok {
+		p = func(context.Context, *env) finding {
+			return notMeasured("this version of mongopatterns has no probe for it")
+		}
+	}
+	got, elapsed := e.measure(ctx, p)
+	return Result{
+		Feature: f, Detected: detected, Measured: got.measured, Verdict: Judge(detected, got.measured),
+		Evidence: got.evidence, Elapsed: elapsed,
+	}
+}
+
+// check runs b's check through measure.
+func (e *env) check(ctx context.Context, b Behaviour) Check {
+	c := checks[b]
+	got, elapsed := e.measure(ctx, c.run)
+	return Check{
+		Behaviour: b, Feature: c.feature, Measured: got.measured, Verdict: JudgeBehaviour(got.measured),
+		Evidence: got.evidence, Guard: c.guard, Elapsed: elapsed,
+	}
+}
+
+// measure runs p, bounded by probeTimeout, and returns what it found and
+// how long it took. When ctx ends, the probe
 // may finish within interruptGrace before its commands are cancelled: a
 // command the driver stops waiting for may still run on the server, and
 // write after the scratch database is dropped.
-func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result {
+func (e *env) measure(ctx context.Context, p func(context.Context, *env) finding) (finding, time.Duration) {
 	start := time.Now()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), probeTimeout)
 	defer cancel()
@@ -324,12 +421,7 @@ func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result
 		case <-pctx.Done(): // the probe returned, or its time is up
 		}
 	})()
-	var got finding
-	if p, ok := probes[f]; ok {
-		got = p(pctx, e)
-	} else {
-		got = notMeasured("this version of mongopatterns has no probe for it")
-	}
+	got := p(pctx, e)
 	switch {
 	case got.measured == Works || pctx.Err() == nil:
 	case ctx.Err() != nil:
@@ -337,10 +429,7 @@ func (e *env) run(ctx context.Context, f patterns.Feature, detected bool) Result
 	default:
 		got = notMeasured("did not finish within %s (%s)", probeTimeout, got.evidence)
 	}
-	return Result{
-		Feature: f, Detected: detected, Measured: got.measured, Verdict: Judge(detected, got.measured),
-		Evidence: got.evidence, Elapsed: time.Since(start),
-	}
+	return got, time.Since(start)
 }
 
 // finding is what one probe measured, with its evidence.

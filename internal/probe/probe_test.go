@@ -42,6 +42,14 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+func TestJudgeBehaviour(t *testing.T) {
+	for m, want := range map[probe.Measured]probe.Verdict{
+		probe.Works: probe.OK, probe.Wrong: probe.Guarded, probe.Refused: probe.Absent, probe.NotMeasured: probe.Unmeasured,
+	} {
+		require.Equal(t, want, probe.JudgeBehaviour(m), "measured %s", m)
+	}
+}
+
 // scratchName is a scratch database name of the test's own.
 func scratchName(t *testing.T) string {
 	return fmt.Sprintf("mpt_probe_%s_%d", strings.ToLower(t.Name()[4:]), os.Getpid()%100000)
@@ -67,10 +75,32 @@ var silentlyWrong = map[string][]patterns.Feature{
 	},
 }
 
-// TestRun runs every probe once and checks what the run promises: a report
-// line per feature with its evidence, every silently wrong feature of a
-// known server seen as wrong, nothing sent to another database but the
-// session and server commands, and the scratch database dropped.
+// behaviours lists, per server this project measured, what the checks of
+// server behaviours must measure there. MongoDB does each as it should.
+var behaviours = map[string]map[probe.Behaviour]probe.Measured{
+	"FerretDB 1.x": {
+		probe.BehaviourMinOverMissing:             probe.Refused,
+		probe.BehaviourMissingInAccumulatedObject: probe.Refused,
+		probe.BehaviourDeleteWhileRewritten:       probe.Works,
+	},
+	"FerretDB v2.": {
+		probe.BehaviourMinOverMissing:             probe.Wrong,
+		probe.BehaviourMissingInAccumulatedObject: probe.Wrong,
+		probe.BehaviourDeleteWhileRewritten:       probe.Wrong,
+	},
+	"MongoDB ": {
+		probe.BehaviourMinOverMissing:             probe.Works,
+		probe.BehaviourMissingInAccumulatedObject: probe.Works,
+		probe.BehaviourDeleteWhileRewritten:       probe.Works,
+	},
+}
+
+// TestRun runs every probe and check once and checks what the run
+// promises: a report line per feature with its evidence, every silently
+// wrong feature of a known server seen as wrong, a line per server
+// behaviour with its evidence and guard, measured as recorded for a known
+// server and never an over-claim, nothing sent to another database but
+// the session and server commands, and the scratch database dropped.
 func TestRun(t *testing.T) {
 	ctx := context.Background()
 	name := scratchName(t)
@@ -105,6 +135,33 @@ func TestRun(t *testing.T) {
 		t.Logf("%-44s %-8s %6.2fs", r.Feature, r.Measured, r.Elapsed.Seconds())
 		measured[r.Feature] = r.Measured
 	}
+
+	require.True(t, rep.Dropped)
+	require.Len(t, rep.Checks, len(probe.AllBehaviours()))
+	for i, c := range rep.Checks {
+		require.Equal(t, probe.AllBehaviours()[i], c.Behaviour)
+		require.Equal(t, probe.JudgeBehaviour(c.Measured), c.Verdict, "%s", c.Behaviour)
+		require.NotEqual(t, probe.NotMeasured, c.Measured, "%s: %s", c.Behaviour, c.Evidence)
+		for _, line := range []string{c.Evidence, c.Guard} {
+			require.NotEmpty(t, line, c.Behaviour)
+			require.NotContains(t, line, "\n", "one line")
+		}
+		t.Logf("%-44s %-8s %6.2fs %s", c.Behaviour, c.Measured, c.Elapsed.Seconds(), c.Evidence)
+	}
+	require.Zero(t, rep.Count(probe.Guarded), "guarded is a verdict of behaviours only")
+
+	t.Run("behaviours measured as recorded", func(t *testing.T) {
+		for prefix, want := range behaviours {
+			if !strings.HasPrefix(rep.Server, prefix) {
+				continue
+			}
+			for _, c := range rep.Checks {
+				require.Equal(t, want[c.Behaviour], c.Measured, "%s on %s: %s", c.Behaviour, rep.Server, c.Evidence)
+			}
+			return
+		}
+		t.Skipf("skipped: no behaviours are recorded for %s", rep.Server)
+	})
 
 	t.Run("silently wrong features are seen as wrong", func(t *testing.T) {
 		known := false

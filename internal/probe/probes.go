@@ -397,28 +397,45 @@ func probeLookup(ctx context.Context, e *env) finding {
 	return works("%s", got)
 }
 
+// probeGroupMinMaxAvg checks the forms bucket's summaries rely on:
+// $min, $max and $avg of a field every document of a group has, per
+// group, and $max of an expression object, which compares objects field by
+// field (the copy of a bucket with the higher count wins). What a server
+// does with missing values is checked apart, as server behaviours
+// (BehaviourMinOverMissing, BehaviourMissingInAccumulatedObject), which
+// the library does not rely on.
 func probeGroupMinMaxAvg(ctx context.Context, e *env) finding {
 	coll := e.db.Collection("group")
-	_, err := coll.InsertMany(ctx, []any{bson.D{{Key: "v", Value: 1}}, bson.D{{Key: "v", Value: 2}}, bson.D{{Key: "v", Value: 6}}})
+	_, err := coll.InsertMany(ctx, []any{
+		bson.D{{Key: "k", Value: 1}, {Key: "v", Value: 1}}, bson.D{{Key: "k", Value: 1}, {Key: "v", Value: 2}},
+		bson.D{{Key: "k", Value: 1}, {Key: "v", Value: 6}}, bson.D{{Key: "k", Value: 2}, {Key: "v", Value: 4}},
+	})
 	if err != nil {
 		return notMeasured("insert the fixture: %v", short(err))
 	}
-	var out []struct{ Mn, Mx, Av float64 }
+	type group struct {
+		ID         int `bson:"_id"`
+		Mn, Mx, Av float64
+		Ob         struct{ V, K int }
+	}
+	var out []group
 	err = aggregate(ctx, coll, mongo.Pipeline{{{Key: "$group", Value: bson.D{
-		{Key: "_id", Value: nil},
+		{Key: "_id", Value: "$k"},
 		{Key: "mn", Value: bson.D{{Key: "$min", Value: "$v"}}},
 		{Key: "mx", Value: bson.D{{Key: "$max", Value: "$v"}}},
 		{Key: "av", Value: bson.D{{Key: "$avg", Value: "$v"}}},
-	}}}}, &out)
+		{Key: "ob", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "v", Value: "$v"}, {Key: "k", Value: "$k"}}}}},
+	}}}, {{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}}, &out)
 	if err != nil {
 		return refused("$group with $min, $max and $avg", err)
 	}
-	if len(out) != 1 {
-		return wrong("$group by null of 3 documents gave %d groups", len(out))
+	if len(out) != 2 {
+		return wrong("$group by k of 4 documents with 2 values of k gave %d groups", len(out))
 	}
-	got := fmt.Sprintf("$min, $max, $avg of 1, 2, 6 gave %v, %v, %v", out[0].Mn, out[0].Mx, out[0].Av)
-	if out[0].Mn != 1 || out[0].Mx != 6 || out[0].Av != 3 {
-		return wrong("%s, want 1, 6, 3", got)
+	got := fmt.Sprintf("$group by k of v 1, 2, 6 (k 1) and 4 (k 2): $min, $max, $avg gave %v, %v, %v and %v, %v, %v; $max of {v: $v, k: $k} gave {v: %d} and {v: %d}",
+		out[0].Mn, out[0].Mx, out[0].Av, out[1].Mn, out[1].Mx, out[1].Av, out[0].Ob.V, out[1].Ob.V)
+	if want := []group{{1, 1, 6, 3, struct{ V, K int }{6, 1}}, {2, 4, 4, 4, struct{ V, K int }{4, 2}}}; !slices.Equal(out, want) {
+		return wrong("%s, want 1, 6, 3 and 4, 4, 4; {v: 6} and {v: 4}", got)
 	}
 	return works("%s", got)
 }
