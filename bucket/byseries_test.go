@@ -163,3 +163,30 @@ func TestFaultsSummariesBySeries(t *testing.T) {
 		}, bySeries(rs, from, to)))
 	})
 }
+
+// TestSummariesBySeriesLoneLastSeries: a series whose one bucket comes
+// after 256 buckets of another (one an hour, so that the client path has
+// counted and yielded them before it reads the last) is yielded: the
+// client path once forgot a series it had met only in the bucket that
+// made it yield the earlier ones.
+func TestSummariesBySeriesLoneLastSeries(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		s, db := newBuckets(t, p, config(1))
+		rs := map[string][]reading{}
+		var docs []any
+		add := func(m string, i int) {
+			r := readingAt(at(time.Duration(i)*time.Hour+time.Duration(i%60)*time.Minute), i)
+			rs[m] = append(rs[m], r)
+			docs = append(docs, readyBuckets([]bucket.Point[string, reading]{{Meta: m, Value: r}})...)
+		}
+		for i := range 256 {
+			add("a", i)
+		}
+		add("b", 255)
+		_, err := db.Collection("readings").InsertMany(ctx, docs)
+		require.NoError(t, err)
+		from, to := at(0), at(256*time.Hour)
+		require.Equal(t, bySeries(rs, from, to), collect(t, s.SummariesBySeries(ctx, from, to)))
+	})
+}
