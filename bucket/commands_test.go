@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -496,7 +497,8 @@ func TestShortcutsEncodeAsTheEncoder(t *testing.T) {
 // Summaries without the meta); on the server path it makes one row of
 // each bucket (its stored summary when its measurements lie in [from,
 // to), else the sum, min and max of those of its measurements that do,
-// picked by $filter, with no $unwind), keeps one copy of each bucket,
+// picked by $filter, with no $unwind; a $limit that drops nothing between
+// its two $project stages), keeps one copy of each bucket,
 // drops the rows without measurements in [from, to), groups by meta and
 // sorts by meta; on the client path it reads the buckets, all but their
 // writes, sorted by meta, then start. The time-series store groups its
@@ -536,6 +538,7 @@ func TestSummariesBySeriesPinned(t *testing.T) {
 				}}}},
 			}}}}}}},
 		}}},
+		{{Key: "$limit", Value: int64(math.MaxInt64)}},
 		{{Key: "$project", Value: bson.D{
 			{Key: "n", Value: "$n"},
 			{Key: "m", Value: "$m"},

@@ -35,11 +35,12 @@ import (
 // Where the server has the $group accumulators $min and $max
 // ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
 // aggregate (plus getMores beyond 101 steps) that does all of this on the
-// server. Elsewhere (FerretDB 1.x) it computes in the client: one find
-// of the bucket summaries without their measurements (plus getMores), and
-// one find per 256 buckets (rounded up to whole windows) for the
-// measurements of the buckets that do not fit a step; memory holds about
-// 256 buckets and the steps they touch.
+// server. Elsewhere (FerretDB 1.x) it computes in the client from one
+// find of the buckets, measurements and all (plus getMores): on FerretDB
+// 1.x a second find, of the measurements of the buckets that do not fit
+// a step only, would cost as much as the first, whatever its filter.
+// Memory holds the buckets of one window and the steps they touch; a
+// step is yielded once the buckets read are past it.
 // Either path reads each bucket as one consistent document, and counts a
 // bucket the server returned twice once (the later copy: see
 // [Buckets.Range]); writes during the iteration may or may not be
@@ -90,11 +91,10 @@ type SeriesSummary[M any] struct {
 // Where the server has the $group accumulators $min and $max
 // ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
 // aggregate, plus getMores beyond 101 series: the server computes every
-// summary. Elsewhere (FerretDB 1.x) it computes in the client: one find
-// of the bucket summaries without their measurements, sorted by meta and
-// window start (plus getMores), and one find per 256 buckets (rounded up
-// to whole windows) for the measurements of the buckets that straddle
-// from or to; memory holds about 256 buckets and the series they touch,
+// summary, from one row per bucket (no $unwind of the measurements).
+// Elsewhere (FerretDB 1.x) it computes in the client from one find of
+// the buckets, measurements and all, sorted by meta and window start
+// (plus getMores); memory holds the buckets of one window of one series,
 // and a series is yielded once its buckets are all counted. Both paths
 // filter on the window start first (the index {start: 1}); the client
 // path sorts by {<meta>, start}, which the index {<meta>, start, count}
