@@ -276,10 +276,19 @@ func BenchmarkLatest(b *testing.B) {
 // case) and over five hours (most buckets lie inside), against what one
 // writes by hand for the same numbers, its commands built per call as the
 // window moves: where the server has $group $min and $max, one aggregate
-// that unwinds the measurements of the buckets in the window and groups
-// them by meta; elsewhere a find of those buckets, measurements and all,
-// summed in Go. Both sides give the same numbers (checked before the
-// timing). Goals: 0.9x the speed, 1.1x the allocations.
+// that keeps one copy of each bucket, unwinds the measurements of the
+// buckets in the window and groups them by meta; elsewhere a find of
+// those buckets, measurements and all, summed in Go, one copy of each.
+// Both sides give the same numbers (checked before the timing).
+// Goals: 0.9x the speed, 1.1x the allocations.
+//
+// The hand-written side keeps one copy of each bucket as the library
+// must: the filter's range on last can be served by the TTL index on
+// last (Config.TTL) or by an index of the user's, whose entry every
+// write to the bucket moves ahead of the cursor, so that the server may
+// return a bucket twice. The library's check of missing value fields
+// (ValueFields grown after buckets were written) stays on its side
+// only.
 func BenchmarkSummariesBySeries(b *testing.B) {
 	for _, w := range []struct {
 		name     string
@@ -355,6 +364,10 @@ func benchSummariesBySeries(b *testing.B, from, to time.Time) {
 				pipeline := func() mongo.Pipeline {
 					return mongo.Pipeline{
 						{{Key: "$match", Value: filter()}},
+						{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{
+							{Key: "count", Value: "$count"}, {Key: "meta", Value: "$meta"}, {Key: "measurements", Value: "$measurements"},
+						}}}}}}},
+						{{Key: "$replaceWith", Value: "$b"}},
 						{{Key: "$unwind", Value: "$measurements"}},
 						{{Key: "$match", Value: bson.D{{Key: "measurements.at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}}},
 						{{Key: "$group", Value: bson.D{
@@ -389,8 +402,10 @@ func benchSummariesBySeries(b *testing.B, from, to time.Time) {
 				return func(int) { op() }
 			}
 			type doc struct {
-				Meta   string    `bson:"meta"`
-				Points []reading `bson:"measurements"`
+				ID     bson.ObjectID `bson:"_id"`
+				Meta   string        `bson:"meta"`
+				Count  int32         `bson:"count"`
+				Points []reading     `bson:"measurements"`
 			}
 			op := func() []row {
 				cur, err := coll.Find(ctx, filter(), options.Find().SetSort(bson.D{{Key: "meta", Value: 1}, {Key: "start", Value: 1}}))
@@ -398,25 +413,40 @@ func benchSummariesBySeries(b *testing.B, from, to time.Time) {
 					b.Fatal(err)
 				}
 				var rows []row
+				seen := map[bson.ObjectID]doc{} // the buckets of the series of the last row, one copy each
+				sum := func() {
+					r := &rows[len(rows)-1]
+					for _, d := range seen {
+						for _, p := range d.Points {
+							if p.At.Before(from) || !p.At.Before(to) {
+								continue
+							}
+							r.Count++
+							r.Temp = stats{min(r.Temp.Min, p.Temp), max(r.Temp.Max, p.Temp), r.Temp.Sum + p.Temp}
+							h := float64(p.Hum)
+							r.Hum = stats{min(r.Hum.Min, h), max(r.Hum.Max, h), r.Hum.Sum + h}
+						}
+					}
+					clear(seen)
+				}
 				for cur.Next(ctx) {
 					var d doc
 					if err := cur.Decode(&d); err != nil {
 						b.Fatal(err)
 					}
 					if len(rows) == 0 || rows[len(rows)-1].Meta != d.Meta {
+						if len(rows) > 0 {
+							sum()
+						}
 						inf := stats{Min: math.Inf(1), Max: math.Inf(-1)}
 						rows = append(rows, row{Meta: d.Meta, Temp: inf, Hum: inf})
 					}
-					r := &rows[len(rows)-1]
-					for _, p := range d.Points {
-						if p.At.Before(from) || !p.At.Before(to) {
-							continue
-						}
-						r.Count++
-						r.Temp = stats{min(r.Temp.Min, p.Temp), max(r.Temp.Max, p.Temp), r.Temp.Sum + p.Temp}
-						h := float64(p.Hum)
-						r.Hum = stats{min(r.Hum.Min, h), max(r.Hum.Max, h), r.Hum.Sum + h}
+					if old, ok := seen[d.ID]; !ok || d.Count > old.Count {
+						seen[d.ID] = d
 					}
+				}
+				if len(rows) > 0 {
+					sum()
 				}
 				check(rows, cur.Err())
 				return rows

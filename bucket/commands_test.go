@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -85,10 +86,7 @@ func TestWindowStart(t *testing.T) {
 func TestReadOptionsPinned(t *testing.T) {
 	require.Equal(t, bson.D{{Key: "start", Value: 1}}, byStart())
 	require.Equal(t, bson.D{{Key: "start", Value: 1}, {Key: "measurements", Value: 1}}, rangeProjection())
-	require.Equal(t, bson.D{{Key: "measurements", Value: 0}, {Key: "writes", Value: 0}}, withoutPoints())
-	require.Equal(t, bson.D{{Key: "measurements", Value: 1}}, onlyPoints())
-	ids := []bson.ObjectID{bson.NewObjectID()}
-	require.Equal(t, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}, byIDs(ids))
+	require.Equal(t, bson.D{{Key: "writes", Value: 0}}, withoutWrites())
 }
 
 // TestLatestPinned: Latest reads the buckets of the series, newest window
@@ -496,12 +494,15 @@ func TestShortcutsEncodeAsTheEncoder(t *testing.T) {
 
 // TestSummariesBySeriesPinned: SummariesBySeries filters the buckets of
 // every series by window start, first and last (the overlap of Range and
-// Summaries without the meta); on the server path it aggregates the rows
-// of Summaries' pipeline, each carrying its bucket's meta in place of its
-// first time, grouped by meta (and kind of row) and
-// sorted by meta; on the client path it reads the bucket summaries sorted
-// by meta, then start, and the measurements as Summaries does. The
-// time-series store groups its measurements in [from, to) by meta.
+// Summaries without the meta); on the server path it makes one row of
+// each bucket (its stored summary when its measurements lie in [from,
+// to), else the sum, min and max of those of its measurements that do,
+// picked by $filter, with no $unwind; a $limit that drops nothing between
+// its two $project stages), keeps one copy of each bucket,
+// drops the rows without measurements in [from, to), groups by meta and
+// sorts by meta; on the client path it reads the buckets, all but their
+// writes, sorted by meta, then start. The time-series store groups its
+// measurements in [from, to) by meta.
 func TestSummariesBySeriesPinned(t *testing.T) {
 	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", ValueFields: []string{"temp"}, MetaField: "sensor", Window: time.Hour, Cap: 100})
 	from, to := date("2026-03-01T10:30:00Z"), date("2026-03-01T11:30:00Z")
@@ -515,20 +516,59 @@ func TestSummariesBySeriesPinned(t *testing.T) {
 		{Key: "last", Value: bson.D{{Key: "$gte", Value: from}}},
 	}, filter)
 	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}}, s.byMetaThenStart())
+	require.Equal(t, bson.D{{Key: "writes", Value: 0}}, withoutWrites())
 
-	// The stages of Summaries' pipeline (pinned by
-	// TestSummaryPipelinePinned) with the meta m in place of the first
-	// time f, grouped by meta.
-	steps := s.summaryPipeline(filter, g)
-	project := steps[1][0].Value.(bson.D)
-	require.Equal(t, bson.E{Key: "f", Value: "$first"}, project[1])
-	project[1] = bson.E{Key: "m", Value: "$sensor"}
-	kept := steps[2][0].Value.(bson.D)[1].Value.(bson.D)[0].Value.(bson.D)
-	require.Equal(t, bson.E{Key: "f", Value: "$f"}, kept[1])
-	kept[1] = bson.E{Key: "m", Value: "$m"}
-	group := steps[5][0].Value.(bson.D)
-	group[0] = bson.E{Key: "_id", Value: bson.D{{Key: "k", Value: "$b.m"}, {Key: "w", Value: "$b.w"}}}
-	require.Equal(t, steps, s.seriesPipeline(filter, g))
+	whole := bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: "$gte", Value: bson.A{"$first", from}}},
+		bson.D{{Key: "$lt", Value: bson.A{"$last", to}}},
+	}}}
+	ifWhole := func(yes, no any) bson.D { return bson.D{{Key: "$cond", Value: bson.A{"$w", yes, no}}} }
+	require.Equal(t, mongo.Pipeline{
+		{{Key: "$match", Value: filter}},
+		{{Key: "$project", Value: bson.D{
+			{Key: "m", Value: "$sensor"},
+			{Key: "n", Value: "$count"},
+			{Key: "w", Value: whole},
+			{Key: "s", Value: "$summary"},
+			{Key: "p", Value: bson.D{{Key: "$cond", Value: bson.A{whole, bson.A{}, bson.D{{Key: "$filter", Value: bson.D{
+				{Key: "input", Value: "$measurements"},
+				{Key: "cond", Value: bson.D{{Key: "$and", Value: bson.A{
+					bson.D{{Key: "$gte", Value: bson.A{"$$this.at", from}}},
+					bson.D{{Key: "$lt", Value: bson.A{"$$this.at", to}}},
+				}}}},
+			}}}}}}},
+		}}},
+		{{Key: "$limit", Value: int64(math.MaxInt64)}},
+		{{Key: "$project", Value: bson.D{
+			{Key: "n", Value: "$n"},
+			{Key: "m", Value: "$m"},
+			{Key: "c", Value: ifWhole("$n", bson.D{{Key: "$size", Value: "$p"}})},
+			{Key: "sum0", Value: ifWhole("$s.temp.sum", bson.D{{Key: "$sum", Value: "$p.temp"}})},
+			{Key: "min0", Value: ifWhole("$s.temp.min", bson.D{{Key: "$min", Value: "$p.temp"}})},
+			{Key: "max0", Value: ifWhole("$s.temp.max", bson.D{{Key: "$max", Value: "$p.temp"}})},
+			{Key: "n0", Value: ifWhole(
+				bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isNumber", Value: "$s.temp.sum"}}, "$n", 0}}},
+				bson.D{{Key: "$subtract", Value: bson.A{
+					bson.D{{Key: "$size", Value: "$p.temp"}},
+					bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$in", Value: bson.A{nil, "$p.temp"}}}, 1, 0}}},
+				}}},
+			)},
+		}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$_id"}, {Key: "b", Value: bson.D{{Key: "$max", Value: bson.D{
+			{Key: "n", Value: "$n"}, {Key: "m", Value: "$m"}, {Key: "c", Value: "$c"},
+			{Key: "sum0", Value: "$sum0"}, {Key: "min0", Value: "$min0"}, {Key: "max0", Value: "$max0"}, {Key: "n0", Value: "$n0"},
+		}}}}}}},
+		{{Key: "$match", Value: bson.D{{Key: "b.c", Value: bson.D{{Key: "$gt", Value: 0}}}}}},
+		{{Key: "$group", Value: bson.D{
+			{Key: "_id", Value: bson.D{{Key: "k", Value: "$b.m"}}},
+			{Key: "count", Value: bson.D{{Key: "$sum", Value: "$b.c"}}},
+			{Key: "sum0", Value: bson.D{{Key: "$sum", Value: "$b.sum0"}}},
+			{Key: "min0", Value: bson.D{{Key: "$min", Value: "$b.min0"}}},
+			{Key: "max0", Value: bson.D{{Key: "$max", Value: "$b.max0"}}},
+			{Key: "n0", Value: bson.D{{Key: "$sum", Value: "$b.n0"}}},
+		}}},
+		{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}, s.seriesPipeline(filter, g))
 
 	require.Equal(t, bson.D{{Key: "at", Value: bson.D{{Key: "$gte", Value: from}, {Key: "$lt", Value: to}}}}, s.timeFilter(r))
 	tsGroup := bson.D{

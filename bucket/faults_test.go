@@ -466,9 +466,8 @@ func TestFaultsRange(t *testing.T) {
 
 // TestFaultsSummaries: Summaries over 129 buckets, in 104 steps of 25
 // minutes that split two buckets in three, broken at each command (on
-// the client path: a find, a getMore and a find of the split buckets'
-// measurements; on the server path: an aggregate and a getMore): an
-// error, or the right summaries.
+// the client path: a find and a getMore; on the server path: an
+// aggregate and a getMore): an error, or the right summaries.
 func TestFaultsSummaries(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		from, to, step := at(0), at(43*time.Hour), 25*time.Minute

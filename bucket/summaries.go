@@ -35,11 +35,12 @@ import (
 // Where the server has the $group accumulators $min and $max
 // ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
 // aggregate (plus getMores beyond 101 steps) that does all of this on the
-// server. Elsewhere (FerretDB 1.x) it computes in the client: one find
-// of the bucket summaries without their measurements (plus getMores), and
-// one find per 256 buckets (rounded up to whole windows) for the
-// measurements of the buckets that do not fit a step; memory holds about
-// 256 buckets and the steps they touch.
+// server. Elsewhere (FerretDB 1.x) it computes in the client from one
+// find of the buckets, measurements and all (plus getMores): on FerretDB
+// 1.x a second find, of the measurements of the buckets that do not fit
+// a step only, would cost as much as the first, whatever its filter.
+// Memory holds the buckets of one window and the steps they touch; a
+// step is yielded once the buckets read are past it.
 // Either path reads each bucket as one consistent document, and counts a
 // bucket the server returned twice once (the later copy: see
 // [Buckets.Range]); writes during the iteration may or may not be
@@ -60,7 +61,7 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 				yieldRows(ctx, "Summaries", b.s.coll, b.s.summaryPipeline(filter, g), g.stepRow(b.s.valueFields), yield)
 			default:
 				open := func(ctx context.Context) (*mongo.Cursor, error) {
-					return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutPoints()))
+					return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutWrites()))
 				}
 				b.clientSummaries(ctx, "Summaries", open, g, false, func(_ bson.RawValue, s Summary, err error) bool { return yield(s, err) })
 			}
@@ -90,11 +91,10 @@ type SeriesSummary[M any] struct {
 // Where the server has the $group accumulators $min and $max
 // ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
 // aggregate, plus getMores beyond 101 series: the server computes every
-// summary. Elsewhere (FerretDB 1.x) it computes in the client: one find
-// of the bucket summaries without their measurements, sorted by meta and
-// window start (plus getMores), and one find per 256 buckets (rounded up
-// to whole windows) for the measurements of the buckets that straddle
-// from or to; memory holds about 256 buckets and the series they touch,
+// summary, from one row per bucket (no $unwind of the measurements).
+// Elsewhere (FerretDB 1.x) it computes in the client from one find of
+// the buckets, measurements and all, sorted by meta and window start
+// (plus getMores); memory holds the buckets of one window of one series,
 // and a series is yielded once its buckets are all counted. Both paths
 // filter on the window start first (the index {start: 1}); the client
 // path sorts by {<meta>, start}, which the index {<meta>, start, count}
@@ -118,7 +118,7 @@ func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Tim
 				yieldRows(ctx, op, b.s.coll, b.s.seriesPipeline(filter, g), seriesRow[M](g, b.s.valueFields), yield)
 			default:
 				open := func(ctx context.Context) (*mongo.Cursor, error) {
-					return b.s.coll.Find(ctx, filter, options.Find().SetSort(b.s.byMetaThenStart()).SetProjection(withoutPoints()))
+					return b.s.coll.Find(ctx, filter, options.Find().SetSort(b.s.byMetaThenStart()).SetProjection(withoutWrites()))
 				}
 				b.clientSummaries(ctx, op, open, g, true, func(m bson.RawValue, s Summary, err error) bool {
 					if err != nil {
@@ -138,41 +138,12 @@ func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Tim
 // clientSummaries computes Summaries (bySeries false: the buckets of one
 // series, sorted by start) or SummariesBySeries (bySeries true: the
 // buckets of every series, sorted by meta, then start) without $min and
-// $max accumulators, reading the buckets that open finds; it yields each
-// summary with its series' meta (the zero value when not bySeries).
+// $max accumulators, reading the buckets, measurements and all, that
+// open finds; it yields each summary with its series' meta (the zero
+// value when not bySeries).
 func (b *Buckets[M, V]) clientSummaries(ctx context.Context, op string, open func(context.Context) (*mongo.Cursor, error), g grid, bySeries bool, yield func(bson.RawValue, Summary, error) bool) {
-	const chunk = 256
 	acc := newAccumulator(g, b.s.valueFields)
 	fail := func(err error) { yield(bson.RawValue{}, Summary{}, failed(op, err)) }
-	type ref struct {
-		id     bson.ObjectID
-		series string
-	}
-	var split []ref // buckets to count measurement by measurement
-	flush := func() error {
-		if len(split) == 0 {
-			return nil
-		}
-		defer func() { split = split[:0] }()
-		ids, series := make([]bson.ObjectID, len(split)), make(map[bson.ObjectID]string, len(split))
-		for i, r := range split {
-			ids[i], series[r.id] = r.id, r.series
-		}
-		open := func(ctx context.Context) (*mongo.Cursor, error) {
-			return b.s.coll.Find(ctx, byIDs(ids), options.Find().SetProjection(onlyPoints()))
-		}
-		for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
-			if err != nil {
-				return err
-			}
-			for _, raw := range bk.Points {
-				if err := acc.addPoint(b.s, series[bk.ID], raw); err != nil {
-					return fmt.Errorf("bucket %s: %w", bk.ID.Hex(), err)
-				}
-			}
-		}
-		return nil
-	}
 	// The buckets of one window of one series are held until the next
 	// window starts, so that a bucket the find returned twice counts once
 	// (see [latest]).
@@ -180,18 +151,33 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, op string, open fun
 	var series string // the series of window
 	add := func() error {
 		for _, bk := range latest(window, func(b *summaryBucket) bson.ObjectID { return b.ID }, func(b *summaryBucket) int { return int(b.Count) }) {
-			if !g.within(bk.First, bk.Last) {
-				split = append(split, ref{bk.ID, series})
+			if g.within(bk.First, bk.Last) {
+				if err := acc.addBucket(series, bk); err != nil {
+					return err
+				}
 				continue
 			}
-			if err := acc.addBucket(series, bk); err != nil {
-				return err
+			points, ok := bk.Points.ArrayOK()
+			if !ok {
+				return fmt.Errorf("bucket %s: its measurements are a BSON %s, not an array", bk.ID.Hex(), bk.Points.Type)
+			}
+			values, err := points.Values()
+			if err != nil {
+				return fmt.Errorf("bucket %s: %w", bk.ID.Hex(), err)
+			}
+			for _, v := range values {
+				raw, ok := v.DocumentOK()
+				if !ok {
+					return fmt.Errorf("bucket %s: a measurement is a BSON %s, not a document", bk.ID.Hex(), v.Type)
+				}
+				if err := acc.addPoint(b.s, series, raw); err != nil {
+					return fmt.Errorf("bucket %s: %w", bk.ID.Hex(), err)
+				}
 			}
 		}
 		window = window[:0]
 		return nil
 	}
-	n := 0 // buckets read since the last emit
 	for raw, err := range seq.Cursor[bson.Raw](ctx, open) {
 		var bk summaryBucket
 		if err == nil {
@@ -211,37 +197,25 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, op string, open fun
 				fail(err)
 				return
 			}
-			if n >= chunk {
-				if err := flush(); err != nil {
-					fail(err)
-					return
-				}
-				// Later buckets are of this series and start at
-				// bk.Start or after, or of a later series: no measurement
-				// of theirs falls in a step of an earlier series, or in
-				// a step of this one that ends by then.
-				if !acc.emit(key, bk.Start, yield) {
-					return
-				}
-				n = 0
+			// Later buckets are of this series and start at bk.Start or
+			// after, or of a later series: no measurement of theirs falls
+			// in a step of an earlier series, or in a step of this one
+			// that ends by then.
+			if !acc.emit(key, bk.Start, yield) {
+				return
 			}
 		}
 		series = key
 		window = append(window, bk)
-		n++
 	}
 	if err := add(); err != nil {
-		fail(err)
-		return
-	}
-	if err := flush(); err != nil {
 		fail(err)
 		return
 	}
 	acc.emit("", math.MinInt64, yield)
 }
 
-// summaryBucket is what the client path reads of a bucket first.
+// summaryBucket is what the client path reads of a bucket.
 type summaryBucket struct {
 	ID      bson.ObjectID `bson:"_id"`
 	Start   bson.DateTime `bson:"start"`
@@ -249,6 +223,7 @@ type summaryBucket struct {
 	Last    bson.DateTime `bson:"last"`
 	Count   int64         `bson:"count"`
 	Summary bson.Raw      `bson:"summary"`
+	Points  bson.RawValue `bson:"measurements"`
 }
 
 // checkStep rejects a step that is not a positive whole number of
@@ -388,7 +363,8 @@ func seriesRow[M any](g grid, fields []string) func(bson.RawValue, []bson.Raw) (
 // tallyOf adds up the counts and stats of the grouped rows of one key of
 // a summary pipeline, whose step starts at step: per value field, the sum
 // of their sums and the min and max of their mins and maxes, of
-// measurements (p) or of bucket summaries (s), whichever each row has.
+// measurements (p), of bucket summaries (s) or of both (no prefix),
+// whichever each row has.
 func tallyOf(parts []bson.Raw, fields []string, step bson.DateTime) (*tally, error) {
 	t := &tally{stats: make([]Stats, len(fields))}
 	for i := range t.stats {
@@ -407,7 +383,7 @@ func tallyOf(parts []bson.Raw, fields []string, step bson.DateTime) (*tally, err
 			}
 			st := &t.stats[i]
 			ok := false
-			for _, part := range []string{"p", "s"} {
+			for _, part := range []string{"p", "s", ""} {
 				sum, okSum := number(row.Lookup(column(part+"sum", i)))
 				lo, okMin := number(row.Lookup(column(part+"min", i)))
 				hi, okMax := number(row.Lookup(column(part+"max", i)))
@@ -455,8 +431,7 @@ func newAccumulator(g grid, fields []string) *accumulator {
 
 // series returns the key of the series of meta m (the zero value for the
 // one series of Summaries), which the buckets read in order name, and
-// remembers it in order: the order in which emit yields the series, even
-// those whose only measurements come from a later find.
+// remembers it in order: the order in which emit yields the series.
 func (a *accumulator) series(m bson.RawValue) string {
 	key := string(rune(m.Type)) + string(m.Value)
 	if n := len(a.order); n == 0 || a.order[n-1] != key {
@@ -516,8 +491,9 @@ func (a *accumulator) addPoint(s *settings, series string, raw bson.Raw) error {
 }
 
 // emit yields, in order, the steps of the series before current, and
-// those of current that end by before, and forgets them; it reports
-// whether to go on. emit("", math.MinInt64, yield) yields every step.
+// those of current that end by before, and forgets them (current stays in
+// order, for the steps its later buckets open); it reports whether to go
+// on. emit("", math.MinInt64, yield) yields every step.
 func (a *accumulator) emit(current string, before bson.DateTime, yield func(bson.RawValue, Summary, error) bool) bool {
 	for len(a.order) > 0 {
 		series := a.order[0]
@@ -538,6 +514,9 @@ func (a *accumulator) emit(current string, before bson.DateTime, yield func(bson
 			if !yield(a.metas[series], a.summary(start, a.fields, t), nil) {
 				return false
 			}
+		}
+		if series == current {
+			return true // its later buckets add to it
 		}
 		a.order = a.order[1:]
 		delete(a.metas, series)
