@@ -63,6 +63,10 @@ type Repo[P, I any] struct {
 	// plan.serverSizeLimit), so that the repository's own callers do not
 	// make each other's pushes miss.
 	appending parentLocks
+	// queued runs the repository's Appends to one parent one batch at a
+	// time, so that its own callers do not make each other's guarded
+	// writes miss (see appendQueues).
+	queued appendQueues
 }
 
 // lockParent takes the parent's lock in appending where the plan guards
