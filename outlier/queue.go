@@ -50,7 +50,6 @@ type appendCall struct {
 // key, through write, which appends a batch, in order, as Append does,
 // and is called with the ctx of the call that writes it.
 func (q *appendQueues) do(ctx context.Context, key string, items []item, write func(context.Context, []item) error) error {
-	c := &appendCall{items: items}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.m == nil {
@@ -58,16 +57,28 @@ func (q *appendQueues) do(ctx context.Context, key string, items []item, write f
 	}
 	a := q.m[key]
 	if a == nil {
-		a = &appendQueue{}
+		a = queuePool.Get().(*appendQueue)
 		q.m[key] = a
 	}
 	a.users++
-	a.waiting = append(a.waiting, c)
 	defer func() {
 		if a.users--; a.users == 0 {
 			delete(q.m, key)
+			queuePool.Put(a) // free: nothing runs or waits
 		}
 	}()
+	if !a.running && len(a.waiting) == 0 {
+		// Alone: write the items at once (a batch of one call, whose
+		// failure has no other call to write again).
+		a.running = true
+		q.mu.Unlock()
+		err := write(ctx, items)
+		q.mu.Lock()
+		a.ended()
+		return err
+	}
+	c := &appendCall{items: items}
+	a.waiting = append(a.waiting, c)
 	for !c.done {
 		if !a.running {
 			// c waits (it is not done, and no batch carries it): write it
@@ -77,11 +88,7 @@ func (q *appendQueues) do(ctx context.Context, key string, items []item, write f
 			q.mu.Unlock()
 			err := write(ctx, batchItems(batch))
 			q.mu.Lock()
-			a.running = false
-			if a.wake != nil {
-				close(a.wake)
-				a.wake = nil
-			}
+			a.ended()
 			if err == nil {
 				for _, b := range batch {
 					b.done = true
@@ -116,6 +123,20 @@ func (q *appendQueues) do(ctx context.Context, key string, items []item, write f
 	}
 	return c.err
 }
+
+// ended marks the end of the running batch and wakes the calls waiting
+// for it; with appendQueues.mu held.
+func (a *appendQueue) ended() {
+	a.running = false
+	if a.wake != nil {
+		close(a.wake) // the waiting calls look again
+		a.wake = nil
+	}
+}
+
+// queuePool recycles the entries of appendQueues, so that an Append to a
+// parent no other call is appending to allocates none.
+var queuePool = sync.Pool{New: func() any { return new(appendQueue) }}
 
 // batchItems returns the items of the calls of a batch, in order, each id
 // once: an id that two calls append (overlapping Appends of one id) is
