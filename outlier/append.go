@@ -102,8 +102,10 @@ const maxMisses = 100
 // error and the others' items are written again by the next batch (the
 // items already stored are skipped by id); a call whose ctx ends while it
 // waits returns ctx's error, its items stored by a batch that had taken
-// them, or not at all. Across repositories (processes) the guards alone
-// keep the writers correct.
+// them, or not at all. An Append whose ctx carries a session
+// ([mongo.NewSessionContext], as in a transaction) is written alone, in
+// its session, never in a batch with other calls' items. Across
+// repositories (processes) the guards alone keep the writers correct.
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
@@ -138,6 +140,11 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	p, err := r.plan(ctx)
 	if err != nil {
 		return err
+	}
+	if mongo.SessionFromContext(ctx) != nil {
+		// Written alone, in the caller's session: another call's items
+		// must not join its transaction.
+		return r.appendItems(ctx, p, id, parentID, pending, budget)
 	}
 	return r.queued.do(ctx, bsonid.Key(id), pending, func(ctx context.Context, items []item) error {
 		return r.appendItems(ctx, p, id, parentID, items, budget)

@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestHotParent is issue 19's hot document: 8 writers append comments,
@@ -167,4 +169,35 @@ func TestAppendQueues(t *testing.T) {
 	require.Equal(t, "g: <nil>", <-results)
 	require.Equal(t, []string{"g1"}, batches[len(batches)-1])
 	require.Empty(t, q.m, "no entry outlives its calls")
+}
+
+// TestSessionAppendIsNotBatched: an Append whose ctx carries a session is
+// written alone, in its session, not queued behind another call's batch
+// (which would write its items with that call's ctx, outside its
+// session): here it runs while another Append's push is on its way, and
+// returns at once. It needs a second connection of the client, since the
+// other Append holds the first.
+func TestSessionAppendIsNotBatched(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureConcurrentUpdates)
+	appendPlans(t, func(t *testing.T, p Plan) {
+		if !p.serverSizeLimit {
+			t.Skip("skipped: without the server's size limit the repository runs its Appends of one parent one at a time, session or not")
+		}
+		ctx := context.Background()
+		r, db := newPost(t, small(), p)
+		sess, err := db.Client().StartSession()
+		require.NoError(t, err)
+		defer sess.EndSession(ctx)
+		var once sync.Once
+		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+			once.Do(func() {
+				short, cancel := context.WithTimeout(hook, 10*time.Second)
+				defer cancel()
+				require.NoError(t, r.Append(mongo.NewSessionContext(short, sess), 1, comment{ID: "in-session"}))
+			})
+		})
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "plain"}))
+		parent, _ := stored(t, r, 1)
+		require.Equal(t, []string{"in-session", "plain"}, embedded(t, parent))
+	})
 }
