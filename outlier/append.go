@@ -83,13 +83,29 @@ const maxMisses = 100
 // overflow document adds 1, the update of the parent's flag and tail hint
 // before the upsert that creates the document. On other servers (FerretDB
 // 1.x), the parent is read whole first, to size the push: an open parent
-// costs 2 and an overflowed one 3, and the repository runs its own Appends
-// to one parent one at a time (waiting, as long as ctx allows, for the one
-// in progress), since each push is guarded on the exact number of items
-// read and would otherwise make the others miss. A push that matches
-// nothing (another process appended first, or a retried Append finds its
-// items there) costs a read and a push more; after 100 misses in a row
-// Append gives up with [patterns.ErrConflict].
+// costs 2 and an overflowed one 3, and the repository's Appends and
+// Updates of one parent take turns, since each push is guarded on the
+// exact number of items read and would otherwise make the others miss. A
+// push that matches nothing (another process appended first, or a
+// retried Append finds its items there) costs a read and a push more;
+// after 100 misses in a row Append gives up with [patterns.ErrConflict].
+//
+// Concurrent callers of one repository appending to one parent do not
+// fight over it: the repository writes their Appends one batch at a time.
+// An Append that arrives while another is being written waits (as long
+// as ctx allows), and when that write ends, one of the waiting calls
+// writes the items of all of them, in the order they arrived, as one
+// Append of all the items would (an id two of them carry is stored once).
+// N callers then cost about the commands of one Append of their items
+// together, instead of each missing the others' guarded writes and
+// reading again. If a batch fails, the call that wrote it returns the
+// error and the others' items are written again by the next batch (the
+// items already stored are skipped by id); a call whose ctx ends while it
+// waits returns ctx's error, its items stored by a batch that had taken
+// them, or not at all. An Append whose ctx carries a session
+// ([mongo.NewSessionContext], as in a transaction) is written alone, in
+// its session, never in a batch with other calls' items. Across
+// repositories (processes) the guards alone keep the writers correct.
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
@@ -125,6 +141,19 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	if err != nil {
 		return err
 	}
+	if mongo.SessionFromContext(ctx) != nil {
+		// Written alone, in the caller's session: another call's items
+		// must not join its transaction.
+		return r.appendItems(ctx, p, id, parentID, pending, budget)
+	}
+	return r.queued.do(ctx, bsonid.Key(id), pending, func(ctx context.Context, items []item) error {
+		return r.appendItems(ctx, p, id, parentID, items, budget)
+	})
+}
+
+// appendItems appends a batch of items (see appendQueues) to the parent;
+// see Append.
+func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, parentID any, pending []item, budget int) error {
 	key, held, err := r.lockParent(ctx, p, id)
 	if err != nil {
 		return err

@@ -142,9 +142,9 @@ func TestPushLosesRace(t *testing.T) {
 }
 
 // TestAppendersOfOneRepository: concurrent Appends through one repository
-// to an open parent never make each other's pushes miss: with the
-// server's size limit the guards are on room only; without it the
-// repository runs them one at a time. So each costs what it costs alone.
+// to an open parent never make each other's pushes miss: the repository
+// writes them one batch at a time. So each costs at most what it costs
+// alone (less when several wait and are written together).
 func TestAppendersOfOneRepository(t *testing.T) {
 	const writers, each = 4, 10
 	appendPlans(t, func(t *testing.T, p Plan) {
@@ -166,7 +166,7 @@ func TestAppendersOfOneRepository(t *testing.T) {
 		if p.serverSizeLimit {
 			perAppend = 1 // push
 		}
-		require.Equal(t, writers*each*perAppend, counter.N())
+		require.LessOrEqual(t, counter.N(), writers*each*perAppend)
 		n, err := r.Count(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, writers*each, n)

@@ -58,11 +58,15 @@ type Repo[P, I any] struct {
 
 	planned lazy.Value[plan] // the server's path, decided on first use
 	indexed atomic.Bool      // the unique {parent, seq} index was seen
-	// appending runs one Append per parent at a time where pushes into the
-	// parent are guarded on the exact number of items read (without
-	// plan.serverSizeLimit), so that the repository's own callers do not
-	// make each other's pushes miss.
+	// appending runs one Update or batch of Appends (see queued) per
+	// parent at a time where pushes into the parent are guarded on the
+	// exact number of items read (without plan.serverSizeLimit), so that
+	// the repository's own callers do not make each other's pushes miss.
 	appending parentLocks
+	// queued runs the repository's Appends to one parent one batch at a
+	// time, so that its own callers do not make each other's guarded
+	// writes miss (see appendQueues).
+	queued appendQueues
 }
 
 // lockParent takes the parent's lock in appending where the plan guards
