@@ -74,7 +74,8 @@ require (
 // "interrupted (9)" or "database is locked (517)", or reads the snapshot of
 // that moment. FerretDB cancels a query when the client's maxTimeMS passes
 // or its connection closes, which clients with short deadlines do all the
-// time (outlier's TestRetriesUnderDeadlines hung, or read removed items,
-// or no items at all). v1.42.2 also stops a cancelled context from
-// interrupting a later, unrelated query on the same connection.
+// time (outlier's TestRetriesUnderDeadlines hung: every find of its
+// database failed at once, whatever the deadline). v1.42.2 also stops a
+// cancelled context from interrupting a later, unrelated query on the
+// same connection.
 require modernc.org/sqlite v1.42.2 // indirect
