@@ -292,7 +292,14 @@ func TestOverlappingAppendsOfOneID(t *testing.T) {
 // the server is still running. At the end every item not removed is
 // stored once, each worker's in its order, and every overflow document's
 // count is its number of items (issue 20, items 4 and 5).
+//
+// It needs atomic updates from concurrent connections: an attempt cut
+// off by its deadline still runs on the server while the retry runs on
+// the client's next connection, so even a client of one connection sends
+// two updates at once. FerretDB 1.x then loses one of them (a removed
+// item came back in 2 of 9 runs of -count=6 or -count=10).
 func TestRetriesUnderDeadlines(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureConcurrentUpdates)
 	const workers = 6
 	each := mongotest.Scale(12, 6)
 	appendPlans(t, func(t *testing.T, p Plan) {

@@ -207,13 +207,15 @@ func resume(vals []bson.RawValue, idField string, after Cursor) int {
 // than one long cursor yields each document once while others rewrite
 // them (FerretDB 2.x returns a rewritten document again on a cursor).
 //
-// While a page starts at or before seq until (the parent's tail hint, for
-// a scan of many pages; -1: never), it is also bounded to the seqs it can
-// hold ({$lt: from+size()}), so that a server that sorts every document
-// the index finds (FerretDB 2.x) sorts a page's, not all those after it;
-// a short bounded page is a gap in the seqs (an Append cut short), not
-// the end. Past until, the pages are unbounded: they find the documents
-// opened since the hint was read, or nothing.
+// While a page ends before seq until (the parent's tail hint, for a scan
+// of many pages; -1: never), it is also bounded to the seqs it can hold
+// ({$lt: from+size()}), so that a server that sorts every document the
+// index finds (FerretDB 2.x) sorts a page's, not all those after it; a
+// short bounded page is a gap in the seqs (an Append cut short), not the
+// end. The page that holds seq until is unbounded, and its limit is the
+// documents left up to until and one more: a short one ends the scan
+// without another find, a full one means documents were opened since the
+// hint was read, and unbounded pages follow.
 //
 // The documents are the pages' own, valid until the iteration ends.
 // Building the iterator sends nothing; an error is yielded once and ends
@@ -222,13 +224,16 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until
 	return func(yield func(bson.Raw, error) bool) {
 		for {
 			n := int64(max(1, size()))
-			var bound int64
-			if from <= until {
+			bound, limit := int64(0), n
+			switch {
+			case from+n <= until: // the page ends before the tail: bounded
 				bound = n
+			case from <= until: // the page holds the tail: the rest and one more
+				limit = until - from + 2
 			}
 			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from, bound), options.Find().
 				SetSort(overflowOrder).SetProjection(overflowPageProjection).
-				SetLimit(n).SetBatchSize(int32(min(n+1, math.MaxInt32))))
+				SetLimit(limit).SetBatchSize(int32(min(limit+1, math.MaxInt32))))
 			if err != nil {
 				yield(nil, err)
 				return
@@ -245,7 +250,7 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until
 				}
 			}
 			switch {
-			case int64(len(docs)) == n:
+			case int64(len(docs)) == limit:
 				last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
 				if !ok {
 					yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))

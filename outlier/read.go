@@ -90,11 +90,14 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // then, when the flag is true, the overflow documents by seq, in pages of
 // Config.BatchSize documents, each page one find on the {parent, seq}
 // index ({parent, seq: {$gte: next, $lt: next+BatchSize}} sorted by seq,
-// up to the parent's tail hint, limited to the page's size, answered in
-// one reply), decoded one document at a time, on every server; then one
-// find of the documents past the tail hint (those opened since the parent
-// was read, if any). Memory is bounded by the parent and one page, not by
-// the number of items.
+// limited to the page's size, answered in one reply), decoded one document
+// at a time, on every server. The last page, the one that holds the
+// parent's tail hint, is {parent, seq: {$gte: next}} with a limit of one
+// document more than the hint says are left: it also finds the documents
+// opened since the parent was read, and only when it is full does another
+// page follow. An overflow of d documents costs 1 + ceil(d/BatchSize)
+// commands. Memory is bounded by the parent and one page (BatchSize+1
+// documents), not by the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,

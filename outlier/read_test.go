@@ -28,8 +28,8 @@ func TestItemsStreams(t *testing.T) {
 	var got []comment
 	cmds := counter.Count(func() { got = take(t, it, -1) })
 	require.Equal(t, want, got)
-	require.Equal(t, []string{"find", "find", "find", "find", "find"}, cmds,
-		"the parent, then documents 0 to 4 (the tail hint) 2 by 2, a find per page, and one past the hint")
+	require.Equal(t, []string{"find", "find", "find", "find"}, cmds,
+		"the parent, then documents [0 2) and [2 4), then from 4 (the tail hint) on with a limit of 2, which finds 4 alone: the end")
 
 	cmds = counter.Count(func() { got = take(t, it, 5) })
 	require.Equal(t, want[:5], got)
@@ -39,6 +39,20 @@ func TestItemsStreams(t *testing.T) {
 	require.Equal(t, want[:2], got)
 	require.Equal(t, []string{"find"}, cmds, "stopping in the parent reads nothing more")
 
+	// A tail hint behind the documents (read before an Append opened
+	// document 4): the page that holds the hint is full, so one more
+	// follows.
+	hint := func(tail int64) {
+		_, err := r.parents.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.TailField, Value: tail}}}})
+		require.NoError(t, err)
+	}
+	hint(2)
+	cmds = counter.Count(func() { got = take(t, it, -1) })
+	require.Equal(t, want, got)
+	require.Equal(t, []string{"find", "find", "find", "find"}, cmds,
+		"the parent, [0 2), from 2 on with a limit of 2 (full: documents 2 and 3), then from 4 on, which finds 4 alone")
+	hint(4)
+
 	// A gap in the seqs (an Append cut short between announcing a
 	// document and writing it, then a later one writing past it): the
 	// documents after it are read all the same.
@@ -47,8 +61,13 @@ func TestItemsStreams(t *testing.T) {
 	require.NoError(t, err)
 	cmds = counter.Count(func() { got = take(t, it, -1) })
 	require.Equal(t, want, got)
-	require.Equal(t, []string{"find", "find", "find", "find", "find"}, cmds,
-		"the parent, [0 2), [2 4), [4 6) empty (a gap: the tail hint is 4), then from 6 on, which finds 9 alone")
+	require.Equal(t, []string{"find", "find", "find", "find"}, cmds,
+		"the parent, [0 2), [2 4), then from 4 (the tail hint) on, which finds 9 alone")
+	hint(9) // the hint past the gap: short bounded pages are gaps, not the end
+	cmds = counter.Count(func() { got = take(t, it, -1) })
+	require.Equal(t, want, got)
+	require.Equal(t, []string{"find", "find", "find", "find", "find", "find"}, cmds,
+		"the parent, [0 2), [2 4), [4 6) and [6 8) empty, then from 8 (the tail hint 9 is in [8 10)) on with a limit of 3, which finds 9 alone")
 }
 
 // take ranges over it and returns its first k items (all when k < 0).
