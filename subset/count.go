@@ -16,12 +16,12 @@ import (
 // missing parent gives [patterns.ErrNotFound]. A parent that has no count
 // yet (none of the repository's writes has reached it since it was
 // created, or its items were loaded without the repository) gets one
-// first, as [Repo.Rebuild] sets it, and Count returns the count as
-// stored then: four commands more (five on a lost race), and Rebuild's
-// errors, once per parent. Without CountField it counts the parent's
-// items: one aggregate on the items collection, served by the index of
-// [Repo.Indexes], that reads every index entry of the parent; a parent
-// with no items, or none at all, gives 0. It takes the same path on
+// first, as [Repo.Rebuild] sets it (its commands, four without a lost
+// race, and its errors), and Count returns the count as then stored,
+// read with the findOne again: once per parent. Without CountField it
+// counts the parent's items: one aggregate on the items collection,
+// served by the index of [Repo.Indexes], that reads every index entry of
+// the parent; a parent with no items, or none at all, gives 0. It takes the same path on
 // every server.
 //
 // The count field lags the items collection as the subset does (see
