@@ -13,16 +13,23 @@ import (
 
 // Count returns the number of the parent's items. With Config.CountField
 // it reads that field: one findOne on the parents, served by _id, and a
-// missing parent gives [patterns.ErrNotFound]; a parent that has no count
-// yet (no write through the repository since it was created: call
-// [Repo.Rebuild] or [Repo.RebuildAll] to set it) is counted as without
-// it. Without CountField it counts the parent's items: one aggregate on
-// the items collection, served by the index of [Repo.Indexes], that reads
-// every index entry of the parent; a parent with no items, or none at
-// all, gives 0. It takes the same path on every server.
+// missing parent gives [patterns.ErrNotFound]. A parent that has no count
+// yet (none of the repository's writes has reached it since it was
+// created, or its items were loaded without the repository) gets one
+// first, as [Repo.Rebuild] sets it (its commands, four without a lost
+// race, and its errors), and Count returns the count as then stored,
+// read with the findOne again: once per parent. Without CountField it
+// counts the parent's items: one aggregate on the items collection,
+// served by the index of [Repo.Indexes], that reads every index entry of
+// the parent; a parent with no items, or none at all, gives 0. It takes the same path on
+// every server.
 //
 // The count field lags the items collection as the subset does (see
-// [Repo.Get]): by the writes in flight, and no more.
+// [Repo.Get]): by the writes in flight, and no more; and while no item is
+// removed, the counts that successive calls return never go down. (A
+// count of the items collection for a parent without the field would run
+// ahead of the count that a first Add in flight then stores, counted
+// before another Add's item arrived: hence the write.)
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int64, error) {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return 0, fail("Count", fmt.Errorf("parent id: %w", err))
@@ -38,22 +45,35 @@ func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
 	if r.cfg.CountField == "" {
 		return r.items.CountDocuments(ctx, r.cmd.items(parentID))
 	}
-	raw, err := r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(r.cmd.countProjection())).Raw()
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, errNoParent
+	for set := false; ; set = true {
+		raw, err := r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(r.cmd.countProjection())).Raw()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return 0, errNoParent
+		}
+		if err != nil {
+			return 0, err
+		}
+		v, err := raw.LookupErr(r.cfg.CountField)
+		if err == nil {
+			n, ok := v.AsInt64OK()
+			if !ok {
+				return 0, fmt.Errorf("the parent's %s holds a %s, not a count", r.cfg.CountField, v.Type)
+			}
+			return n, nil
+		}
+		if set {
+			return 0, fmt.Errorf("the parent's %s was removed as it was set: %w", r.cfg.CountField, patterns.ErrConflict)
+		}
+		// No count yet: set it with the subset, in the chain of
+		// compare-and-sets whose counts never go back, then read it.
+		p, err := r.plan(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := r.rebuild(ctx, p, parentID); err != nil {
+			return 0, fmt.Errorf("set the count: %w", err)
+		}
 	}
-	if err != nil {
-		return 0, err
-	}
-	v, err := raw.LookupErr(r.cfg.CountField)
-	if err != nil {
-		return r.items.CountDocuments(ctx, r.cmd.items(parentID))
-	}
-	n, ok := v.AsInt64OK()
-	if !ok {
-		return 0, fmt.Errorf("the parent's %s holds a %s, not a count", r.cfg.CountField, v.Type)
-	}
-	return n, nil
 }
 
 // Item returns one item of the parent, by its id, from the items

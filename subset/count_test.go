@@ -89,7 +89,7 @@ func TestCountFollowsEveryWrite(t *testing.T) {
 }
 
 // TestCountWithoutAField counts the items collection, and with a field,
-// counts it for a parent that has no count yet.
+// sets the count of a parent that has no count yet, once, then reads it.
 func TestCountWithoutAField(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
@@ -111,10 +111,15 @@ func TestCountWithoutAField(t *testing.T) {
 	require.ErrorIs(t, err, patterns.ErrInvalid)
 
 	withField := newRepo[countedParent, item](t, db, counted(3), portable)
-	require.Equal(t, []string{"find", "aggregate"}, c.Count(func() {
+	require.Equal(t, []string{"find", "find", "find", "aggregate", "update", "find"}, c.Count(func() {
 		n, err = withField.Count(ctx, "a")
 		require.NoError(t, err)
-	}), "a parent without a count yet is counted")
+	}), "a parent without a count yet gets one, as Rebuild sets it")
+	require.EqualValues(t, 5, n)
+	require.Equal(t, []string{"find"}, c.Count(func() {
+		n, err = withField.Count(ctx, "a")
+		require.NoError(t, err)
+	}), "then Count reads it")
 	require.EqualValues(t, 5, n)
 	_, err = withField.Count(ctx, "nope")
 	require.ErrorIs(t, err, patterns.ErrNotFound)
@@ -199,5 +204,67 @@ func TestCountIsExactUnderConcurrentWriters(t *testing.T) {
 		}
 		require.Equal(t, want, count(t, db.Collection("items"), bson.D{{Key: "parent", Value: "a"}}))
 		requireCount(t, r, "a", want)
+	})
+}
+
+// TestCountNeverGoesBackUnderFirstAdds: writers only add items to
+// parents that have no count yet (parents created by the application, as
+// every parent is), while readers Count them; the count a reader sees
+// never goes down, on every plan. Before Count set a missing count
+// itself, it counted the items collection instead, which runs ahead of
+// the count that a first Add in flight then sets from an earlier count:
+// 4, then 3, with no item removed (issue 23, on FerretDB 2).
+func TestCountNeverGoesBackUnderFirstAdds(t *testing.T) {
+	const writers, readers = 4, 2
+	parents := mongotest.Scale(12, 4)
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[countedParent, item](t, db, counted(2), plan)
+		for k := range parents {
+			id := fmt.Sprintf("p%d", k)
+			insertParents(t, db, id)
+			var wg sync.WaitGroup
+			done := make(chan struct{})
+			var reading sync.WaitGroup
+			errs := make(chan error, writers+readers)
+			for c := range readers {
+				reading.Go(func() {
+					last := int64(0)
+					for {
+						n, err := r.Count(ctx, id)
+						if err != nil {
+							errs <- fmt.Errorf("reader %d: Count: %w", c, err)
+							return
+						}
+						if n < last {
+							errs <- fmt.Errorf("reader %d: parent %s: Count gave %d after %d, with no item removed", c, id, n, last)
+							return
+						}
+						last = n
+						select {
+						case <-done:
+							return
+						default:
+						}
+					}
+				})
+			}
+			for w := range writers {
+				wg.Go(func() {
+					if err := r.Add(ctx, id, item{ID: int64(100*k + w + 1), Score: int64(w)}); err != nil {
+						errs <- fmt.Errorf("Add: %w", err)
+					}
+				})
+			}
+			wg.Wait()
+			close(done)
+			reading.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+			requireCount(t, r, id, writers)
+		}
 	})
 }

@@ -101,7 +101,14 @@ func TestSizes(t *testing.T) {
 // size accepted fill a parent to exactly 16 MiB or less, and that one
 // byte more is refused: the per-item limit counts the _id, the subset's
 // element keys and the revision, not only MaxDocumentSize/Cap.
+//
+// It encodes items of up to 16 MiB a few dozen times, which the race
+// detector makes up to a minute of client time on a loaded machine: it runs in parallel with the fault
+// tests, which spend theirs waiting on the server, and takes every item's
+// text from one filler.
 func TestItemLimitCountsTheOverhead(t *testing.T) {
+	t.Parallel()
+	filler := strings.Repeat("x", patterns.MaxDocumentSize)
 	for _, capacity := range []int{1, 2, 11} {
 		cfg := reviewsConfig("")
 		cfg.Cap = capacity
@@ -113,7 +120,7 @@ func TestItemLimitCountsTheOverhead(t *testing.T) {
 			item := func(i, size int) review {
 				rv := review{ID: int64(i), ProductID: parentID, Stars: 1}
 				base := len(raw(t, bson.D{{Key: "_id", Value: int64(i)}, {Key: "productId", Value: parentID}, {Key: "stars", Value: 1}, {Key: "text", Value: ""}}))
-				rv.Text = strings.Repeat("x", size-base)
+				rv.Text = filler[:size-base]
 				return rv
 			}
 			var full []bson.Raw

@@ -13,8 +13,12 @@
 package linear
 
 import (
+	"cmp"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +87,30 @@ func Check(t testing.TB, model porcupine.Model, h *History, timeout time.Duratio
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("visualize: %v", err)
 		}
-		t.Fatalf("the history of %d operations is not linearizable; visualization: %s (set LINEAR_OUT to keep it)", len(ops), path)
+		text := filepath.Join(dir, filepath.Base(t.Name())+".txt")
+		if err := os.WriteFile(text, historyText(model, ops), 0o644); err != nil {
+			t.Logf("history: %v", err)
+		}
+		t.Fatalf("the history of %d operations is not linearizable; visualization: %s, as text: %s (set LINEAR_OUT to keep them)", len(ops), path, text)
 	}
+}
+
+// historyText is the history as text, one operation a line in the order
+// of their calls: call and return times in microseconds, the client and
+// the model's description of the operation (input -> output without
+// one). It shows what the
+// visualization shows, where a browser is not at hand (grep for the
+// reads around the one no linearization explains).
+func historyText(model porcupine.Model, ops []porcupine.Operation) []byte {
+	ops = slices.Clone(ops)
+	slices.SortStableFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+	describe := model.DescribeOperation
+	if describe == nil {
+		describe = func(in, out any) string { return fmt.Sprintf("%v -> %v", in, out) }
+	}
+	var b strings.Builder
+	for _, o := range ops {
+		fmt.Fprintf(&b, "%10d %10d client %-3d %s\n", o.Call/1000, o.Return/1000, o.ClientId, describe(o.Input, o.Output))
+	}
+	return []byte(b.String())
 }

@@ -1,6 +1,9 @@
 package linear_test
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -71,6 +74,11 @@ func TestCheckRejectsAStaleRead(t *testing.T) {
 	}()
 	require.True(t, ft.failed, "a stale read is not linearizable")
 	require.Contains(t, ft.msg, "not linearizable")
+	_, text, ok := strings.Cut(ft.msg, "as text: ")
+	require.True(t, ok, ft.msg)
+	b, err := os.ReadFile(strings.Fields(text)[0])
+	require.NoError(t, err, "the history as text")
+	require.Regexp(t, `(?m)^ +\d+ +\d+ client 0 +\[0 1\] -> <nil>\n +\d+ +\d+ client 1 +\[1 0\] -> 0\n$`, string(b))
 }
 
 // fakeT records a failure instead of failing the real test.
@@ -82,6 +90,6 @@ type fakeT struct {
 
 func (f *fakeT) Fatalf(format string, args ...any) {
 	f.failed = true
-	f.msg = format
+	f.msg = fmt.Sprintf(format, args...)
 	panic("fatal")
 }
