@@ -203,30 +203,24 @@ func overflowFilter(parentID any) bson.D {
 var overflowOrder = bson.D{{Key: fSeq, Value: 1}}
 
 // overflowPageFilter matches the parent's overflow documents from seq
-// `from` on, and before seq `from`+n when n > 0: a page of Page and
-// Items, sorted by seq, served by the unique {parent, seq} index. The
-// bound keeps a server that sorts what the index finds rather than read
-// it in index order (FerretDB 2.x) from sorting every document after the
-// page, for every page of a scan.
-func overflowPageFilter(parentID any, from, n int64) bson.D {
-	cond := bson.D{{Key: "$gte", Value: from}}
-	if n > 0 {
-		cond = append(cond, bson.E{Key: "$lt", Value: from + n})
-	}
-	return bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: cond}}
+// `from` on: a page of Page, sorted by seq, served by the unique {parent,
+// seq} index.
+func overflowPageFilter(parentID any, from int64) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: bson.D{{Key: "$gte", Value: from}}}}
 }
 
 // overflowPageProjection reads the seq and the items of an overflow
-// document: where the next page starts, and what it yields.
+// document: where Page's next page starts, where Items skips a document
+// returned again, and what they yield.
 var overflowPageProjection = bson.D{{Key: "_id", Value: 0}, {Key: fSeq, Value: 1}, {Key: fItems, Value: 1}}
 
 // overflowItemsProjection reads only the items of overflow documents.
 var overflowItemsProjection = bson.D{{Key: "_id", Value: 0}, {Key: fItems, Value: 1}}
 
 // embeddedProjection is what Items and Page read of the parent: its
-// array, its flag and its tail hint.
+// array and its flag.
 func (r *Repo[P, I]) embeddedProjection() bson.D {
-	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}, {Key: r.cfg.TailField, Value: 1}}
+	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
 }
 
 // countProjection is what Count reads of the parent: the ids of its items

@@ -95,7 +95,7 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 		from = 0
 	}
 	read := 0 // overflow documents read
-	docs := r.overflowFrom(ctx, parentID, from, -1, func() int {
+	docs := r.overflowFrom(ctx, parentID, from, func() int {
 		need := limit + 1 - len(pg.out) // the page's items and the one after, to know there is more
 		n := (need + r.cfg.OverflowCap - 1) / r.cfg.OverflowCap
 		if read == 0 && !inParent {
@@ -207,31 +207,14 @@ func resume(vals []bson.RawValue, idField string, after Cursor) int {
 // than one long cursor yields each document once while others rewrite
 // them (FerretDB 2.x returns a rewritten document again on a cursor).
 //
-// While a page ends before seq until (the parent's tail hint, for a scan
-// of many pages; -1: never), it is also bounded to the seqs it can hold
-// ({$lt: from+size()}), so that a server that sorts every document the
-// index finds (FerretDB 2.x) sorts a page's, not all those after it; a
-// short bounded page is a gap in the seqs (an Append cut short), not the
-// end. The page that holds seq until is unbounded, and its limit is the
-// documents left up to until and one more: a short one ends the scan
-// without another find, a full one means documents were opened since the
-// hint was read, and unbounded pages follow.
-//
 // The documents are the pages' own, valid until the iteration ends.
 // Building the iterator sends nothing; an error is yielded once and ends
 // it.
-func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until int64, size func() int) iter.Seq2[bson.Raw, error] {
+func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from int64, size func() int) iter.Seq2[bson.Raw, error] {
 	return func(yield func(bson.Raw, error) bool) {
 		for {
-			n := int64(max(1, size()))
-			bound, limit := int64(0), n
-			switch {
-			case from+n <= until: // the page ends before the tail: bounded
-				bound = n
-			case from <= until: // the page holds the tail: the rest and one more
-				limit = until - from + 2
-			}
-			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from, bound), options.Find().
+			limit := int64(max(1, size()))
+			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from), options.Find().
 				SetSort(overflowOrder).SetProjection(overflowPageProjection).
 				SetLimit(limit).SetBatchSize(int32(min(limit+1, math.MaxInt32))))
 			if err != nil {
@@ -249,19 +232,15 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from, until
 					return
 				}
 			}
-			switch {
-			case int64(len(docs)) == limit:
-				last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
-				if !ok {
-					yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))
-					return
-				}
-				from = last + 1
-			case bound > 0:
-				from += n // a gap
-			default:
+			if int64(len(docs)) < limit {
 				return
 			}
+			last, ok := docs[len(docs)-1].Lookup(fSeq).AsInt64OK()
+			if !ok {
+				yield(nil, fmt.Errorf("overflow document %v has no integer %s", docs[len(docs)-1].Lookup("_id"), fSeq))
+				return
+			}
+			from = last + 1
 		}
 	}
 }

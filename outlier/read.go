@@ -85,29 +85,27 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 }
 
 // Items streams the parent's items in append order without loading them
-// all: the embedded ones (one findOne reading the array, the flag and the
-// tail hint),
-// then, when the flag is true, the overflow documents by seq, in pages of
-// Config.BatchSize documents, each page one find on the {parent, seq}
-// index ({parent, seq: {$gte: next, $lt: next+BatchSize}} sorted by seq,
-// limited to the page's size, answered in one reply), decoded one document
-// at a time, on every server. The last page, the one that holds the
-// parent's tail hint, is {parent, seq: {$gte: next}} with a limit of one
-// document more than the hint says are left: it also finds the documents
-// opened since the parent was read, and only when it is full does another
-// page follow. An overflow of d documents costs 1 + ceil(d/BatchSize)
-// commands. Memory is bounded by the parent and one page (BatchSize+1
-// documents), not by the number of items.
+// all: the embedded ones (one findOne reading the array and the flag),
+// then, when the flag is true, the overflow documents through one find
+// sorted by seq on the {parent, seq} index, with a batch size of
+// Config.BatchSize documents, decoded one document at a time, on every
+// server. An overflow of d documents costs 1 + ceil(d/BatchSize) commands
+// (the find, then a getMore per batch, and sometimes one more getMore
+// that finds the cursor exhausted). Memory is bounded by the parent and
+// one batch, not by the number of items.
 //
 // Building the iterator sends nothing; each range runs the reads again.
 // An error (a missing parent is [patterns.ErrNotFound]) is yielded once,
-// with the zero I, and ends the iteration. Stopping early sends nothing
-// more. What a concurrent writer's steps look like is as for [Repo.Get],
-// except that the overflow is read page by page: an item removed or
-// appended while the pages are read may or may not be seen, and each item
-// is yielded at most once, whatever others rewrite meanwhile (a page
-// starts after the seq where the previous one ended, where one long
-// cursor could return a rewritten document again).
+// with the zero I, and ends the iteration. Stopping early while the
+// cursor is open sends one killCursors. What a concurrent writer's steps
+// look like is as for [Repo.Get], except that the overflow is read batch
+// by batch: an item removed or appended while they are read may or may
+// not be seen. Each item is yielded at most once, whatever others rewrite
+// meanwhile: a cursor may return a document again after it was rewritten
+// (FerretDB 2.x does), so Items skips any overflow document whose seq is
+// not past the last one it yielded; the seq of a document never changes
+// and the cursor is sorted by it, so a repeat always has a seq already
+// passed, and dropping it needs no memory.
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
 	if err := validParent("Items", parentID); err != nil {
 		return seq.Err[I](err)
@@ -127,23 +125,49 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 		if !r.flagged(parent) {
 			return
 		}
-		tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
-		for raw, err := range r.overflowFrom(ctx, parentID, 0, tail, func() int { return r.cfg.BatchSize }) {
-			var doc overflowItems[I]
-			if err == nil {
-				err = bson.Unmarshal(raw, &doc)
-			}
-			if err != nil {
-				yield(zero, fail("Items", parentID, err))
-				return
-			}
-			for _, it := range doc.Items {
+		if err := r.overflowItems(ctx, parentID, func(items []I) bool {
+			for _, it := range items {
 				if !yield(it, nil) {
-					return
+					return false
 				}
 			}
+			return true
+		}); err != nil {
+			yield(zero, fail("Items", parentID, err))
 		}
 	}
+}
+
+// overflowItems hands the items of the parent's overflow documents, one
+// document at a time in seq order, to use until it returns false, through
+// one cursor of Config.BatchSize documents per batch; it skips a document
+// the cursor returns again (a seq not past the last one handed over).
+func (r *Repo[P, I]) overflowItems(ctx context.Context, parentID any, use func([]I) bool) error {
+	cur, err := r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
+		SetSort(overflowOrder).SetProjection(overflowPageProjection).SetBatchSize(int32(r.cfg.BatchSize)))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	last := int64(math.MinInt64)
+	for cur.Next(ctx) {
+		s, ok := cur.Current.Lookup(fSeq).AsInt64OK()
+		if !ok {
+			return fmt.Errorf("overflow document %v has no integer %s", cur.Current.Lookup("_id"), fSeq)
+		}
+		if s <= last {
+			continue // a rewritten document, returned again
+		}
+		last = s
+		var doc overflowItems[I]
+		if err := bson.Unmarshal(cur.Current, &doc); err != nil {
+			return err
+		}
+		if !use(doc.Items) {
+			return nil
+		}
+	}
+	return cur.Err()
 }
 
 // readEmbedded reads the parent (with the projection, if any) and decodes
