@@ -63,17 +63,7 @@ func TestConcurrentAppend(t *testing.T) {
 				_, items, err := r.Get(ctx, 1)
 				require.NoError(t, err)
 				require.Len(t, items, writers*each)
-				seen := map[string]bool{}
-				next := make([]int, writers) // the index each writer's next item must have
-				for _, c := range items {
-					require.False(t, seen[c.ID], "%s twice", c.ID)
-					seen[c.ID] = true
-					var w, i int
-					_, err := fmt.Sscanf(c.ID, "w%d-%d", &w, &i)
-					require.NoError(t, err)
-					require.Equal(t, next[w], i, "writer %d's items out of order", w)
-					next[w]++
-				}
+				requireEachOnceInOrder(t, items, writers, "w%d-%d")
 
 				parent, docs := stored(t, r, 1)
 				require.Len(t, embedded(t, parent), 50, "the parent holds N")

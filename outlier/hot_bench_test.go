@@ -57,15 +57,23 @@ func requireHot(t testing.TB, r *Repo[post, comment], id, writers, n int, failed
 		items = append(items, c)
 	}
 	require.Len(t, items, n, "every comment is stored")
+	requireEachOnceInOrder(t, items, writers, "hw%d-%d")
+}
+
+// requireEachOnceInOrder checks that items, whose ids read format
+// (writer, index), hold each id once, and each writer's items in the
+// order of their indexes, from 0 and without a gap.
+func requireEachOnceInOrder(t testing.TB, items []comment, writers int, format string) {
+	t.Helper()
 	seen := map[string]bool{}
-	next := make([]int, writers) // the index each writer's next comment must have
+	next := make([]int, writers) // the index each writer's next item must have
 	for _, c := range items {
 		require.False(t, seen[c.ID], "%s twice", c.ID)
 		seen[c.ID] = true
 		var w, i int
-		_, err := fmt.Sscanf(c.ID, "hw%d-%d", &w, &i)
+		_, err := fmt.Sscanf(c.ID, format, &w, &i)
 		require.NoError(t, err)
-		require.Equal(t, next[w], i, "writer %d's comments out of order", w)
+		require.Equal(t, next[w], i, "writer %d's items out of order", w)
 		next[w]++
 	}
 }
