@@ -13,7 +13,8 @@ import (
 
 // Count returns the number of the parent's items. With Config.CountField
 // it reads that field: one findOne on the parents, served by _id, and a
-// missing parent gives [patterns.ErrNotFound]. A parent that has no count
+// missing parent gives [patterns.ErrNotFound], a count field of another
+// type than a number [patterns.ErrInvalid]. A parent that has no count
 // yet (none of the repository's writes has reached it since it was
 // created, or its items were loaded without the repository) gets one
 // first, as [Repo.Rebuild] sets it (its commands, four without a lost
@@ -57,7 +58,7 @@ func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
 		if err == nil {
 			n, ok := v.AsInt64OK()
 			if !ok {
-				return 0, fmt.Errorf("the parent's %s holds a %s, not a count", r.cfg.CountField, v.Type)
+				return 0, fmt.Errorf("the parent's %s holds a %s, not a count: %w", r.cfg.CountField, v.Type, patterns.ErrInvalid)
 			}
 			return n, nil
 		}

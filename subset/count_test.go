@@ -127,6 +127,7 @@ func TestCountWithoutAField(t *testing.T) {
 	require.NoError(t, err)
 	_, err = withField.Count(ctx, "b")
 	require.ErrorContains(t, err, "subset: Count: parent \"b\": the parent's n holds a string, not a count")
+	require.ErrorIs(t, err, patterns.ErrInvalid, "a count of another type is invalid stored data")
 }
 
 // TestItem reads one item by its id, only under its parent.
