@@ -304,8 +304,10 @@ func TestSummariesRefuseMissingValues(t *testing.T) {
 		for _, from := range []time.Time{at(0), at(30 * time.Minute)} {
 			err := firstErr(grown.Summaries(ctx, "s1", from, at(5*time.Hour), time.Hour))
 			require.ErrorContains(t, err, `no value "hum"`)
+			require.ErrorIs(t, err, patterns.ErrInvalid)
 			err = firstErr(grown.SummariesBySeries(ctx, from, at(5*time.Hour)))
 			require.ErrorContains(t, err, `no value "hum"`)
+			require.ErrorIs(t, err, patterns.ErrInvalid)
 			require.ErrorContains(t, err, "bucket: SummariesBySeries: ")
 		}
 	})
@@ -334,8 +336,10 @@ func TestSummariesRefuseNullValues(t *testing.T) {
 		require.NoError(t, err)
 		err = firstErr(s.SummariesBySeries(ctx, at(10*time.Minute), at(time.Hour)))
 		require.ErrorContains(t, err, `no value "hum"`)
+		require.ErrorIs(t, err, patterns.ErrInvalid)
 		err = firstErr(s.Summaries(ctx, "s1", at(10*time.Minute), at(time.Hour), time.Hour))
 		require.ErrorContains(t, err, `no value "hum"`)
+		require.ErrorIs(t, err, patterns.ErrInvalid)
 	})
 }
 

@@ -30,7 +30,8 @@ import (
 // or to, which is every bucket when steps and windows do not align)
 // contributes its measurements one by one. A bucket or measurement that
 // lacks a value field (ValueFields changed after it was written) makes
-// Summaries yield an error rather than a wrong mean.
+// Summaries yield an error wrapping [patterns.ErrInvalid] rather than a
+// wrong mean.
 //
 // Where the server has the $group accumulators $min and $max
 // ([patterns.FeatureGroupMinMaxAvg]: MongoDB, FerretDB 2.x), it sends one
@@ -392,7 +393,7 @@ func tallyOf(parts []bson.Raw, fields []string, step bson.DateTime) (*tally, err
 				}
 			}
 			if !ok {
-				return nil, fmt.Errorf("summary row without the sum, min or max of %q: %s", f, row)
+				return nil, errs.Invalid("summary row without the sum, min or max of %q: %s", f, row)
 			}
 		}
 	}
@@ -400,7 +401,7 @@ func tallyOf(parts []bson.Raw, fields []string, step bson.DateTime) (*tally, err
 }
 
 func missingValue(field string, step bson.DateTime) error {
-	return fmt.Errorf("some measurements of the step at %s have no value %q (was it added to ValueFields after they were written?)", step.Time().UTC().Format(time.RFC3339Nano), field)
+	return errs.Invalid("some measurements of the step at %s have no value %q (was it added to ValueFields after they were written?)", step.Time().UTC().Format(time.RFC3339Nano), field)
 }
 
 // tally is the running summary of one step.
