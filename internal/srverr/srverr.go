@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -163,10 +164,10 @@ func Refused(err error) bool {
 // DeleteOne deletes the document of coll that filter, an equality on its
 // _id, names, retrying transient failures as [Retry] does, and reports
 // whether it did. It sends a deleteOne (a retryable write on MongoDB). A
-// delete that matched nothing is checked with a find of the _id, one more
-// command: FerretDB 2.x answers a deleteOne of a document that a
-// concurrent update is rewriting with no match and leaves the document in
-// place (17 to 20 times in 20 under 4 writers; MongoDB retries such a
+// delete that matched nothing is checked with a find of the _id on the
+// primary, one more command: FerretDB 2.x answers a deleteOne of a
+// document that a concurrent update is rewriting with no match and leaves
+// the document in place (17 to 20 times in 20 under 4 writers; MongoDB retries such a
 // write conflict inside the server). While the document is there, the
 // delete is sent again without a limit, which deletes the one document
 // the _id names there, up to [Attempts] times in all, after which
@@ -187,6 +188,13 @@ func DeleteOne(ctx context.Context, coll *mongo.Collection, filter any) (bool, e
 		})
 		if err != nil || res.DeletedCount > 0 {
 			return err == nil, err
+		}
+		if attempt == 0 {
+			// The check reads the primary, where the delete ran: a
+			// lagging secondary (a client's secondaryPreferred) could
+			// still show a document deleted before, and turn a retried
+			// Delete's ErrNotFound into ErrConflict.
+			coll = coll.Clone(options.Collection().SetReadPreference(readpref.Primary()))
 		}
 		err = coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
 		if errors.Is(err, mongo.ErrNoDocuments) {
