@@ -703,7 +703,7 @@ func breakCommit(t *testing.T, px *faults.Proxy, c faults.Case[*faultRun]) {
 			t.Run(f.String()+"_commitTransaction", func(t *testing.T) {
 				db := mongotest.DB(t)
 				s := c.Prepare(t, db)
-				opCtx, cancel := context.WithTimeout(ctx, faults.StallDeadline)
+				opCtx, cancel := context.WithTimeout(ctx, faults.FaultDeadline)
 				defer cancel()
 				px.Arm(f)
 				err := c.Op(opCtx, px.Client().Database(db.Name()), s)

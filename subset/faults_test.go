@@ -288,6 +288,7 @@ func changeCase(c change, p subset.Plan) faults.Case[*changeFix] {
 	// pushes: an Add on the push plan pushes, leaving the revision alone.
 	pushes := c.opName == "Add" && !c.counted && p == pushPlan
 	return faults.Case[*changeFix]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *changeFix {
 			c.seed.id = id
 			c.seed.counted = c.counted
@@ -525,6 +526,7 @@ func faultsRebuildAll(t *testing.T) {
 			return c.err
 		}
 		faults.Run(t, faults.New(t), faults.Case[*rebuildAllFix]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *rebuildAllFix {
 				seed(t, db, parents...)
 				return &rebuildAllFix{t: t, db: db, parents: parents}
@@ -604,6 +606,7 @@ func faultsDelete(t *testing.T) {
 			return f.err
 		}
 		faults.Run(t, faults.New(t), faults.Case[*deleteFix]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *deleteFix {
 				seed(t, db, seedParent{id: "a", items: five}, seedParent{id: "b", items: []item{{ID: 11, Score: 1}, {ID: 12, Score: 2}}})
 				return &deleteFix{t: t, db: db, others: readSnapshot(t, db, "b")}
@@ -692,6 +695,7 @@ func faultsReads(t *testing.T) {
 				return f.err
 			}
 			faults.Run(t, faults.New(t), faults.Case[*readFix]{
+				Reuse: true,
 				Prepare: func(t *testing.T, db *mongo.Database) *readFix {
 					seed(t, db, seedParent{id: "a", items: five})
 					return &readFix{t: t, db: db, seed: readSnapshot(t, db, "a")}
@@ -888,6 +892,7 @@ func faultsAddForeignID(t *testing.T) {
 			return err
 		}
 		faults.Run(t, faults.New(t), faults.Case[*foreignFix]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *foreignFix {
 				seed(t, db, seedParent{id: "a", items: five}, seedParent{id: "b", items: []item{{ID: 11, Score: 2}}})
 				return &foreignFix{t: t, other: readSnapshot(t, db, "b")}
@@ -963,6 +968,7 @@ func faultsMissing(t *testing.T) {
 				return err
 			}
 			faults.Run(t, faults.New(t), faults.Case[*missingFix]{
+				Reuse: true,
 				Prepare: func(t *testing.T, db *mongo.Database) *missingFix {
 					seed(t, db, seedParent{id: "a", items: five})
 					return &missingFix{t: t, seed: readSnapshot(t, db, "a")}

@@ -32,6 +32,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 			{"RebuildAll", func(t *testing.T, tp *faults.TransientProxy) {
 				parents := []seedParent{{id: "a", items: five, bare: true}, {id: "b", items: shifted(five[:4], 100), subset: []item{{ID: 999, Score: 99}}, rev: 7}}
 				faults.RunTransient(t, tp, faults.Case[struct{}]{
+					Reuse:   true,
 					Prepare: func(t *testing.T, db *mongo.Database) struct{} { seed(t, db, parents...); return struct{}{} },
 					Op: func(ctx context.Context, db *mongo.Database, _ struct{}) error {
 						n, err := faultRepo(db, p).RebuildAll(ctx, nil)
@@ -52,6 +53,7 @@ func TestTransientWritesSentAgain(t *testing.T) {
 			}},
 			{"Delete", func(t *testing.T, tp *faults.TransientProxy) {
 				faults.RunTransient(t, tp, faults.Case[struct{}]{
+					Reuse: true,
 					Prepare: func(t *testing.T, db *mongo.Database) struct{} {
 						seed(t, db, seedParent{id: "a", items: five})
 						return struct{}{}

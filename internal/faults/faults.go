@@ -75,12 +75,15 @@ const (
 
 func (p Place) String() string { return [...]string{"before", "inside"}[p] }
 
-// How long a Timeout waits before it closes the connection, and the
-// shortest deadline Run gives an operation (see [Run]), which a Stall
-// lets pass.
+// How long a Timeout waits before it closes the connection; the
+// shortest deadline Run gives an operation that a Stall strikes, which the
+// Stall lets pass; and the deadline of an operation that a Reset or a
+// Timeout strikes, which fails on its own and needs a deadline only in
+// case it hangs (see [Run]).
 const (
 	TimeoutAfter  = 200 * time.Millisecond
 	StallDeadline = 1500 * time.Millisecond
+	FaultDeadline = time.Minute
 )
 
 // Fault is one fault: at the Step-th command (from 1), at Place, of Kind.
@@ -289,13 +292,64 @@ type Case[S any] struct {
 	// Check verifies the final state: nothing lost, nothing twice, the
 	// repository's invariants.
 	Check func(t *testing.T, db *mongo.Database, s S)
+	// Reuse runs every case in one database, emptied before each Prepare
+	// (once no command runs on it, see [Settle], every document of each
+	// of its collections is deleted; the collections and their indexes
+	// stay), where each case otherwise gets a database of its own. Set it
+	// when a case starts from documents only: Prepare stores them and
+	// ensures the same indexes each time, and neither it nor Op creates a
+	// collection with options (a validator, time series) or drops one;
+	// nor does Prepare register a mongotest.OnCommand hook (a hook lives
+	// until its test ends, keyed by the database's name, and would act on
+	// the next cases' commands too).
+	// Creating and dropping a
+	// database is most of what a case costs on a server that keeps each
+	// collection as tables (FerretDB 2: about 180 ms a case, against 11
+	// ms to empty one and seed it again), and many cases side by side
+	// then wait on each other's catalog changes.
+	Reuse bool
+}
+
+// fresh returns the database a case's Prepare runs on: a new one for
+// each call, or, with c.Reuse, shared emptied ([empty]) once no
+// command runs on it.
+func (c Case[S]) fresh(shared *mongo.Database) func(t *testing.T) *mongo.Database {
+	if !c.Reuse {
+		return func(t *testing.T) *mongo.Database { return mongotest.DB(t) }
+	}
+	return func(t *testing.T) *mongo.Database {
+		t.Helper()
+		Settle(t, shared)
+		empty(t, shared)
+		return shared
+	}
+}
+
+// empty deletes every document of db's collections, and keeps the
+// collections and their indexes.
+func empty(t testing.TB, db *mongo.Database) {
+	t.Helper()
+	ctx := context.Background()
+	names, err := db.ListCollectionNames(ctx, bson.D{{Key: "type", Value: "collection"}})
+	if err != nil {
+		t.Fatalf("faults: list the collections of %s: %v", db.Name(), err)
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, "system.") {
+			continue
+		}
+		if _, err := db.Collection(name).DeleteMany(ctx, bson.D{}); err != nil {
+			t.Fatalf("faults: empty %s.%s: %v", db.Name(), name, err)
+		}
+	}
 }
 
 // Run breaks c's operation at every step. It first runs the operation on
 // fresh data through a healthy client, counting its commands (n), and
 // checks the result. Then for each fault of [Faults](n)
 // (under -short, a third of them, see [Sampled]), as a subtest:
-// on fresh data, it runs the operation through p's client with the fault
+// on fresh data (a new database, or with [Case.Reuse] the one database
+// emptied), it runs the operation through p's client with the fault
 // armed and requires that the fault struck; if the operation returned
 // nil, its effect must be whole (Check passes at once: a driver's retry
 // absorbed the fault); otherwise it waits until the server has finished
@@ -303,15 +357,20 @@ type Case[S any] struct {
 // reply was lost may still run), then runs the operation again through
 // the healthy client, which must succeed, and checks the final state.
 //
-// The faulty call's deadline is [StallDeadline]. A call that runs out of
-// it before the fault's command (the server is slower than that now:
-// others load it) proves nothing, so the case starts again on fresh data
-// with twice the deadline, three times at most, before Run gives up: the
-// deadline follows the server's speed as the cases measure it.
+// The faulty call's deadline is [StallDeadline] for a Stall, which must
+// let it pass, and [FaultDeadline] for the other kinds. A call that runs
+// out of it before the fault's command (the server is slower than that
+// now: others load it) proves nothing, so the case starts again on fresh
+// data with twice the deadline, three times at most, before Run gives
+// up: the deadline follows the server's speed as the cases measure it.
+// (Only a Stall's short deadline is the fault: a Reset's or a Timeout's
+// call given it would also run out of time in its commands after the
+// fault on a slow server, and leave them running behind the retry.)
 func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	t.Helper()
 	ctx := context.Background()
 	db := mongotest.DB(t)
+	fresh := c.fresh(db)
 	s := c.Prepare(t, db)
 	counter := mongotest.NewCounter(t, db)
 	var err error
@@ -337,8 +396,12 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 			var db *mongo.Database
 			var s S
 			var err error
-			for attempt, limit := 1, StallDeadline; ; attempt, limit = attempt+1, 2*limit {
-				db = mongotest.DB(t)
+			deadline := FaultDeadline
+			if f.Kind == Stall {
+				deadline = StallDeadline
+			}
+			for attempt, limit := 1, deadline; ; attempt, limit = attempt+1, 2*limit {
+				db = fresh(t)
 				s = c.Prepare(t, db)
 				p.ready(t)
 				opCtx, cancel := context.WithTimeout(ctx, limit)

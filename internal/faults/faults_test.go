@@ -89,6 +89,49 @@ func TestRunBreaksEveryStep(t *testing.T) {
 	require.Equal(t, want, subtests)
 }
 
+// TestRunReuse: with Reuse, every case runs in one database, emptied
+// before each Prepare (a document stored with a fixed id by the last case
+// is gone) with its indexes kept, and each case still starts from what
+// Prepare stores.
+func TestRunReuse(t *testing.T) {
+	p := faults.New(t)
+	ctx := context.Background()
+	names := map[string]bool{}
+	var prepared int
+	faults.Run(t, p, faults.Case[struct{}]{
+		Reuse: true,
+		Prepare: func(t *testing.T, db *mongo.Database) struct{} {
+			coll := db.Collection("c")
+			n, err := coll.CountDocuments(ctx, bson.D{})
+			require.NoError(t, err)
+			require.Zero(t, n, "the database is emptied before Prepare")
+			if prepared > 0 {
+				specs, err := coll.Indexes().ListSpecifications(ctx)
+				require.NoError(t, err)
+				require.Len(t, specs, 2, "the index stays: %v", specs)
+			}
+			_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "n", Value: 1}}})
+			require.NoError(t, err)
+			_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}})
+			require.NoError(t, err)
+			names[db.Name()] = true
+			prepared++
+			return struct{}{}
+		},
+		Op: func(ctx context.Context, db *mongo.Database, _ struct{}) error {
+			_, err := db.Collection("c").UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+			return err
+		},
+		Check: func(t *testing.T, db *mongo.Database, _ struct{}) {
+			var doc struct{ N int }
+			require.NoError(t, db.Collection("c").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&doc))
+			require.Equal(t, 1, doc.N, "applied once, on what this case's Prepare stored")
+		},
+	})
+	require.GreaterOrEqual(t, prepared, 3, "the healthy run and the faults")
+	require.Len(t, names, 1, "one database for every case")
+}
+
 // TestTransientSendsAgain: the transient proxy fails the armed write
 // with an error srverr.Transient recognises, once; a write sent again
 // after it (srverr.Retry) applies once, and RunTransient fails each write

@@ -228,6 +228,7 @@ func RunTransient[S any](t *testing.T, p *TransientProxy, c Case[S]) {
 	t.Helper()
 	ctx := context.Background()
 	db := mongotest.DB(t)
+	fresh := c.fresh(db)
 	s := c.Prepare(t, db)
 	p.Arm(0)
 	if err := c.Op(ctx, p.client.Database(db.Name()), s); err != nil {
@@ -238,7 +239,7 @@ func RunTransient[S any](t *testing.T, p *TransientProxy, c Case[S]) {
 	t.Logf("the operation sends %d writes", w)
 	for k := 1; k <= w; k++ {
 		t.Run(fmt.Sprintf("deadlock_write_%d", k), func(t *testing.T) {
-			db := mongotest.DB(t)
+			db := fresh(t)
 			s := c.Prepare(t, db)
 			p.Arm(k)
 			err := c.Op(ctx, p.client.Database(db.Name()), s)
