@@ -129,6 +129,7 @@ func checkBound(t *testing.T, bks []storedBucket, writers int) {
 func addManyCase(p bucket.Plan, before, op []bucket.Point[string, reading]) faults.Case[*opState] {
 	want := bySensor(before, op)
 	return faults.Case[*opState]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *opState {
 			prepareStore(t, db, p, before)
 			return &opState{}
@@ -314,6 +315,7 @@ func TestFaultsAdd(t *testing.T) {
 		before := points("s1", 0, 1)
 		pt := points("s1", 5)[0]
 		faults.Run(t, faults.New(t), faults.Case[*opState]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *opState {
 				prepareStore(t, db, p, before)
 				return &opState{}
@@ -354,6 +356,7 @@ func TestFaultsAdd(t *testing.T) {
 func deleteCase(p bucket.Plan, op func(ctx context.Context, s *bucket.Buckets[string, reading]) error, kept map[string][]reading) faults.Case[*opState] {
 	before := slices.Concat(points("s1", 0, 1, 61, 62, 121, 122), points("s2", 5, 65, 125))
 	return faults.Case[*opState]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *opState {
 			prepareStore(t, db, p, before)
 			return &opState{}
@@ -417,6 +420,7 @@ func readFixture() []bucket.Point[string, reading] {
 // right result; read again on a healthy connection, the right result.
 func readCase[T any](p bucket.Plan, op string, read func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]T, error), want []T) faults.Case[*readState[T]] {
 	return faults.Case[*readState[T]]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *readState[T] {
 			prepareStore(t, db, p, readFixture())
 			return &readState[T]{}

@@ -118,6 +118,7 @@ func callCase[S interface{ record() *calls }](prepare func(*testing.T, *mongo.Da
 	call func(ctx context.Context, db *mongo.Database, s S, retry bool) outcome,
 	check func(*testing.T, *mongo.Database, S)) faults.Case[S] {
 	return faults.Case[S]{
+		Reuse:   true,
 		Prepare: prepare,
 		Op: func(ctx context.Context, db *mongo.Database, s S) error {
 			c := s.record()

@@ -260,6 +260,7 @@ type appendFix struct {
 func appendCase(cfg Config, p Plan, s layoutOf, add []comment) faults.Case[*appendFix] {
 	cfg, _ = cfg.normalize()
 	return faults.Case[*appendFix]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *appendFix {
 			seed(t, db, cfg, s)
 			return &appendFix{t: t, db: db, before: s.ids()}
@@ -376,6 +377,7 @@ func faultsRemove(t *testing.T) {
 func removeCase(cfg Config, plan Plan, id string) faults.Case[*removeFix] {
 	want := slicesDelete(seededOverflow.ids(), id)
 	return faults.Case[*removeFix]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *removeFix {
 			seed(t, db, cfg, seededOverflow)
 			return &removeFix{t: t, db: db}
@@ -445,6 +447,7 @@ func updateCase(cfg Config, plan Plan, c comment) faults.Case[*removeFix] {
 		return out
 	}
 	return faults.Case[*removeFix]{
+		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *removeFix {
 			seed(t, db, cfg, seededOverflow)
 			return &removeFix{t: t, db: db}
@@ -488,6 +491,7 @@ func faultsDelete(t *testing.T) {
 	cfg, _ := small().normalize()
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, plan Plan) {
 		faults.Run(t, p, faults.Case[*removeFix]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *removeFix {
 				seed(t, db, cfg, seededOverflow)
 				return &removeFix{t: t, db: db}
@@ -615,6 +619,7 @@ func faultsReads(t *testing.T) {
 				return f.err
 			}
 			faults.Run(t, faults.New(t), faults.Case[*readFix]{
+				Reuse: true,
 				Prepare: func(t *testing.T, db *mongo.Database) *readFix {
 					seed(t, db, cfg, s)
 					return &readFix{t: t, db: db}

@@ -220,6 +220,7 @@ func TestFaultsGetOldDocument(t *testing.T) {
 	p := faults.New(t)
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		faults.Run(t, p, faults.Case[*calls[TracedUser]]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *calls[TracedUser] {
 				seedRaw(t, db, adaV1())
 				return &calls[TracedUser]{}
@@ -263,6 +264,7 @@ func TestFaultsFindOldDocuments(t *testing.T) {
 	want := threeOldWant
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		faults.Run(t, p, faults.Case[*calls[found]]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *calls[found] {
 				seedRaw(t, db, threeOld()...)
 				return &calls[found]{}
@@ -338,6 +340,7 @@ func TestFaultsUpdate(t *testing.T) {
 					return u.add(struct{}{}, tracedUsers(db, plan).Update(ctx, "a", incLocale))
 				}
 				faults.Run(t, p, faults.Case[*updated]{
+					Reuse: true,
 					Prepare: func(t *testing.T, db *mongo.Database) *updated {
 						return &updated{seeded: seedRaw(t, db, tc.seed())[0]}
 					},
@@ -409,6 +412,7 @@ func TestFaultsReplace(t *testing.T) {
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				faults.Run(t, p, faults.Case[*replaced]{
+					Reuse: true,
 					Prepare: func(t *testing.T, db *mongo.Database) *replaced {
 						return &replaced{seeded: seedRaw(t, db, tc.seed...)}
 					},
@@ -445,6 +449,7 @@ func TestFaultsInsertAndDelete(t *testing.T) {
 				return c.add(tracedUsers(db, plan).Insert(ctx, ada))
 			}
 			faults.Run(t, p, faults.Case[*calls[any]]{
+				Reuse:   true,
 				Prepare: func(*testing.T, *mongo.Database) *calls[any] { return &calls[any]{} },
 				Op:      insert,
 				Retry: func(ctx context.Context, db *mongo.Database, c *calls[any]) error {
@@ -473,6 +478,7 @@ func TestFaultsInsertAndDelete(t *testing.T) {
 		t.Run("delete", func(t *testing.T) {
 			var alan bson.Raw
 			faults.Run(t, p, faults.Case[*calls[struct{}]]{
+				Reuse: true,
 				Prepare: func(t *testing.T, db *mongo.Database) *calls[struct{}] {
 					alan = seedRaw(t, db, adaV1(), oldV1("b", "Alan Turing", "alan@example.com", 3))[1]
 					return &calls[struct{}]{}
@@ -545,6 +551,7 @@ func TestFaultsMigrateAll(t *testing.T) {
 			return c.add(m, err)
 		}
 		faults.Run(t, p, faults.Case[*migrated]{
+			Reuse: true,
 			Prepare: func(t *testing.T, db *mongo.Database) *migrated {
 				seeded := seedRaw(t, db, append(threeOld(), currentV3("d", "Barbara", "Liskov", 4), newerV4("e"))...)
 				return &migrated{untouched: seeded[3:]}
