@@ -9,6 +9,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -22,7 +23,10 @@ import (
 // the package documentation): it does not fail because others add items.
 // Between the delete and the set, a reader of the subset may still see
 // the item. Its writes are retried after a transient failure
-// (FerretDB 2.x's "deadlock detected").
+// (FerretDB 2.x's "deadlock detected"). A delete that matches nothing is
+// checked with a find of the item (one command more), and sent again
+// while the item is there: FerretDB 2.x answers a delete of an item that
+// another writer is updating with no match.
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove
@@ -55,11 +59,11 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 	if err != nil {
 		return err
 	}
-	res, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteOne(ctx, r.cmd.item(parentID, itemID)) })
+	deleted, err := srverr.DeleteOne(ctx, r.items, r.cmd.item(parentID, itemID))
 	if err != nil {
-		return fmt.Errorf("delete the item: %w", err)
+		return fmt.Errorf("delete the item: %w", srverr.Classify(err))
 	}
-	if res.DeletedCount == 1 {
+	if deleted {
 		st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
 		if err != nil {
 			return err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -171,6 +173,46 @@ func TestChangesConvergeWhileOthersWriteInTheirWindow(t *testing.T) {
 					requireState(t, r, "a", op.model(items), 3)
 				})
 			}
+		}
+	})
+}
+
+// TestRemoveUnderConcurrentUpdates: an item out of the subset that four
+// writers keep updating is deleted by Remove, which returns nil. (On
+// FerretDB 2.x a deleteOne of a document a concurrent update rewrites
+// answers no match and leaves it in place: Remove then found no parent
+// holding the item and returned patterns.ErrNotFound, the item still
+// stored.)
+func TestRemoveUnderConcurrentUpdates(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), plan)
+		insertParents(t, db, "a")
+		require.NoError(t, r.Add(ctx, "a", five...))
+		for try := range mongotest.Scale(10, 3) {
+			id := int64(100 + try)
+			require.NoError(t, r.Add(ctx, "a", item{ID: id, Score: 0}))
+			wctx, stop := context.WithCancel(ctx)
+			var acked atomic.Int64
+			var wg sync.WaitGroup
+			for w := range 4 {
+				wg.Go(func() {
+					for k := 0; wctx.Err() == nil; k++ {
+						if r.Update(wctx, "a", item{ID: id, Score: 0, Body: fmt.Sprint(w, k)}) == nil {
+							acked.Add(1)
+						}
+					}
+				})
+			}
+			for acked.Load() < 8 {
+				runtime.Gosched()
+			}
+			err := r.Remove(ctx, "a", id)
+			stop()
+			wg.Wait()
+			require.NoError(t, err, "try %d", try)
+			requireState(t, r, "a", five, 3) // the item is gone, the subset as it was
 		}
 	})
 }

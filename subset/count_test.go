@@ -65,8 +65,8 @@ func TestCountFollowsEveryWrite(t *testing.T) {
 			c.Count(func() { require.NoError(t, r.Remove(ctx, "a", int64(5))) }), "Remove")
 		requireCount(t, r, "a", 5)
 		var err error
-		require.Equal(t, []string{"delete", "find", "find", "aggregate"},
-			c.Count(func() { err = r.Remove(ctx, "a", int64(5)) }), "Remove of an item in neither place checks the count")
+		require.Equal(t, []string{"delete", "find", "find", "find", "aggregate"},
+			c.Count(func() { err = r.Remove(ctx, "a", int64(5)) }), "Remove of an item in neither place checks that it is gone, then the count")
 		require.ErrorIs(t, err, patterns.ErrNotFound)
 		require.Equal(t, []string{"update", "find", "find", "aggregate", "update"},
 			c.Count(func() { require.NoError(t, r.Update(ctx, "a", item{ID: 1, Score: 99})) }), "Update")

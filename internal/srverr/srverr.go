@@ -161,16 +161,17 @@ func Refused(err error) bool {
 	return ok && ce.Code != 0 && !ce.HasErrorLabel("NetworkError")
 }
 
-// DeleteOne deletes the document of coll that filter, an equality on its
-// _id, names, retrying transient failures as [Retry] does, and reports
+// DeleteOne deletes the document of coll that filter names (equalities on
+// its _id, or on the fields of a unique index, so that it matches one
+// document at most), retrying transient failures as [Retry] does, and reports
 // whether it did. It sends a deleteOne (a retryable write on MongoDB). A
-// delete that matched nothing is checked with a find of the _id on the
+// delete that matched nothing is checked with a find of filter on the
 // primary, one more command: FerretDB 2.x answers a deleteOne of a
 // document that a concurrent update is rewriting with no match and leaves
 // the document in place (17 to 20 times in 20 under 4 writers; MongoDB retries such a
 // write conflict inside the server). While the document is there, the
 // delete is sent again without a limit, which deletes the one document
-// the _id names there, up to [Attempts] times in all, after which
+// filter names there, up to [Attempts] times in all, after which
 // DeleteOne returns an error wrapping [patterns.ErrConflict] with the
 // document in place. A delete without a limit is routed on a sharded
 // collection as the deleteOne is: to the shard the filter's shard key
