@@ -60,7 +60,7 @@ var checks = map[Behaviour]struct {
 	BehaviourMissingInAccumulatedObject: {checkMissingInAccumulatedObject, patterns.FeatureGroupMinMaxAvg,
 		"the library reads such a field with {f: null}, which matches a missing field and a null alike (bucket's summary pipelines)"},
 	BehaviourDeleteWhileRewritten: {checkDeleteWhileRewritten, "",
-		"subset's and outlier's Delete of a parent and versioning's Delete go through srverr.DeleteOne: a delete that matched nothing is checked with a find of the _id and sent again without a limit (which FerretDB 2.x applies) while the document is there"},
+		"subset's and outlier's Delete of a parent, subset's Remove of an item and versioning's Delete go through srverr.DeleteOne: a delete that matched nothing is checked with a find of the document and sent again without a limit (which FerretDB 2.x applies) while the document is there"},
 }
 
 // checkMinOverMissing groups {v: 2}, {}, {v: 5}: MongoDB's $min and $max
