@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +120,7 @@ func Sampled(i, n int) bool { return i%3 == (i/3)%3 || i == n-1 }
 // connected through it.
 type Proxy struct {
 	proxy  *toxiproxy.Proxy
+	relay  *relay
 	client *mongo.Client
 
 	mu      sync.Mutex
@@ -131,8 +131,9 @@ type Proxy struct {
 	fired   atomic.Bool
 }
 
-// New starts a proxy in front of the server in use and connects a client
-// through it; both stop when the test ends. It skips the test when the
+// New starts a proxy in front of the server in use (a toxiproxy, then a
+// relay, see [relay]) and connects a client through it; both stop when
+// the test ends. It skips the test when the
 // server's URI is not a single mongodb://host:port (an SRV record or a
 // replica set seed list cannot be proxied this way).
 func New(t testing.TB) *Proxy {
@@ -146,7 +147,8 @@ func New(t testing.TB) *Proxy {
 	_ = l.Close()
 	logger := zerolog.Nop()
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
-	p := &Proxy{proxy: toxiproxy.NewProxy(server, "mongo", listen, u.Host)}
+	r := newRelay(t, u.Host)
+	p := &Proxy{proxy: toxiproxy.NewProxy(server, "mongo", listen, r.addr()), relay: r}
 	if err := p.proxy.Start(); err != nil {
 		t.Fatalf("faults: start the proxy: %v", err)
 	}
@@ -277,6 +279,22 @@ func (p *Proxy) ready(t testing.TB) {
 	t.Fatalf("faults: the server does not answer through the proxy: %v", err)
 }
 
+// quiesce cuts every connection of p's client and waits until the server
+// has closed each, which it does once it has run every command sent on it
+// (see [relay]), for a minute at most, after which it fails the test. The
+// client then opens new connections ([Proxy.ready]).
+func (p *Proxy) quiesce(t testing.TB) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for _, rc := range p.relay.cut() {
+		select {
+		case <-rc.done:
+		case <-timeout:
+			t.Fatalf("faults: the server still runs a command a minute after its connection was cut")
+		}
+	}
+}
+
 // Case is an operation to break at every step, for [Run].
 type Case[S any] struct {
 	// Prepare stores the state before the operation in db, a fresh
@@ -293,9 +311,8 @@ type Case[S any] struct {
 	// repository's invariants.
 	Check func(t *testing.T, db *mongo.Database, s S)
 	// Reuse runs every case in one database, emptied before each Prepare
-	// (once no command runs on it, see [Settle], every document of each
-	// of its collections is deleted; the collections and their indexes
-	// stay), where each case otherwise gets a database of its own. Set it
+	// (every document of each of its collections is deleted; the
+	// collections and their indexes stay), where each case otherwise gets a database of its own. Set it
 	// when a case starts from documents only: Prepare stores them and
 	// ensures the same indexes each time, and neither it nor Op creates a
 	// collection with options (a validator, time series) or drops one;
@@ -311,15 +328,15 @@ type Case[S any] struct {
 }
 
 // fresh returns the database a case's Prepare runs on: a new one for
-// each call, or, with c.Reuse, shared emptied ([empty]) once no
-// command runs on it.
+// each call, or, with c.Reuse, shared emptied ([empty]). (No command of
+// an earlier case still runs: Run quiesces the faulty client after each
+// call, and the transient proxy forwards no write it fails.)
 func (c Case[S]) fresh(shared *mongo.Database) func(t *testing.T) *mongo.Database {
 	if !c.Reuse {
 		return func(t *testing.T) *mongo.Database { return mongotest.DB(t) }
 	}
 	return func(t *testing.T) *mongo.Database {
 		t.Helper()
-		Settle(t, shared)
 		empty(t, shared)
 		return shared
 	}
@@ -350,12 +367,13 @@ func empty(t testing.TB, db *mongo.Database) {
 // (under -short, a third of them, see [Sampled]), as a subtest:
 // on fresh data (a new database, or with [Case.Reuse] the one database
 // emptied), it runs the operation through p's client with the fault
-// armed and requires that the fault struck; if the operation returned
-// nil, its effect must be whole (Check passes at once: a driver's retry
-// absorbed the fault); otherwise it waits until the server has finished
-// every command on the case's database (see [Settle]: a command whose
-// reply was lost may still run), then runs the operation again through
-// the healthy client, which must succeed, and checks the final state.
+// armed and requires that the fault struck, then cuts the client's
+// connections and waits until the server has run every command sent on
+// them (a command whose reply was lost, or whose caller's deadline
+// passed, may still run; see [relay]); if the operation returned nil, its
+// effect must be whole (Check passes at once: a driver's retry absorbed
+// the fault); otherwise it runs the operation again through the healthy
+// client, which must succeed, and checks the final state.
 //
 // The faulty call's deadline is [StallDeadline] for a Stall, which must
 // let it pass, and [FaultDeadline] for the other kinds. A call that runs
@@ -365,7 +383,7 @@ func empty(t testing.TB, db *mongo.Database) {
 // up: the deadline follows the server's speed as the cases measure it.
 // (Only a Stall's short deadline is the fault: a Reset's or a Timeout's
 // call given it would also run out of time in its commands after the
-// fault on a slow server, and leave them running behind the retry.)
+// fault on a slow server, and start again for nothing.)
 func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	t.Helper()
 	ctx := context.Background()
@@ -408,6 +426,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				p.Arm(f)
 				err = c.Op(opCtx, p.Client().Database(db.Name()), s)
 				p.Disarm()
+				p.quiesce(t)
 				// The deadline passed, or the driver saw that it would before
 				// the server could answer, and did not send the command.
 				ranOut := opCtx.Err() != nil || mongo.IsTimeout(err)
@@ -436,7 +455,6 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 					t.Logf("the caller saw: %v", err)
 				}
 			})
-			Settle(t, db)
 			if err := retry(ctx, db, s); err != nil {
 				t.Fatalf("the retry on a healthy connection failed: %v", err)
 			}
@@ -444,37 +462,6 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 		})
 	}
 	t.Logf("faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
-}
-
-// Settle waits until the server runs no command on db (a currentOp of
-// its namespaces finds none in progress), polling every 10 ms, for a
-// minute at most, after which it fails the test. A command whose reply a
-// fault dropped, or whose caller's deadline passed, may still be running,
-// and
-// would land in the middle of what a test reads next: MongoDB finishes a
-// write whose client has gone. A server whose
-// currentOp lists nothing (FerretDB 1.x) or refuses it is not waited
-// for.
-func Settle(t testing.TB, db *mongo.Database) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(db.Name()) + `\.`}}}}
-	for {
-		var res struct {
-			InProg []bson.Raw `bson:"inprog"`
-		}
-		if err := db.Client().Database("admin").RunCommand(ctx, cmd).Decode(&res); err != nil {
-			if ctx.Err() != nil {
-				t.Fatalf("faults: a command still runs on %s after a minute", db.Name())
-			}
-			return // the server cannot tell
-		}
-		if len(res.InProg) == 0 {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Broken reports whether err is what a broken connection gives the
