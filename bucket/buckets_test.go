@@ -448,12 +448,10 @@ func TestServerErrorsAreClassified(t *testing.T) {
 
 // TestDeleteBeforeUsesAnIndex: on MongoDB, the plans of the deletes of
 // DeleteBefore and DeleteSeriesBefore (their filters, as pinned in
-// TestExpiredFilterPinned) scan an index, not the collection. FerretDB's
-// explain describes its own engine, so the test runs on MongoDB only.
+// TestExpiredFilterPinned) scan an index, not the collection, on a server
+// that explains its plans as MongoDB does.
 func TestDeleteBeforeUsesAnIndex(t *testing.T) {
-	if srv := mongotest.Server(); srv.Kind != patterns.KindMongoDB {
-		t.Skipf("skipped: %s lacks MongoDB's explain output (queryPlanner.winningPlan), which the test reads", srv)
-	}
+	mongotest.RequireExplainPlans(t)
 	ctx := context.Background()
 	s, db := newBuckets(t, bucket.PlanFor(mongotest.Server()), config(4))
 	series(t, s, "s1", at(0), 10*time.Minute, 30)

@@ -96,13 +96,11 @@ func TestIndexes(t *testing.T) {
 	require.True(t, *o.Unique)
 }
 
-// TestQueriesUseTheIndex checks on MongoDB that the recomputation's find
-// and a page after a cursor read the index in order, without a sort in
-// memory. (FerretDB's explain does not describe index use.)
+// TestQueriesUseTheIndex checks, on a server that explains its plans as
+// MongoDB does, that the recomputation's find and a page after a cursor
+// read the index in order, without a sort in memory.
 func TestQueriesUseTheIndex(t *testing.T) {
-	if mongotest.Server().Kind != patterns.KindMongoDB {
-		t.Skipf("skipped: explain plans are MongoDB's; the server is %s", mongotest.Server())
-	}
+	mongotest.RequireExplainPlans(t)
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	r := newRepo[parent, item](t, db, config(3), portable)

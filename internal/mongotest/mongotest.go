@@ -245,6 +245,40 @@ func Require(t testing.TB, f patterns.Feature) {
 	}
 }
 
+// RequireExplainPlans skips the test unless the server explains a find
+// as MongoDB does, with queryPlanner.winningPlan (its stages named IXSCAN,
+// SORT, COLLSCAN), which the test reads. It asks the server once per
+// process, with the explain of a find on a collection that does not exist
+// (FerretDB 2.x answers with PostgreSQL's plan, under queryPlanner.Plan).
+func RequireExplainPlans(t testing.TB) {
+	t.Helper()
+	explainOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var res bson.Raw
+		explainErr = client.Database("mpt_explain").RunCommand(ctx, bson.D{
+			{Key: "explain", Value: bson.D{{Key: "find", Value: "none"}}},
+			{Key: "verbosity", Value: "queryPlanner"},
+		}).Decode(&res)
+		if explainErr == nil {
+			_, err := res.LookupErr("queryPlanner", "winningPlan")
+			explainPlans = err == nil
+		}
+	})
+	if explainErr != nil {
+		t.Fatalf("mongotest: explain a find: %v", explainErr)
+	}
+	if !explainPlans {
+		t.Skipf("skipped: %s lacks MongoDB's explain output (queryPlanner.winningPlan), which the test reads", server)
+	}
+}
+
+var (
+	explainOnce  sync.Once
+	explainPlans bool
+	explainErr   error
+)
+
 var (
 	dbSeq    atomic.Int64
 	unsafeRE = regexp.MustCompile(`[^a-z0-9]+`)
