@@ -185,19 +185,22 @@ func checkDeleteWhileRewritten(ctx context.Context, e *env) finding {
 // goroutines $inc it, once deleteWarmUp of their updates are
 // acknowledged, and returns the delete's count and how many updates were
 // acknowledged before it answered. The writers have stopped when it
-// returns.
+// returns, each after the answer to its last update: an update abandoned
+// by a cancelled context would still run on the server, after the probe
+// has dropped its scratch database (and FerretDB 1.x's update creates
+// the collection, and with it the database, again).
 func deleteUnderWriters(ctx context.Context, coll *mongo.Collection, id int) (n, updates int64, err error) {
-	wctx, stop := context.WithCancel(ctx)
+	var stopped atomic.Bool
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer stop()
+	defer stopped.Store(true)
 	var acked atomic.Int64
 	warm := make(chan struct{})
 	var once sync.Once
 	for range deleteWriters {
 		wg.Go(func() {
-			for wctx.Err() == nil {
-				res, err := coll.UpdateByID(wctx, id, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+			for !stopped.Load() && ctx.Err() == nil {
+				res, err := coll.UpdateByID(ctx, id, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
 				// A failure, or no match, also ends the warm-up: the
 				// delete is sent all the same.
 				if err != nil || res.MatchedCount == 0 || acked.Add(1) >= deleteWarmUp {
