@@ -302,7 +302,10 @@ func (s *settings) summaryPipeline(filter bson.D, g grid) mongo.Pipeline {
 //     whose buckets all straddle it: 9.2 ms instead of 11.0, median of
 //     80 runs), as if it inlined a $project into the one after it,
 //     evaluating the $filter once per use of p, and the limit kept the
-//     first a stage of its own;
+//     first a stage of its own. (The direct form, one $project whose $let
+//     binds w and p once, crashed FerretDB 2.7's PostgreSQL backends:
+//     under DocumentDB 0.107 one aborted in aggregate_cursor_first_page,
+//     and two that had run it segfaulted in their next command.)
 //   - $group by _id keeps one copy of a bucket the server returned twice
 //     (a write moved its entry in the index that serves $match: the TTL
 //     index on last, or one of the user's), the one with the higher
