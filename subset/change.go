@@ -26,7 +26,9 @@ import (
 // (FerretDB 2.x's "deadlock detected"). A delete that matches nothing is
 // checked with a find of the item (one command more), and sent again
 // while the item is there: FerretDB 2.x answers a delete of an item that
-// another writer is updating with no match.
+// another writer is updating with no match. After 5 such answers Remove
+// returns [patterns.ErrConflict], with the item stored and the subset as
+// it was.
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove

@@ -263,11 +263,12 @@ func (p *Proxy) removeToxic() {
 }
 
 // ready pings the server through the proxy until a ping succeeds, three
-// times at most. Removing a Timeout or a Stall closes every connection
-// of the proxy (toxiproxy's timeout toxic closes its link when removed),
-// the idle ones in the client's pool too; a ping that meets one fails,
-// and the driver then clears the pool, so that the next case's first
-// command does not fail for the last case's fault.
+// times at most. [Proxy.quiesce] has cut every connection of the client
+// after the last case (and removing a Timeout or a Stall closes them all
+// too: toxiproxy's timeout toxic closes its link when removed), the idle
+// ones in the client's pool too; a ping that meets one fails, and the
+// driver then clears the pool, so that the next case's first command
+// does not fail for the last case's fault.
 func (p *Proxy) ready(t testing.TB) {
 	t.Helper()
 	var err error
@@ -298,7 +299,8 @@ func (p *Proxy) quiesce(t testing.TB) {
 // Case is an operation to break at every step, for [Run].
 type Case[S any] struct {
 	// Prepare stores the state before the operation in db, a fresh
-	// database, and returns what Op and Check need.
+	// database (with Reuse, the one database, emptied), and returns what
+	// Op and Check need.
 	Prepare func(t *testing.T, db *mongo.Database) S
 	// Op runs the operation on db; Run calls it with db seen through the
 	// faulty client, then through a healthy one.

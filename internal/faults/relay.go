@@ -23,9 +23,11 @@ import (
 type relay struct {
 	server string
 	ln     net.Listener
+	wg     sync.WaitGroup // the accept loop and both copies of each connection
 
-	mu    sync.Mutex
-	conns map[*relayConn]struct{} // open towards the server
+	mu      sync.Mutex
+	conns   map[*relayConn]struct{} // open towards the server
+	stopped bool                    // the test has ended
 }
 
 // relayConn is one relayed connection: from the client (the toxiproxy)
@@ -36,7 +38,9 @@ type relayConn struct {
 }
 
 // newRelay starts a relay to server on a port of 127.0.0.1; it stops when
-// the test ends.
+// the test ends: it closes every connection, on both sides (a command
+// still running then is the ended test's), and waits until each of its
+// goroutines has returned.
 func newRelay(t testing.TB, server string) *relay {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,19 +48,24 @@ func newRelay(t testing.TB, server string) *relay {
 		t.Fatalf("faults: start the relay: %v", err)
 	}
 	r := &relay{server: server, ln: ln, conns: map[*relayConn]struct{}{}}
-	var serving sync.WaitGroup
 	t.Cleanup(func() {
 		_ = ln.Close()
-		r.cut()
-		serving.Wait()
+		r.mu.Lock()
+		r.stopped = true
+		for rc := range r.conns {
+			_ = rc.client.Close()
+			_ = rc.server.Close()
+		}
+		r.mu.Unlock()
+		r.wg.Wait()
 	})
-	serving.Go(func() {
+	r.wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			serving.Go(func() { r.serve(c) })
+			r.wg.Go(func() { r.serve(c) })
 		}
 	})
 	return r
@@ -77,9 +86,15 @@ func (r *relay) serve(c net.Conn) {
 	}
 	rc := &relayConn{client: c, server: s, done: make(chan struct{})}
 	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		_ = s.Close()
+		_ = c.Close()
+		return
+	}
 	r.conns[rc] = struct{}{}
 	r.mu.Unlock()
-	go func() {
+	r.wg.Go(func() {
 		// From the server, until it closes: to the client while the
 		// client reads, then nowhere.
 		_, _ = io.Copy(c, s)
@@ -90,7 +105,7 @@ func (r *relay) serve(c net.Conn) {
 		delete(r.conns, rc)
 		r.mu.Unlock()
 		close(rc.done)
-	}()
+	})
 	_, _ = io.Copy(s, c)
 	_ = s.(*net.TCPConn).CloseWrite()
 }

@@ -64,3 +64,45 @@ func TestQuiesceWaitsForTheServer(t *testing.T) {
 	_, err = idle.Read(make([]byte, 1))
 	require.Error(t, err, "the client's side of a cut connection is closed")
 }
+
+// TestRelayStopsWithTheTest: once the test that started a relay has
+// ended, none of the relay's goroutines runs, even for a connection that
+// the server has not closed (here a server that keeps each connection
+// open after the end of its input).
+func TestRelayStopsWithTheTest(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := make(chan struct{})
+	t.Cleanup(func() {
+		close(held)
+		_ = ln.Close()
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.Copy(io.Discard, c)
+				<-held
+			}()
+		}
+	}()
+	var r *relay
+	t.Run("relay", func(t *testing.T) {
+		r = newRelay(t, ln.Addr().String())
+		c, err := net.Dial("tcp", r.addr())
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+		require.Eventually(t, func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.conns) == 1
+		}, 5*time.Second, time.Millisecond, "the connection relayed")
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Empty(t, r.conns, "a connection's goroutines ended with the test")
+}
