@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -205,9 +205,7 @@ func TestRemoveUnderConcurrentUpdates(t *testing.T) {
 					}
 				})
 			}
-			for acked.Load() < 8 {
-				runtime.Gosched()
-			}
+			require.Eventually(t, func() bool { return acked.Load() >= 8 }, time.Minute, time.Millisecond, "the writers update the item")
 			err := r.Remove(ctx, "a", id)
 			stop()
 			wg.Wait()

@@ -263,11 +263,10 @@ func (p *Proxy) removeToxic() {
 }
 
 // ready pings the server through the proxy until a ping succeeds, three
-// times at most. [Proxy.quiesce] has cut every connection of the client
-// after the last case (and removing a Timeout or a Stall closes them all
-// too: toxiproxy's timeout toxic closes its link when removed), the idle
-// ones in the client's pool too; a ping that meets one fails, and the
-// driver then clears the pool, so that the next case's first command
+// times at most. Removing a Timeout or a Stall closes every connection of
+// the proxy (toxiproxy's timeout toxic closes its link when removed), the
+// idle ones in the client's pool too; a ping that meets one fails, and
+// the driver then clears the pool, so that the next case's first command
 // does not fail for the last case's fault.
 func (p *Proxy) ready(t testing.TB) {
 	t.Helper()
@@ -280,19 +279,18 @@ func (p *Proxy) ready(t testing.TB) {
 	t.Fatalf("faults: the server does not answer through the proxy: %v", err)
 }
 
-// quiesce cuts every connection of p's client and waits until the server
-// has closed each, which it does once it has run every command sent on it
-// (see [relay]), for a minute at most, after which it fails the test. The
-// client then opens new connections ([Proxy.ready]).
+// quiesce waits until the server has answered every request that p's
+// client sent it (see [relay]): no command of the client's still runs or
+// waits to run. It polls every millisecond, for a minute at most, after
+// which it fails the test. It cuts no connection.
 func (p *Proxy) quiesce(t testing.TB) {
 	t.Helper()
-	timeout := time.After(time.Minute)
-	for _, rc := range p.relay.cut() {
-		select {
-		case <-rc.done:
-		case <-timeout:
-			t.Fatalf("faults: the server still runs a command a minute after its connection was cut")
+	deadline := time.Now().Add(time.Minute)
+	for !p.relay.idle() {
+		if time.Now().After(deadline) {
+			t.Fatalf("faults: the server has not answered a request of the faulty client in a minute")
 		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -369,23 +367,25 @@ func empty(t testing.TB, db *mongo.Database) {
 // (under -short, a third of them, see [Sampled]), as a subtest:
 // on fresh data (a new database, or with [Case.Reuse] the one database
 // emptied), it runs the operation through p's client with the fault
-// armed and requires that the fault struck, then cuts the client's
-// connections and waits until the server has run every command sent on
-// them (a command whose reply was lost, or whose caller's deadline
-// passed, may still run; see [relay]); if the operation returned nil, its
+// armed and requires that the fault struck, then waits until the server
+// has answered every request the client sent (a command whose reply was
+// lost, or whose caller's deadline passed, may still run; see [relay]);
+// if the operation returned nil, its
 // effect must be whole (Check passes at once: a driver's retry absorbed
 // the fault); otherwise it runs the operation again through the healthy
 // client, which must succeed, and checks the final state.
 //
 // The faulty call's deadline is [StallDeadline] for a Stall, which must
 // let it pass, and [FaultDeadline] for the other kinds. A call that runs
-// out of it before the fault's command (the server is slower than that
-// now: others load it) proves nothing, so the case starts again on fresh
-// data with twice the deadline, three times at most, before Run gives
-// up: the deadline follows the server's speed as the cases measure it.
-// (Only a Stall's short deadline is the fault: a Reset's or a Timeout's
-// call given it would also run out of time in its commands after the
-// fault on a slow server, and start again for nothing.)
+// out of it before the fault's command proves nothing. A Stall's call
+// that does (the server is slower than that now: others load it) starts
+// again on fresh data with twice the deadline, three times at most,
+// before Run gives up: the deadline follows the server's speed as the
+// cases measure it. Any other call that ends before the fault struck
+// fails the case at once. (Only a Stall's short deadline is the fault: a
+// Reset's or a Timeout's call given it would also run out of time in its
+// commands after the fault on a slow server, and start again for
+// nothing.)
 func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	t.Helper()
 	ctx := context.Background()
@@ -427,16 +427,16 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				opCtx, cancel := context.WithTimeout(ctx, limit)
 				p.Arm(f)
 				err = c.Op(opCtx, p.Client().Database(db.Name()), s)
-				p.Disarm()
-				p.quiesce(t)
 				// The deadline passed, or the driver saw that it would before
 				// the server could answer, and did not send the command.
 				ranOut := opCtx.Err() != nil || mongo.IsTimeout(err)
 				cancel()
+				p.Disarm()
+				p.quiesce(t)
 				if p.Fired() {
 					break
 				}
-				if !ranOut || attempt == 4 {
+				if !ranOut || f.Kind != Stall || attempt == 4 {
 					t.Fatalf("the fault never struck: the operation sent fewer than %d commands within %s (err %v)", f.Step, limit, err)
 				}
 				t.Logf("the operation ran out of its %s before command %d (the server is slower now): again on fresh data, within %s", limit, f.Step, 2*limit)

@@ -1,7 +1,7 @@
 package faults
 
 import (
-	"io"
+	"encoding/binary"
 	"net"
 	"sync"
 	"testing"
@@ -9,21 +9,26 @@ import (
 )
 
 // A relay sits between a [Proxy]'s toxiproxy and the server and forwards
-// each connection byte for byte, so that [Proxy.quiesce] can tell when the
+// each connection message by message, counting on each the requests the
+// server has not answered yet, so that [Proxy.quiesce] can tell when the
 // server has finished every command the faulty client sent. A command
-// whose reply a fault dropped, or whose caller's deadline passed, may
-// still run on the server, or still wait there for a worker (FerretDB 2
-// queues it for a PostgreSQL connection, where currentOp does not list
-// it), and would land in the middle of what a test reads or stores next.
-// A server runs the commands of a connection in order, and closes the
-// connection once it reads the end of it after the last: so cutting a
-// connection (closing it towards the client, and only the writing half
-// towards the server) and reading on until the server closes it waits for
-// exactly the commands sent on it, however slow the server is.
+// whose reply a fault dropped (inside the toxiproxy, after the relay saw
+// it), or whose caller's deadline passed, may still run on the server, or
+// still wait there for a worker (FerretDB 2 queues it for a PostgreSQL
+// connection, where currentOp does not list it), and would land in the
+// middle of what a test reads or stores next. A request the toxiproxy
+// dropped never reaches the relay, and is not counted; nor is a request
+// the server does not answer (an unacknowledged write, which the
+// library never sends).
+//
+// When the client's side of a connection ends (it closed, or a fault
+// reset it), the relay closes only its writing half towards the server,
+// and reads on until the server closes it: the server runs what it
+// received, and its replies still count.
 type relay struct {
 	server string
 	ln     net.Listener
-	wg     sync.WaitGroup // the accept loop and both copies of each connection
+	wg     sync.WaitGroup // the accept loop and both directions of each connection
 
 	mu      sync.Mutex
 	conns   map[*relayConn]struct{} // open towards the server
@@ -31,10 +36,10 @@ type relay struct {
 }
 
 // relayConn is one relayed connection: from the client (the toxiproxy)
-// and to the server; done is closed once the server has closed it.
+// and to the server.
 type relayConn struct {
 	client, server net.Conn
-	done           chan struct{}
+	unanswered     int // requests sent to the server and not answered yet; guarded by relay.mu
 }
 
 // newRelay starts a relay to server on a port of 127.0.0.1; it stops when
@@ -75,16 +80,13 @@ func newRelay(t testing.TB, server string) *relay {
 func (r *relay) addr() string { return r.ln.Addr().String() }
 
 // serve relays c to the server until the server closes the connection.
-// When the client's side ends (it closed, or a fault reset it), the
-// relay closes its writing half towards the server and reads on, so that
-// the server finishes what it received and then closes.
 func (r *relay) serve(c net.Conn) {
 	s, err := net.DialTimeout("tcp", r.server, 10*time.Second)
 	if err != nil {
 		_ = c.Close()
 		return
 	}
-	rc := &relayConn{client: c, server: s, done: make(chan struct{})}
+	rc := &relayConn{client: c, server: s}
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
@@ -97,28 +99,65 @@ func (r *relay) serve(c net.Conn) {
 	r.wg.Go(func() {
 		// From the server, until it closes: to the client while the
 		// client reads, then nowhere.
-		_, _ = io.Copy(c, s)
-		_, _ = io.Copy(io.Discard, s)
+		toClient := true
+		for {
+			msg, err := readMessage(s)
+			if err != nil {
+				break
+			}
+			if !moreToCome(msg) { // the last reply to a request
+				r.mu.Lock()
+				rc.unanswered = max(rc.unanswered-1, 0)
+				r.mu.Unlock()
+			}
+			if toClient {
+				_, err := c.Write(msg)
+				toClient = err == nil
+			}
+		}
 		_ = s.Close()
 		_ = c.Close()
 		r.mu.Lock()
 		delete(r.conns, rc)
 		r.mu.Unlock()
-		close(rc.done)
 	})
-	_, _ = io.Copy(s, c)
+	for {
+		msg, err := readMessage(c)
+		if err != nil {
+			break
+		}
+		if !moreToCome(msg) { // a request the server answers
+			r.mu.Lock()
+			rc.unanswered++
+			r.mu.Unlock()
+		}
+		if _, err := s.Write(msg); err != nil {
+			break
+		}
+	}
 	_ = s.(*net.TCPConn).CloseWrite()
 }
 
-// cut ends every connection on the client's side and returns the
-// connections, for the caller to wait until the server has closed them.
-func (r *relay) cut() []*relayConn {
+// idle reports whether the server has answered every request it received
+// on the relay's connections.
+func (r *relay) idle() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*relayConn, 0, len(r.conns))
 	for rc := range r.conns {
-		_ = rc.client.Close()
-		out = append(out, rc)
+		if rc.unanswered > 0 {
+			return false
+		}
 	}
-	return out
+	return true
+}
+
+// moreToCome reports whether msg, a wire message, is an OP_MSG with the
+// moreToCome flag: a request the server does not answer (an
+// unacknowledged write), or a reply that others follow (an exhaust
+// cursor's, a streaming hello's). Every other message is a request that
+// one reply answers, or such a reply (the driver's OP_COMPRESSED, whose
+// flags are compressed, included: it compresses no unacknowledged write
+// here).
+func moreToCome(msg []byte) bool {
+	return len(msg) >= 20 && binary.LittleEndian.Uint32(msg[12:16]) == opMsg && binary.LittleEndian.Uint32(msg[16:20])&2 != 0
 }

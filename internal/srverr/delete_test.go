@@ -2,10 +2,10 @@ package srverr_test
 
 import (
 	"context"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,9 +38,7 @@ func TestDeleteOneUnderConcurrentUpdates(t *testing.T) {
 				}
 			})
 		}
-		for acked.Load() < 8 {
-			runtime.Gosched()
-		}
+		require.Eventually(t, func() bool { return acked.Load() >= 8 }, time.Minute, time.Millisecond, "the writers update the document")
 		deleted, err := srverr.DeleteOne(ctx, coll, bson.D{{Key: "_id", Value: try}})
 		stop()
 		wg.Wait()
