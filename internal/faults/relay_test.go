@@ -26,10 +26,34 @@ func opMsgOf(flags uint32, n int) []byte {
 // closes a connection at the end of its input. It returns its address
 // and the number of requests it has run.
 func slowServer(t *testing.T) (string, *atomic.Int64) {
+	var ran atomic.Int64
+	addr := fakeServer(t, func(c net.Conn) {
+		for {
+			msg, err := readMessage(c)
+			if err != nil {
+				return // the end of its input: close
+			}
+			if moreToCome(msg) {
+				ran.Add(1)
+				continue
+			}
+			time.Sleep(300 * time.Millisecond)
+			ran.Add(1)
+			if _, err := c.Write(opMsgOf(0, 8)); err != nil {
+				return
+			}
+		}
+	})
+	return addr, &ran
+}
+
+// fakeServer listens on a port of 127.0.0.1 until the test ends, serves
+// each connection with serve, and closes it when serve returns; it
+// returns its address.
+func fakeServer(t *testing.T, serve func(net.Conn)) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = ln.Close() })
-	var ran atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -38,25 +62,11 @@ func slowServer(t *testing.T) (string, *atomic.Int64) {
 			}
 			go func() {
 				defer c.Close()
-				for {
-					msg, err := readMessage(c)
-					if err != nil {
-						return // the end of its input: close
-					}
-					if moreToCome(msg) {
-						ran.Add(1)
-						continue
-					}
-					time.Sleep(300 * time.Millisecond)
-					ran.Add(1)
-					if _, err := c.Write(opMsgOf(0, 8)); err != nil {
-						return
-					}
-				}
+				serve(c)
 			}()
 		}
 	}()
-	return ln.Addr().String(), &ran
+	return ln.Addr().String()
 }
 
 // TestQuiesceWaitsForTheServer: quiesce returns once the server behind
@@ -102,29 +112,15 @@ func TestQuiesceWaitsForTheServer(t *testing.T) {
 // the server has not closed (here a server that keeps each connection
 // open after the end of its input).
 func TestRelayStopsWithTheTest(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	held := make(chan struct{})
-	t.Cleanup(func() {
-		close(held)
-		_ = ln.Close()
+	t.Cleanup(func() { close(held) })
+	addr := fakeServer(t, func(c net.Conn) {
+		_, _ = io.Copy(io.Discard, c)
+		<-held
 	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				_, _ = io.Copy(io.Discard, c)
-				<-held
-			}()
-		}
-	}()
 	var r *relay
 	t.Run("relay", func(t *testing.T) {
-		r = newRelay(t, ln.Addr().String())
+		r = newRelay(t, addr)
 		c, err := net.Dial("tcp", r.addr())
 		require.NoError(t, err)
 		require.NoError(t, c.Close())
