@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -177,4 +178,45 @@ func TestBroken(t *testing.T) {
 	require.True(t, faults.Broken(mongo.CommandError{Code: 43, Name: "CursorNotFound"}), "a cursor dropped with its connection")
 	require.False(t, faults.Broken(mongo.CommandError{Code: 11000}), "a duplicate key is the server's answer")
 	require.False(t, faults.Broken(errors.New("no documents")))
+}
+
+// TestQuiesceAfterADeadline: an updateMany whose caller's deadline passes
+// while the server runs it may go on there (FerretDB 1.x runs it to its
+// end), or stop at its maxTimeMS (which the driver sends from the
+// deadline); once quiesce returns, it has ended: what it changed changes
+// no more. The deadline is a third of the time the same update takes on
+// a healthy connection.
+func TestQuiesceAfterADeadline(t *testing.T) {
+	ctx := context.Background()
+	p := faults.New(t)
+	db := mongotest.DB(t)
+	const n = 300
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "n", Value: 0}}
+	}
+	coll := db.Collection("c")
+	_, err := coll.InsertMany(ctx, docs)
+	require.NoError(t, err)
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}
+	start := time.Now()
+	_, err = coll.UpdateMany(ctx, bson.D{}, inc)
+	require.NoError(t, err)
+	took := time.Since(start)
+	_, err = coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 0}}}})
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, took/3)
+	defer cancel()
+	_, err = p.Client().Database(db.Name()).Collection("c").UpdateMany(short, bson.D{}, inc)
+	require.Error(t, err, "the deadline passes first")
+	faults.Quiesce(t, p)
+	updated := func() int64 {
+		k, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
+		require.NoError(t, err)
+		return k
+	}
+	at := updated()
+	time.Sleep(max(took/2, 100*time.Millisecond))
+	require.Equal(t, at, updated(), "the update changed documents after quiesce returned (it took %s on a healthy connection)", took)
 }

@@ -22,9 +22,12 @@ import (
 // library never sends).
 //
 // When the client's side of a connection ends (it closed, or a fault
-// reset it), the relay closes only its writing half towards the server,
-// and reads on until the server closes it: the server runs what it
-// received, and its replies still count.
+// reset it), the relay keeps the server's side open until the server has
+// answered every request it received there, and only then closes its
+// writing half, reading on until the server closes the connection. A
+// server that sees a connection end while a command runs may close it at
+// once and let the command finish behind it (FerretDB 2 does: its
+// answer is then lost, and the relay could not tell when it ended).
 type relay struct {
 	server string
 	ln     net.Listener
@@ -39,7 +42,26 @@ type relay struct {
 // and to the server.
 type relayConn struct {
 	client, server net.Conn
-	unanswered     int // requests sent to the server and not answered yet; guarded by relay.mu
+	// Guarded by relay.mu: the requests sent to the server and not
+	// answered yet, and whether the client's side has ended.
+	unanswered int
+	clientGone bool
+}
+
+// answered notes the last reply to a request and reports whether the
+// server's side is now to be closed: the client has gone and every
+// request is answered. With relay.mu held.
+func (rc *relayConn) answered() bool {
+	rc.unanswered = max(rc.unanswered-1, 0)
+	return rc.clientGone && rc.unanswered == 0
+}
+
+// gone notes the end of the client's side and reports whether the
+// server's side is now to be closed: every request is answered. With
+// relay.mu held.
+func (rc *relayConn) gone() bool {
+	rc.clientGone = true
+	return rc.unanswered == 0
 }
 
 // newRelay starts a relay to server on a port of 127.0.0.1; it stops when
@@ -107,8 +129,11 @@ func (r *relay) serve(c net.Conn) {
 			}
 			if !moreToCome(msg) { // the last reply to a request
 				r.mu.Lock()
-				rc.unanswered = max(rc.unanswered-1, 0)
+				end := rc.answered()
 				r.mu.Unlock()
+				if end {
+					_ = s.(*net.TCPConn).CloseWrite()
+				}
 			}
 			if toClient {
 				_, err := c.Write(msg)
@@ -135,7 +160,12 @@ func (r *relay) serve(c net.Conn) {
 			break
 		}
 	}
-	_ = s.(*net.TCPConn).CloseWrite()
+	r.mu.Lock()
+	end := rc.gone()
+	r.mu.Unlock()
+	if end {
+		_ = s.(*net.TCPConn).CloseWrite()
+	}
 }
 
 // idle reports whether the server has answered every request it received

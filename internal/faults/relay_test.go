@@ -107,6 +107,44 @@ func TestQuiesceWaitsForTheServer(t *testing.T) {
 	require.EqualValues(t, 5, ran.Load())
 }
 
+// TestQuiesceWaitsForAServerThatClosesEarly: a server that closes a
+// connection as soon as its input ends, and finishes the request it runs
+// behind it (as FerretDB 2 does), still has the request run when quiesce
+// returns: the relay keeps the connection open until the answer.
+func TestQuiesceWaitsForAServerThatClosesEarly(t *testing.T) {
+	var ran atomic.Int64
+	addr := fakeServer(t, func(c net.Conn) {
+		requests := make(chan []byte, 8)
+		go func() {
+			defer close(requests)
+			for {
+				msg, err := readMessage(c)
+				if err != nil {
+					_ = c.Close() // at once, whatever still runs
+					return
+				}
+				requests <- msg
+			}
+		}()
+		for range requests {
+			time.Sleep(300 * time.Millisecond)
+			ran.Add(1)
+			_, _ = c.Write(opMsgOf(0, 8))
+		}
+	})
+	r := newRelay(t, addr)
+	p := &Proxy{relay: r}
+	c, err := net.Dial("tcp", r.addr())
+	require.NoError(t, err)
+	_, err = c.Write(opMsgOf(0, 4))
+	require.NoError(t, err)
+	require.NoError(t, c.Close()) // the client gives up at once
+	require.Eventually(t, func() bool { return !r.idle() }, 5*time.Second, time.Millisecond,
+		"the relay holds the request unanswered (it forgot it if the server closed the connection first)")
+	p.quiesce(t)
+	require.EqualValues(t, 1, ran.Load(), "the request ran before quiesce returned")
+}
+
 // TestRelayStopsWithTheTest: once the test that started a relay has
 // ended, none of the relay's goroutines runs, even for a connection that
 // the server has not closed (here a server that keeps each connection
