@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // A relay sits between a [Proxy]'s toxiproxy and the server and forwards
@@ -20,6 +22,14 @@ import (
 // dropped never reaches the relay, and is not counted; nor is a request
 // the server does not answer (an unacknowledged write, which the
 // library never sends).
+//
+// The relay removes maxTimeMS from the commands it forwards (the driver
+// derives it from the operation's deadline): a server that stops a command
+// at its maxTimeMS may answer before its storage has let go of the command,
+// which then lands after the answer (FerretDB 2.7 did: a Stall's update
+// of the subset, answered, was not yet visible to a reader, and was
+// then), where without it the answer comes when the command has ended.
+// The client still gives up at its deadline.
 //
 // When the client's side of a connection ends (it closed, or a fault
 // reset it), the relay keeps the server's side open until the server has
@@ -151,6 +161,7 @@ func (r *relay) serve(c net.Conn) {
 		if err != nil {
 			break
 		}
+		msg = withoutMaxTime(msg)
 		if !moreToCome(msg) { // a request the server answers
 			r.mu.Lock()
 			rc.unanswered++
@@ -190,4 +201,46 @@ func (r *relay) idle() bool {
 // here).
 func moreToCome(msg []byte) bool {
 	return len(msg) >= 20 && binary.LittleEndian.Uint32(msg[12:16]) == opMsg && binary.LittleEndian.Uint32(msg[16:20])&2 != 0
+}
+
+// withoutMaxTime returns msg, a wire message, without the maxTimeMS field
+// of its command: an OP_MSG's body section (kind 0) rebuilt without it, the
+// message's length fixed. Any other message, one with a checksum, or one
+// whose command has no maxTimeMS (or is a getMore, whose maxTimeMS is
+// how long a tailable cursor awaits data) is returned as is.
+func withoutMaxTime(msg []byte) []byte {
+	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || binary.LittleEndian.Uint32(msg[16:20])&1 != 0 {
+		return msg
+	}
+	out := append([]byte(nil), msg[:20]...)
+	found := false
+	for rest := msg[20:]; len(rest) > 0; {
+		if rest[0] != 0 || len(rest) < 5 {
+			out = append(out, rest...) // kind 1 sections follow the body: copied as they are
+			break
+		}
+		body, tail, ok := bsoncore.ReadDocument(rest[1:])
+		if !ok {
+			return msg
+		}
+		elems, err := body.Elements()
+		if err != nil || len(elems) == 0 || elems[0].Key() == "getMore" {
+			return msg // a getMore's maxTimeMS is how long a tailable cursor awaits data
+		}
+		idx, doc := bsoncore.AppendDocumentStart(append(out, 0))
+		for _, e := range elems {
+			if e.Key() == "maxTimeMS" {
+				found = true
+				continue
+			}
+			doc = append(doc, e...)
+		}
+		out, _ = bsoncore.AppendDocumentEnd(doc, idx)
+		rest = tail
+	}
+	if !found {
+		return msg
+	}
+	binary.LittleEndian.PutUint32(out[0:4], uint32(len(out)))
+	return out
 }

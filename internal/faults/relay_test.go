@@ -4,11 +4,14 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // opMsgOf returns an OP_MSG of flags with a body of n bytes.
@@ -171,4 +174,34 @@ func TestRelayStopsWithTheTest(t *testing.T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	require.Empty(t, r.conns, "a connection's goroutines ended with the test")
+}
+
+// TestWithoutMaxTime: the relay forwards a command without its maxTimeMS,
+// the rest of the message as it was (its document sequence too); a
+// message without one, or of another kind, goes as it is.
+func TestWithoutMaxTime(t *testing.T) {
+	marshal := func(d bson.D) []byte {
+		raw, err := bson.Marshal(d)
+		require.NoError(t, err)
+		return raw
+	}
+	doc := marshal(bson.D{{Key: "_id", Value: 1}, {Key: "maxTimeMS", Value: "a field of a document, not of the command"}})
+	msg := func(body bson.D) []byte {
+		m := append(opMsgOf(0, 0), 0)
+		m = append(m, marshal(body)...)
+		m = append(m, 1)
+		m = bsoncore.AppendInt32(m, int32(4+len("documents")+1+len(doc)))
+		m = append(append(append(m, "documents"...), 0), doc...)
+		binary.LittleEndian.PutUint32(m[0:4], uint32(len(m)))
+		return m
+	}
+	with := msg(bson.D{{Key: "insert", Value: "c"}, {Key: "maxTimeMS", Value: int64(120)}, {Key: "$db", Value: "x"}})
+	without := msg(bson.D{{Key: "insert", Value: "c"}, {Key: "$db", Value: "x"}})
+	require.Equal(t, without, withoutMaxTime(with))
+	require.Equal(t, without, withoutMaxTime(without), "no maxTimeMS: as it is")
+	getMore := msg(bson.D{{Key: "getMore", Value: int64(7)}, {Key: "maxTimeMS", Value: int64(120)}, {Key: "$db", Value: "x"}})
+	require.Equal(t, getMore, withoutMaxTime(getMore), "a getMore: as it is")
+	other := slices.Clone(with)
+	binary.LittleEndian.PutUint32(other[12:16], 2004)
+	require.Equal(t, other, withoutMaxTime(other), "not an OP_MSG: as it is")
 }
