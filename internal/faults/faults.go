@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -140,22 +139,19 @@ type Proxy struct {
 func New(t testing.TB) *Proxy {
 	t.Helper()
 	u := serverURL(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("faults: reserve a port: %v", err)
-	}
-	listen := l.Addr().String()
-	_ = l.Close()
 	logger := zerolog.Nop()
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), logger)
 	r := newRelay(t, u.Host)
-	p := &Proxy{proxy: toxiproxy.NewProxy(server, "mongo", listen, r.addr()), relay: r}
+	// Port 0: the proxy listens on a free port, and its Listen says which
+	// once Start returns (a port reserved, freed and listened on again
+	// could be taken in between by another listener of the process).
+	p := &Proxy{proxy: toxiproxy.NewProxy(server, "mongo", "127.0.0.1:0", r.addr()), relay: r}
 	if err := p.proxy.Start(); err != nil {
 		t.Fatalf("faults: start the proxy: %v", err)
 	}
 	t.Cleanup(p.proxy.Stop)
 
-	p.client = mongotest.Connect(t, through(u, listen), &event.CommandMonitor{
+	p.client = mongotest.Connect(t, through(u, p.proxy.Listen), &event.CommandMonitor{
 		Started:   p.started,
 		Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) { p.finished(e.RequestID) },
 		Failed:    func(_ context.Context, e *event.CommandFailedEvent) { p.finished(e.RequestID) },
