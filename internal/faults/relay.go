@@ -204,43 +204,39 @@ func moreToCome(msg []byte) bool {
 }
 
 // withoutMaxTime returns msg, a wire message, without the maxTimeMS field
-// of its command: an OP_MSG's body section (kind 0) rebuilt without it, the
-// message's length fixed. Any other message, one with a checksum, or one
-// whose command has no maxTimeMS (or is a getMore, whose maxTimeMS is
-// how long a tailable cursor awaits data) is returned as is.
+// of its command: an OP_MSG whose first section is its body (kind 0, as
+// drivers send it) gets that body rebuilt without the field, the sections
+// after it as they were, and its length fixed. Any other message, one with
+// a checksum, or one whose command has no maxTimeMS (or is a getMore,
+// whose maxTimeMS is how long a tailable cursor awaits data) is returned
+// as is, uncopied.
 func withoutMaxTime(msg []byte) []byte {
-	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || binary.LittleEndian.Uint32(msg[16:20])&1 != 0 {
+	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg || binary.LittleEndian.Uint32(msg[16:20])&1 != 0 || msg[20] != 0 {
 		return msg
 	}
-	out := append([]byte(nil), msg[:20]...)
-	found := false
-	for rest := msg[20:]; len(rest) > 0; {
-		if rest[0] != 0 || len(rest) < 5 {
-			out = append(out, rest...) // kind 1 sections follow the body: copied as they are
-			break
-		}
-		body, tail, ok := bsoncore.ReadDocument(rest[1:])
-		if !ok {
-			return msg
-		}
-		elems, err := body.Elements()
-		if err != nil || len(elems) == 0 || elems[0].Key() == "getMore" {
-			return msg // a getMore's maxTimeMS is how long a tailable cursor awaits data
-		}
-		idx, doc := bsoncore.AppendDocumentStart(append(out, 0))
-		for _, e := range elems {
-			if e.Key() == "maxTimeMS" {
-				found = true
-				continue
-			}
-			doc = append(doc, e...)
-		}
-		out, _ = bsoncore.AppendDocumentEnd(doc, idx)
-		rest = tail
-	}
-	if !found {
+	body, after, ok := bsoncore.ReadDocument(msg[21:])
+	if !ok {
 		return msg
 	}
+	first, err := body.IndexErr(0)
+	if err != nil || first.Key() == "getMore" {
+		return msg
+	}
+	if _, err := body.LookupErr("maxTimeMS"); err != nil {
+		return msg
+	}
+	elems, err := body.Elements()
+	if err != nil {
+		return msg
+	}
+	idx, out := bsoncore.AppendDocumentStart(append([]byte(nil), msg[:21]...))
+	for _, e := range elems {
+		if e.Key() != "maxTimeMS" {
+			out = append(out, e...)
+		}
+	}
+	out, _ = bsoncore.AppendDocumentEnd(out, idx)
+	out = append(out, after...)
 	binary.LittleEndian.PutUint32(out[0:4], uint32(len(out)))
 	return out
 }
