@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -365,7 +366,8 @@ func empty(t testing.TB, db *mongo.Database) {
 // emptied), it runs the operation through p's client with the fault
 // armed and requires that the fault struck, then waits until the server
 // has answered every request the client sent (a command whose reply was
-// lost, or whose caller's deadline passed, may still run; see [relay]);
+// lost, or whose caller's deadline passed, may still run; see [relay])
+// and runs none on the case's database (see [settle]);
 // if the operation returned nil, its
 // effect must be whole (Check passes at once: a driver's retry absorbed
 // the fault); otherwise it runs the operation again through the healthy
@@ -429,6 +431,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				cancel()
 				p.Disarm()
 				p.quiesce(t)
+				settle(t, db)
 				if p.Fired() {
 					break
 				}
@@ -460,6 +463,36 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 		})
 	}
 	t.Logf("faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
+}
+
+// settle waits until the server runs no command on db (a currentOp of
+// its namespaces finds none in progress), polling every 10 ms, for a
+// minute at most, after which it fails the test. It follows
+// [Proxy.quiesce], which knows the requests the server has not answered:
+// a server may also run on a command it has answered (one whose
+// operation's time ran out, say, while its storage engine finishes it),
+// which currentOp lists. A server whose currentOp lists nothing
+// (FerretDB 1.x) or refuses it is not waited for.
+func settle(t testing.TB, db *mongo.Database) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(db.Name()) + `\.`}}}}
+	for {
+		var res struct {
+			InProg []bson.Raw `bson:"inprog"`
+		}
+		if err := db.Client().Database("admin").RunCommand(ctx, cmd).Decode(&res); err != nil {
+			if ctx.Err() != nil {
+				t.Fatalf("faults: a command still runs on %s after a minute", db.Name())
+			}
+			return // the server cannot tell
+		}
+		if len(res.InProg) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Broken reports whether err is what a broken connection gives the
