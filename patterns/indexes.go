@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
 // MaxDocumentSize is the largest BSON document MongoDB stores: 16 MiB.
@@ -21,18 +26,24 @@ type Index struct {
 }
 
 // EnsureIndexes creates the given indexes, idempotently: an index that
-// already exists with the same key and options is left as it is. It sends
-// one createIndexes command per distinct collection, in the order the
-// collections first appear, and one per index on a server without
-// [FeatureCreateManyIndexes] (FerretDB 1.x), after asking [Capabilities]
-// (cached per client). An existing index with the same name or key but
-// other options is an error from the server (IndexOptionsConflict or
-// IndexKeySpecsConflict); it names the collection and is returned as is,
-// and indexes for later collections are not created.
+// already exists with the same key and options is left as it is, whatever
+// its name (an index created by hand under another name is the index).
+// Per distinct collection, in the order the collections first appear, it
+// sends one listIndexes, then one createIndexes of the indexes that do not
+// exist yet (none when all do), or one per index on a server without
+// [FeatureCreateManyIndexes] (FerretDB 1.x); before the first, it asks
+// [Capabilities] (cached per client).
 //
-// Build indexes before the first write in production: on a large
-// collection a build takes time and load, which is why repositories never
-// create indexes implicitly.
+// Keys compare field by field in order, numbers by value (1, 1.0 and
+// NumberLong(1) are one direction); options compare on what makes an
+// index serve other queries or refuse other writes: unique, sparse,
+// expireAfterSeconds, partialFilterExpression, and the collation fields
+// given. An existing index with the same key and other options is an
+// error wrapping [ErrInvalid] that names the index and each option that
+// differs: drop it, or change the declared index, and run again; nothing
+// is created for that collection or the ones after it. An index of
+// another key under the same name is the server's error
+// (IndexKeySpecsConflict), returned as is, naming the collection.
 func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 	type group struct {
 		coll   *mongo.Collection
@@ -63,10 +74,17 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 		return fmt.Errorf("patterns: EnsureIndexes: %w", err)
 	}
 	for _, g := range groups {
-		batches := [][]mongo.IndexModel{g.models}
+		missing, err := missingIndexes(ctx, g.coll, g.models)
+		if err != nil {
+			return fmt.Errorf("patterns: EnsureIndexes: %s.%s: %w", g.coll.Database().Name(), g.coll.Name(), err)
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		batches := [][]mongo.IndexModel{missing}
 		if !srv.Has(FeatureCreateManyIndexes) {
 			batches = batches[:0]
-			for _, m := range g.models {
+			for _, m := range missing {
 				batches = append(batches, []mongo.IndexModel{m})
 			}
 		}
@@ -77,4 +95,145 @@ func EnsureIndexes(ctx context.Context, indexes ...Index) error {
 		}
 	}
 	return nil
+}
+
+// missingIndexes returns the models of coll's wanted indexes that coll
+// does not have yet (one listIndexes; a collection that does not exist
+// has none), or an error wrapping ErrInvalid when an index of the same
+// key exists with other options.
+func missingIndexes(ctx context.Context, coll *mongo.Collection, models []mongo.IndexModel) ([]mongo.IndexModel, error) {
+	cur, err := coll.Indexes().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var have []bson.Raw
+	if err := cur.All(ctx, &have); err != nil {
+		return nil, err
+	}
+	var missing []mongo.IndexModel
+	for _, m := range models {
+		key, err := bson.Marshal(m.Keys)
+		if err != nil {
+			return nil, fmt.Errorf("index keys %v: %w: %w", m.Keys, err, ErrInvalid)
+		}
+		want, err := indexOptionsOf(m)
+		if err != nil {
+			return nil, err
+		}
+		at := slices.IndexFunc(have, func(ix bson.Raw) bool {
+			return sameIndexKey(bson.Raw(key), ix.Lookup("key"))
+		})
+		if at < 0 {
+			missing = append(missing, m)
+			continue
+		}
+		if diff := indexOptionsDiff(want, have[at]); len(diff) > 0 {
+			return nil, fmt.Errorf("index %s exists as %q with other options (%s): drop it, or declare the index with its options, then run again: %w",
+				bsonid.Text(bson.Raw(key)), have[at].Lookup("name").StringValue(), strings.Join(diff, "; "), ErrInvalid)
+		}
+	}
+	return missing, nil
+}
+
+// indexOptionsOf applies the model's options.
+func indexOptionsOf(m mongo.IndexModel) (options.IndexOptions, error) {
+	var o options.IndexOptions
+	if m.Options == nil {
+		return o, nil
+	}
+	for _, set := range m.Options.List() {
+		if err := set(&o); err != nil {
+			return o, fmt.Errorf("index options: %w: %w", err, ErrInvalid)
+		}
+	}
+	return o, nil
+}
+
+// sameIndexKey reports whether two key documents name the same fields in
+// the same order with equal values (numbers by value, as the server
+// compares index keys).
+func sameIndexKey(want bson.Raw, have bson.RawValue) bool {
+	got, ok := have.DocumentOK()
+	if !ok {
+		return false
+	}
+	a, errA := want.Elements()
+	b, errB := got.Elements()
+	if errA != nil || errB != nil || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key() != b[i].Key() || !bsonid.Equal(a[i].Value(), b[i].Value()) {
+			return false
+		}
+	}
+	return true
+}
+
+// indexOptionsDiff lists the options in which the existing index ix
+// differs from want, each as "name: has X, declared Y".
+func indexOptionsDiff(want options.IndexOptions, ix bson.Raw) []string {
+	var diff []string
+	flag := func(name string, p *bool) {
+		w := p != nil && *p
+		h := false
+		if v, err := ix.LookupErr(name); err == nil {
+			h, _ = v.BooleanOK()
+		}
+		if w != h {
+			diff = append(diff, fmt.Sprintf("%s: has %t, declared %t", name, h, w))
+		}
+	}
+	flag("unique", want.Unique)
+	flag("sparse", want.Sparse)
+	var ttl any
+	if want.ExpireAfterSeconds != nil {
+		ttl = *want.ExpireAfterSeconds
+	}
+	diff = appendValueDiff(diff, "expireAfterSeconds", ttl, ix)
+	diff = appendValueDiff(diff, "partialFilterExpression", want.PartialFilterExpression, ix)
+	if want.Collation != nil {
+		c, err := bson.Marshal(want.Collation)
+		if err != nil {
+			return append(diff, fmt.Sprintf("collation: %v", err))
+		}
+		elems, _ := bson.Raw(c).Elements()
+		for _, e := range elems {
+			h, err := ix.LookupErr("collation", e.Key())
+			if err != nil || !bsonid.Equal(h, e.Value()) {
+				diff = append(diff, fmt.Sprintf("collation.%s: has %s, declared %s", e.Key(), describeOption(h, err), bsonid.Text(e.Value())))
+			}
+		}
+	} else if h, err := ix.LookupErr("collation", "locale"); err == nil && h.StringValue() != "simple" {
+		diff = append(diff, fmt.Sprintf("collation: has locale %s, declared none", bsonid.Text(h)))
+	}
+	return diff
+}
+
+// appendValueDiff compares an option given as a Go value (nil: absent)
+// with the existing index's field of that name.
+func appendValueDiff(diff []string, name string, want any, ix bson.Raw) []string {
+	h, err := ix.LookupErr(name)
+	if want == nil {
+		if err == nil {
+			diff = append(diff, fmt.Sprintf("%s: has %s, declared none", name, bsonid.Text(h)))
+		}
+		return diff
+	}
+	t, data, merr := bson.MarshalValue(want)
+	if merr != nil {
+		return append(diff, fmt.Sprintf("%s: %v", name, merr))
+	}
+	if w := (bson.RawValue{Type: t, Value: data}); err != nil || !bsonid.Equal(h, w) {
+		diff = append(diff, fmt.Sprintf("%s: has %s, declared %s", name, describeOption(h, err), bsonid.Text(w)))
+	}
+	return diff
+}
+
+// describeOption writes an existing index's option, "none" when absent.
+func describeOption(v bson.RawValue, err error) string {
+	if err != nil {
+		return "none"
+	}
+	return bsonid.Text(v)
 }

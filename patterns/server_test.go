@@ -93,14 +93,17 @@ func TestEnsureIndexesIsIdempotent(t *testing.T) {
 		{Collection: db.Collection("a"), Model: mongo.IndexModel{Keys: bson.D{{Key: "other", Value: -1}}}},
 	}
 	counter := mongotest.NewCounter(t, db)
-	want := []string{"createIndexes", "createIndexes"} // one per collection
+	// Per collection: one listIndexes, then one createIndexes of the
+	// missing indexes (one per index without FeatureCreateManyIndexes).
+	want := []string{"listIndexes", "createIndexes", "listIndexes", "createIndexes"}
 	if !mongotest.Server().Has(patterns.FeatureCreateManyIndexes) {
-		want = append(want, "createIndexes") // one per index
+		want = []string{"listIndexes", "createIndexes", "createIndexes", "listIndexes", "createIndexes"}
 	}
-	for range 2 {
-		sent := counter.Count(func() { require.NoError(t, patterns.EnsureIndexes(ctx, indexes...)) })
-		require.Equal(t, want, sent)
-	}
+	sent := counter.Count(func() { require.NoError(t, patterns.EnsureIndexes(ctx, indexes...)) })
+	require.Equal(t, want, sent)
+	// Again: every index exists, so nothing is created.
+	sent = counter.Count(func() { require.NoError(t, patterns.EnsureIndexes(ctx, indexes...)) })
+	require.Equal(t, []string{"listIndexes", "listIndexes"}, sent)
 	names := func(coll string) []string {
 		specs, err := db.Collection(coll).Indexes().ListSpecifications(ctx)
 		require.NoError(t, err)
@@ -115,4 +118,35 @@ func TestEnsureIndexesIsIdempotent(t *testing.T) {
 
 	err := patterns.EnsureIndexes(ctx, patterns.Index{Model: mongo.IndexModel{Keys: key}})
 	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
+
+// An index created by hand with the declared key and options, under
+// another name, is the index: EnsureIndexes creates nothing (the server
+// would refuse a second one with IndexOptionsConflict). Keys compare
+// numbers by value. With other options it names each difference.
+func TestEnsureIndexesAcceptsTheSameIndexUnderAnotherName(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	coll := db.Collection("reviews")
+	_, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "productId", Value: int64(1)}, {Key: "at", Value: -1.0}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetName("byProduct").SetUnique(true),
+	})
+	require.NoError(t, err)
+	declared := patterns.Index{Collection: coll, Model: mongo.IndexModel{
+		Keys:    bson.D{{Key: "productId", Value: 1}, {Key: "at", Value: -1}, {Key: "_id", Value: -1}},
+		Options: options.Index().SetUnique(true),
+	}}
+	counter := mongotest.NewCounter(t, db)
+	sent := counter.Count(func() { require.NoError(t, patterns.EnsureIndexes(ctx, declared)) })
+	require.Equal(t, []string{"listIndexes"}, sent)
+
+	declared.Model.Options = options.Index()
+	err = patterns.EnsureIndexes(ctx, declared)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.ErrorContains(t, err, `exists as "byProduct" with other options (unique: has true, declared false)`)
+
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	require.NoError(t, err)
+	require.Len(t, specs, 2, "nothing created: _id_ and byProduct")
 }
