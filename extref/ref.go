@@ -28,6 +28,9 @@ type Store[S any] interface {
 	OfMany(ctx context.Context, sourceIDs []any) ([]S, error)
 	Sync(ctx context.Context, sourceID any) ([]Count, error)
 	Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error)
+	// Indexes returns the indexes the store's queries need, for
+	// [patterns.EnsureIndexes].
+	Indexes() []patterns.Index
 }
 
 var _ Store[struct{ ID int }] = (*Ref[struct{ ID int }])(nil)

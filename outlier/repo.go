@@ -31,6 +31,9 @@ type Store[P, I any] interface {
 	Update(ctx context.Context, parentID any, item I) error
 	Remove(ctx context.Context, parentID, itemID any) error
 	Delete(ctx context.Context, parentID any) error
+	// Indexes returns the indexes the store's queries need, for
+	// [patterns.EnsureIndexes].
+	Indexes() []patterns.Index
 }
 
 var _ Store[bson.Raw, bson.Raw] = (*Repo[bson.Raw, bson.Raw])(nil)

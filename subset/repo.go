@@ -33,6 +33,9 @@ type Store[P, I any] interface {
 	Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error)
 	Rebuild(ctx context.Context, parentID any) error
 	Delete(ctx context.Context, parentID any) error
+	// Indexes returns the indexes the store's queries need, for
+	// [patterns.EnsureIndexes].
+	Indexes() []patterns.Index
 }
 
 var _ Store[struct{}, struct{}] = (*Repo[struct{}, struct{}])(nil)

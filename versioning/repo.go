@@ -32,6 +32,9 @@ type Store[T any] interface {
 	Replace(ctx context.Context, id any, v T) error
 	Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error
 	Delete(ctx context.Context, id any) error
+	// Indexes returns the indexes the store's queries need, for
+	// [patterns.EnsureIndexes].
+	Indexes() []patterns.Index
 }
 
 var _ Store[struct{}] = (*Repo[struct{}])(nil)
