@@ -35,8 +35,9 @@ import (
 // passed silently; a query shape whose plan cannot say whether an index
 // serves it is judged from the indexes alone, with an info finding that
 // says the plan is unreadable. Invalid options are an error wrapping
-// [patterns.ErrInvalid]; a collection named in Options.Collections that
-// does not exist, one wrapping [patterns.ErrNotFound]; a network or
+// [patterns.ErrInvalid]; a collection named in Options.Collections, or by
+// a query shape, shard key or pipeline, that does not exist, one wrapping
+// [patterns.ErrNotFound] (before any collection is read); a network or
 // context error ends the check and is returned.
 func Check(ctx context.Context, db *mongo.Database, opts Options) (Report, error) {
 	s, err := opts.validate("Check")
@@ -158,6 +159,24 @@ func (c *checker) run(ctx context.Context) error {
 			}
 		}
 		views = slices.DeleteFunc(views, func(v string) bool { return !slices.Contains(c.s.Collections, v) })
+	}
+	// A query shape, shard key or pipeline on a collection that does not
+	// exist (a typo) would check nothing and pass a CI gate.
+	exists := func(n string) bool { return slices.Contains(names, n) || slices.Contains(views, n) }
+	for _, q := range c.s.Queries {
+		if !exists(q.Collection) {
+			return fmt.Errorf("query %s: collection %q: %w", q, q.Collection, patterns.ErrNotFound)
+		}
+	}
+	for _, k := range c.s.ShardKeys {
+		if !exists(k.Collection) {
+			return fmt.Errorf("shard key %s: collection %q: %w", k, k.Collection, patterns.ErrNotFound)
+		}
+	}
+	for _, p := range c.s.Pipelines {
+		if !exists(p.Collection) {
+			return fmt.Errorf("pipeline %s: collection %q: %w", p, p.Collection, patterns.ErrNotFound)
+		}
 	}
 	for _, v := range views {
 		c.rep.Notes = append(c.rep.Notes, fmt.Sprintf("%s is a view: not sampled (its documents come from a pipeline; check the collections it reads)", v))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,6 +158,26 @@ func TestDoctorUsageAndConnectionErrors(t *testing.T) {
 	require.Contains(t, errOut.String(), "--fail-on")
 	require.Equal(t, exitOK, run(context.Background(), []string{"help"}, &out, &errOut))
 	require.Contains(t, out.String(), "doctor")
+}
+
+// A query shape, shard key or pipeline on a collection that does not
+// exist is a usage error, as a misspelt --collection is: a typo must not
+// pass a CI gate (the database has a collection, so only the name is wrong).
+func TestDoctorMissingCollectionOfAShapeIsAUsageError(t *testing.T) {
+	db := mongotest.DB(t)
+	_, err := db.Collection("orders").InsertOne(context.Background(), bson.D{{Key: "status", Value: "paid"}})
+	require.NoError(t, err)
+	for name, args := range map[string][]string{
+		"query":     {"--query", `{"collection": "ordres", "filter": {"status": "paid"}}`},
+		"shard key": {"--shard-key", `{"collection": "ordres", "key": {"status": 1}}`},
+		"pipeline":  {"--pipeline", `{"collection": "ordres", "pipeline": [{"$match": {"status": "paid"}}]}`},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append([]string{"doctor", "--uri", mongotest.URI(), "--db", db.Name()}, args...), &out, &errOut)
+		require.Equal(t, exitUsage, code, "%s: %s", name, errOut.String())
+		require.Contains(t, errOut.String(), `collection "ordres": not found`, name)
+		require.Empty(t, out.String(), name)
+	}
 }
 
 func TestRedactHidesPasswords(t *testing.T) {
