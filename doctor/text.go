@@ -13,7 +13,10 @@ import (
 // measured.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := &textWriter{w: w}
-	tw.printf("mongopatterns doctor: database %s", r.Database)
+	tw.printf("mongopatterns doctor")
+	if r.Database != "" { // CheckIndexes' reports name no one database
+		tw.printf(": database %s", r.Database)
+	}
 	if r.Server != "" {
 		tw.printf(" on %s", r.Server)
 	}
@@ -22,7 +25,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, f := range r.Findings {
 		counts[f.Severity]++
 	}
-	tw.printf("%d findings: %d critical, %d warning, %d info\n", len(r.Findings), counts[Critical], counts[Warning], counts[Info])
+	tw.printf("%s: %d critical, %d warning, %d info\n", plural(len(r.Findings), "finding"), counts[Critical], counts[Warning], counts[Info])
 
 	if len(r.Findings) > 0 {
 		tw.printf("\n")
@@ -32,7 +35,8 @@ func (r *Report) WriteText(w io.Writer) error {
 			widths[2] = max(widths[2], len(f.Collection))
 		}
 		for i, f := range r.Findings {
-			tw.printf("%3d  %-*s  %-*s  %-*s  %s\n", i+1, widths[0], f.Severity, widths[1], f.Rule, widths[2], f.Collection, f.where())
+			head := fmt.Sprintf("%3d  %-*s  %-*s  %-*s  %s", i+1, widths[0], f.Severity, widths[1], f.Rule, widths[2], f.Collection, f.where())
+			tw.printf("%s\n", strings.TrimRight(head, " "))
 			tw.printf("     %s\n", f.Message)
 			tw.printf("     evidence: %s\n", f.Evidence)
 			tw.printf("     remedy:   %s\n", f.Remedy)
@@ -135,4 +139,13 @@ func (t *textWriter) table(rows [][]string) {
 		}
 		t.printf("  %s\n", strings.TrimRight(b.String(), " "))
 	}
+}
+
+// plural writes a count with its noun, in the plural unless the count is
+// one: "1 finding", "3 findings". The noun takes an s.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -197,7 +197,10 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	rep, err := doctor.Check(ctx, client.Database(*dbName), opts)
 	bar.done() // before the report, which may go to the same terminal
 	if err != nil {
-		return usageErr("%v", err)
+		// The error reads "doctor: Check: ...": prefixed with the program's
+		// name only, not "mongopatterns doctor: doctor: Check: ...".
+		fmt.Fprintf(stderr, "mongopatterns %v\n", err)
+		return exitUsage
 	}
 	if len(rep.Collections) == 0 {
 		// A misspelt --db must not pass a CI gate as a clean database.
@@ -208,7 +211,8 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if threshold != 0 && rep.Max() >= threshold {
 		if *format != "text" {
-			fmt.Fprintf(stderr, "mongopatterns doctor: %d findings at or above %s\n", len(rep.AtLeast(threshold)), threshold)
+			n := len(rep.AtLeast(threshold))
+			fmt.Fprintf(stderr, "mongopatterns doctor: %d %s at or above %s\n", n, map[bool]string{true: "finding", false: "findings"}[n == 1], threshold)
 		}
 		return exitFindings
 	}

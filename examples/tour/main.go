@@ -112,7 +112,7 @@ func checkExamples(ctx context.Context, client *mongo.Client) error {
 		for _, c := range rep.Collections {
 			docs += c.Documents
 		}
-		fmt.Printf("%s: %d collections, %d documents, %d findings\n", p.db, len(rep.Collections), docs, len(rep.Findings))
+		fmt.Printf("%s: %s, %s, %s\n", p.db, count(len(rep.Collections), "collection"), count(int(docs), "document"), count(len(rep.Findings), "finding"))
 		for _, f := range rep.Findings {
 			fmt.Printf("  %-8s %s %s: %s\n", f.Severity, f.Rule, f.Collection, f.Message)
 		}
@@ -126,4 +126,12 @@ func checkExamples(ctx context.Context, client *mongo.Client) error {
 		fmt.Printf("not evaluated on this server: %s\n", s)
 	}
 	return nil
+}
+
+// count writes n with its noun, in the plural unless n is one.
+func count(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
