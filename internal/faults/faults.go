@@ -398,7 +398,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 	}
 	c.Check(t, db, s)
 	all := Faults(len(sent))
-	t.Logf("the operation sends %d commands %v: %d faults", len(sent), sent, len(all))
+	mongotest.Detail(t, "the operation sends %d commands %v: %d faults", len(sent), sent, len(all))
 	retry := c.Retry
 	if retry == nil {
 		retry = c.Op
@@ -438,13 +438,13 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 				if !ranOut || f.Kind != Stall || attempt == 4 {
 					t.Fatalf("the fault never struck: the operation sent fewer than %d commands within %s (err %v)", f.Step, limit, err)
 				}
-				t.Logf("the operation ran out of its %s before command %d (the server is slower now): again on fresh data, within %s", limit, f.Step, 2*limit)
+				mongotest.Detail(t, "the operation ran out of its %s before command %d (the server is slower now): again on fresh data, within %s", limit, f.Step, 2*limit)
 			}
 			if err == nil {
 				absorbed++
 				t.Cleanup(func() {
 					if t.Failed() {
-						t.Logf("the operation absorbed the fault (a driver retry) and returned nil: its effect must be whole")
+						mongotest.Detail(t, "the operation absorbed the fault (a driver retry) and returned nil: its effect must be whole")
 					}
 				})
 				c.Check(t, db, s)
@@ -453,7 +453,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 			failed++
 			t.Cleanup(func() {
 				if t.Failed() {
-					t.Logf("the caller saw: %v", err)
+					mongotest.Detail(t, "the caller saw: %v", err)
 				}
 			})
 			if err := retry(ctx, db, s); err != nil {
@@ -462,7 +462,7 @@ func Run[S any](t *testing.T, p *Proxy, c Case[S]) {
 			c.Check(t, db, s)
 		})
 	}
-	t.Logf("faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
+	mongotest.Detail(t, "faults: the caller saw an error in %d cases and a whole effect in %d (a driver retry); each was checked after a retry", failed, absorbed)
 }
 
 // settle waits until the server runs no command on db (a currentOp of

@@ -236,7 +236,7 @@ func RunTransient[S any](t *testing.T, p *TransientProxy, c Case[S]) {
 	}
 	c.Check(t, db, s)
 	w, _ := p.Counts()
-	t.Logf("the operation sends %d writes", w)
+	mongotest.Detail(t, "the operation sends %d writes", w)
 	for k := 1; k <= w; k++ {
 		t.Run(fmt.Sprintf("deadlock_write_%d", k), func(t *testing.T) {
 			db := fresh(t)

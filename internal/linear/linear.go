@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
 // History is a concurrent history being recorded. The zero value is
@@ -75,7 +77,7 @@ func Check(t testing.TB, model porcupine.Model, h *History, timeout time.Duratio
 	res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
 	switch res {
 	case porcupine.Ok:
-		t.Logf("linearizable: %d operations", len(ops))
+		mongotest.Detail(t, "linearizable: %d operations", len(ops))
 	case porcupine.Unknown:
 		t.Fatalf("the linearizability check of %d operations did not finish within %s", len(ops), timeout)
 	default:
