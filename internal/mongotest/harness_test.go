@@ -1,6 +1,7 @@
 package mongotest
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,23 @@ func TestDetailShowsItsLinesOnlyWhenTheTestFails(t *testing.T) {
 	verbose := &recordingTB{TB: t}
 	Detail(verbose, "now")
 	require.Equal(t, []string{"now"}, verbose.logged, "MONGOTEST_DETAIL shows them at once")
+}
+
+// SpeedRatio is the median of the per-pair ratios with an interval that
+// holds it, narrows as pairs accrue, and is not moved by one stall.
+func TestSpeedRatio(t *testing.T) {
+	few := SpeedRatio([]float64{1, 1, 1})
+	require.Equal(t, 1.0, few.Center)
+	require.True(t, math.IsInf(few.Lo, -1) && math.IsInf(few.Hi, 1), "3 pairs decide nothing: %+v", few)
+
+	var ratios []float64
+	for i := range 200 {
+		ratios = append(ratios, 0.9+0.002*float64(i%50)) // 0.90 .. 0.998
+	}
+	ratios[7] = 0.001 // one stall of the library's side
+	s := SpeedRatio(ratios)
+	require.InDelta(t, 0.95, s.Center, 0.01)
+	require.True(t, s.Lo <= s.Center && s.Center <= s.Hi, "%+v", s)
+	require.Greater(t, s.Lo, 0.93, "one stall does not widen the interval: %+v", s)
+	require.Less(t, s.Hi, 0.97, "%+v", s)
 }
