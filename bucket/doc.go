@@ -4,6 +4,23 @@
 // (one an hour: 8,760 per sensor per year) that also keeps their count,
 // first and last times, and per value field min, max and sum.
 //
+// # Usage
+//
+// The calls a service makes, in order (the Example has them whole):
+//
+//	store, err := bucket.New[string, Reading](db, bucket.Config{
+//		Collection: "readings", TimeField: "at", ValueFields: []string{"celsius"},
+//		Window: time.Hour, Cap: 120,
+//	})
+//	err = patterns.EnsureIndexes(ctx, store.Indexes()...) // once, at start-up
+//	err = store.Add(ctx, sensorID, reading)               // one upsert
+//	err = store.AddMany(ctx, points)                      // one write per bucket it fills
+//	for r, err := range store.Range(ctx, sensorID, from, to) { ... }
+//	for s, err := range store.Summaries(ctx, sensorID, from, to, time.Hour) { ... }
+//
+// The sections below give the backends, the guarantees, then how each
+// write keeps them.
+//
 // [Store] is the interface an application depends on. [New] returns the
 // bucket backend, [Buckets], which works on every server;
 // [NewTimeSeries] returns [TimeSeries], a native time-series collection

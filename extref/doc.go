@@ -6,6 +6,22 @@
 // items embed product: {id, name, price}. The copied fields should rarely
 // change; when they do, every copy must follow.
 //
+// # Usage
+//
+// The calls a service makes, in order (the Example has them whole):
+//
+//	customers, err := extref.New[CustomerRef](db, extref.Config{
+//		Source:  "customers",
+//		Targets: []extref.Target{{Collection: "orders", Path: "customer"}},
+//	})
+//	err = patterns.EnsureIndexes(ctx, customers.Indexes()...) // once, at start-up
+//	ref, err := customers.Of(ctx, customerID)                   // the copy to embed in a new order
+//	counts, err := customers.Update(ctx, customerID, update)    // change the source and every copy
+//	reports, err := customers.Verify(ctx)                       // find stale copies; Repair mends them
+//
+// A service depends on [Store], which [*Ref] implements. The sections
+// below give the guarantees, then how the repository keeps them.
+//
 // # Declaring a reference
 //
 // The copy is a Go struct holding the source's id and the copied fields, by

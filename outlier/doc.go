@@ -5,6 +5,23 @@
 // collection. Ordinary parents stay one document and one read; only the
 // outliers pay for the second read.
 //
+// # Usage
+//
+// The calls a service makes, in order (the Example has them whole):
+//
+//	posts, err := outlier.New[Post, Comment](db, outlier.Config{
+//		Parents: "posts", Field: "comments", Cap: 50,
+//	})
+//	err = patterns.EnsureIndexes(ctx, posts.Indexes()...) // once, at start-up
+//	id, err := posts.Insert(ctx, post)
+//	err = posts.Append(ctx, postID, comment)       // one update while the parent has room
+//	post, comments, err := posts.Get(ctx, postID)  // one find, two for an outlier
+//	page, next, err := posts.Page(ctx, postID, after, 20)
+//
+// A service depends on [Store], which [*Repo] implements. The sections
+// below give the documents it stores, the guarantees, then how the
+// repository keeps them.
+//
 // A parent, a blog post with Config{Field: "comments", Cap: 50}:
 //
 //	{_id: 7, title: "...", comments: [...up to 50...], has_extra: false, extra_tail: 0}

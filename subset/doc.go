@@ -4,6 +4,24 @@
 // stays small, while every child lives in its own collection (reviews,
 // each carrying its product's id), which is the source of truth.
 //
+// # Usage
+//
+// The calls a service makes, in order (the Example has them whole):
+//
+//	reviews, err := subset.New[Product, Review](db, subset.Config{
+//		Parents: "products", Field: "reviews", // the embedded subset
+//		Items: "reviews", ParentField: "productId", // the full set
+//		SortField: "at", Descending: true, Cap: 10,
+//	})
+//	err = patterns.EnsureIndexes(ctx, reviews.Indexes()...) // once, at start-up
+//	err = reviews.Add(ctx, productID, review)                // a new review
+//	p, err := reviews.Get(ctx, productID)                     // the page: 1 find
+//	items, next, err := reviews.Page(ctx, productID, after, 20) // "all reviews", by keyset
+//	err = reviews.Remove(ctx, productID, reviewID)           // the next one moves in
+//
+// A service depends on [Store], which [*Repo] implements. The sections
+// below give the guarantees, then how the repository keeps them.
+//
 // A [Repo] is configured with a [Config]: the parents and the field that
 // holds the subset, the items and the field that holds the parent id, the
 // item id, the cap N and the order that defines "most relevant" (a sort

@@ -2,6 +2,20 @@
 // types a service stores, measures what a validator would reject before
 // it is enforced, and applies it so that it is really enforced.
 //
+// # Usage
+//
+// The calls a service makes, in order:
+//
+//	v, err := validation.For[User](
+//		validation.Field("email", validation.Pattern(`^[^@\s]+@[^@\s]+\z`)),
+//		validation.Field("age", validation.Minimum(0), validation.Maximum(150)),
+//	)
+//	rep, err := validation.Check(ctx, db.Collection("users"), v) // what it would reject: 2 commands
+//	err = validation.Apply(ctx, db, "users", v, validation.Moderate, validation.Error)
+//
+// The sections below give how a type becomes a schema, what each server
+// enforces, and what Check and Apply send.
+//
 // # A validator from a type
 //
 // [For] returns the $jsonSchema of T as the driver (go.mongodb.org/mongo-driver/v2)

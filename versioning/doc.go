@@ -3,6 +3,23 @@
 // upgrades old documents as it meets them, and writes only the current
 // shape. A schema changes with no downtime and no big-bang migration.
 //
+// # Usage
+//
+// The calls a service makes, in order (the Example has them whole):
+//
+//	orders, err := versioning.New[Order](db, versioning.Config{
+//		Collection: "orders", Current: 2,
+//		Migrations: []versioning.Migration{{From: 1, Up: totalToCents}},
+//	})
+//	err = patterns.EnsureIndexes(ctx, orders.Indexes()...) // once, at start-up
+//	o, err := orders.Get(ctx, id)          // any version in, the current shape out (written back)
+//	id, err := orders.Insert(ctx, order)   // stamped with the current version
+//	res, err := orders.MigrateAll(ctx, versioning.MigrateOptions{}) // the rest, in batches
+//
+// A service depends on [Store], which [*Repo] implements. The sections
+// below give the migration chain, the guarantees, then how reads and
+// writes keep them.
+//
 // # The chain
 //
 // T is the current shape, at version Config.Current. Older documents do
