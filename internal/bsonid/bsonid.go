@@ -132,6 +132,21 @@ func Number(v bson.RawValue) (string, bool) {
 	return "", false
 }
 
+// IsNaN reports whether v is a NaN, a double's or a decimal's: a value
+// that the server sorts before every other number and that no range
+// operator finds (NaN is neither above nor below any number).
+func IsNaN(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeDouble:
+		f, ok := v.DoubleOK()
+		return ok && math.IsNaN(f)
+	case bson.TypeDecimal128:
+		d, ok := v.Decimal128OK()
+		return ok && d.IsNaN()
+	}
+	return false
+}
+
 // Text writes an id (a bson.RawValue, or any value the driver encodes) for
 // an error message, as every repository names ids: a string quoted, a
 // number in digits, an ObjectID in hex, anything else in Extended JSON.
