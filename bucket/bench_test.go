@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -125,11 +126,11 @@ func BenchmarkAddManyVsInsertMany(b *testing.B) {
 }
 
 // readyBuckets builds, by hand, the buckets of readings of one window:
-// one per series.
-func readyBuckets(pts []bucket.Point[string, reading]) []any {
+// one per series (metas equal as the server compares them are one).
+func readyBuckets[M any](pts []bucket.Point[M, reading]) []any {
 	type stats struct{ Min, Max, Sum float64 }
 	type doc struct {
-		Meta    string           `bson:"meta"`
+		Meta    M                `bson:"meta"`
 		Start   time.Time        `bson:"start"`
 		First   time.Time        `bson:"first"`
 		Last    time.Time        `bson:"last"`
@@ -140,11 +141,16 @@ func readyBuckets(pts []bucket.Point[string, reading]) []any {
 	bySeries := map[string]*doc{}
 	var out []any
 	for _, p := range pts {
-		d := bySeries[p.Meta]
+		t, v, err := bson.MarshalValue(p.Meta)
+		if err != nil {
+			panic(err)
+		}
+		key := bsonid.Key(bson.RawValue{Type: t, Value: v})
+		d := bySeries[key]
 		if d == nil {
 			inf := stats{Min: math.Inf(1), Max: math.Inf(-1)}
 			d = &doc{Meta: p.Meta, Start: p.Value.At.Truncate(time.Hour), First: p.Value.At, Last: p.Value.At, Summary: map[string]stats{"temp": inf, "hum": inf}}
-			bySeries[p.Meta] = d
+			bySeries[key] = d
 			out = append(out, d)
 		}
 		d.Count++

@@ -14,6 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/bsonkinds"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -135,6 +137,20 @@ func TestMetaMustBeAnEquality(t *testing.T) {
 			{"MinKey", bson.MinKey{}},
 			{"NaN", math.NaN()},
 			{"unencodable", make(chan int)},
+		}
+		// Every generated value of the classes metaValue's godoc refuses,
+		// and both NaNs, encoded.
+		for _, v := range bsonkinds.All() {
+			switch {
+			case v.Missing:
+			case bsonid.IsNaN(v.V), v.Class == bsonkinds.MinKey, v.Class == bsonkinds.Undefined, v.Class == bsonkinds.Null,
+				v.Class == bsonkinds.Array, v.Class == bsonkinds.Regex, v.Class == bsonkinds.DBPointer,
+				v.Class == bsonkinds.JavaScript, v.Class == bsonkinds.JavaScriptWithScope, v.Class == bsonkinds.MaxKey:
+				bad = append(bad, struct {
+					name string
+					meta any
+				}{v.Name, v.V})
+			}
 		}
 		for _, tc := range bad {
 			t.Run(tc.name, func(t *testing.T) {

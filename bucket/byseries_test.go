@@ -3,14 +3,18 @@ package bucket_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -188,5 +192,78 @@ func TestSummariesBySeriesLoneLastSeries(t *testing.T) {
 		require.NoError(t, err)
 		from, to := at(0), at(256*time.Hour)
 		require.Equal(t, bySeries(rs, from, to), collect(t, s.SummariesBySeries(ctx, from, to)))
+	})
+}
+
+// TestSummariesBySeriesEqualMetas: metas that the server compares equal
+// (numbers of the four types by value, -0 and 0, the NaNs, embedded
+// documents with such numbers) are one series on both paths, as they are
+// to Add's upserts, Latest and Summaries; metas that differ, however
+// little (2^53 and 2^53+1, a number and a string), are two. Each row's
+// metas are stored in buckets of their own (one an hour); the rows are in
+// the order the server sorts them, and a merged series reports one of
+// its metas. A meta the server does not store (FerretDB 1.x closes the
+// connection on a decimal) is left out.
+func TestSummariesBySeriesEqualMetas(t *testing.T) {
+	dec := func(s string) bson.Decimal128 {
+		d, err := bson.ParseDecimal128(s)
+		require.NoError(t, err)
+		return d
+	}
+	rows := [][]any{
+		{math.NaN(), dec("NaN")},
+		{math.Copysign(0, -1), int32(0), dec("-0"), int64(0)},
+		{int32(7), 7.0, int64(7), dec("7.00")},
+		{float64(1 << 53), int64(1 << 53), dec("9007199254740992")},
+		{int64(1<<53 + 1), dec("9007199254740993")},
+		{math.MaxFloat64},
+		{dec("1E+400"), dec("10E+399")},
+		{"7"},
+		{bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: 2.5}}, bson.D{{Key: "a", Value: 1.0}, {Key: "b", Value: dec("2.50")}}},
+	}
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		s, err := bucket.New[any, reading](db, config(1))
+		require.NoError(t, err)
+		bucket.ForcePlan(s, p)
+		require.NoError(t, patterns.EnsureIndexes(ctx, s.Indexes()...))
+		type series struct {
+			metas []bson.RawValue
+			rs    []reading
+		}
+		var want []series
+		hour := 0
+		for _, row := range rows {
+			var got series
+			for _, m := range row {
+				r := readingAt(at(time.Duration(hour)*time.Hour+time.Minute), hour)
+				hour++
+				_, err := db.Collection("readings").InsertMany(ctx, readyBuckets([]bucket.Point[any, reading]{{Meta: m, Value: r}}))
+				if mongo.IsNetworkError(err) {
+					t.Logf("meta %v left out: the server does not store it (%v)", m, err)
+					continue
+				}
+				require.NoError(t, err)
+				typ, v, err := bson.MarshalValue(m)
+				require.NoError(t, err)
+				got.metas = append(got.metas, bson.RawValue{Type: typ, Value: v})
+				got.rs = append(got.rs, r)
+			}
+			if len(got.rs) > 0 {
+				want = append(want, got)
+			}
+		}
+		from, to := at(0), at(time.Duration(hour)*time.Hour)
+		sums := collect(t, s.SummariesBySeries(ctx, from, to))
+		require.Len(t, sums, len(want), "one series per row")
+		for i, w := range want {
+			require.Equal(t, summarise(w.rs, from, to, to.Sub(from)), []bucket.Summary{sums[i].Summary}, "row %d", i)
+			typ, v, err := bson.MarshalValue(sums[i].Meta)
+			require.NoError(t, err)
+			require.True(t, slices.ContainsFunc(w.metas, func(m bson.RawValue) bool {
+				return m.Type == typ && bsonid.Equal(m, bson.RawValue{Type: typ, Value: v})
+			}), "row %d: meta %v is one of the series' own (FerretDB 1.x stores -0 as 0)", i, sums[i].Meta)
+		}
 	})
 }

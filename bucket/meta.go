@@ -3,13 +3,13 @@ package bucket
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
@@ -26,7 +26,7 @@ import (
 // would match every series: operator injection); an array (an equality on
 // an array also matches arrays that contain it); regular expressions and
 // JavaScript (a filter evaluates them); MinKey, MaxKey, undefined,
-// DBPointer; NaN.
+// DBPointer; NaN, a double's or a decimal's.
 func metaValue(m any) (bson.RawValue, error) {
 	// The common series keys, encoded without the encoder's machinery:
 	// exactly what it gives for them.
@@ -44,8 +44,8 @@ func metaValue(m any) (bson.RawValue, error) {
 	switch t {
 	case bson.TypeArray:
 		return bson.RawValue{}, errs.Invalid("meta of type %T is an array; an equality on an array also matches arrays that contain it", m)
-	case bson.TypeDouble:
-		if math.IsNaN(rv.Double()) {
+	case bson.TypeDouble, bson.TypeDecimal128:
+		if bsonid.IsNaN(rv) {
 			return bson.RawValue{}, errs.Invalid("meta is NaN")
 		}
 	}

@@ -102,6 +102,16 @@ type SeriesSummary[M any] struct {
 // serves. Writes during the iteration may or may not be counted, as with
 // [Buckets.Range].
 //
+// Metas are one series when the server compares them equal, as for Add,
+// Latest and Summaries: numbers by value whatever their BSON type (int32
+// 7, int64 7, 7.0 and the decimal 7.00; -0 and 0; the NaNs), inside
+// embedded documents too, and exactly (the int64 2^53+1 is not the double
+// 2^53). Such a series, stored under metas of several types (a meta field
+// that changed from an int to a float64 between releases), is yielded
+// once, with the meta of one of its buckets: on the server path the one
+// its $group meets first, on the client path the one of its first bucket
+// in window order.
+//
 // A zero from or to, or to before from, yield one [patterns.ErrInvalid]
 // error; from == to yields nothing and sends nothing. from and to count
 // in whole milliseconds, as BSON dates do. A meta that does not decode
@@ -432,9 +442,15 @@ func newAccumulator(g grid, fields []string) *accumulator {
 
 // series returns the key of the series of meta m (the zero value for the
 // one series of Summaries), which the buckets read in order name, and
-// remembers it in order: the order in which emit yields the series.
+// remembers it in order: the order in which emit yields the series. The
+// key is [bsonid.Key]: metas the server compares equal (int32 7, int64 7,
+// 7.0 and the decimal 7.00, alone or inside a document; -0 and 0; the
+// NaNs) are one series, as they are to Add's upsert and to the server
+// path's $group, and the sort by meta puts their buckets together; metas
+// that differ, however little (the int64 2^53+1 and the double 2^53), are
+// two. The series is yielded with the meta of its first bucket read.
 func (a *accumulator) series(m bson.RawValue) string {
-	key := string(rune(m.Type)) + string(m.Value)
+	key := bsonid.Key(m)
 	if n := len(a.order); n == 0 || a.order[n-1] != key {
 		a.order = append(a.order, key)
 		a.metas[key] = m

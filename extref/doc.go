@@ -68,7 +68,8 @@
 // Sharding).
 // [Ref.Verify] reads each target in pages of [Config.BatchSize] documents
 // in _id order (one find each, so that every document is counted once
-// while others write), with one find of their sources per page;
+// while others write, and one more after the last page unless it is the
+// first: see [Ref.Verify]), with one find of their sources per page;
 // [Ref.Repair] adds a Sync per source with stale copies.
 //
 // # Concurrency

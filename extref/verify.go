@@ -76,7 +76,10 @@ func (c CopyID) String() string {
 // MongoDB's $gt compares one type only; sorted by _id) and one find of
 // their sources by _id (none when no copy of the page has an id); the
 // scan of a target ends at its first page shorter than BatchSize (an
-// empty one when the last is full). It reads
+// empty one when the last is full), after which, unless it is the first,
+// one more find reads the greatest _id, and the pages go on when it is of
+// a type sorted after timestamps (JavaScript, a DBPointer, MaxKey). Every
+// _id is reached, a NaN and a symbol included. It reads
 // every document whose copy path holds something, so it scans each target
 // collection. Each document is counted once, however others rewrite the
 // target while Verify reads it (a plain cursor may return a rewritten

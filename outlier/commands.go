@@ -223,6 +223,12 @@ func (r *Repo[P, I]) embeddedProjection() bson.D {
 	return bson.D{{Key: r.cfg.Field, Value: 1}, {Key: r.cfg.FlagField, Value: 1}}
 }
 
+// flagProjection is what Page reads of the parent when its cursor is in
+// an overflow document: that the parent is there, and its flag.
+func (r *Repo[P, I]) flagProjection() bson.D {
+	return bson.D{{Key: r.cfg.FlagField, Value: 1}}
+}
+
 // countProjection is what Count reads of the parent: the ids of its items
 // (their number) and its flag.
 func (r *Repo[P, I]) countProjection() bson.D {

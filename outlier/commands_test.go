@@ -83,6 +83,7 @@ func TestCommands(t *testing.T) {
 
 	require.Equal(t, bson.D{E("parent", 7), E("seq", bson.D{E("$gte", int64(3))})}, overflowPageFilter(7, 3))
 	require.Equal(t, bson.D{E("_id", 0), E("seq", 1), E("items", 1)}, overflowPageProjection)
+	require.Equal(t, bson.D{E("has_extra", 1)}, r.flagProjection())
 
 	require.Equal(t, bson.D{E("seq", 1), E("bytes", 1), E("items", 1)}, holderUpdateProjection)
 	old := rawValue(t, bson.D{E("cid", "a"), E("text", "old")})

@@ -44,7 +44,8 @@
 // id. [Repo.Get] merges the parent and its overflow in one command when the
 // flag is false and two when it is true; [Repo.Items] streams a huge
 // outlier with bounded memory; [Repo.Page] reads it a page at a time from
-// a resumable [Cursor] (one command per page, however deep);
+// a resumable [Cursor] bound to its parent (one or two commands per page,
+// however deep);
 // [Repo.Update] edits an item in place wherever it lives; [Repo.Count],
 // [Repo.Remove], [Repo.Insert] and [Repo.Delete] complete the repository,
 // and [Store] is the interface a service depends on.

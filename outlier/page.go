@@ -1,6 +1,7 @@
 package outlier
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -29,14 +30,24 @@ const maxLimit = 1 << 20
 //   - a page that starts in the parent (the first, and those whose cursor
 //     is there) reads the parent's array and flag (1 findOne), and when
 //     the parent holds the whole page, that is all: 1 command. When the
-//     page runs past the parent's items into overflow, 1 find more;
-//   - a page whose cursor is in an overflow document reads from that
-//     document on, by the {parent, seq} index ({parent, seq: {$gte:
-//     seq}} sorted by seq, as many documents as the page can need, with
-//     that limit, so that the server answers in one reply): 1 command,
-//     never a read of the parent or of the documents before. A page that
-//     meets documents emptied by [Repo.Remove] sends a find more for the
-//     documents after them.
+//     page runs past the parent's items into overflow, 1 find more (as
+//     below);
+//   - a page whose cursor is in an overflow document reads the parent's
+//     flag (1 findOne by _id, not its items), then the documents from
+//     the cursor's on by the {parent, seq} index ({parent, seq: {$gte:
+//     seq}} sorted by seq, as many documents as the page can need at
+//     OverflowCap items each, with that limit, so that the server
+//     answers in one reply): 2 commands, never a read of the parent's
+//     items or of the documents before the cursor's.
+//
+// That is all while the documents a page reads hold OverflowCap items
+// each. Documents that [Repo.Remove] thinned or emptied hold fewer: the
+// page then sends a find more for the documents after them, each asking
+// for twice as many documents as the one before (or as many as the items
+// still missing need at OverflowCap each, if more), until the page is
+// full or the documents end: a page whose overflow items, and the item
+// after them, lie in d documents sends at most 1 + log2(d) finds of the
+// overflow.
 //
 // Within its document the next page starts after the cursor's item,
 // found by its id, so items appended or removed elsewhere meanwhile are
@@ -49,10 +60,15 @@ const maxLimit = 1 << 20
 // overflow: the next page can then be empty, with the zero Cursor, when
 // every overflow item was removed.
 //
-// A limit outside 1 to 1<<20 is [patterns.ErrInvalid]; a missing parent
-// is [patterns.ErrNotFound] on a page that reads the parent, and a page
-// after the last of a deleted parent is empty. It takes the same path on
-// every server.
+// A cursor is bound to its parent and repository: on another parent (the
+// parent 7 and the parent 7.0 are one), or in another repository, it is
+// [patterns.ErrInvalid], with nothing sent. A limit outside 1 to 1<<20
+// is [patterns.ErrInvalid]; a missing parent is [patterns.ErrNotFound]
+// on every page, whatever its cursor: once [Repo.Delete] has deleted the
+// parent (between its two commands too), the overflow documents left are
+// never read. A cursor in overflow on a parent that has none (deleted and
+// inserted again) gives an empty page and the zero Cursor. It takes the
+// same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
 	if err := validParent("Page", parentID); err != nil {
 		return nil, Cursor{}, err
@@ -68,77 +84,116 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 }
 
 func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
-	pg := pager[I]{idField: r.cfg.IDField, limit: limit, out: make([]I, 0, min(limit, 64))}
-	from := after.seq
+	scope, err := r.scope(parentID)
+	if err != nil {
+		return nil, Cursor{}, err
+	}
+	if !after.IsZero() && !bytes.Equal(after.scope, scope) {
+		return nil, Cursor{}, errs.Invalid("cursor %s: a place in another parent's items or another repository's", after)
+	}
+	pg := pager[I]{idField: r.cfg.IDField, limit: limit, scope: scope, out: make([]I, 0, min(limit, 64))}
 	inParent := after.IsZero() || after.seq < 0
+	projection := r.embeddedProjection()
+	if !inParent {
+		projection = r.flagProjection()
+	}
+	parent, err := r.findParent(ctx, parentID, projection)
+	if err != nil {
+		return nil, Cursor{}, err
+	}
 	if inParent {
-		parent, err := r.findParent(ctx, parentID, r.embeddedProjection())
-		if err != nil {
-			return nil, Cursor{}, err
-		}
 		arr, err := r.array(parent)
 		if err != nil {
 			return nil, Cursor{}, err
 		}
-		if err := pg.add(-1, arr, after); err != nil {
-			return nil, Cursor{}, err
-		}
-		if !r.flagged(parent) {
-			return pg.out, pg.next, nil
-		}
-		if len(pg.out) == limit {
-			if pg.next.IsZero() { // the page ends with the parent's last item
-				pg.next = pg.last
-			}
-			return pg.out, pg.next, nil
-		}
-		from = 0
-	}
-	read := 0 // overflow documents read
-	docs := r.overflowFrom(ctx, parentID, from, func() int {
-		need := limit + 1 - len(pg.out) // the page's items and the one after, to know there is more
-		n := (need + r.cfg.OverflowCap - 1) / r.cfg.OverflowCap
-		if read == 0 && !inParent {
-			n++ // the cursor's document is partly read
-		}
-		return n
-	})
-	for doc, err := range docs {
-		read++
+		vals, err := arr.Values()
 		if err != nil {
 			return nil, Cursor{}, err
+		}
+		if err := pg.add(-1, vals, after); err != nil {
+			return nil, Cursor{}, err
+		}
+		if len(pg.out) == limit && r.flagged(parent) && pg.next.IsZero() {
+			pg.next = pg.last // the page ends with the parent's last item
+		}
+	}
+	if !r.flagged(parent) || len(pg.out) == limit {
+		return pg.out, pg.next, nil
+	}
+	if err := r.overflowPage(ctx, parentID, after, &pg); err != nil {
+		return nil, Cursor{}, err
+	}
+	return pg.out, pg.next, nil
+}
+
+// scope is the [pagetoken.Scope] of the parent's items in this
+// repository.
+func (r *Repo[P, I]) scope(parentID any) ([]byte, error) {
+	t, data, err := bson.MarshalValue(parentID)
+	if err != nil {
+		return nil, errs.Invalid("parent id: %v", err)
+	}
+	return pagetoken.Scope(bson.RawValue{Type: t, Value: data}, r.parents.Database().Name(), r.parents.Name()), nil
+}
+
+// overflowPage adds to the page the overflow items after the cursor (all
+// of them from the first document when the cursor is in the parent), a
+// find of documents at a time: the first asks for as many as the page
+// needs at OverflowCap items each (and the cursor's document), each next
+// one for twice as many as the one before, or as many as the items still
+// missing need, whichever is more.
+func (r *Repo[P, I]) overflowPage(ctx context.Context, parentID any, after Cursor, pg *pager[I]) error {
+	from, inOverflow := int64(0), !after.IsZero() && after.seq >= 0
+	if inOverflow {
+		from = after.seq
+	}
+	asked := 0 // documents the last find asked for
+	docs := r.overflowFrom(ctx, parentID, from, func() int {
+		need := pg.limit + 1 - len(pg.out) // the page's items and the one after, to know there is more
+		n := (need + r.cfg.OverflowCap - 1) / r.cfg.OverflowCap
+		if asked == 0 && inOverflow {
+			n++ // the cursor's document is partly read
+		}
+		asked = max(n, 2*asked)
+		return asked
+	})
+	for doc, err := range docs {
+		if err != nil {
+			return err
 		}
 		seq, _ := doc.Lookup(fSeq).AsInt64OK()
 		items, ok := doc.Lookup(fItems).ArrayOK()
 		if !ok {
-			return nil, Cursor{}, fmt.Errorf("overflow document %d has no items array", seq)
+			return fmt.Errorf("overflow document %d has no items array", seq)
 		}
-		if err := pg.add(seq, items, after); err != nil {
-			return nil, Cursor{}, err
+		vals, err := items.Values()
+		if err != nil {
+			return err
+		}
+		if err := pg.add(seq, vals, after); err != nil {
+			return err
 		}
 		if !pg.next.IsZero() {
-			break
+			return nil
 		}
 	}
-	return pg.out, pg.next, nil
+	return nil
 }
 
 // pager collects the items of a page, document by document.
 type pager[I any] struct {
 	idField string // Config.IDField
 	limit   int
+	scope   []byte // of the cursors it makes
 	out     []I
 	last    Cursor // the place of the last item in out
 	next    Cursor // set once an item past the page is met: the page is full and there is more
 }
 
-// add adds the items of the array of document seq (-1: the parent) that
-// come after the cursor, up to the page's limit.
-func (pg *pager[I]) add(seq int64, arr bson.RawArray, after Cursor) error {
-	vals, err := arr.Values()
-	if err != nil {
-		return err
-	}
+// add adds the items vals of document seq (-1: the parent; the first of
+// its items, in order) that come after the cursor, up to the page's
+// limit.
+func (pg *pager[I]) add(seq int64, vals []bson.RawValue, after Cursor) error {
 	start := 0
 	if seq == after.seq && !after.IsZero() {
 		start = resume(vals, pg.idField, after)
@@ -161,7 +216,7 @@ func (pg *pager[I]) add(seq int64, arr bson.RawArray, after Cursor) error {
 			return fmt.Errorf("item %d of %s has no %s", i, where(seq), pg.idField)
 		}
 		pg.out = append(pg.out, it)
-		pg.last = Cursor{seq: seq, index: int32(i), id: id, set: true}
+		pg.last = Cursor{seq: seq, index: int32(i), id: id, scope: pg.scope, set: true}
 	}
 	return nil
 }
@@ -254,6 +309,7 @@ type Cursor struct {
 	seq   int64         // the document holding the item: -1 the parent, else the overflow document's seq
 	index int32         // the item's index in that document's array
 	id    bson.RawValue // the item's id
+	scope []byte        // the pagetoken.Scope of its parent's items in its repository
 	set   bool          // not the zero Cursor
 }
 
@@ -272,7 +328,7 @@ func (c Cursor) MarshalText() ([]byte, error) {
 	if c.IsZero() {
 		return []byte{}, nil
 	}
-	b, err := pagetoken.Encode(bson.D{{Key: "s", Value: c.seq}, {Key: "p", Value: c.index}, {Key: "i", Value: c.id}})
+	b, err := pagetoken.Encode(bson.D{{Key: "s", Value: c.seq}, {Key: "p", Value: c.index}, {Key: "i", Value: c.id}, {Key: "b", Value: c.scope}})
 	if err != nil { // the values came from a stored document
 		return nil, pkg.Wrap("MarshalText", err)
 	}
@@ -291,8 +347,10 @@ func (c *Cursor) UnmarshalText(text []byte) error {
 
 // ParseCursor reads the text of [Cursor.String]; "" is the zero Cursor.
 // Text that is not such a cursor (a seq below -1, a negative index, an
-// invalid id) gives [patterns.ErrInvalid]. The id is only compared with
-// the items read, never sent to the server.
+// invalid id, no scope of its parent) gives [patterns.ErrInvalid]. The id
+// is only compared with the items read, never sent to the server; the
+// scope is checked by Page against the parent and repository it is
+// given.
 func ParseCursor(s string) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
@@ -300,17 +358,18 @@ func ParseCursor(s string) (Cursor, error) {
 	bad := func(err error) (Cursor, error) {
 		return Cursor{}, pkg.Wrap("ParseCursor", fmt.Errorf("cursor %q: %w", s, err))
 	}
-	vals, err := pagetoken.Decode(s, "s", "p", "i")
+	vals, err := pagetoken.Decode(s, "s", "p", "i", "b")
 	if err != nil {
 		return bad(err)
 	}
 	seq, ok := vals[0].Int64OK()
 	index, ok2 := vals[1].Int32OK()
-	if !ok || !ok2 || seq < -1 || index < 0 {
+	subtype, scope, ok3 := vals[3].BinaryOK()
+	if !ok || !ok2 || !ok3 || seq < -1 || index < 0 || subtype != bson.TypeBinaryGeneric || len(scope) != pagetoken.ScopeSize {
 		return bad(errs.Invalid("not a cursor"))
 	}
 	if err := validRawID(vals[2]); err != nil {
 		return bad(err)
 	}
-	return Cursor{seq: seq, index: index, id: vals[2], set: true}, nil
+	return Cursor{seq: seq, index: index, id: vals[2], scope: scope, set: true}, nil
 }

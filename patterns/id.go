@@ -2,22 +2,31 @@ package patterns
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
 // ValidateID checks a document id given at the API (a parent id, a source
-// id, an item id). It accepts the scalar values that MongoDB allows as _id
-// (ObjectID, string, numbers, binary, dates, ...) and rejects, wrapping
+// id, an item id), as a Go value or encoded (a bson.RawValue). It accepts
+// the scalar values that MongoDB allows as _id and a filter compares by
+// equality (ObjectIDs, strings and symbols, numbers, infinities included,
+// binary data, booleans, dates, timestamps) and rejects, wrapping
 // [ErrInvalid]:
-//   - nil and zero values (an empty string, 0, a zero ObjectID);
+//   - nil and zero values: an empty string, a number equal to 0 (-0 and
+//     the decimal 0.00 included), false, a zero ObjectID, the zero value
+//     of any Go type;
 //   - documents (maps, bson.M, bson.D, bson.Raw, structs) and arrays: an id
 //     decoded from a request such as {"$ne": null} would otherwise match
 //     every document (operator injection);
-//   - regular expressions and JavaScript, which a filter would evaluate
-//     rather than compare; NaN;
+//   - regular expressions and JavaScript (with or without scope), which a
+//     filter would evaluate rather than compare;
+//   - NaN, a double's or a decimal's, which sorts before every number and
+//     which no range in a keyset page reaches;
+//   - null, undefined, MinKey, MaxKey and DBPointers, which cannot
+//     identify one document;
 //   - values the BSON encoder cannot encode.
 //
 // Every repository checks its ids with it; an application may check ids
@@ -63,9 +72,25 @@ func ValidateID(id any) error {
 	case bson.TypeNull, bson.TypeUndefined, bson.TypeMinKey, bson.TypeMaxKey,
 		bson.TypeRegex, bson.TypeJavaScript, bson.TypeCodeWithScope, bson.TypeDBPointer:
 		return fmt.Errorf("id of type %T encodes as a BSON %s, which cannot identify one document: %w", id, t, ErrInvalid)
-	case bson.TypeDouble:
-		if f := (bson.RawValue{Type: t, Value: data}).Double(); math.IsNaN(f) {
+	case bson.TypeDouble, bson.TypeDecimal128, bson.TypeInt32, bson.TypeInt64:
+		rv := bson.RawValue{Type: t, Value: data}
+		if bsonid.IsNaN(rv) {
 			return fmt.Errorf("id is NaN: %w", ErrInvalid)
+		}
+		if n, _ := bsonid.Number(rv); n == "0" {
+			return fmt.Errorf("id is %s, a number equal to 0: %w", rv, ErrInvalid)
+		}
+	case bson.TypeString, bson.TypeSymbol:
+		if len(data) <= 5 { // an int32 length of 1 and the NUL: ""
+			return fmt.Errorf("id is an empty %s: %w", t, ErrInvalid)
+		}
+	case bson.TypeBoolean:
+		if !(bson.RawValue{Type: t, Value: data}).Boolean() {
+			return fmt.Errorf("id is false: %w", ErrInvalid)
+		}
+	case bson.TypeObjectID:
+		if (bson.RawValue{Type: t, Value: data}).ObjectID().IsZero() {
+			return fmt.Errorf("id is the zero ObjectID: %w", ErrInvalid)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonkinds"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -85,5 +86,33 @@ func TestValidateIDOfCommonIDsDoesNotAllocate(t *testing.T) {
 	oid := bson.NewObjectID()
 	for _, id := range []any{"sku-1", oid, 42, int32(7), int64(-9)} {
 		require.Zero(t, testing.AllocsPerRun(100, func() { _ = patterns.ValidateID(id) }), "%T", id)
+	}
+}
+
+// TestValidateIDByClass: every generated value, as an encoded value
+// (bson.RawValue), is refused with ErrInvalid exactly when ValidateID's
+// godoc says: missing (nil), a zero (a number equal to 0, -0 included,
+// whatever its type; the empty string; false), NaN (double or decimal),
+// a document or an array, null, undefined, MinKey, MaxKey, a regular
+// expression, JavaScript with or without scope, a DBPointer. Infinities,
+// integers past 2^53, decimals past float64, symbols, binary data,
+// ObjectIDs, true, dates and timestamps are ids.
+func TestValidateIDByClass(t *testing.T) {
+	refusedClasses := map[bsonkinds.Class]bool{
+		bsonkinds.MinKey: true, bsonkinds.Undefined: true, bsonkinds.Null: true, bsonkinds.Object: true, bsonkinds.Array: true,
+		bsonkinds.Regex: true, bsonkinds.DBPointer: true, bsonkinds.JavaScript: true, bsonkinds.JavaScriptWithScope: true, bsonkinds.MaxKey: true,
+	}
+	refusedValues := map[string]bool{
+		"double NaN": true, "decimal NaN": true,
+		"double -0": true, "int32 0": true, "double 0": true, "decimal 0": true,
+		"false": true,
+	}
+	for _, v := range bsonkinds.All() {
+		err := patterns.ValidateID(v.V)
+		if refusedClasses[v.Class] || refusedValues[v.Name] {
+			require.ErrorIs(t, err, patterns.ErrInvalid, v.Name)
+			continue
+		}
+		require.NoError(t, err, v.Name)
 	}
 }

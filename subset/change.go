@@ -191,14 +191,18 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // progress (when not nil) with the number rebuilt so far after each. It
 // returns that number. It reads the parents' ids in pages of 100
 // (package keyset: {_id: {$gt: last}} and the types sorted after it,
-// sorted by _id, one find each), not with one cursor, so that a parent
-// rewritten while it runs (by the rebuild itself, or by others) is
-// rebuilt once, and sends three commands per parent. A parent deleted
-// while it runs is skipped; one added may or may not be rebuilt. It stops
-// at the first error, which names the parent: run it again to resume
-// (rebuilding is idempotent). A parent whose _id is of a type no scan
-// can continue after (MinKey, MaxKey, a symbol) stops it with an error
-// wrapping patterns.ErrInvalid.
+// sorted by _id, one find each, and after a short page that is not the
+// first one find of the greatest _id, to reach the types sorted after
+// timestamps), not with one cursor, so that a parent rewritten while it
+// runs (by the rebuild itself, or by others) is rebuilt once, and sends
+// three commands per parent. Every parent stored before it starts is
+// reached, whatever its _id (a NaN, a symbol, MinKey, MaxKey,
+// JavaScript...). A parent deleted while it runs is skipped; one added may
+// or may not be rebuilt. It stops at the first error, which names the
+// parent: run it again to resume (rebuilding is idempotent). A parent
+// whose _id no scan can page past (a regular expression, undefined: no
+// MongoDB stores them as an _id) stops it with an error wrapping
+// patterns.ErrInvalid that names it, when it ends a page.
 func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
 	p, err := r.plan(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
 )
 
@@ -223,8 +224,9 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 // the configured order: {<parentField>: id, $or: [{<sortField>: {$gt:
 // s}}, {<sortField>: {$type: later}}, {<sortField>: s, <idField>: {$gt:
 // i}}, {<sortField>: s, <idField>: {$type: later}}]}, with $lt, and the
-// earlier types, when descending; the parent's items when the cursor is
-// the zero Cursor. The range operators compare values of one type only
+// earlier types, when descending, and the places only descending has
+// after a value (NaN, missing: see after); the parent's items when the
+// cursor is the zero Cursor. The range operators compare values of one type only
 // (numbers count as one), so the $type clauses reach the values of the
 // types that the server's sort puts after the cursor's (keyset.TypesAfter);
 // a clause with no such type is left out.
@@ -247,15 +249,26 @@ func (c commands) page(parentID any, cur Cursor) bson.D {
 // that come after v in direction dir (1 ascending, -1 descending) in the
 // server's sort order: {field: {$gt: v}} ($lt descending), and {field:
 // {$type: [...]}} with the types sorted after v's, left out when there is
-// none.
+// none. Descending, two more places come after every value of the order
+// that range operators and $type cannot reach: NaN, which sorts below
+// every other number and which no range operator matches (after a
+// number v, {field: {$type: "number", $not: {$gte: v}}} replaces {$lt:
+// v}: the numbers below v and NaN), and a missing field, which sorts with
+// null ({field: {$exists: false}}).
 func after(field string, v bson.RawValue, dir int) bson.A {
-	op := "$gt"
+	past := bson.D{{Key: "$gt", Value: v}}
 	if dir < 0 {
-		op = "$lt"
+		past = bson.D{{Key: "$lt", Value: v}}
+		if _, isNumber := bsonid.Number(v); isNumber {
+			past = bson.D{{Key: "$type", Value: "number"}, {Key: "$not", Value: bson.D{{Key: "$gte", Value: v}}}}
+		}
 	}
-	out := bson.A{bson.D{{Key: field, Value: bson.D{{Key: op, Value: v}}}}}
+	out := bson.A{bson.D{{Key: field, Value: past}}}
 	if later := keyset.TypesAfter(v.Type, dir); len(later) > 0 {
 		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$type", Value: later}}}})
+	}
+	if dir < 0 {
+		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$exists", Value: false}}}})
 	}
 	return out
 }

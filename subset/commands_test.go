@@ -158,10 +158,13 @@ func TestItemCommands(t *testing.T) {
 		// The server's type order (package keyset): null, numbers,
 		// strings, documents, binary data, ObjectIDs, booleans, dates,
 		// timestamps. Descending, a null (or missing) sort value comes
-		// after every number, as All yields it.
-		{true, "$lt", "-1", `{"stars":{"$type":["null"]}},`, `{"stars":{"$numberInt":"4"},"reviewId":{"$type":["null","number"]}}`,
+		// after every number, as All yields it, and NaN after every
+		// other number: {$type: "number", $not: {$gte: 4}} reaches the
+		// numbers below 4 and NaN, {$exists: false} a missing value.
+		{true, "$lt", "-1", `{"stars":{"$type":"number","$not":{"$gte":{"$numberInt":"4"}}}},{"stars":{"$type":["null"]}},{"stars":{"$exists":false}},`,
+			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["null","number"]}},{"stars":{"$numberInt":"4"},"reviewId":{"$exists":false}}`,
 			`{"stars":{"$type":["null","number","string","object","binData","objectId","bool"]}}`},
-		{false, "$gt", "1", `{"stars":{"$type":["string","object","binData","objectId","bool","date","timestamp"]}},`,
+		{false, "$gt", "1", `{"stars":{"$gt":{"$numberInt":"4"}}},{"stars":{"$type":["string","object","binData","objectId","bool","date","timestamp"]}},`,
 			`{"stars":{"$numberInt":"4"},"reviewId":{"$type":["object","binData","objectId","bool","date","timestamp"]}}`,
 			`{"stars":{"$type":["timestamp"]}}`},
 	} {
@@ -174,8 +177,7 @@ func TestItemCommands(t *testing.T) {
 
 		requireJSON(t, `{"productId":"p1"}`, c.page("p1", Cursor{}))
 		after := Cursor{sort: rawValue(t, 4), id: rawValue(t, "r9")}
-		want := `{"productId":"p1","$or":[` +
-			`{"stars":{"` + tc.op + `":{"$numberInt":"4"}}},` + tc.sortTypes +
+		want := `{"productId":"p1","$or":[` + tc.sortTypes +
 			`{"stars":{"$numberInt":"4"},"reviewId":{"` + tc.op + `":"r9"}},` + tc.idTypes + `]}`
 		requireJSON(t, want, c.page("p1", after),
 			"the types the server sorts after a number, and after a string, are reached with $type")
@@ -184,7 +186,9 @@ func TestItemCommands(t *testing.T) {
 		byDate := c.page("p1", after)[1].Value.(bson.A)
 		requireJSON(t, tc.dateI, byDate[1], "the types the server sorts after a date")
 		if tc.descending {
-			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["null","number","string","object","binData","objectId","bool","date"]}}`, byDate[3])
+			requireJSON(t, `{"stars":{"$lt":{"$date":{"$numberLong":"1796083200000"}}}}`, byDate[0], "no NaN among dates")
+			requireJSON(t, `{"stars":{"$exists":false}}`, byDate[2])
+			requireJSON(t, `{"stars":{"$date":{"$numberLong":"1796083200000"}},"reviewId":{"$type":["null","number","string","object","binData","objectId","bool","date"]}}`, byDate[4])
 		} else {
 			require.Len(t, byDate, 3, "nothing comes after a timestamp id")
 		}

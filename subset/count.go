@@ -5,16 +5,20 @@ import (
 	"errors"
 	"fmt"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Count returns the number of the parent's items. With Config.CountField
 // it reads that field: one findOne on the parents, served by _id, and a
-// missing parent gives [patterns.ErrNotFound], a count field of another
-// type than a number [patterns.ErrInvalid]. A parent that has no count
+// missing parent gives [patterns.ErrNotFound], a count field that is not
+// a whole number from 0 to 2^63-1 (of any numeric type: the int32 3, the
+// double 3.0 and the decimal 3.00 are 3; 2.9, NaN, -5 and a string are
+// not) [patterns.ErrInvalid]. A parent that has no count
 // yet (none of the repository's writes has reached it since it was
 // created, or its items were loaded without the repository) gets one
 // first, as [Repo.Rebuild] sets it (its commands, four without a lost
@@ -56,11 +60,7 @@ func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
 		}
 		v, err := raw.LookupErr(r.cfg.CountField)
 		if err == nil {
-			n, ok := v.AsInt64OK()
-			if !ok {
-				return 0, fmt.Errorf("the parent's %s holds a %s, not a count: %w", r.cfg.CountField, v.Type, patterns.ErrInvalid)
-			}
-			return n, nil
+			return countOf(r.cfg.CountField, v)
 		}
 		if set {
 			return 0, fmt.Errorf("the parent's %s was removed as it was set: %w", r.cfg.CountField, patterns.ErrConflict)
@@ -75,6 +75,20 @@ func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
 			return 0, fmt.Errorf("set the count: %w", err)
 		}
 	}
+}
+
+// countOf reads the count field's value v: a whole number from 0 to
+// MaxInt64, of any numeric type (int32, int64, double, decimal128); any
+// other value gives patterns.ErrInvalid.
+func countOf(field string, v bson.RawValue) (int64, error) {
+	if _, isNumber := bsonid.Number(v); !isNumber {
+		return 0, fmt.Errorf("the parent's %s holds a %s, not a count: %w", field, v.Type, patterns.ErrInvalid)
+	}
+	n, ok := bsonid.Int(v)
+	if !ok || n < 0 {
+		return 0, fmt.Errorf("the parent's %s holds the %s %s, not a count (a whole number from 0 to 2^63-1): %w", field, v.Type, bsonid.Text(v), patterns.ErrInvalid)
+	}
+	return n, nil
 }
 
 // Item returns one item of the parent, by its id, from the items

@@ -3,6 +3,7 @@ package subset_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 
@@ -268,4 +269,60 @@ func TestCountNeverGoesBackUnderFirstAdds(t *testing.T) {
 			requireCount(t, r, id, writers)
 		}
 	})
+}
+
+// TestCountReadsEveryNumericType: a count field stored without the
+// repository is read by value: a whole number from 0 to 2^63-1 of any
+// numeric type is the count; a fraction, NaN, an infinity, a negative
+// number or a value beyond int64 is ErrInvalid, as a string is. A value
+// the server does not store (FerretDB 1.x closes the connection on a
+// decimal or a NaN, and refuses an infinity) is left out.
+func TestCountReadsEveryNumericType(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[countedParent, item](t, db, counted(3), portable)
+	insertParents(t, db, "a")
+	dec := func(s string) bson.Decimal128 {
+		d, err := bson.ParseDecimal128(s)
+		require.NoError(t, err)
+		return d
+	}
+	for _, tc := range []struct {
+		v    any
+		want int64 // -1: ErrInvalid
+	}{
+		{int32(3), 3},
+		{int64(3), 3},
+		{3.0, 3},
+		{math.Copysign(0, -1), 0},
+		{dec("3"), 3},
+		{dec("3.00"), 3},
+		{int64(math.MaxInt64), math.MaxInt64},
+		{2.9, -1},
+		{dec("2.9"), -1},
+		{math.NaN(), -1},
+		{dec("NaN"), -1},
+		{math.Inf(1), -1},
+		{int32(-5), -1},
+		{-5.0, -1},
+		{float64(1 << 63), -1},
+		{dec("9223372036854775808"), -1},
+		{"3", -1},
+		{true, -1},
+		{nil, -1},
+	} {
+		_, err := db.Collection("parents").UpdateOne(ctx, bson.D{{Key: "_id", Value: "a"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: tc.v}}}})
+		if err != nil {
+			t.Logf("%T %v left out: the server does not store it (%v)", tc.v, tc.v, err)
+			continue
+		}
+		n, err := r.Count(ctx, "a")
+		if tc.want < 0 {
+			require.ErrorIs(t, err, patterns.ErrInvalid, "%T %v", tc.v, tc.v)
+			require.ErrorContains(t, err, "subset: Count: parent \"a\": the parent's n holds ")
+			continue
+		}
+		require.NoError(t, err, "%T %v", tc.v, tc.v)
+		require.Equal(t, tc.want, n, "%T %v", tc.v, tc.v)
+	}
 }

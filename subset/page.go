@@ -127,10 +127,13 @@ func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64
 // or repeat items when items before it are added or removed. The pages
 // hold what [Repo.All] yields, in its order, whatever the BSON types of
 // the ids and sort values (the filter names the types the server sorts
-// after the cursor's). A limit outside 1 to 1<<20 gives
+// after the cursor's; descending, it also reaches NaN and a missing sort
+// value, which sort after every number). A limit outside 1 to 1<<20 gives
 // [patterns.ErrInvalid]. A page that ends on an item stored without the
-// repository with a sort value it refuses (NaN, null, an array) gives an
-// error that names the item, since no filter continues exactly after it.
+// repository with a sort value it refuses (NaN, null, missing, an array)
+// gives an error that names the item, since no filter continues exactly
+// after it; in either direction, such an item is yielded in its place or
+// stops the pages with that error, never skipped in silence.
 // It takes the same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
 	if err := patterns.ValidateID(parentID); err != nil {

@@ -414,3 +414,103 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 	}), "in the configured order")
 	t.Logf("%d items yielded of %d stored at the start; %d removed or added meanwhile", len(got), n, len(inFlux))
 }
+
+// TestPageNeverSkipsAStoredItem: items stored without the repository
+// with a sort value of every class of the server's sort order (missing,
+// null, the NaNs, infinities, numbers of each type, strings, documents,
+// binary data, ObjectIDs, booleans, dates, timestamps), among numbers:
+// in both directions and pages of every size, Page and All yield every
+// item once, in the order the server sorts them, or stop with an error
+// that names the item they cannot continue after; never fewer items in
+// silence. (Descending, NaN and missing sort after every number: the
+// page after a number once matched neither.) A value the server does not
+// store is left out.
+func TestPageNeverSkipsAStoredItem(t *testing.T) {
+	ctx := context.Background()
+	dec := func(s string) bson.Decimal128 {
+		d, err := bson.ParseDecimal128(s)
+		require.NoError(t, err)
+		return d
+	}
+	date := bson.NewDateTimeFromTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	classes := []any{
+		nil, // missing
+		bson.Null{}, math.NaN(), dec("NaN"), math.Inf(-1), int32(-3), int64(2), 2.5, dec("3.5"), math.Inf(1),
+		"s", bson.D{{Key: "a", Value: 1}}, bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true, date, bson.Timestamp{T: 5, I: 1},
+	}
+	for _, descending := range []bool{false, true} {
+		t.Run(fmt.Sprintf("descending=%v", descending), func(t *testing.T) {
+			db := mongotest.DB(t)
+			cfg := config(3)
+			cfg.Descending = descending
+			r := newRepo[bson.M, anyItem](t, db, cfg, portable)
+			insertParents(t, db, "a")
+			id := int64(0)
+			insert := func(score any) {
+				id++
+				doc := bson.D{{Key: "_id", Value: id}, {Key: "parent", Value: "a"}}
+				if score != nil {
+					doc = append(doc, bson.E{Key: "score", Value: score})
+				}
+				if _, err := db.Collection("items").InsertOne(ctx, doc); err != nil {
+					t.Logf("score %v left out: the server does not store it (%v)", score, err)
+				}
+			}
+			for _, v := range classes {
+				insert(v)
+				insert(int64(id)) // a number after each, for pages to end on
+			}
+			// The server's order.
+			dir := 1
+			if descending {
+				dir = -1
+			}
+			cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "parent", Value: "a"}},
+				options.Find().SetSort(bson.D{{Key: "score", Value: dir}, {Key: "_id", Value: dir}}))
+			require.NoError(t, err)
+			var stored []anyItem
+			require.NoError(t, cur.All(ctx, &stored))
+			want := make([]any, len(stored))
+			for i, it := range stored {
+				want[i] = it.ID
+			}
+			for _, limit := range []int{1, 2, 3, 5} {
+				var got []any
+				var after subset.Cursor
+				for pages := 0; ; pages++ {
+					require.Less(t, pages, 100, "Page does not end")
+					page, next, err := r.Page(ctx, "a", after, limit)
+					if err != nil {
+						require.ErrorContains(t, err, "cannot continue after item", "limit %d", limit)
+						break
+					}
+					for _, it := range page {
+						got = append(got, it.ID)
+					}
+					if next.IsZero() {
+						require.Equal(t, want, got, "limit %d: every item, in order", limit)
+						break
+					}
+					after = next
+				}
+				require.Equal(t, want[:len(got)], append([]any{}, got...), "limit %d: the items yielded, in order", limit)
+
+				got = got[:0]
+				var allErr error
+				for it, err := range r.All(ctx, "a", options.Find().SetBatchSize(int32(limit))) {
+					if err != nil {
+						allErr = err
+						break
+					}
+					got = append(got, it.ID)
+				}
+				if allErr != nil {
+					require.ErrorContains(t, allErr, "cannot continue after item", "All, pages of %d", limit)
+					require.Equal(t, want[:len(got)], append([]any{}, got...), "All, pages of %d: the items yielded, in order", limit)
+				} else {
+					require.Equal(t, want, got, "All, pages of %d: every item, in order", limit)
+				}
+			}
+		})
+	}
+}

@@ -78,9 +78,13 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 
 // MigrateAll migrates every document below the current version (and every
 // document whose version field does not hold an integer, to report it).
-// It reads them in _id order, a batch per find ({_id: {$gt: <the last
-// one read>}}, sorted by _id, limited to BatchSize; a batch shorter than
-// BatchSize is the last), migrates each batch in memory and writes it
+// It reads them in _id order, whatever their _ids (a NaN, a symbol,
+// MaxKey...), a batch per find ({_id: {$gt: <the last one read>}} or of a
+// type sorted after it, sorted by _id, limited to BatchSize; a batch
+// shorter than BatchSize is the last, after which, unless it is the
+// first, one more find reads the greatest _id, and the batches go on when
+// it is of a type sorted after timestamps: JavaScript, a DBPointer,
+// MaxKey), migrates each batch in memory and writes it
 // with one unordered bulkWrite of replaceOnes, each guarded by the
 // compare-and-set filter of [Repo.Get] (the statements that fail with a
 // transient error, FerretDB 2.x's deadlock, which applied nothing, are

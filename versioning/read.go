@@ -52,10 +52,15 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 }
 
 // Find returns the documents that match filter, each as T, in ascending
-// _id order, each document once, whatever others write meanwhile. It reads
-// them a page per find ({_id: {$gt: <the last one read>}}, sorted by _id,
-// limited to the page's size: the options' BatchSize, or
-// [DefaultBatchSize]; a page shorter than that is the last), and spends
+// _id order (the server's sort order of BSON values), each document once,
+// whatever others write meanwhile and whatever its _id (a NaN, a symbol,
+// MaxKey...). It reads them a page per find ({_id: {$gt: <the last one
+// read>}} or of a type sorted after it, sorted by _id, limited to the
+// page's size: the options' BatchSize, or [DefaultBatchSize]; a page
+// shorter than that is the last, after which, unless it is the first, one
+// more find reads the greatest _id that matches, and the pages go on when
+// it is of a type sorted after timestamps: JavaScript, a DBPointer,
+// MaxKey), and spends
 // for each document below the current version what [Repo.Get] spends to
 // write it back, before the next page is read. One long cursor would not
 // do: a cursor may return a rewritten document again (FerretDB 2.x does,

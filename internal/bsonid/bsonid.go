@@ -132,6 +132,21 @@ func Number(v bson.RawValue) (string, bool) {
 	return "", false
 }
 
+// IsNaN reports whether v is a NaN, a double's or a decimal's: a value
+// that the server sorts before every other number and that no range
+// operator finds (NaN is neither above nor below any number).
+func IsNaN(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeDouble:
+		f, ok := v.DoubleOK()
+		return ok && math.IsNaN(f)
+	case bson.TypeDecimal128:
+		d, ok := v.Decimal128OK()
+		return ok && d.IsNaN()
+	}
+	return false
+}
+
 // Text writes an id (a bson.RawValue, or any value the driver encodes) for
 // an error message, as every repository names ids: a string quoted, a
 // number in digits, an ObjectID in hex, anything else in Extended JSON.
@@ -157,4 +172,20 @@ func Text(id any) string {
 		return v.ObjectID().Hex()
 	}
 	return v.String()
+}
+
+// Int returns the value of v when v is a number (int32, int64, double or
+// decimal128) whose value is a whole number within int64 (-0 is 0, the
+// decimal 3.00 is 3), and false for anything else: a fraction, NaN, an
+// infinity, a whole number beyond int64, a value that is not a number.
+func Int(v bson.RawValue) (int64, bool) {
+	n, ok := Number(v)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(n, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return i, true
 }

@@ -60,6 +60,15 @@ func TestEqual(t *testing.T) {
 		{"a field's name and value not confused", bson.D{{Key: "ab", Value: "c"}}, bson.D{{Key: "a", Value: "bc"}}, false},
 		{"a nested document and its fields", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 1}}}}, bson.D{{Key: "a", Value: bson.D{}}, {Key: "b", Value: 1}}, false},
 		{"strings in documents", bson.D{{Key: "s", Value: "x"}}, bson.D{{Key: "s", Value: "x"}}, true},
+		{"double and decimal NaN", math.NaN(), dec(t, "NaN"), true},
+		{"NaN and a number", math.NaN(), 0.0, false},
+		{"infinities", math.Inf(1), dec(t, "Infinity"), true},
+		{"opposite infinities", math.Inf(1), math.Inf(-1), false},
+		{"decimal negative zero", dec(t, "-0"), int32(0), true},
+		{"int64 beyond 2^53 and decimal", int64(1<<53 + 1), dec(t, "9007199254740993"), true},
+		{"decimal beyond 2^53 and the nearest double", dec(t, "9007199254740993"), float64(1 << 53), false},
+		{"decimals beyond float64", dec(t, "1E+400"), dec(t, "10E+399"), true},
+		{"decimal beyond float64 and the largest double", dec(t, "1E+400"), math.MaxFloat64, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,6 +105,45 @@ func FuzzKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestInt: whole numbers of the four types within int64 are integers,
+// whatever their type or scale; nothing else is.
+func TestInt(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want int64
+		ok   bool
+	}{
+		{int32(3), 3, true},
+		{int64(-5), -5, true},
+		{3.0, 3, true},
+		{math.Copysign(0, -1), 0, true},
+		{dec(t, "3"), 3, true},
+		{dec(t, "3.00"), 3, true},
+		{dec(t, "30E-1"), 3, true},
+		{dec(t, "-0"), 0, true},
+		{int64(math.MaxInt64), math.MaxInt64, true},
+		{dec(t, "9223372036854775807"), math.MaxInt64, true},
+		{dec(t, "9223372036854775808"), 0, false},
+		{float64(1 << 63), 0, false},
+		{-float64(1 << 63), math.MinInt64, true},
+		{2.9, 0, false},
+		{dec(t, "2.9"), 0, false},
+		{math.NaN(), 0, false},
+		{dec(t, "NaN"), 0, false},
+		{math.Inf(1), 0, false},
+		{dec(t, "-Infinity"), 0, false},
+		{1e300, 0, false},
+		{"3", 0, false},
+		{true, 0, false},
+		{bson.Null{}, 0, false},
+		{bson.D{{Key: "n", Value: 3}}, 0, false},
+	} {
+		n, ok := bsonid.Int(val(t, tc.v))
+		require.Equal(t, tc.ok, ok, "%T %v", tc.v, tc.v)
+		require.Equal(t, tc.want, n, "%T %v", tc.v, tc.v)
+	}
 }
 
 func TestText(t *testing.T) {

@@ -2,6 +2,7 @@ package keyset_test
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -23,31 +24,54 @@ func raw(t *testing.T, v any) bson.RawValue {
 }
 
 func TestAfterIsPinned(t *testing.T) {
+	common := `"object","binData","objectId","bool","date","timestamp"`
+	tail := `"regex","dbPointer","javascript","javascriptWithScope","maxKey"`
 	for _, tt := range []struct {
 		last any
+		all  bool
 		want string
 	}{
-		{bson.Null{}, `{"$or":[{"_id":{"$gt":null}},{"_id":{"$type":["number","string","object","binData","objectId","bool","date","timestamp"]}}]}`},
-		{int64(7), `{"$or":[{"_id":{"$gt":7}},{"_id":{"$type":["string","object","binData","objectId","bool","date","timestamp"]}}]}`},
-		{"u1", `{"$or":[{"_id":{"$gt":"u1"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}`},
-		{true, `{"$or":[{"_id":{"$gt":true}},{"_id":{"$type":["date","timestamp"]}}]}`},
-		{bson.Timestamp{T: 1, I: 2}, `{"_id":{"$gt":{"$timestamp":{"t":1,"i":2}}}}`},
+		{bson.Null{}, false, `{"$or":[{"_id":{"$gt":null}},{"_id":{"$gte":""}},{"_id":{"$type":["number",` + common + `]}}]}`},
+		{int64(7), false, `{"$or":[{"_id":{"$gt":7}},{"_id":{"$gte":""}},{"_id":{"$type":[` + common + `]}}]}`},
+		{int64(7), true, `{"$or":[{"_id":{"$gt":7}},{"_id":{"$gte":""}},{"_id":{"$type":[` + common + `,` + tail + `]}}]}`},
+		// NaN: $gt finds no number; every other number is >= -Infinity.
+		{math.NaN(), false, `{"$or":[{"_id":{"$gte":{"$numberDouble":"-Infinity"}}},{"_id":{"$gte":""}},{"_id":{"$type":[` + common + `]}}]}`},
+		{dec(t, "NaN"), false, `{"$or":[{"_id":{"$gte":{"$numberDouble":"-Infinity"}}},{"_id":{"$gte":""}},{"_id":{"$type":[` + common + `]}}]}`},
+		{"u1", false, `{"$or":[{"_id":{"$gt":"u1"}},{"_id":{"$type":[` + common + `]}}]}`},
+		// A symbol: $gt reaches the strings and symbols after it.
+		{bson.Symbol("u1"), true, `{"$or":[{"_id":{"$gt":{"$symbol":"u1"}}},{"_id":{"$type":[` + common + `,` + tail + `]}}]}`},
+		{true, false, `{"$or":[{"_id":{"$gt":true}},{"_id":{"$type":["date","timestamp"]}}]}`},
+		{bson.Timestamp{T: 1, I: 2}, false, `{"_id":{"$gt":{"$timestamp":{"t":1,"i":2}}}}`},
+		{bson.Timestamp{T: 1, I: 2}, true, `{"$or":[{"_id":{"$gt":{"$timestamp":{"t":1,"i":2}}}},{"_id":{"$type":[` + tail + `]}}]}`},
+		{bson.MinKey{}, true, `{"$or":[{"_id":{"$gte":""}},{"_id":{"$type":["undefined","null","number",` + common + `,` + tail + `]}}]}`},
+		{bson.JavaScript("x"), true, `{"$or":[{"_id":{"$gt":{"$code":"x"}}},{"_id":{"$type":["javascriptWithScope","maxKey"]}}]}`},
+		{bson.MaxKey{}, true, `{"_id":{"$in":[]}}`},
 	} {
-		f, err := keyset.After(raw(t, tt.last))
+		f, err := keyset.After(raw(t, tt.last), tt.all)
 		require.NoError(t, err)
 		got, err := bson.MarshalExtJSON(f, false, false)
 		require.NoError(t, err)
-		require.Equal(t, tt.want, string(got))
+		require.Equal(t, tt.want, string(got), "%v", tt.last)
 	}
-	_, err := keyset.After(raw(t, bson.MaxKey{}))
-	require.ErrorIs(t, err, patterns.ErrInvalid)
-	require.ErrorContains(t, err, "an _id of BSON type")
+	for _, last := range []any{bson.Regex{Pattern: "a"}, bson.Undefined{}, bson.A{1}} {
+		_, err := keyset.After(raw(t, last), true)
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		require.ErrorContains(t, err, "a scan in _id order cannot continue after")
+	}
+}
+
+func dec(t *testing.T, s string) bson.Decimal128 {
+	t.Helper()
+	d, err := bson.ParseDecimal128(s)
+	require.NoError(t, err)
+	return d
 }
 
 // TestPages: pages in _id order across _ids of several types, each
 // document once while every document read is rewritten (grown, so that a
 // cursor would meet it again) before the next page, and the commands it
-// sends: one find per page, the types after the last _id in the same find.
+// sends: one find per page, the types after the last _id in the same
+// find, and after the short last page one of the greatest _id.
 func TestPages(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
@@ -83,7 +107,7 @@ func TestPages(t *testing.T) {
 	require.Equal(t, want, got, "each once, in MongoDB's order")
 	// 1, 2 | 3.5, a | b, c | objectIds | true, short.
 	require.Equal(t, []int{2, 2, 2, 2, 1}, sizes)
-	require.Equal(t, []string{"find", "find", "find", "find", "find"}, finds(counter.Commands()))
+	require.Equal(t, []string{"find", "find", "find", "find", "find", "find"}, finds(counter.Commands()), "5 pages, then the greatest _id")
 
 	counter.Reset()
 	n := 0

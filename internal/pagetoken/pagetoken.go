@@ -7,11 +7,13 @@
 package pagetoken
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
@@ -49,4 +51,24 @@ func Decode(text string, keys ...string) ([]bson.RawValue, error) {
 		vals[i] = e.Value()
 	}
 	return slices.Clip(vals), nil
+}
+
+// ScopeSize is the length of a [Scope].
+const ScopeSize = 8
+
+// Scope returns the digest that binds a cursor to the list it is a place
+// in: names (a repository's database and collection) and an id (a
+// parent's), compared as the server compares ids, by [bsonid.Key] (the
+// parent 7 and the parent 7.0 are one list). A Page method writes it into
+// its cursors and refuses a cursor whose scope is not the list's: a
+// cursor of another parent or repository is then an error rather than a
+// place in the wrong list. It is no secret (a client can make the scope
+// of any list, as it can forge any place in one); it catches mistakes.
+func Scope(id bson.RawValue, names ...string) []byte {
+	h := sha256.New()
+	for _, n := range names {
+		h.Write(append([]byte(n), 0)) // names hold no NUL
+	}
+	h.Write([]byte(bsonid.Key(id)))
+	return h.Sum(nil)[:ScopeSize]
 }

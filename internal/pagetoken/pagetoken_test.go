@@ -38,3 +38,26 @@ func TestDecodeRefuses(t *testing.T) {
 		require.ErrorIs(t, err, patterns.ErrInvalid, "%q %v", tc.text, tc.keys)
 	}
 }
+
+// TestScope: one list, one scope, whatever the BSON type of an equal id;
+// another id or other names, another scope.
+func TestScope(t *testing.T) {
+	val := func(v any) bson.RawValue {
+		typ, data, err := bson.MarshalValue(v)
+		require.NoError(t, err)
+		return bson.RawValue{Type: typ, Value: data}
+	}
+	scope := pagetoken.Scope(val(int32(7)), "db", "posts")
+	require.Len(t, scope, pagetoken.ScopeSize)
+	require.Equal(t, scope, pagetoken.Scope(val(7.0), "db", "posts"), "7.0 is the parent 7")
+	require.Equal(t, scope, pagetoken.Scope(val(int64(7)), "db", "posts"))
+	for _, other := range [][]byte{
+		pagetoken.Scope(val(8), "db", "posts"),
+		pagetoken.Scope(val("7"), "db", "posts"),
+		pagetoken.Scope(val(7), "db", "articles"),
+		pagetoken.Scope(val(7), "db2", "posts"),
+		pagetoken.Scope(val(7), "dbp", "osts"),
+	} {
+		require.NotEqual(t, scope, other)
+	}
+}
