@@ -390,28 +390,63 @@ func exactID(m match) bool {
 
 // Cluster is a sharded cluster as the routing rules see it.
 type Cluster struct {
-	// Version is the server's version: the rules changed in 5.1 and 7.1.
+	// Version is mongos's version: the rules changed in 5.1 and 7.1.
 	Version patterns.Version
+	// FCV is the cluster's featureCompatibilityVersion; the zero value
+	// means Version's (an upgrade finished). The writes without the shard
+	// key of 7.1 need both the binaries and the FCV at 7.1 or later: a
+	// cluster upgraded to 7.1 or 8.0 whose FCV is still 7.0 routes as 7.0.
+	FCV patterns.Version
 	// Keys maps a collection's name to its shard key; a collection not in
 	// the map is unsharded, and every command on it goes to one shard (its
 	// primary shard).
 	Keys map[string]Key
 }
 
-// String names the version and the shard keys, collections in order:
-// MongoDB 6.0 with items sharded on {"parent": 1}.
+// Clusters returns the clusters whose rules differ, each with the shard
+// keys keys: MongoDB 6.0, 7.0, 7.1 with its FCV at 7.0 and at 7.1, and
+// 8.0 with its FCV at 7.0 and at 8.0. A test that routes what a
+// repository sent routes it on each.
+func Clusters(keys map[string]Key) []Cluster {
+	v := func(major, minor int) patterns.Version { return patterns.Version{Major: major, Minor: minor} }
+	return []Cluster{
+		{Version: v(6, 0), Keys: keys},
+		{Version: v(7, 0), Keys: keys},
+		{Version: v(7, 1), FCV: v(7, 0), Keys: keys},
+		{Version: v(7, 1), Keys: keys},
+		{Version: v(8, 0), FCV: v(7, 0), Keys: keys},
+		{Version: v(8, 0), Keys: keys},
+	}
+}
+
+// fcv is the featureCompatibilityVersion the rules read.
+func (c Cluster) fcv() patterns.Version {
+	if c.FCV == (patterns.Version{}) {
+		return c.Version
+	}
+	return c.FCV
+}
+
+// String names the version, the FCV when it is not the version's, and
+// the shard keys, collections in order: MongoDB 6.0 with items sharded
+// on {"parent": 1}; MongoDB 8.0 (FCV 7.0) with ....
 func (c Cluster) String() string {
 	names := slices.Sorted(maps.Keys(c.Keys))
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = n + " sharded on " + c.Keys[n].String()
 	}
-	return fmt.Sprintf("MongoDB %d.%d with %s", c.Version.Major, c.Version.Minor, strings.Join(parts, ", "))
+	fcv := ""
+	if f := c.fcv(); f.Major != c.Version.Major || f.Minor != c.Version.Minor {
+		fcv = fmt.Sprintf(" (FCV %d.%d)", f.Major, f.Minor)
+	}
+	return fmt.Sprintf("MongoDB %d.%d%s with %s", c.Version.Major, c.Version.Minor, fcv, strings.Join(parts, ", "))
 }
 
 // keyless reports whether single writes and findAndModify without the
-// shard key are accepted (7.1+).
-func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) }
+// shard key are accepted: mongos 7.1+ with the FCV at 7.1+ (the feature
+// flag of the two-phase write protocol is enabled by the FCV).
+func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) && c.fcv().AtLeast(7, 1) }
 
 // Route says where cmd goes on c. cmd is a command as the driver encodes
 // it: its first field names the command and the collection. Commands that
