@@ -443,10 +443,12 @@ func (c Cluster) String() string {
 	return fmt.Sprintf("MongoDB %d.%d%s with %s", c.Version.Major, c.Version.Minor, fcv, strings.Join(parts, ", "))
 }
 
-// keyless reports whether single writes and findAndModify without the
-// shard key are accepted: mongos 7.1+ with the FCV at 7.1+ (the feature
-// flag of the two-phase write protocol is enabled by the FCV).
-func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) && c.fcv().AtLeast(7, 1) }
+// WritesWithoutShardKey reports whether single writes and findAndModify
+// without the shard key are accepted, by a two-phase write: mongos 7.1+
+// with the FCV at 7.1+ (the FCV enables the protocol's feature flag).
+func (c Cluster) WritesWithoutShardKey() bool {
+	return c.Version.AtLeast(7, 1) && c.fcv().AtLeast(7, 1)
+}
 
 // Route says where cmd goes on c. cmd is a command as the driver encodes
 // it: its first field names the command and the collection. Commands that
@@ -597,7 +599,7 @@ func (c Cluster) update(key Key, s bson.D) Route {
 		}
 	}
 	if upsert && !full {
-		if multi || !c.keyless() {
+		if multi || !c.WritesWithoutShardKey() {
 			return Route{Refused, 61, "an upsert needs equality on every shard-key field (Failed to target upsert by query)"}
 		}
 		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
@@ -618,7 +620,7 @@ func (c Cluster) update(key Key, s bson.D) Route {
 // case) whose filter lacks the full shard key.
 func (c Cluster) single(m match, code int32, what string) Route {
 	switch {
-	case c.keyless():
+	case c.WritesWithoutShardKey():
 		return Route{EveryShard, 0, what + " without the full shard key is routed by a two-phase write (7.1+)"}
 	case exactID(m):
 		return Route{EveryShard, 0, what + " by exact _id without the shard key is sent to every shard"}
@@ -739,7 +741,7 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 	switch {
 	case full:
 		return Route{OneShard, 0, "equality on every shard-key field"}
-	case c.keyless():
+	case c.WritesWithoutShardKey():
 		return Route{EveryShard, 0, "findAndModify without the full shard key is routed by a two-phase write (7.1+)"}
 	}
 	return Route{Refused, 61, "findAndModify on a sharded collection must contain the shard key (before 7.1; an _id alone is not enough)"}
