@@ -321,3 +321,31 @@ func TestAppendValues(t *testing.T) {
 	k := key(bson.D{{Key: "tenant", Value: 1}, {Key: "geo.region", Value: 1}, {Key: "missing", Value: 1}})
 	require.Equal(t, OneShard, k.Filter(got).Target, "the filter carries the full key")
 }
+
+// TestKeepValues: the key fields a replacement lacks take their stored
+// values; those it holds, or neither holds, are left as they are.
+func TestKeepValues(t *testing.T) {
+	stored := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}}, {Key: "n", Value: 1}})
+	fields := []string{"tenant", "geo.region", "missing"}
+	doc := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}})
+	got, err := KeepValues(doc, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}}}).String(), got.String())
+	k := key(bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: 1}})
+	r := Cluster{Version: patterns.Version{Major: 6}, Keys: map[string]Key{"u": k}}
+	route, err := r.Route(raw(t, upd("u", bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}, {Key: "tenant", Value: "acme"}}, false, false)))
+	require.NoError(t, err)
+	require.Equal(t, OneShard, route.Target, "the kept key targets the replacement")
+
+	holds := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "other"}, {Key: "geo", Value: bson.D{{Key: "city", Value: "x"}}}})
+	got, err = KeepValues(holds, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "other"}, {Key: "geo", Value: bson.D{{Key: "city", Value: "x"}, {Key: "region", Value: "eu"}}}}).String(), got.String())
+
+	same, err := KeepValues(stored, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, stored, same, "nothing lacking: the replacement as is")
+
+	_, err = KeepValues(raw(t, bson.D{{Key: "geo", Value: 3}}), stored, fields)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+}
