@@ -101,7 +101,11 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // has the feature (mongos 7.1+ at FCV 7.1+), the findAndModify by _id alone is
 // accepted (a two-phase write) and nothing is read first. The caller's
 // update may change a key field: mongos then moves the source to its new
-// shard, which the full key in the filter allows.
+// shard, which the full key in the filter allows. A collation option
+// other than {locale: "simple"} makes the key's string values (and a
+// string _id) useless for targeting: on a source sharded on another key,
+// below FCV 7.1, mongos refuses such a findAndModify (61) even with
+// [Config.ShardKey]; leave the collation out of Update on such a source.
 //
 // Errors: [patterns.ErrInvalid] for a bad id, an update that is not an
 // update document (a replacement would drop the source's other fields),
