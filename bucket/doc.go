@@ -147,9 +147,10 @@
 // query"); from 7.1 each is a two-phase write to every shard, and every
 // read goes to every shard.
 //
-// A [TimeSeries] collection may be sharded only on its metaField
-// (with the timeField last, deprecated in 8.0): {meta: 1}; Range and
-// Summaries then go to the shards of one series.
+// A [TimeSeries] collection may be sharded only on its metaField or
+// subfields of it (with the timeField last, deprecated in 8.0): {meta: 1},
+// or {meta.site: 1} for a document meta; Range and Summaries then go to
+// the shards of one series (of one site, on a subfield).
 package bucket
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -61,10 +61,10 @@ func TestShardingRoutes(t *testing.T) {
 			"find featured": "Verify and Repair page through every target on _id",
 			"find products": "Verify reads the sources of a batch of copies by an $in of their ids",
 		}
-		for _, v := range []patterns.Version{{Major: 6}, {Major: 8}} {
+		for _, base := range shard.Clusters(nil) {
 			// (a) The keys the package documents: the source on a hashed
 			// _id, a single target on the copy's id.
-			c.RequireTargeted(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{
+			c.RequireTargeted(t, shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{
 				"products": hashedID,
 				"carts":    hashedID,
 				"featured": shard.MustParseKey(bson.D{{Key: "product.id", Value: "hashed"}}),
@@ -74,19 +74,19 @@ func TestShardingRoutes(t *testing.T) {
 			for k, why := range scans {
 				byID[k] = why
 			}
-			c.RequireTargeted(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{
+			c.RequireTargeted(t, shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{
 				"products": hashedID, "carts": hashedID, "featured": hashedID,
 			}}, byID)
 			// (c) The source sharded on another field: Update's
 			// findAndModify by _id is refused before 7.1.
-			other := shard.Cluster{Version: v, Keys: map[string]shard.Key{
+			other := shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{
 				"products": shard.MustParseKey(bson.D{{Key: "category", Value: 1}}),
 				"carts":    hashedID, "featured": hashedID,
 			}}
 			byID["find products"] = "the source is read by _id, not by its shard key"
 			byID["findAndModify products"] = "from 7.1, a findAndModify without the shard key is a two-phase write"
 			var refused map[string][]int32
-			if !v.AtLeast(7, 1) {
+			if !other.WritesWithoutShardKey() {
 				refused = map[string][]int32{"findAndModify products": {61}}
 			}
 			c.RequireRefused(t, other, byID, refused)

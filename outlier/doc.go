@@ -107,20 +107,26 @@
 // "hashed"}: the unique {parent: 1, seq: 1} index must be prefixed by the
 // shard key (67, CannotCreateIndex, under any key not starting with
 // parent), the upsert that opens an overflow document must hold the whole
-// key (61 before 7.1), and Remove's $pull by {parent, <item id>} must too
-// (72 before 7.1), as must Update's write of an overflow document (named
+// key (61 before 7.1 or FCV 7.1), and Remove's $pull by {parent, <item
+// id>} must too (72, likewise), as must Update's write of an overflow document (named
 // by {parent, seq}); under this key Append, Get, Items, Page, Count,
 // Update, Remove and Delete each go to one shard. Its price: an outlier's overflow documents
 // share one chunk, which cannot be split (a jumbo chunk past 128 MiB of
-// overflow for one parent). {parent: "hashed", seq: 1} would split it, but
-// then Remove's $pull, which cannot know the seq, is refused before 7.1
-// and a two-phase write to every shard from 7.1. The portable Remove
-// (servers without [patterns.FeaturePullConditions], never MongoDB)
-// pulls from an overflow document by its _id: sent to every shard.
+// overflow for one parent). Do not shard it on {parent: "hashed", seq: 1}
+// to split that chunk: Remove's $pull, which cannot know the seq, names a
+// part of the key, and MongoDB 6.0, 7.0, and 7.1 or 8.0 at FCV 7.0 accept
+// such a single write only while the parent's chunks sit on one shard: it
+// works in testing, and is refused (72) once the balancer spreads them,
+// in production. At FCV 7.1 or later it is a two-phase write to every
+// shard. The portable Remove (servers without
+// [patterns.FeaturePullConditions], never MongoDB) pulls from an overflow
+// document by its _id: sent to every shard.
 //
 // On {_id: "hashed"}, the overflow collection refuses the unique index
-// (67), so Append refuses to overflow, and before 7.1 its upserts (61),
-// Update of an overflowed item and Remove (72) are refused.
+// (67), so Append refuses to overflow, and on 6.0, 7.0, and 7.1 or 8.0 at
+// FCV 7.0, its upserts (61), Update of an overflowed item and Remove (72)
+// are refused; at FCV 7.1 or later they are two-phase writes to every
+// shard.
 package outlier
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -54,18 +54,18 @@ func TestShardingRoutes(t *testing.T) {
 		hashedID := shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}})
 		byParent := shard.MustParseKey(bson.D{{Key: "parent", Value: "hashed"}})
 		portableRemove := "the portable Remove (servers without patterns.FeaturePullConditions, never MongoDB) pulls from the overflow document by its _id"
-		for _, v := range []patterns.Version{{Major: 6}, {Major: 8}} {
+		for _, base := range shard.Clusters(nil) {
 			// (a) The keys the package documents.
-			c.RequireTargeted(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{
+			c.RequireTargeted(t, shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{
 				"posts": hashedID, "posts_overflow": byParent,
 			}}, map[string]string{"update posts_overflow": portableRemove})
 			// (b) Both collections on a hashed _id: the unique {parent, seq}
 			// index is refused (67), and so, before 7.1, are the upserts
 			// that open an overflow document (61) and the native Remove
 			// (72); the reads by parent go to every shard.
-			byID := shard.Cluster{Version: v, Keys: map[string]shard.Key{"posts": hashedID, "posts_overflow": hashedID}}
+			byID := shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{"posts": hashedID, "posts_overflow": hashedID}}
 			refused := map[string][]int32{"createIndexes posts_overflow": {67}}
-			if !v.AtLeast(7, 1) {
+			if !byID.WritesWithoutShardKey() {
 				// The upserts, and Update's and Remove's writes by parent.
 				refused["update posts_overflow"] = []int32{61, 72}
 			}

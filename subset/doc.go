@@ -181,11 +181,19 @@
 // refuses it (67, CannotCreateIndex). [Repo.RebuildAll] pages through every
 // parent and goes to every shard.
 //
-// Items on {_id: "hashed"}: the writes by item _id stay on one shard, but
-// every read by parent and [Repo.Delete] go to every shard, and an Add of
-// several items sends one insert that mongos splits between shards. No
-// command the repository sends is refused on MongoDB 6.0 or later under
-// either key.
+// Items on {_id: "hashed"}, with IDField _id (the default): the writes by
+// item _id stay on one shard, but every read by parent and [Repo.Delete]
+// go to every shard, and an Add of several items sends one insert that
+// mongos splits between shards. No command the repository sends is
+// refused on MongoDB 6.0 or later under either key. With IDField other
+// than _id, never shard the items on {_id: "hashed"}: mongos refuses the
+// unique {<ParentField>: 1, <IDField>: 1} index of [Repo.Indexes] (67),
+// and Remove's delete and Update's replacement name the item by
+// {<ParentField>, <IDField>}, with no _id: on 6.0, 7.0, and 7.1 or 8.0 at
+// FCV 7.0, Remove is refused (61) and Update's replacement is targeted at
+// the chunk of a null _id, where it matches nothing ([patterns.ErrNotFound]
+// for an item that exists) or is refused (31025); at FCV 7.1 or later
+// both are two-phase writes to every shard.
 package subset
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

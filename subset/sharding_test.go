@@ -37,9 +37,9 @@ func TestShardingRoutes(t *testing.T) {
 		require.NoError(t, r.Delete(ctx, "p1"))
 
 		hashedID := shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}})
-		for _, v := range []patterns.Version{{Major: 6}, {Major: 8}} {
+		for _, base := range shard.Clusters(nil) {
 			// (a) The keys the package documents.
-			c.RequireTargeted(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{
+			c.RequireTargeted(t, shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{
 				"parents": hashedID,
 				"items":   shard.MustParseKey(bson.D{{Key: "parent", Value: "hashed"}, {Key: "_id", Value: 1}}),
 			}}, map[string]string{
@@ -49,13 +49,64 @@ func TestShardingRoutes(t *testing.T) {
 				"find parents": "RebuildAll pages through every parent",
 			})
 			// (b) Both collections on a hashed _id.
-			byID := shard.Cluster{Version: v, Keys: map[string]shard.Key{"parents": hashedID, "items": hashedID}}
+			byID := shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{"parents": hashedID, "items": hashedID}}
 			c.RequireTargeted(t, byID, map[string]string{
 				"insert items": "the items of an Add go each to the shard of its _id",
 				"find items":   "reads of the full set by parent go to every shard",
 				"find parents": "RebuildAll pages through every parent",
 				"delete items": "Delete removes a parent's items by parent: every shard",
 			})
+		}
+	})
+}
+
+// TestShardingRoutesByIDField: with IDField other than _id, the items
+// sharded on the key the package documents ({<ParentField>: "hashed",
+// <IDField>: 1}) take every command to one shard or to the shards of one
+// parent; on {_id: "hashed"} mongos refuses the unique index of Indexes
+// (67), and, which Update's replacement and Remove's delete by {parent,
+// <IDField>} do not hold, Remove (61) and Update (its replacement,
+// holding no _id, is targeted at the null _id: 31025 or no match)
+// without the writes without the shard key; with them it routes both by
+// a two-phase write, as the package documentation says.
+func TestShardingRoutesByIDField(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		_, err := db.Collection("polls").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "p"}}})
+		require.NoError(t, err)
+		c := mongotest.NewCounter(t, db)
+		r := newRepo[poll, vote](t, db, subset.Config{
+			Parents: "polls", Field: "votes", Items: "votes", ParentField: "poll",
+			IDField: "author", SortField: "weight", Descending: true, Cap: 2,
+		}, p)
+		require.NoError(t, r.Add(ctx, "p", vote{Author: "ann", Weight: 1}, vote{Author: "bob", Weight: 3}, vote{Author: "cy", Weight: 2}))
+		require.NoError(t, r.Update(ctx, "p", vote{Author: "ann", Weight: 9}))
+		require.NoError(t, r.Remove(ctx, "p", "bob"))
+		_, err = r.Get(ctx, "p")
+		require.NoError(t, err)
+
+		hashedID := shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}})
+		for _, cluster := range shard.Clusters(map[string]shard.Key{
+			"polls": hashedID,
+			"votes": shard.MustParseKey(bson.D{{Key: "poll", Value: "hashed"}, {Key: "author", Value: 1}}),
+		}) {
+			c.RequireTargeted(t, cluster, map[string]string{
+				"find votes":   "the recomputation reads one parent's items: a prefix of the key",
+				"insert votes": "an Add of several items goes to the shards owning their parent's chunks",
+			})
+		}
+		for _, cluster := range shard.Clusters(map[string]shard.Key{"polls": hashedID, "votes": hashedID}) {
+			refused := map[string][]int32{"createIndexes votes": {67}, "delete votes": {61}, "update votes": {31025}}
+			if cluster.WritesWithoutShardKey() {
+				refused = map[string][]int32{"createIndexes votes": {67}}
+			}
+			c.RequireRefused(t, cluster, map[string]string{
+				"find votes":   "reads by parent go to every shard",
+				"insert votes": "the items of an Add go each to the shard of its _id",
+				"delete votes": "Remove by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
+				"update votes": "Update's replacement by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
+			}, refused)
 		}
 	})
 }
