@@ -85,9 +85,10 @@
 // fields, no transactions, no change streams, no multi-statement updates
 // of a hundred statements or more: [patterns.FeatureBatchedUpdates]). Array
 // targets take a portable path there: read the documents holding copies,
-// rewrite the stale ones by index with a guard on their id, one document
-// per update command, retry the documents whose array moved meanwhile, or
-// fail with [patterns.ErrConflict]: never a partial, silent update. Update
+// rewrite the stale ones by index with a guard on their value as read,
+// one document per update command, retry the documents whose array
+// changed meanwhile, or fail with [patterns.ErrConflict]: never a
+// partial, silent update. Update
 // refuses a pipeline or an arrayFilters option with an
 // [*patterns.UnsupportedError] naming the feature, before sending anything.
 //

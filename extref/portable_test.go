@@ -203,3 +203,41 @@ func TestPortableBatches(t *testing.T) {
 	require.Equal(t, []string{"find", "find", "update"}, sent[:3], "the first 2 carts are written before the next are read")
 	require.EqualValues(t, 4, counts[0].Modified)
 }
+
+// TestSyncRewritesACopyThatSwappedPlaces: a cart holds two copies of
+// product 1, the first stale and the second fresh; between Sync's read and
+// its write, another writer swaps them. On the portable path, a guard on
+// the stale element's index and copy id alone matched the fresh copy now
+// at that index, modified nothing, and Sync returned nil with the stale
+// copy left (issue 34). The guard holds the copy's whole value as read, so
+// the moved element is read and written again; on the native path the
+// array filter finds it wherever it is.
+func TestSyncRewritesACopyThatSwappedPlaces(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		r, db, other := cartsOf(t, p)
+		stale := ProductRef{ID: 1, Name: "Old", Price: 1}
+		fresh := ProductRef{ID: 1, Name: "New", Price: 1}
+		_, err := db.Collection("carts").InsertOne(ctx, Cart{ID: 1, Items: []Item{{Product: stale, Qty: 1}, {Product: fresh, Qty: 2}}})
+		require.NoError(t, err)
+		rename(t, db.Collection("products"), 1, "New")
+		fired := false
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if fired {
+				return
+			}
+			fired = true
+			swapped := bson.A{Item{Product: fresh, Qty: 2}, Item{Product: stale, Qty: 1}}
+			_, err := other.Collection("carts").UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "items", Value: swapped}}}})
+			assert.NoError(t, err)
+		})
+
+		counts, err := r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.True(t, fired)
+		var c Cart
+		require.NoError(t, db.Collection("carts").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
+		require.Equal(t, []Item{{Product: fresh, Qty: 2}, {Product: fresh, Qty: 1}}, c.Items, "no stale copy left")
+		require.EqualValues(t, 1, counts[0].Modified)
+		require.Equal(t, []int64{0}, verifyStale(t, r))
+	})
+}

@@ -66,10 +66,12 @@ const (
 // portable path: one find of every document holding a copy of the source
 // (stale or not: FerretDB 1.x cannot select array elements by their
 // fields), then in Go the stale copies are rewritten by their array index,
-// guarded by their id: [Config.BatchSize] documents per update command where
-// the server has [patterns.FeatureBatchedUpdates], else one per command.
-// A document whose array changed between the read and the write (an
-// element moved or removed) is not written; it is read and written again,
+// each guarded by its whole value as read: [Config.BatchSize] documents per
+// update command where the server has [patterns.FeatureBatchedUpdates],
+// else one per command. A document whose array changed between the read
+// and the write (a stale copy moved, even swapped with another copy of the
+// same source, removed or rewritten) is not written; it is read and
+// written again,
 // up to 5 rounds, after which Sync returns an error wrapping
 // [patterns.ErrConflict]. Each document is written whole or not at all;
 // nothing is written silently wrong. Single-document targets use
@@ -223,7 +225,8 @@ func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count)
 
 // applyPortable syncs an array target without arrayFilters: read the
 // documents holding copies, rewrite their stale copies by index with a
-// guard on each copy's id, and read again the documents whose guard failed.
+// guard on each copy's value as read, and read again the documents whose
+// guard failed.
 func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValue, n *Count) error {
 	var lost int64
 	for range guardRounds {
@@ -237,7 +240,7 @@ func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValu
 
 // portableRound reads every document holding a copy of c and rewrites the
 // stale ones, [plan.perCommand] documents per update command; it returns
-// how many documents' guards failed.
+// how many documents it did not modify (their guards failed).
 func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
 	cur, err := t.coll.Find(ctx, t.paths.holders(c), options.Find().
 		SetProjection(t.path.arrayOnly()).
@@ -255,7 +258,10 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 		matched, modified, err := r.rewriteAll(ctx, t.coll, models)
 		n.Matched += matched
 		n.Modified += modified
-		lost += int64(len(models)) - matched
+		// A guard passes only on the copies as read, stale, so a document
+		// matched and not modified was changed by another writer in
+		// between too: read it again, as one not matched.
+		lost += int64(len(models)) - modified
 		models = models[:0]
 		return err
 	}
