@@ -60,7 +60,10 @@
 // A [Ref] is safe for concurrent use, and several processes may sync the
 // same sources at once: each method says what concurrent readers and
 // writers see, and concurrent Syncs and Updates of one source leave its
-// copies equal to it once all have returned nil. Concurrent Syncs and
+// copies equal to it once all have returned nil (a source deleted while
+// one of them writes makes that one return an error wrapping
+// [patterns.ErrNotFound]: the copies may then hold a value older than the
+// source's last). Concurrent Syncs and
 // Updates of one source through one Ref share their syncs instead of
 // fighting over the same target documents (see [Ref.Sync]). On FerretDB
 // 1.x this holds only for one client with a single connection: see

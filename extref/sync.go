@@ -57,8 +57,13 @@ const (
 // cannot have done that, so it skips the read). If the read shows the
 // source changed while Sync wrote, Sync writes the new value and reads
 // again, up to 8 rounds; it then returns an error wrapping
-// [patterns.ErrConflict]. So when concurrent Syncs of one source have all
-// returned nil, its copies equal the source. (A transaction could replace
+// [patterns.ErrConflict]. If the read finds the source deleted, the value
+// Sync wrote may be older than the source's last, which another writer
+// put in the copies before Sync overwrote it, and nothing is left to
+// tell: Sync returns an error wrapping [patterns.ErrNotFound] that says
+// so. So when concurrent Syncs of one source have all returned nil, its
+// copies equal the source, or, if it was deleted after them, its last
+// value. (A transaction could replace
 // the read by its commit, a round trip too, and only on a replica set;
 // Update uses one where it can.)
 //
@@ -106,8 +111,10 @@ const (
 // Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
 // the source does not exist, in which case the copies are left as they are
 // (removing or rewriting the documents that reference a deleted source is
-// the application's decision). If the source is deleted after Sync wrote
-// the copies, Sync returns nil and the copies keep its last value. With an
+// the application's decision). If the source is deleted while Sync writes
+// the copies, the error wraps [patterns.ErrNotFound] too and says that the
+// copies may hold a value older than the source's last (Verify counts
+// them as orphans, as every copy of a deleted source). With an
 // error, the counts say what was written before it, except what the
 // command that failed may have written: one whose reply was lost (the
 // connection broke after the server ran it) is not counted.
@@ -139,7 +146,10 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 // converge writes c to every target, then, if it wrote anything, reads the
 // source again and repeats with the new value until the source stayed as
 // written. A round that wrote nothing cannot have put an older value over
-// a newer one, so it needs no second read.
+// a newer one, so it needs no second read. A source gone at that read may
+// have had a newer value, which another writer put in the copies before
+// this round wrote c over it: the copies may be older than the source's
+// last value, and nothing can tell, so converge says so.
 func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
 	total := r.counts()
 	for round := 1; ; round++ {
@@ -151,7 +161,7 @@ func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]C
 		_, next, err := r.load(ctx, id)
 		switch {
 		case errors.Is(err, patterns.ErrNotFound):
-			return total, nil
+			return total, fmt.Errorf("deleted while its copies were written, which may hold an older value than its last (orphans now, as Verify counts them): %w", err)
 		case err != nil:
 			return total, err
 		case bytes.Equal(next.raw, c.raw):
