@@ -579,7 +579,7 @@ func (w *manyWrite) statement(g *group, st sentStatement) statement {
 		model = mongo.NewInsertOneModel().SetDocument(s.newBucket(st.id, g.meta, g.start, arr, &sp))
 	case reinsert:
 		arr, sp := w.take(st.pts)
-		filter, update, err := reinsertBucket(s.newBucket(st.id, g.meta, g.start, arr, &sp))
+		filter, update, err := s.reinsertBucket(s.newBucket(st.id, g.meta, g.start, arr, &sp))
 		if err != nil {
 			panic(err) // newBucket encodes a valid document
 		}

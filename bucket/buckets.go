@@ -142,7 +142,8 @@ func zeroDocument[V any](s *settings) (bson.Raw, error) {
 func (b *Buckets[M, V]) Indexes() []patterns.Index {
 	ixs := []patterns.Index{
 		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: b.key}},
-		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: startKey()}},
+		{Collection: b.s.coll, Model: mongo.IndexModel{Keys: startKey()},
+			EveryShard: "DeleteBefore names no series: a sweep of every series, on every shard"},
 	}
 	if b.s.ttl > 0 {
 		ixs = append(ixs, patterns.Index{Collection: b.s.coll, Model: mongo.IndexModel{

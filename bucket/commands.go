@@ -136,19 +136,28 @@ func (s *settings) newBucket(id bson.ObjectID, m bson.RawValue, start bson.DateT
 // reinsertBucket is the upsert that inserts the bucket doc unless a bucket with
 // its _id exists: how a retry of AddMany sends again an insert whose
 // outcome it does not know, so that it applies once whether or not the
-// first one did (or does, late).
-func reinsertBucket(doc bson.Raw) (filter, update bson.D, err error) {
+// first one did (or does, late). Its filter holds the bucket's _id, meta
+// and start by equality: the whole of the shard key the package
+// documents, {<meta>: "hashed", start: 1}, without which a sharded
+// cluster refuses the upsert before 7.1 (61) and sends it to every shard
+// from 7.1. The meta and the start of a bucket never change, so they
+// narrow nothing the _id does not; the upsert copies them from the filter
+// into the bucket it inserts, and the rest of the bucket goes in
+// $setOnInsert.
+func (s *settings) reinsertBucket(doc bson.Raw) (filter, update bson.D, err error) {
 	elems, err := doc.Elements()
 	if err != nil {
 		return nil, nil, err
 	}
+	filter = make(bson.D, 0, 3)
 	fields := make(bson.D, 0, len(elems)-1)
 	for _, e := range elems {
-		if e.Key() == "_id" {
-			filter = bson.D{{Key: "_id", Value: e.Value()}}
-			continue
+		switch e.Key() {
+		case "_id", s.metaField, fieldStart:
+			filter = append(filter, bson.E{Key: e.Key(), Value: e.Value()})
+		default:
+			fields = append(fields, bson.E{Key: e.Key(), Value: e.Value()})
 		}
-		fields = append(fields, bson.E{Key: e.Key(), Value: e.Value()})
 	}
 	return filter, bson.D{{Key: "$setOnInsert", Value: fields}}, nil
 }

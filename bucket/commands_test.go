@@ -373,16 +373,20 @@ func TestAddManyCommandsPinned(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.Equal(t, bson.Raw(bucket), s.newBucket(oid, m, start, arr, &sp))
-	filter, update, err := reinsertBucket(bucket)
+	filter, update, err := s.reinsertBucket(bucket)
 	require.NoError(t, err)
-	require.Equal(t, bson.D{{Key: "_id", Value: bson.RawValue{Type: bson.TypeObjectID, Value: oid[:]}}}, filter)
 	fields, err := bson.Raw(bucket).Elements()
 	require.NoError(t, err)
+	require.Equal(t, bson.D{
+		{Key: "_id", Value: bson.RawValue{Type: bson.TypeObjectID, Value: oid[:]}},
+		{Key: "sensor", Value: fields[1].Value()},
+		{Key: "start", Value: fields[2].Value()},
+	}, filter, "the _id and the whole shard key {sensor: \"hashed\", start: 1}")
 	var rest bson.D
-	for _, e := range fields[1:] {
+	for _, e := range fields[3:] {
 		rest = append(rest, bson.E{Key: e.Key(), Value: e.Value()})
 	}
-	require.Equal(t, bson.D{{Key: "$setOnInsert", Value: rest}}, update, "the bucket but its _id, inserted unless its _id exists")
+	require.Equal(t, bson.D{{Key: "$setOnInsert", Value: rest}}, update, "the bucket but its _id, meta and start, inserted unless its _id exists")
 
 	m2, err := metaValue("s-2")
 	require.NoError(t, err)

@@ -132,13 +132,14 @@ func addManyCase(p bucket.Plan, before, op []bucket.Point[string, reading]) faul
 		Reuse: true,
 		Prepare: func(t *testing.T, db *mongo.Database) *opState {
 			prepareStore(t, db, p, before)
-			return &opState{}
+			return &opState{routes: mongotest.NewCounter(t, db)}
 		},
 		Op:    addManyOp(p, op),
 		Retry: addManyRetry(p, op),
 		Check: func(t *testing.T, db *mongo.Database, s *opState) {
 			bks := checkExactly(t, db, want)
 			checkBound(t, bks, 2)
+			requireRecommended(t, s.routes)
 		},
 	}
 }
@@ -168,6 +169,9 @@ type opState struct {
 	errs []error
 	// interfered counts the other writer's turns (TestFaultsAddManyAfterLostRaces).
 	interfered atomic.Int32
+	// routes counts the commands of the failed call and of its retry,
+	// for requireRecommended.
+	routes *mongotest.Counter
 }
 
 // checkPartial checks the promise of an AddMany error about the points
@@ -265,7 +269,7 @@ func TestFaultsAddManyAfterLostRaces(t *testing.T) {
 		faults.Run(t, faults.New(t), faults.Case[*opState]{
 			Prepare: func(t *testing.T, db *mongo.Database) *opState {
 				prepareStore(t, db, p, before)
-				s := &opState{}
+				s := &opState{routes: mongotest.NewCounter(t, db)}
 				o := faultStore(other.Database(db.Name()), p)
 				// Before each of the first two updates: four readings,
 				// three filling the bucket with room, one opening
@@ -289,6 +293,7 @@ func TestFaultsAddManyAfterLostRaces(t *testing.T) {
 				require.EqualValues(t, 2, min(s.interfered.Load(), 2), "the other writer took its two turns")
 				bks := checkExactly(t, db, want)
 				checkBound(t, bks, 3)
+				requireRecommended(t, s.routes)
 			},
 		})
 	})

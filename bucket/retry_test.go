@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -111,6 +112,16 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 	require.NoError(t, err, "the retry")
 	t.Logf("%d statement(s) of unknown outcome; the retry (and the late first send) sent %v", len(stmts), sent)
 	require.Equal(t, "find", sent[0], "the retry reads which applied first")
+	// Every command the retry (and the late first send) sent goes to one
+	// shard, or to the shards of the series, under the key the package
+	// documents: nothing is refused, before 7.1 or after.
+	for _, cluster := range shard.Clusters(map[string]shard.Key{
+		"readings": shard.MustParseKey(bson.D{{Key: "meta", Value: "hashed"}, {Key: "start", Value: 1}}),
+	}) {
+		c.RequireTargeted(t, cluster, map[string]string{
+			"find readings": "the retry's read of the statements that applied names one series: a prefix of the key",
+		})
+	}
 	if fate == "before" {
 		require.Equal(t, []string{"find"}, sent, "all applied: nothing to send again")
 	}

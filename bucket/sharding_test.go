@@ -11,12 +11,13 @@ import (
 	"github.com/mongopatterns/mongopatterns/bucket"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/internal/shard"
-	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // TestShardingRoutes runs every operation of Buckets that sends commands
 // and routes what it sent under the shard key of the package
-// documentation and under a hashed _id. (TimeSeries sends its commands
+// documentation and under a hashed _id, on each cluster of
+// shard.Clusters. (The fault tests of AddMany and Add route the commands
+// of the failed calls and of their retries likewise.) (TimeSeries sends its commands
 // to a native time-series collection, whose shard key MongoDB restricts
 // to the metaField and the timeField.)
 func TestShardingRoutes(t *testing.T) {
@@ -37,26 +38,18 @@ func TestShardingRoutes(t *testing.T) {
 		require.NoError(t, s.DeleteSeriesBefore(ctx, "d1", at(time.Hour)))
 		require.NoError(t, s.DeleteBefore(ctx, at(90*time.Minute)))
 
+		requireRecommended(t, c)
+		// On a hashed _id, the upsert into the open bucket is refused
+		// without the writes without the shard key (before 7.1, or an FCV
+		// below 7.1: 61) and a two-phase write with them; every read goes
+		// to every shard.
 		hashedID := shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}})
-		for _, v := range []patterns.Version{{Major: 6}, {Major: 8}} {
-			// (a) The key the package documents.
-			c.RequireTargeted(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{
-				"readings": shard.MustParseKey(bson.D{{Key: "meta", Value: "hashed"}, {Key: "start", Value: 1}}),
-			}}, map[string]string{
-				"find readings":      "Range, Summaries and the reads of open buckets name one series: a prefix of the key, the shards owning its chunks",
-				"aggregate readings": "Summaries names one series: a prefix of the key",
-				"delete readings":    "DeleteSeriesBefore names one series (a prefix of the key); DeleteBefore names none and goes to every shard",
-				"insert readings":    "AddMany inserts the buckets of several series",
-				"update readings":    "AddMany writes the buckets of several series in one command",
-			})
-			// (b) On a hashed _id, the upsert into the open bucket is refused
-			// before 7.1 (61) and a two-phase write from 7.1; every read
-			// goes to every shard.
+		for _, cluster := range shard.Clusters(map[string]shard.Key{"readings": hashedID}) {
 			var refused map[string][]int32
-			if !v.AtLeast(7, 1) {
+			if !cluster.WritesWithoutShardKey() {
 				refused = map[string][]int32{"update readings": {61}}
 			}
-			c.RequireRefused(t, shard.Cluster{Version: v, Keys: map[string]shard.Key{"readings": hashedID}}, map[string]string{
+			c.RequireRefused(t, cluster, map[string]string{
 				"find readings":      "reads by series",
 				"aggregate readings": "Summaries by series",
 				"delete readings":    "deletes by series and time",
@@ -65,4 +58,27 @@ func TestShardingRoutes(t *testing.T) {
 			}, refused)
 		}
 	})
+}
+
+// recommended is the shard key the package documentation recommends.
+var recommended = map[string]shard.Key{
+	"readings": shard.MustParseKey(bson.D{{Key: "meta", Value: "hashed"}, {Key: "start", Value: 1}}),
+}
+
+// requireRecommended routes every command c counted under the key the
+// package documents, on each cluster of shard.Clusters: nothing is
+// refused, and what goes to several shards is what the documentation
+// says.
+func requireRecommended(t *testing.T, c *mongotest.Counter) {
+	t.Helper()
+	require.NotZero(t, c.N(), "commands to route")
+	for _, cluster := range shard.Clusters(recommended) {
+		c.RequireTargeted(t, cluster, map[string]string{
+			"find readings":      "Range, Summaries, the reads of open buckets and a retry's read of what applied name one series: a prefix of the key, the shards owning its chunks",
+			"aggregate readings": "Summaries names one series: a prefix of the key",
+			"delete readings":    "DeleteSeriesBefore names one series (a prefix of the key); DeleteBefore names none and goes to every shard",
+			"insert readings":    "AddMany inserts the buckets of several series",
+			"update readings":    "AddMany writes the buckets of several series in one command",
+		})
+	}
 }

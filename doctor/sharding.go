@@ -21,7 +21,10 @@ const (
 	RuleShardKeyUniqueIndex = "shard-key-unique-index"
 	// RuleShardKeyDeclaredQueries: a declared index whose queries (each
 	// names its first field) the collection's shard key sends to every
-	// shard.
+	// shard. A TTL index serves no query (each shard deletes its own
+	// expired documents), and an index whose patterns.Index.EveryShard
+	// says its queries read the whole collection by design is not
+	// reported either.
 	RuleShardKeyDeclaredQueries = "shard-key-declared-queries"
 )
 
@@ -118,13 +121,16 @@ func shardingFindings(cluster shard.Cluster, db string, declared []patterns.Inde
 				Remedy:   "reshard the collection on a key that prefixes the unique index (each package's Sharding section gives one), or make the uniqueness part of the shard key"})
 			continue
 		}
+		if ix.EveryShard != "" || w.opts.ExpireAfterSeconds != nil {
+			continue
+		}
 		first := w.key[0].Path
 		q := key.Filter(bson.D{{Key: first, Value: 0}})
 		if q.Target == shard.EveryShard {
 			out = append(out, Finding{Rule: RuleShardKeyDeclaredQueries, Severity: Warning, Collection: coll, Field: first, Index: w.name(),
 				Message:  fmt.Sprintf("the queries index %s serves name %s, which the shard key %s does not start with: each goes to every shard", w.name(), first, key),
 				Evidence: append(evidence, Measure{"route", q.Why}),
-				Remedy:   "shard the collection on a key that starts with " + first + " (each package's Sharding section gives one)"})
+				Remedy:   "shard the collection on the key its package's Sharding section recommends, whose queries go to one shard; if those queries are still frequent, consider a key that starts with " + first + ", unless the package warns against it (a field every write changes, or one that grows with time)"})
 		}
 	}
 	return out, nil

@@ -118,3 +118,37 @@ func TestShardingLeavesOutUnsplittableCollections(t *testing.T) {
 	require.Len(t, fs, 1, "%v", fs)
 	require.Equal(t, "orders", fs[0].Collection, "the sharded collection still gets its finding")
 }
+
+// TestShardingQuietOnTheRecommendedKeys: the indexes the packages declare
+// raise no finding under the keys their Sharding sections recommend: the
+// index on start that DeleteBefore sweeps every series with, the TTL index
+// (which serves no query: each shard deletes its own expired documents),
+// and versioning's index on the version, which MigrateAll and Stats scan
+// by design.
+func TestShardingQuietOnTheRecommendedKeys(t *testing.T) {
+	db := mongotest.Client().Database("shop")
+	readings := db.Collection("readings")
+	users := db.Collection("users")
+	declared := []patterns.Index{
+		{Collection: readings, Model: mongo.IndexModel{Keys: bson.D{{Key: "meta", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}}}},
+		{Collection: readings, Model: mongo.IndexModel{Keys: bson.D{{Key: "start", Value: 1}}}, EveryShard: "DeleteBefore names no series"},
+		{Collection: readings, Model: mongo.IndexModel{Keys: bson.D{{Key: "last", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(3600)}},
+		{Collection: users, Model: mongo.IndexModel{Keys: bson.D{{Key: "schemaVersion", Value: 1}}}, EveryShard: "MigrateAll scans by version"},
+	}
+	keys := map[string]shard.Key{
+		"readings": shard.MustParseKey(bson.D{{Key: "meta", Value: "hashed"}, {Key: "start", Value: 1}}),
+		"users":    shard.MustParseKey(bson.D{{Key: "_id", Value: "hashed"}}),
+	}
+	for _, c := range shard.Clusters(keys) {
+		fs, err := shardingFindings(c, "shop", declared)
+		require.NoError(t, err)
+		require.Empty(t, fs, "%s", c)
+	}
+	// The same index without EveryShard is reported, and the remedy does
+	// not tell to shard on the field.
+	fs, err := shardingFindings(shard.Clusters(keys)[0], "shop", []patterns.Index{{Collection: users, Model: mongo.IndexModel{Keys: bson.D{{Key: "email", Value: 1}}}}})
+	require.NoError(t, err)
+	require.Len(t, fs, 1)
+	require.Equal(t, RuleShardKeyDeclaredQueries, fs[0].Rule)
+	require.Contains(t, fs[0].Remedy, "recommends")
+}

@@ -104,14 +104,17 @@
 //
 // A source sharded on another key ({region: 1, _id: 1}, say) must name
 // that key's fields in [Config.ShardKey]. Without it, Update's
-// findAndModify by _id is refused by MongoDB 6.0 and 7.0 (61,
+// findAndModify by _id is refused by MongoDB 6.0 and 7.0, and by a 7.1
+// or 8.0 cluster whose featureCompatibilityVersion is still 7.0 (61,
 // ShardKeyNotFound: "Query for sharded findAndModify must contain the
-// shard key"); from 7.1 mongos accepts it as a two-phase write to every
-// shard. With it, Update reads the key's values by _id first (a find
+// shard key"); from 7.1 at FCV 7.1 or later mongos accepts it as a
+// two-phase write to every shard. With it, Update reads the key's values by _id first (a find
 // that goes to every shard), then sends its findAndModify with the _id
 // and those values by equality: one shard, at 6.0 as at 8.0, for one
 // round trip more; where the server has
-// [patterns.FeatureWritesWithoutShardKey] (mongos 7.1+) it skips the read
+// [patterns.FeatureWritesWithoutShardKey] (mongos 7.1+ at FCV 7.1+, read
+// by getParameter; when the FCV cannot be read, the feature is absent and
+// Update reads first, which works on every version) it skips the read
 // and sends the findAndModify by _id. Under such a key every read of a
 // source by _id (Of, OfMany, Sync's reads, Verify's $in) goes to every
 // shard: the repository knows only the ids its callers give. Update

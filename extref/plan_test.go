@@ -31,16 +31,27 @@ func TestPlanFor(t *testing.T) {
 		require.Equal(t, p, planFor(srv), name)
 	}
 	require.Equal(t, plan{}, planFor(mongotest.Portable()))
-	// A mongos 7.1+ takes a findAndModify without the shard key: Update
-	// reads no key values first (Config.ShardKey); before 7.1 it does.
-	for version, keyless := range map[string]bool{"7.0.2": false, "7.1.0": true, "8.0.4": true} {
+	// A mongos 7.1+ at an FCV of 7.1+ takes a findAndModify without the
+	// shard key: Update reads no key values first (Config.ShardKey);
+	// before 7.1, at an FCV of 7.0 (an 8.0 cluster during its upgrade),
+	// or with the FCV unknown, it does.
+	for _, tc := range []struct {
+		version, fcv string
+		keyless      bool
+	}{{"7.0.2", "7.0", false}, {"7.1.0", "7.0", false}, {"7.1.0", "7.1", true}, {"8.0.4", "7.0", false}, {"8.0.4", "8.0", true}, {"8.0.4", "", false}} {
 		hello, err := bson.Marshal(bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
 		require.NoError(t, err)
-		build, err := bson.Marshal(bson.D{{Key: "version", Value: version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
+		build, err := bson.Marshal(bson.D{{Key: "version", Value: tc.version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
 		require.NoError(t, err)
 		srv, err := patterns.NewServer(hello, build)
 		require.NoError(t, err)
-		require.Equal(t, plan{arrayFilters: true, batchedUpdates: true, transactions: true, projectUpdate: true, pipelineUpdates: true, changeStreams: true, keylessWrites: keyless}, planFor(srv), version)
+		if tc.fcv != "" {
+			fcv, err := bson.Marshal(bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: tc.fcv}}}})
+			require.NoError(t, err)
+			srv, err = srv.WithFCV(fcv)
+			require.NoError(t, err)
+		}
+		require.Equal(t, plan{arrayFilters: true, batchedUpdates: true, transactions: true, projectUpdate: true, pipelineUpdates: true, changeStreams: true, keylessWrites: tc.keyless}, planFor(srv), "%s at FCV %q", tc.version, tc.fcv)
 	}
 	require.Equal(t, all, planFor(mongotest.Native()))
 }

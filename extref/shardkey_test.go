@@ -31,7 +31,8 @@ func regional(t *testing.T, p extref.Plan) (*mongo.Database, *extref.Ref[Custome
 }
 
 // keyless returns plan p on a server that also takes writes without the
-// shard key: a MongoDB 8.0 mongos without the features p's server lacks.
+// shard key: a MongoDB 8.0 mongos at FCV 8.0 without the features p's
+// server lacks.
 func keyless(t *testing.T, p extref.Plan) extref.Plan {
 	t.Helper()
 	hello, err := bson.Marshal(bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
@@ -39,6 +40,10 @@ func keyless(t *testing.T, p extref.Plan) extref.Plan {
 	build, err := bson.Marshal(bson.D{{Key: "version", Value: "8.0.4"}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
 	require.NoError(t, err)
 	srv, err := patterns.NewServer(hello, build)
+	require.NoError(t, err)
+	fcv, err := bson.Marshal(bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "8.0"}}}})
+	require.NoError(t, err)
+	srv, err = srv.WithFCV(fcv)
 	require.NoError(t, err)
 	require.True(t, srv.Has(patterns.FeatureWritesWithoutShardKey))
 	var lacks []patterns.Feature

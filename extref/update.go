@@ -88,7 +88,8 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 //
 // With [Config.ShardKey] (a source sharded on another key than _id),
 // on a server without [patterns.FeatureWritesWithoutShardKey] (MongoDB
-// before 7.1 behind mongos, and every server that is not a mongos),
+// before 7.1 behind mongos, or at an FCV below 7.1 or unknown, and every
+// server that is not a mongos),
 // Update first reads the key's values (one find by _id, projected on the
 // key: on a sharded source it goes to every shard) and filters its
 // findAndModify on the _id and those values by equality, so that mongos
@@ -97,7 +98,7 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // nothing, another writer changed the key's values (or deleted the
 // source) between the two: Update reads them again, up to 5 times, then
 // fails with [patterns.ErrConflict], nothing written. Where the server
-// has the feature (mongos 7.1+), the findAndModify by _id alone is
+// has the feature (mongos 7.1+ at FCV 7.1+), the findAndModify by _id alone is
 // accepted (a two-phase write) and nothing is read first. The caller's
 // update may change a key field: mongos then moves the source to its new
 // shard, which the full key in the filter allows.

@@ -65,9 +65,9 @@ func TestNewServer(t *testing.T) {
 			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: without(patterns.FeatureWritesWithoutShardKey),
 		},
 		{
-			name:  "MongoDB 7.1 behind mongos has everything",
+			name:  "MongoDB 7.1 behind mongos, its FCV unknown, lacks writes without the shard key",
 			hello: bson.D{{Key: "msg", Value: "isdbgrid"}, sessions}, build: mongoBuild("7.1.0"),
-			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: all,
+			kind: patterns.KindMongoDB, topology: patterns.Sharded, major: 7, features: without(patterns.FeatureWritesWithoutShardKey),
 		},
 		{
 			name:  "MongoDB 4.4 replica set lacks 5.0 features",
@@ -203,4 +203,45 @@ func TestServerWithout(t *testing.T) {
 	require.True(t, w.Has(patterns.FeaturePushModifiers))
 	require.True(t, s.Has(patterns.FeatureArrayFilters), "the original keeps its features")
 	require.Equal(t, s.String(), w.String())
+}
+
+// TestServerWithFCV: a mongos 7.1+ takes writes without the shard key
+// only at an FCV of 7.1 or later (the feature flag of the two-phase write
+// protocol follows the FCV, mongodb/mongo
+// src/mongo/s/collection_routing_info_targeter.cpp); an 8.0 cluster
+// still at FCV 7.0 refuses them as 7.0 does.
+func TestServerWithFCV(t *testing.T) {
+	mongos := bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}}
+	for _, tc := range []struct {
+		hello              bson.D
+		version, fcv       string
+		target             string // an upgrade or a downgrade under way
+		want               bool
+		fcvMajor, fcvMinor int
+	}{
+		{mongos, "7.0.2", "7.0", "", false, 7, 0},
+		{mongos, "7.1.0", "7.0", "", false, 7, 0},
+		{mongos, "7.1.0", "7.1", "", true, 7, 1},
+		{mongos, "8.0.4", "7.0", "", false, 7, 0},
+		{mongos, "8.0.4", "7.0", "8.0", false, 7, 0}, // upgrading: the older
+		{mongos, "8.0.4", "8.0", "", true, 8, 0},
+		{bson.D{{Key: "setName", Value: "rs0"}}, "8.0.4", "8.0", "", false, 8, 0}, // not sharded
+	} {
+		s, err := patterns.NewServer(raw(t, tc.hello), raw(t, bson.D{{Key: "version", Value: tc.version}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}))
+		require.NoError(t, err)
+		require.False(t, s.Has(patterns.FeatureWritesWithoutShardKey), "%s: unknown FCV", tc.version)
+		fcv := bson.D{{Key: "version", Value: tc.fcv}}
+		if tc.target != "" {
+			fcv = append(fcv, bson.E{Key: "targetVersion", Value: tc.target})
+		}
+		w, err := s.WithFCV(raw(t, bson.D{{Key: "featureCompatibilityVersion", Value: fcv}, {Key: "ok", Value: 1.0}}))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, w.Has(patterns.FeatureWritesWithoutShardKey), "%s at FCV %s", tc.version, tc.fcv)
+		require.Equal(t, []int{tc.fcvMajor, tc.fcvMinor}, []int{w.FCV.Major, w.FCV.Minor})
+		require.False(t, s.Has(patterns.FeatureWritesWithoutShardKey), "the original is unchanged")
+	}
+	s, err := patterns.NewServer(raw(t, mongos), raw(t, bson.D{{Key: "version", Value: "8.0.4"}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}))
+	require.NoError(t, err)
+	_, err = s.WithFCV(raw(t, bson.D{{Key: "ok", Value: 1.0}}))
+	require.Error(t, err)
 }

@@ -23,6 +23,13 @@ const MaxDocumentSize = 16 * 1024 * 1024
 type Index struct {
 	Collection *mongo.Collection
 	Model      mongo.IndexModel
+	// EveryShard, when not empty, says why the queries this index serves
+	// read the whole collection by design (bucket's DeleteBefore, which
+	// names no series; versioning's MigrateAll, which scans by version): on
+	// a sharded cluster they go to every shard under any good shard key,
+	// and the doctor does not report them
+	// (doctor.RuleShardKeyDeclaredQueries).
+	EveryShard string
 }
 
 // EnsureIndexes creates the given indexes, idempotently: an index that

@@ -71,11 +71,12 @@ func (s schema) currentFilter(doc bson.D) bson.D {
 	return append(doc, bson.E{Key: s.field, Value: bson.D{{Key: "$eq", Value: int32(s.current)}, notArray}})
 }
 
-// notNewerFilter matches the document id unless it is at a newer version
-// than this code knows: a replacement must never downgrade one. A missing
-// or non-numeric version field matches.
-func (s schema) notNewerFilter(id any) bson.D {
-	return bson.D{{Key: "_id", Value: id}, {Key: s.field, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: int32(s.current)}}}}}}
+// notNewerFilter matches the document of doc (idFilter, or docFilter of
+// a document read) unless it is at a newer version than this code knows:
+// a replacement must never downgrade one. A missing or non-numeric
+// version field matches.
+func (s schema) notNewerFilter(doc bson.D) bson.D {
+	return append(slices.Clip(doc), bson.E{Key: s.field, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: int32(s.current)}}}}})
 }
 
 // docFilter matches the document read as doc by its _id and, where

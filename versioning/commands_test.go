@@ -58,7 +58,7 @@ func TestFiltersArePinned(t *testing.T) {
 		ejson(t, users.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}, {Key: "schemaVersion", Value: 2.0}}))))
 
 	require.Equal(t, `{"_id":"u1","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}}`, ejson(t, users.currentFilter(idFilter("u1"))), "never an array that contains 3")
-	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter("u1")))
+	require.Equal(t, `{"_id":"u1","schemaVersion":{"$not":{"$gt":3}}}`, ejson(t, users.notNewerFilter(idFilter("u1"))))
 	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.stampedFilter(mustRaw(t, v1), rev)))
 	require.Equal(t, `{"_id":"u1","_rev":{"$eq":`+oid+`}}`, ejson(t, users.restoreFilter(mustRaw(t, v1), rev)),
 		"a document read without a revision is put back while it holds the update's")
@@ -96,7 +96,7 @@ func TestShardKeyFiltersArePinned(t *testing.T) {
 		ejson(t, s.casFilter(mustRaw(t, bson.D{{Key: "_id", Value: "u1"}}))), "a missing field is routed as null")
 	require.Equal(t, ejson(t, users.currentFilter(idFilter("u1"))), ejson(t, s.currentFilter(idFilter("u1"))), "no read, no shard key: the _id alone")
 	require.Equal(t, `{`+key+`,"schemaVersion":{"$eq":3,"$not":{"$type":"array"}}}`, ejson(t, s.currentFilter(s.docFilter(read))), "after a read, the shard key as read")
-	require.Equal(t, ejson(t, users.notNewerFilter("u1")), ejson(t, s.notNewerFilter("u1")))
+	require.Equal(t, ejson(t, users.notNewerFilter(idFilter("u1"))), ejson(t, s.notNewerFilter(idFilter("u1"))))
 	require.Equal(t, ejson(t, users.scanFilter()), ejson(t, s.scanFilter()))
 }
 

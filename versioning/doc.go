@@ -120,10 +120,21 @@
 // document (the write-backs, MigrateAll's writes, Update's write-back and
 // the update after it, its findAndModify, the put-back of an oversized
 // update) then carries their values as read, by equality, and goes to one
-// shard. Insert goes to one shard by the values in the document. Get,
-// Delete, Replace, and Update of a document at the current version send
-// no read first, so they hold the _id alone and go to every shard under
-// such a key. A migration must not change a shard-key
+// shard. Replace reads the document first under Config.ShardKey (a find
+// by _id, to every shard), and its replacement keeps the stored values of
+// the key's fields that T lacks: mongos targets a replacement by the key
+// it holds (a missing field as null), so that a T without the key's
+// fields would otherwise match nothing or be refused (31025), on every
+// version from 6.0 to 8.0. Insert goes to one shard by the values in the
+// document. Get, Delete and Update of a document at the current version
+// send no read first, so they hold the _id alone: an exact _id, which
+// 6.0, 7.0 and a 7.1 or 8.0 cluster whose featureCompatibilityVersion is
+// still 7.0 send to every shard, and 7.1 and 8.0 at their own FCV route by
+// a two-phase write (every shard too). An exact _id is one with the
+// simple collation: Update with a collation option (other than
+// {locale: "simple"}) on a string _id is no exact _id, and MongoDB refuses
+// it (72) under such a key before 7.1 or below FCV 7.1. A migration must
+// not change a shard-key
 // field: the write-back would move the document to another shard, which
 // MongoDB refuses outside a retryable write or a transaction (code
 // 31025, or 20 and 72). Never shard on the version or the revision field,

@@ -115,7 +115,8 @@ func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 // version field, ascending. Create it with [patterns.EnsureIndexes];
 // without it MigrateAll and Stats read the whole collection.
 func (r *Repo[T]) Indexes() []patterns.Index {
-	return []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: r.versionIndex()}}}
+	return []patterns.Index{{Collection: r.coll, Model: mongo.IndexModel{Keys: r.versionIndex()},
+		EveryShard: "MigrateAll and Stats scan every document by version, on every shard; never shard on the version field, which every write changes"}}
 }
 
 // plan returns the repository's plan, deciding it on first use.

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -49,18 +50,45 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 // [patterns.ErrTooLarge] before anything is sent, on every server. A
 // failure of the connection leaves the document replaced or not, and
 // Replace is safe to retry: the retry replaces it again.
+//
+// With Config.ShardKey, Replace first reads the document (a find by _id,
+// to every shard, as Get's), and the replaceOne carries the key's values
+// as read, in its filter and in the replacement: a field of the key that
+// v lacks keeps its stored value (mongos targets a replacement by the key
+// it holds, a missing field as null, so that without it the replacement
+// would match nothing or be refused, 31025), and one that v holds is
+// written as v holds it (a changed value moves the document: MongoDB
+// accepts it in a retryable write or a transaction only). Two commands,
+// then; a miss re-reads the document as without ShardKey.
 func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Replace", err)
 	}
 	doc, err := r.encode(v)
+	var stored bson.Raw // with Config.ShardKey, the document as last read
+	if err == nil && len(r.shardKey) > 0 {
+		stored, err = r.findRaw(ctx, id)
+	}
 	if err == nil {
 		err = r.guarded(ctx, id, func() (bool, error) {
-			return r.replaceOne(ctx, r.notNewerFilter(id), doc)
+			if stored == nil {
+				return r.replaceOne(ctx, r.notNewerFilter(idFilter(id)), doc)
+			}
+			kept, err := shard.KeepValues(doc, stored, r.shardKey)
+			if err != nil {
+				return false, err
+			}
+			if len(kept) > patterns.MaxDocumentSize {
+				return false, tooLarge(len(kept))
+			}
+			return r.replaceOne(ctx, r.notNewerFilter(r.docFilter(stored)), kept)
 		}, func(raw bson.Raw) error {
 			// Not matched: newer, or changed since (retry).
 			if v, err := r.versionOf(raw); err == nil && v > r.current {
 				return r.newer(v)
+			}
+			if stored != nil {
+				stored = raw
 			}
 			return nil
 		})

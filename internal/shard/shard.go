@@ -188,13 +188,24 @@ func worse(a, b Route) Route {
 }
 
 // Filter says where a query with this filter goes on a collection sharded
-// on k: the rules of the package documentation for a filter alone. A
-// top-level $or goes where the union of its branches goes (each read with
-// the filter's other fields); a condition that cannot be read ($nor,
-// $expr, ...) goes to every shard unless the other fields target it.
-func (k Key) Filter(filter bson.D) Route {
-	m := matchOf(filter)
-	if r, ok := k.or(filter, m); ok {
+// on k, with the simple collation: the rules of the package documentation
+// for a filter alone. A top-level $or goes where the union of its
+// branches goes (each read with the filter's other fields); a condition
+// that cannot be read ($nor, $expr, ...) goes to every shard unless the
+// other fields target it.
+func (k Key) Filter(filter bson.D) Route { return k.filter(filter, nil) }
+
+// FilterCollated is [Key.Filter] for a command with the given collation:
+// a collation other than the simple one ({locale: "simple"}, or none)
+// makes an equality on a string, a document or an array useless for
+// targeting on a ranged (not hashed) key field, whose chunks are bounded
+// by the simple order of the values (the collection has no default
+// collation; the package's repositories create none).
+func (k Key) FilterCollated(filter, collation bson.D) Route { return k.filter(filter, collation) }
+
+func (k Key) filter(filter, collation bson.D) Route {
+	m := k.matchIn(filter, collation)
+	if r, ok := k.or(filter, collation, m); ok {
 		return r
 	}
 	first := k[0]
@@ -202,7 +213,7 @@ func (k Key) Filter(filter bson.D) Route {
 	rng := m.ranged[first.Path]
 	switch {
 	case eq == nil && !rng:
-		return Route{EveryShard, 0, fmt.Sprintf("the filter does not match %s, the shard key's first field, by equality", first.Path)}
+		return Route{EveryShard, 0, fmt.Sprintf("the filter does not bound %s, the shard key's first field (no equality or range on it%s)", first.Path, m.why(first.Path))}
 	case eq == nil && first.Hashed:
 		return Route{EveryShard, 0, fmt.Sprintf("a range on the hashed field %s is sent to every shard", first.Path)}
 	case eq == nil:
@@ -224,7 +235,7 @@ func (k Key) Filter(filter bson.D) Route {
 // $or does, as mongos does, by the union of its branches (each read with
 // the filter's other fields): one shard when every branch holds the same
 // full shard key, the worst branch's route otherwise.
-func (k Key) or(filter bson.D, m match) (Route, bool) {
+func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
 	branches, _ := field(filter, "$or").(bson.A)
 	if len(branches) == 0 || k.full(m) {
 		return Route{}, false
@@ -235,13 +246,13 @@ func (k Key) or(filter bson.D, m match) (Route, bool) {
 	for i, b := range branches {
 		bd, _ := b.(bson.D)
 		combined := append(slices.Clone(rest), bd...)
-		r := k.Filter(combined)
+		r := k.filter(combined, collation)
 		if r.Target != OneShard {
 			r.Why = fmt.Sprintf("$or branch %d: %s", i, r.Why)
 			out = worse(out, r)
 			continue
 		}
-		v := k.values(matchOf(combined))
+		v := k.values(k.matchIn(combined, collation))
 		if i == 0 {
 			value = v
 		} else if v != value && out.Target == OneShard {
@@ -283,21 +294,97 @@ func (k Key) paths(n int) []string {
 type equality struct {
 	several bool
 	value   string // the value's BSON, for one value
+	// collatable: a value is a string, a document or an array, which a
+	// collation compares otherwise than the simple order.
+	collatable bool
 }
 
 // match is what a filter says of its top-level fields.
 type match struct {
 	eq     map[string]*equality
 	ranged map[string]bool
+	// unbounded names the fields whose only conditions bound nothing
+	// ($ne, $nin, $not, $exists: true...), and collated those whose
+	// equality a collation made useless, for Route.Why.
+	unbounded, collated map[string]bool
+	// idCollated: the equality on _id is on a collatable value under a
+	// non-simple collation, so it is no exact _id.
+	idCollated bool
+}
+
+// why says why a field of the key is not bounded.
+func (m match) why(path string) string {
+	switch {
+	case m.collated[path]:
+		return "; the command's collation makes its equality on a string, a document or an array unusable"
+	case m.unbounded[path]:
+		return "; $ne, $nin, $not and $exists: true bound nothing: their bounds cover the whole key range"
+	}
+	return ""
+}
+
+// matchIn is matchOf for a command on a collection sharded on k, with
+// the given collation: under a collation other than the simple one, an
+// equality on a collatable value bounds nothing on a ranged key field
+// and makes no exact _id.
+func (k Key) matchIn(filter, collation bson.D) match {
+	m := matchOf(filter)
+	if simple(collation) {
+		return m
+	}
+	for path, e := range m.eq {
+		if !e.collatable {
+			continue
+		}
+		if path == "_id" {
+			m.idCollated = true
+		}
+		if i := slices.IndexFunc(k, func(f Field) bool { return f.Path == path }); i >= 0 && !k[i].Hashed {
+			delete(m.eq, path)
+			m.collated[path] = true
+		}
+	}
+	return m
+}
+
+// simple reports whether a collation is the simple one: none, or
+// {locale: "simple"}.
+func simple(collation bson.D) bool {
+	if len(collation) == 0 {
+		return true
+	}
+	locale, _ := field(collation, "locale").(string)
+	return locale == "simple"
 }
 
 // matchOf reads a filter's fields: {f: v} (v neither an operator
 // document, a regular expression nor an array) and {f: {$eq: v}} are
 // equalities, as is {f: {$in: [v]}}; an $in of several values is an
-// equality on several values; any other condition on f is a range. $and is
-// read into; $or, $nor, $expr and the like target nothing.
+// equality on several values; an equality on a document is also one on
+// each of its fields, by their dotted paths (a key field m.a is reached by
+// {m: {a: 1}}); a condition that bounds the field's values ($gt, $lt,
+// $type, an anchored regular expression...) is a range; $ne, $nin, $not
+// and $exists: true bound nothing, and are as no condition at all. $and
+// is read into; $or, $nor, $expr and the like target nothing.
 func matchOf(filter bson.D) match {
-	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}}
+	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}}
+	var equal func(path string, v any, c *equality)
+	equal = func(path string, v any, c *equality) {
+		if m.eq[path] != nil && !m.eq[path].several {
+			return
+		}
+		if !c.several {
+			c.value = valueOf(v)
+		}
+		m.eq[path] = c
+		if d, ok := v.(bson.D); ok && (len(d) == 0 || !strings.HasPrefix(d[0].Key, "$")) {
+			for _, sub := range d {
+				if sc := condition(sub.Value); sc != nil {
+					equal(path+"."+sub.Key, sub.Value, sc)
+				}
+			}
+		}
+	}
 	var walk func(d bson.D)
 	walk = func(d bson.D) {
 		for _, e := range d {
@@ -318,18 +405,58 @@ func matchOf(filter bson.D) match {
 				continue // matches the array or an element: no key value
 			}
 			switch c := condition(e.Value); {
-			case c == nil:
+			case c != nil:
+				equal(e.Key, e.Value, c)
+			case bounds(e.Value):
 				m.ranged[e.Key] = true
-			case m.eq[e.Key] == nil || m.eq[e.Key].several:
-				if !c.several {
-					c.value = valueOf(e.Value)
-				}
-				m.eq[e.Key] = c
+			default:
+				m.unbounded[e.Key] = true
 			}
 		}
 	}
 	walk(filter)
 	return m
+}
+
+// bounds reports whether a condition that is no equality bounds the
+// field's values to part of the key range, so that mongos can target the
+// chunks of that part: a comparison ($gt, $gte, $lt, $lte), $type, $mod,
+// $exists: false (null), $elemMatch and $all (on their values), or a
+// regular expression anchored at the start without the i or x options.
+// $ne, $nin, $not, $exists: true and an unanchored expression cover the
+// whole range.
+func bounds(v any) bool {
+	switch c := v.(type) {
+	case bson.Regex:
+		return anchored(c.Pattern, c.Options)
+	case bson.D:
+		for _, op := range c {
+			switch op.Key {
+			case "$gt", "$gte", "$lt", "$lte", "$type", "$mod", "$elemMatch", "$all":
+				return true
+			case "$exists":
+				if !truthy(op.Value) {
+					return true
+				}
+			case "$regex":
+				p, _ := op.Value.(string)
+				if r, ok := op.Value.(bson.Regex); ok {
+					p = r.Pattern
+				}
+				o, _ := field(c, "$options").(string)
+				if anchored(p, o) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// anchored reports whether a regular expression matches only strings
+// with a fixed prefix, a range of the simple order.
+func anchored(pattern, options string) bool {
+	return (strings.HasPrefix(pattern, "^") || strings.HasPrefix(pattern, `\A`)) && !strings.ContainsAny(options, "imx")
 }
 
 // valueOf returns the BSON of the one value an equality condition names.
@@ -360,58 +487,104 @@ func condition(v any) *equality {
 		return nil
 	case bson.D:
 		if len(c) == 0 || !strings.HasPrefix(c[0].Key, "$") {
-			return &equality{} // an equality with an embedded document
+			return &equality{collatable: true} // an equality with an embedded document
 		}
 		var out *equality
 		for _, op := range c {
 			switch op.Key {
 			case "$eq":
-				if condition(op.Value) != nil {
-					out = &equality{}
+				if e := condition(op.Value); e != nil {
+					out = &equality{collatable: e.collatable}
 				}
 			case "$in":
 				if arr, ok := op.Value.(bson.A); ok && len(arr) > 0 && !slices.ContainsFunc(arr, func(x any) bool { return condition(x) == nil }) {
 					if out == nil {
-						out = &equality{several: len(arr) > 1}
+						out = &equality{several: len(arr) > 1, collatable: slices.ContainsFunc(arr, func(x any) bool { return condition(x).collatable })}
 					}
 				}
 			}
 		}
 		return out
+	case bson.RawValue:
+		switch c.Type {
+		case bson.TypeArray, bson.TypeRegex:
+			return nil
+		}
+		return &equality{collatable: c.Type == bson.TypeString || c.Type == bson.TypeEmbeddedDocument || c.Type == bson.TypeSymbol}
+	case string, bson.Raw, bson.M:
+		return &equality{collatable: true}
 	}
 	return &equality{}
 }
 
-// exactID reports whether the filter matches _id by one equality.
+// exactID reports whether the filter matches _id by one equality, which
+// a non-simple collation does not make inexact.
 func exactID(m match) bool {
 	e := m.eq["_id"]
-	return e != nil && !e.several
+	return e != nil && !e.several && !m.idCollated
 }
 
 // Cluster is a sharded cluster as the routing rules see it.
 type Cluster struct {
-	// Version is the server's version: the rules changed in 5.1 and 7.1.
+	// Version is mongos's version: the rules changed in 5.1 and 7.1.
 	Version patterns.Version
+	// FCV is the cluster's featureCompatibilityVersion; the zero value
+	// means Version's (an upgrade finished). The writes without the shard
+	// key of 7.1 need both the binaries and the FCV at 7.1 or later: a
+	// cluster upgraded to 7.1 or 8.0 whose FCV is still 7.0 routes as 7.0.
+	FCV patterns.Version
 	// Keys maps a collection's name to its shard key; a collection not in
 	// the map is unsharded, and every command on it goes to one shard (its
 	// primary shard).
 	Keys map[string]Key
 }
 
-// String names the version and the shard keys, collections in order:
-// MongoDB 6.0 with items sharded on {"parent": 1}.
+// Clusters returns the clusters whose rules differ, each with the shard
+// keys keys: MongoDB 6.0, 7.0, 7.1 with its FCV at 7.0 and at 7.1, and
+// 8.0 with its FCV at 7.0 and at 8.0. A test that routes what a
+// repository sent routes it on each.
+func Clusters(keys map[string]Key) []Cluster {
+	v := func(major, minor int) patterns.Version { return patterns.Version{Major: major, Minor: minor} }
+	return []Cluster{
+		{Version: v(6, 0), Keys: keys},
+		{Version: v(7, 0), Keys: keys},
+		{Version: v(7, 1), FCV: v(7, 0), Keys: keys},
+		{Version: v(7, 1), Keys: keys},
+		{Version: v(8, 0), FCV: v(7, 0), Keys: keys},
+		{Version: v(8, 0), Keys: keys},
+	}
+}
+
+// fcv is the featureCompatibilityVersion the rules read.
+func (c Cluster) fcv() patterns.Version {
+	if c.FCV == (patterns.Version{}) {
+		return c.Version
+	}
+	return c.FCV
+}
+
+// String names the version, the FCV when it is not the version's, and
+// the shard keys, collections in order: MongoDB 6.0 with items sharded
+// on {"parent": 1}; MongoDB 8.0 (FCV 7.0) with ....
 func (c Cluster) String() string {
 	names := slices.Sorted(maps.Keys(c.Keys))
 	parts := make([]string, len(names))
 	for i, n := range names {
 		parts[i] = n + " sharded on " + c.Keys[n].String()
 	}
-	return fmt.Sprintf("MongoDB %d.%d with %s", c.Version.Major, c.Version.Minor, strings.Join(parts, ", "))
+	fcv := ""
+	if f := c.fcv(); f.Major != c.Version.Major || f.Minor != c.Version.Minor {
+		fcv = fmt.Sprintf(" (FCV %d.%d)", f.Major, f.Minor)
+	}
+	return fmt.Sprintf("MongoDB %d.%d%s with %s", c.Version.Major, c.Version.Minor, fcv, strings.Join(parts, ", "))
 }
 
-// keyless reports whether single writes and findAndModify without the
-// shard key are accepted (7.1+).
-func (c Cluster) keyless() bool { return c.Version.AtLeast(7, 1) }
+// WritesWithoutShardKey reports whether single writes and findAndModify
+// without the shard key are accepted, by a two-phase write: mongos 7.1+
+// with the FCV at 7.1+ (the FCV enables the protocol's feature flag).
+func (c Cluster) WritesWithoutShardKey() bool {
+	return c.Version.AtLeast(7, 1) && c.fcv().AtLeast(7, 1)
+}
 
 // Route says where cmd goes on c. cmd is a command as the driver encodes
 // it: its first field names the command and the collection. Commands that
@@ -441,12 +614,20 @@ func (c Cluster) Route(cmd bson.Raw) (Route, error) {
 			f = "query"
 		}
 		filter, _ := get(f).(bson.D)
-		return key.Filter(filter), nil
+		return key.filter(filter, collationOf(d)), nil
 	case "aggregate":
 		pipeline, _ := get("pipeline").(bson.A)
-		return c.aggregate(key, pipeline), nil
+		return c.aggregate(key, pipeline, collationOf(d)), nil
 	case "insert":
 		docs, _ := get("documents").(bson.A)
+		if key != nil {
+			for i, doc := range docs {
+				d, _ := doc.(bson.D)
+				if path := key.array(d); path != "" {
+					return Route{Refused, 61, fmt.Sprintf("document %d holds an array at the shard-key field %s (Shard key cannot contain array values or array descendants)", i, path)}, nil
+				}
+			}
+		}
 		if key == nil || len(docs) <= 1 {
 			return Route{OneShard, 0, "an insert goes to the shard of its document's key"}, nil
 		}
@@ -492,18 +673,46 @@ func (k Key) same(docs bson.A) bool {
 	return true
 }
 
+// array returns the first key field of d that is an array or lies
+// inside one ("" when none): mongos cannot extract the key of such a
+// document.
+func (k Key) array(d bson.D) string {
+	for _, f := range k {
+		cur := d
+		for part := range strings.SplitSeq(f.Path, ".") {
+			v := field(cur, part)
+			if _, ok := v.(bson.A); ok {
+				return f.Path
+			}
+			if cur, _ = v.(bson.D); cur == nil {
+				break
+			}
+		}
+	}
+	return ""
+}
+
 // lookup returns the value at a dotted path of d, nil when absent.
 func lookup(d bson.D, path string) any {
+	v, _ := lookupOK(d, path)
+	return v
+}
+
+// lookupOK returns the value at a dotted path of d, and whether d has it.
+func lookupOK(d bson.D, path string) (any, bool) {
 	head, rest, dotted := strings.Cut(path, ".")
-	v := field(d, head)
+	i := slices.IndexFunc(d, func(e bson.E) bool { return e.Key == head })
+	if i < 0 {
+		return nil, false
+	}
 	if !dotted {
-		return v
+		return d[i].Value, true
 	}
-	sub, ok := v.(bson.D)
+	sub, ok := d[i].Value.(bson.D)
 	if !ok {
-		return nil
+		return nil, false
 	}
-	return lookup(sub, rest)
+	return lookupOK(sub, rest)
 }
 
 // each routes every statement and returns the worst route.
@@ -521,6 +730,13 @@ func each(stmts bson.A, route func(bson.D) Route) Route {
 		out = worse(out, r)
 	}
 	return out
+}
+
+// collationOf returns the collation of a command or a statement (nil: the
+// simple one).
+func collationOf(d bson.D) bson.D {
+	c, _ := field(d, "collation").(bson.D)
+	return c
 }
 
 func field(d bson.D, name string) any {
@@ -548,10 +764,11 @@ func (c Cluster) update(key Key, s bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(s, "q").(bson.D)
+	coll := collationOf(s)
 	u := field(s, "u")
 	multi := truthy(field(s, "multi"))
 	upsert := truthy(field(s, "upsert"))
-	m := matchOf(q)
+	m := key.matchIn(q, coll)
 	full := key.full(m)
 	if changes, path := changesKey(key, u, m); changes {
 		switch {
@@ -562,33 +779,58 @@ func (c Cluster) update(key Key, s bson.D) Route {
 		}
 	}
 	if upsert && !full {
-		if multi || !c.keyless() {
+		if multi || !c.WritesWithoutShardKey() {
 			return Route{Refused, 61, "an upsert needs equality on every shard-key field (Failed to target upsert by query)"}
 		}
 		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
 	}
 	if multi {
-		return key.Filter(q)
+		return key.filter(q, coll)
 	}
 	if full {
 		return Route{OneShard, 0, "equality on every shard-key field"}
 	}
-	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && key.full(matchOf(repl)) {
-		return Route{OneShard, 0, "the replacement document holds the shard key"}
+	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && (exactID(m) || !c.WritesWithoutShardKey()) {
+		return replacement(key, repl, m)
 	}
-	return c.single(m, 72, "a single update")
+	return c.single(key, m, 72, "a single update")
+}
+
+// replacement routes a replacement whose filter does not hold the full
+// shard key, where mongos targets it by the shard key of the replacement
+// document (up to an FCV of 7.0; from 7.1 still when the filter holds an
+// exact _id): each key field missing from the replacement is taken as
+// null, and a missing _id as the filter's exact _id. A replacement that
+// lacks a key field other than that _id is sent to the shard of the null
+// value: it matches nothing there, or, on the shard that holds the
+// document, would change its key (31025, "Shard key update is not allowed
+// without specifying the full shard key in the query"); only a stored
+// document that lacks the field too is replaced. The route says it is
+// refused.
+func replacement(key Key, repl bson.D, m match) Route {
+	for _, f := range key {
+		if f.Path == "_id" && exactID(m) {
+			continue // taken from the filter
+		}
+		if _, ok := lookupOK(repl, f.Path); !ok {
+			return Route{Refused, 31025, fmt.Sprintf("the replacement lacks the shard-key field %s, and mongos targets a replacement by the key it holds (a missing field as null): it matches nothing on that shard, or would change the key of the document it matches (Shard key update is not allowed without specifying the full shard key in the query)", f.Path)}
+		}
+	}
+	return Route{OneShard, 0, "the replacement document holds the shard key (mongos targets a replacement by it)"}
 }
 
 // single routes a single write (update, delete, findAndModify's exact-_id
 // case) whose filter lacks the full shard key.
-func (c Cluster) single(m match, code int32, what string) Route {
+func (c Cluster) single(key Key, m match, code int32, what string) Route {
 	switch {
-	case c.keyless():
+	case c.WritesWithoutShardKey():
 		return Route{EveryShard, 0, what + " without the full shard key is routed by a two-phase write (7.1+)"}
 	case exactID(m):
 		return Route{EveryShard, 0, what + " by exact _id without the shard key is sent to every shard"}
+	case m.eq[key[0].Path] != nil || m.ranged[key[0].Path]:
+		return Route{Refused, code, what + " by part of the shard key (before 7.1, or an FCV below 7.1) is accepted only while the chunks it may reach sit on one shard, and refused once the balancer spreads them: refused, as it is in production"}
 	}
-	return Route{Refused, code, what + " on a sharded collection must contain the shard key or an exact match on _id (before 7.1)"}
+	return Route{Refused, code, what + " on a sharded collection must contain the shard key or an exact match on _id (before 7.1, or an FCV below 7.1)" + m.why("_id")}
 }
 
 // changesKey reports whether an update document (operators, replacement
@@ -631,9 +873,9 @@ func changesKey(key Key, u any, m match) (bool, string) {
 		// A replacement whose filter holds the key keeps it only where it
 		// holds every key field; without the key in the filter, mongos
 		// targets the replacement by the key it holds.
-		rm := matchOf(doc)
+		// A replacement without _id keeps the document's.
 		for _, f := range key {
-			if rm.eq[f.Path] == nil && m.eq[f.Path] != nil {
+			if _, ok := lookupOK(doc, f.Path); !ok && m.eq[f.Path] != nil && f.Path != "_id" {
 				return true, f.Path
 			}
 		}
@@ -680,14 +922,15 @@ func (c Cluster) delete(key Key, s bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(s, "q").(bson.D)
+	coll := collationOf(s)
 	if n, _ := number(field(s, "limit")); n == 0 {
-		return key.Filter(q)
+		return key.filter(q, coll)
 	}
-	m := matchOf(q)
+	m := key.matchIn(q, coll)
 	if key.full(m) {
 		return Route{OneShard, 0, "equality on every shard-key field"}
 	}
-	return c.single(m, 61, "a single delete")
+	return c.single(key, m, 61, "a single delete")
 }
 
 // findAndModify routes a findAndModify command.
@@ -696,7 +939,7 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(d, "query").(bson.D)
-	m := matchOf(q)
+	m := key.matchIn(q, collationOf(d))
 	full := key.full(m)
 	if changes, path := changesKey(key, field(d, "update"), m); changes && field(d, "update") != nil && !full {
 		return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
@@ -704,7 +947,7 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 	switch {
 	case full:
 		return Route{OneShard, 0, "equality on every shard-key field"}
-	case c.keyless():
+	case c.WritesWithoutShardKey():
 		return Route{EveryShard, 0, "findAndModify without the full shard key is routed by a two-phase write (7.1+)"}
 	}
 	return Route{Refused, 61, "findAndModify on a sharded collection must contain the shard key (before 7.1; an _id alone is not enough)"}
@@ -717,8 +960,8 @@ func createIndex(key Key, s bson.D) Route {
 		return Route{OneShard, 0, "an index is built on every shard that owns chunks"}
 	}
 	k, _ := field(s, "key").(bson.D)
-	if len(k) == 1 && k[0].Key == "_id" {
-		return Route{OneShard, 0, "the _id index"}
+	if len(k) > 0 && k[0].Key == "_id" {
+		return Route{OneShard, 0, "a unique index that starts with _id, unique itself, suits every shard key"}
 	}
 	for i, f := range key {
 		if i >= len(k) || k[i].Key != f.Path {
@@ -730,7 +973,7 @@ func createIndex(key Key, s bson.D) Route {
 
 // aggregate routes a pipeline on a collection sharded on key (nil:
 // unsharded).
-func (c Cluster) aggregate(key Key, pipeline bson.A) Route {
+func (c Cluster) aggregate(key Key, pipeline bson.A, collation bson.D) Route {
 	out := Route{OneShard, 0, "the collection is not sharded"}
 	if key != nil {
 		out = Route{EveryShard, 0, "the pipeline does not start with a $match"}
@@ -745,7 +988,7 @@ func (c Cluster) aggregate(key Key, pipeline bson.A) Route {
 		switch st.Key {
 		case "$match":
 			if i == 0 && key != nil {
-				out = key.Filter(arg)
+				out = key.filter(arg, collation)
 			}
 		case "$lookup", "$graphLookup":
 			from, _ := field(arg, "from").(string)
@@ -769,7 +1012,9 @@ func (c Cluster) aggregate(key Key, pipeline bson.A) Route {
 			if k == nil {
 				continue
 			}
-			on := []string{"_id"}
+			// Without "on", $merge into a sharded collection matches on
+			// the shard key and _id.
+			on := append(k.paths(len(k)), "_id")
 			switch v := field(arg, "on").(type) {
 			case string:
 				on = []string{v}

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,23 @@ import (
 )
 
 func key(d bson.D) Key { return MustParseKey(d) }
+
+// The sources of the routing rules: the manual's pages, and the server's
+// own targeting code and tests (mongodb/mongo, read, not copied).
+const (
+	srcQuery         = "mongodb/mongo src/mongo/s/chunk_manager_query_test.cpp (EqualityRange*, SetRange*, GTRange*, OrEqualities, CollationStrings/Numbers*)"
+	srcBounds        = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util_index_bounds_test.cpp (AllValue, NegativeGT, Regex, HashedRange, ArrayEquality)"
+	srcTargeter      = "mongodb/mongo src/mongo/s/collection_routing_info_targeter.cpp (targetUpdate, targetDelete, targetInsert, isExactIdQuery); 4.4's src/mongo/s/write_ops/chunk_manager_targeter.cpp alike"
+	srcReplacement   = "mongodb/mongo collection_routing_info_targeter.cpp targetUpdate: a replacement not targeted by its query is targeted by the replacement document (emplaceMissingShardKeyValuesForDocument: missing fields as null; _id from an exact _id of the query), without the feature flag or with an exact _id"
+	srcFCV           = "mongodb/mongo collection_routing_info_targeter.cpp: gFeatureFlagUpdateOneWithoutShardKey.isEnabled(featureCompatibility) gates the writes without the shard key"
+	srcFindAndModify = "https://www.mongodb.com/docs/manual/reference/command/findAndModify/#sharded-collections"
+	srcKeyChange     = "https://www.mongodb.com/docs/manual/core/sharding-change-shard-key-value/"
+	srcUnique        = "mongodb/mongo src/mongo/s/shard_key_pattern.h (isUniqueIndexCompatible: a unique index starting with _id suits every key; else prefixed by the key)"
+	srcLookup        = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/#sharded-collections"
+	srcOut           = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
+	srcMerge         = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
+	srcGetMore       = "a getMore goes to the cursor's shards, which its find chose"
+)
 
 func raw(t *testing.T, d bson.D) bson.Raw {
 	t.Helper()
@@ -46,31 +64,32 @@ func TestFilter(t *testing.T) {
 		k      Key
 		filter bson.D
 		want   Target
+		src    string
 	}{
-		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, OneShard},
-		{ranged, bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "createdAt", Value: bson.D{{Key: "$eq", Value: 3}}}}}}}, OneShard},
-		{ranged, bson.D{{Key: "customerId", Value: 7}}, SomeShards},
-		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}, {Key: "createdAt", Value: 3}}, SomeShards},
-		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$in", Value: bson.A{1}}}}, {Key: "createdAt", Value: 3}}, OneShard},
-		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$gt", Value: 7}}}}, SomeShards},
-		{ranged, bson.D{{Key: "createdAt", Value: 3}}, EveryShard},
-		{ranged, bson.D{{Key: "_id", Value: 3}}, EveryShard},
-		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, SomeShards},
-		{ranged, bson.D{{Key: "customerId", Value: bson.A{1, 2}}, {Key: "createdAt", Value: 3}}, EveryShard},
-		{hashed, bson.D{{Key: "deviceId", Value: "d1"}}, OneShard},
+		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, OneShard, srcQuery},
+		{ranged, bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "createdAt", Value: bson.D{{Key: "$eq", Value: 3}}}}}}}, OneShard, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: 7}}, SomeShards, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}, {Key: "createdAt", Value: 3}}, SomeShards, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$in", Value: bson.A{1}}}}, {Key: "createdAt", Value: 3}}, OneShard, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: bson.D{{Key: "$gt", Value: 7}}}}, SomeShards, srcQuery},
+		{ranged, bson.D{{Key: "createdAt", Value: 3}}, EveryShard, srcQuery},
+		{ranged, bson.D{{Key: "_id", Value: 3}}, EveryShard, srcQuery},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}}}}, SomeShards, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: bson.A{1, 2}}, {Key: "createdAt", Value: 3}}, EveryShard, srcQuery},
+		{hashed, bson.D{{Key: "deviceId", Value: "d1"}}, OneShard, srcQuery},
 		{ranged, bson.D{{Key: "$or", Value: bson.A{
 			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: bson.D{{Key: "$eq", Value: 3}}}},
 			bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}, {Key: "x", Value: 1}},
-		}}}, OneShard},
-		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "$or", Value: bson.A{bson.D{{Key: "createdAt", Value: 3}}, bson.D{{Key: "createdAt", Value: 3}, {Key: "y", Value: 2}}}}}, OneShard},
-		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, bson.D{{Key: "customerId", Value: 8}, {Key: "createdAt", Value: 3}}}}}, SomeShards},
-		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "name", Value: "x"}}}}}, EveryShard},
-		{hashed, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "deviceId", Value: "d1"}, {Key: "a", Value: 1}}, bson.D{{Key: "deviceId", Value: "d1"}, {Key: "b", Value: 1}}}}}, OneShard},
-		{hashed, bson.D{{Key: "deviceId", Value: bson.D{{Key: "$gte", Value: "d"}}}}, EveryShard},
-		{hashed, bson.D{{Key: "deviceId", Value: bson.Regex{Pattern: "^d"}}}, EveryShard},
+		}}}, OneShard, srcQuery},
+		{ranged, bson.D{{Key: "customerId", Value: 7}, {Key: "$or", Value: bson.A{bson.D{{Key: "createdAt", Value: 3}}, bson.D{{Key: "createdAt", Value: 3}, {Key: "y", Value: 2}}}}}, OneShard, srcQuery},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}, {Key: "createdAt", Value: 3}}, bson.D{{Key: "customerId", Value: 8}, {Key: "createdAt", Value: 3}}}}}, SomeShards, srcQuery},
+		{ranged, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "customerId", Value: 7}}, bson.D{{Key: "name", Value: "x"}}}}}, EveryShard, srcQuery},
+		{hashed, bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "deviceId", Value: "d1"}, {Key: "a", Value: 1}}, bson.D{{Key: "deviceId", Value: "d1"}, {Key: "b", Value: 1}}}}}, OneShard, srcQuery},
+		{hashed, bson.D{{Key: "deviceId", Value: bson.D{{Key: "$gte", Value: "d"}}}}, EveryShard, srcQuery},
+		{hashed, bson.D{{Key: "deviceId", Value: bson.Regex{Pattern: "^d"}}}, EveryShard, srcQuery},
 	} {
 		got := tc.k.Filter(tc.filter)
-		require.Equal(t, tc.want, got.Target, "%v on %v: %s", tc.filter, tc.k, got.Why)
+		require.Equal(t, tc.want, got.Target, "%v on %v: %s (source: %s)", tc.filter, tc.k, got.Why, tc.src)
 	}
 }
 
@@ -90,64 +109,181 @@ func TestRoute(t *testing.T) {
 		cmd  bson.D
 		want Target
 		code int32
+		src  string
 	}{
-		{"findAndModify by _id, 6.0", c6, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byID}, {Key: "update", Value: set}}, Refused, 61},
-		{"findAndModify by _id, 8.0", c8, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byID}, {Key: "update", Value: set}}, EveryShard, 0},
-		{"findAndModify by key", c6, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byKey}, {Key: "update", Value: set}}, OneShard, 0},
-		{"findAndModify by _id on hashed _id", c6, bson.D{{Key: "findAndModify", Value: "h"}, {Key: "query", Value: byID}, {Key: "remove", Value: true}}, OneShard, 0},
-		{"findAndModify on unsharded", c6, bson.D{{Key: "findAndModify", Value: "other"}, {Key: "query", Value: byID}}, OneShard, 0},
-		{"updateOne by _id, 6.0", c6, upd("orders", byID, set, false, false), EveryShard, 0},
-		{"updateOne by other field, 6.0", c6, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, false, false), Refused, 72},
-		{"updateOne by other field, 8.0", c8, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, false, false), EveryShard, 0},
-		{"updateOne by key", c6, upd("orders", byKey, set, false, false), OneShard, 0},
-		{"replaceOne by _id with the key in the replacement", c6, upd("orders", byID, bson.D{{Key: "customerId", Value: 7}, {Key: "n", Value: 1}}, false, false), OneShard, 0},
-		{"upsert by _id, 6.0", c6, upd("orders", byID, set, false, true), Refused, 61},
-		{"upsert by _id, 8.0", c8, upd("orders", byID, set, false, true), EveryShard, 0},
-		{"multi upsert by _id, 8.0", c8, upd("orders", byID, set, true, true), Refused, 61},
-		{"upsert by key", c6, upd("orders", byKey, set, false, true), OneShard, 0},
-		{"updateMany by other field", c6, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, true, false), EveryShard, 0},
-		{"updateMany by key", c6, upd("orders", byKey, set, true, false), OneShard, 0},
-		{"key change without the key", c8, upd("orders", byID, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, false, false), Refused, 31025},
-		{"key change in a multi-update", c8, upd("orders", byKey, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, true, false), Refused, 72},
-		{"key change with the key", c6, upd("orders", byKey, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, false, false), OneShard, 0},
-		{"pipeline key change without the key", c8, upd("orders", byID, bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}}, false, false), Refused, 31025},
-		{"deleteOne by _id, 6.0", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: byID}, {Key: "limit", Value: 1}}}}}, EveryShard, 0},
-		{"deleteOne by other, 6.0", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "limit", Value: 1}}}}}, Refused, 61},
-		{"deleteMany by other", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "limit", Value: 0}}}}}, EveryShard, 0},
-		{"unique index not prefixed", c6, bson.D{{Key: "createIndexes", Value: "orders"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "email", Value: 1}}}, {Key: "name", Value: "email_1"}, {Key: "unique", Value: true}}}}}, Refused, 67},
-		{"unique index prefixed", c6, bson.D{{Key: "createIndexes", Value: "orders"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "customerId", Value: 1}, {Key: "seq", Value: 1}}}, {Key: "name", Value: "c"}, {Key: "unique", Value: true}}}}}, OneShard, 0},
-		{"find by key", c6, bson.D{{Key: "find", Value: "orders"}, {Key: "filter", Value: byKey}}, OneShard, 0},
-		{"find by _id", c6, bson.D{{Key: "find", Value: "orders"}, {Key: "filter", Value: byID}}, EveryShard, 0},
-		{"aggregate with a first $match", c6, bson.D{{Key: "aggregate", Value: "orders"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: byKey}}}}}, OneShard, 0},
-		{"aggregate without $match", c6, bson.D{{Key: "aggregate", Value: "orders"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}}}}}}}, EveryShard, 0},
-		{"$lookup from sharded, 5.0", c50, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "orders"}}}}}}}, Refused, 28769},
-		{"$lookup from sharded, 6.0", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "orders"}}}}}}}, OneShard, 0},
-		{"$out to sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "orders"}}}}}, Refused, 28769},
-		{"$merge on _id into sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}}}}}}}, Refused, 51190},
-		{"$merge on the key", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}, {Key: "on", Value: bson.A{"customerId", "_id"}}}}}}}}, OneShard, 0},
-		{"insert of several with one key", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, byKey}}}, OneShard, 0},
-		{"insert of several keys", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, bson.D{{Key: "customerId", Value: 8}}}}}, SomeShards, 0},
-		{"insert of several on hashed _id", c6, bson.D{{Key: "insert", Value: "h"}, {Key: "documents", Value: bson.A{byID, bson.D{{Key: "_id", Value: 2}}}}}, SomeShards, 0},
+		{"findAndModify by _id, 6.0", c6, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byID}, {Key: "update", Value: set}}, Refused, 61, srcFindAndModify},
+		{"findAndModify by _id, 8.0", c8, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byID}, {Key: "update", Value: set}}, EveryShard, 0, srcFindAndModify},
+		{"findAndModify by key", c6, bson.D{{Key: "findAndModify", Value: "orders"}, {Key: "query", Value: byKey}, {Key: "update", Value: set}}, OneShard, 0, srcFindAndModify},
+		{"findAndModify by _id on hashed _id", c6, bson.D{{Key: "findAndModify", Value: "h"}, {Key: "query", Value: byID}, {Key: "remove", Value: true}}, OneShard, 0, srcFindAndModify},
+		{"findAndModify on unsharded", c6, bson.D{{Key: "findAndModify", Value: "other"}, {Key: "query", Value: byID}}, OneShard, 0, srcFindAndModify},
+		{"updateOne by _id, 6.0", c6, upd("orders", byID, set, false, false), EveryShard, 0, srcTargeter},
+		{"updateOne by other field, 6.0", c6, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, false, false), Refused, 72, srcTargeter},
+		{"updateOne by other field, 8.0", c8, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, false, false), EveryShard, 0, srcTargeter},
+		{"updateOne by key", c6, upd("orders", byKey, set, false, false), OneShard, 0, srcTargeter},
+		{"replaceOne by _id with the key in the replacement", c6, upd("orders", byID, bson.D{{Key: "customerId", Value: 7}, {Key: "n", Value: 1}}, false, false), OneShard, 0, srcTargeter},
+		{"upsert by _id, 6.0", c6, upd("orders", byID, set, false, true), Refused, 61, srcTargeter},
+		{"upsert by _id, 8.0", c8, upd("orders", byID, set, false, true), EveryShard, 0, srcTargeter},
+		{"multi upsert by _id, 8.0", c8, upd("orders", byID, set, true, true), Refused, 61, srcTargeter},
+		{"upsert by key", c6, upd("orders", byKey, set, false, true), OneShard, 0, srcTargeter},
+		{"updateMany by other field", c6, upd("orders", bson.D{{Key: "name", Value: "x"}}, set, true, false), EveryShard, 0, srcTargeter},
+		{"updateMany by key", c6, upd("orders", byKey, set, true, false), OneShard, 0, srcTargeter},
+		{"key change without the key", c8, upd("orders", byID, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, false, false), Refused, 31025, srcKeyChange},
+		{"key change in a multi-update", c8, upd("orders", byKey, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, true, false), Refused, 72, srcKeyChange},
+		{"key change with the key", c6, upd("orders", byKey, bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}, false, false), OneShard, 0, srcKeyChange},
+		{"pipeline key change without the key", c8, upd("orders", byID, bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "customerId", Value: 8}}}}}, false, false), Refused, 31025, srcKeyChange},
+		{"deleteOne by _id, 6.0", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: byID}, {Key: "limit", Value: 1}}}}}, EveryShard, 0, srcTargeter},
+		{"deleteOne by other, 6.0", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "limit", Value: 1}}}}}, Refused, 61, srcTargeter},
+		{"deleteMany by other", c6, bson.D{{Key: "delete", Value: "orders"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "n", Value: 1}}}, {Key: "limit", Value: 0}}}}}, EveryShard, 0, srcTargeter},
+		{"unique index not prefixed", c6, bson.D{{Key: "createIndexes", Value: "orders"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "email", Value: 1}}}, {Key: "name", Value: "email_1"}, {Key: "unique", Value: true}}}}}, Refused, 67, srcUnique},
+		{"unique index prefixed", c6, bson.D{{Key: "createIndexes", Value: "orders"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "customerId", Value: 1}, {Key: "seq", Value: 1}}}, {Key: "name", Value: "c"}, {Key: "unique", Value: true}}}}}, OneShard, 0, srcUnique},
+		{"find by key", c6, bson.D{{Key: "find", Value: "orders"}, {Key: "filter", Value: byKey}}, OneShard, 0, srcQuery},
+		{"find by _id", c6, bson.D{{Key: "find", Value: "orders"}, {Key: "filter", Value: byID}}, EveryShard, 0, srcQuery},
+		{"aggregate with a first $match", c6, bson.D{{Key: "aggregate", Value: "orders"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: byKey}}}}}, OneShard, 0, srcQuery},
+		{"aggregate without $match", c6, bson.D{{Key: "aggregate", Value: "orders"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}}}}}}}, EveryShard, 0, srcQuery},
+		{"$lookup from sharded, 5.0", c50, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "orders"}}}}}}}, Refused, 28769, srcLookup},
+		{"$lookup from sharded, 6.0", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "orders"}}}}}}}, OneShard, 0, srcLookup},
+		{"$out to sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "orders"}}}}}, Refused, 28769, srcOut},
+		{"$merge on _id into sharded", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}, {Key: "on", Value: "_id"}}}}}}}, Refused, 51190, srcMerge},
+		{"$merge into sharded, on by default", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}}}}}}}, OneShard, 0, srcMerge},
+		{"$merge on the key", c6, bson.D{{Key: "aggregate", Value: "other"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "orders"}, {Key: "on", Value: bson.A{"customerId", "_id"}}}}}}}}, OneShard, 0, srcMerge},
+		{"insert of several with one key", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, byKey}}}, OneShard, 0, srcTargeter},
+		{"insert of several keys", c6, bson.D{{Key: "insert", Value: "orders"}, {Key: "documents", Value: bson.A{byKey, bson.D{{Key: "customerId", Value: 8}}}}}, SomeShards, 0, srcTargeter},
+		{"insert of several on hashed _id", c6, bson.D{{Key: "insert", Value: "h"}, {Key: "documents", Value: bson.A{byID, bson.D{{Key: "_id", Value: 2}}}}}, SomeShards, 0, srcTargeter},
 		{"insert with a dotted key", Cluster{Version: v(6, 0), Keys: map[string]Key{"d": key(bson.D{{Key: "m.a", Value: 1}})}}, bson.D{{Key: "insert", Value: "d"}, {Key: "documents", Value: bson.A{
 			bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.D{{Key: "a", Value: 1}}}},
 			bson.D{{Key: "_id", Value: 2}, {Key: "m", Value: bson.D{{Key: "a", Value: 2}}}},
-		}}}, SomeShards, 0},
-		{"getMore", c6, bson.D{{Key: "getMore", Value: int64(1)}, {Key: "collection", Value: "orders"}}, OneShard, 0},
+		}}}, SomeShards, 0, srcTargeter},
+		{"getMore", c6, bson.D{{Key: "getMore", Value: int64(1)}, {Key: "collection", Value: "orders"}}, OneShard, 0, srcGetMore},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.c.Route(raw(t, tc.cmd))
 			require.NoError(t, err)
-			require.Equal(t, tc.want, got.Target, got.String())
-			require.Equal(t, tc.code, got.Code, got.String())
+			require.Equal(t, tc.want, got.Target, "%s (source: %s)", got, tc.src)
+			require.Equal(t, tc.code, got.Code, "%s (source: %s)", got, tc.src)
 			require.NotEmpty(t, got.Why)
 		})
 	}
 }
 
-func upd(coll string, q bson.D, u any, multi, upsert bool) bson.D {
-	return bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{bson.D{
+// TestRules: the rules of the issue that checked the package against its
+// sources, on each cluster of Clusters: old is the route without the
+// writes without the shard key (6.0, 7.0, and 7.1 or 8.0 at FCV 7.0),
+// new the route with them (7.1 and 8.0 at their own FCV).
+func TestRules(t *testing.T) {
+	tenant := key(bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: 1}})
+	keys := map[string]Key{
+		"users":    tenant,
+		"status":   key(bson.D{{Key: "status", Value: 1}}),
+		"readings": key(bson.D{{Key: "meta", Value: "hashed"}, {Key: "start", Value: 1}}),
+		"items":    key(bson.D{{Key: "_id", Value: "hashed"}}),
+		"overflow": key(bson.D{{Key: "parent", Value: "hashed"}, {Key: "seq", Value: 1}}),
+		"dotted":   key(bson.D{{Key: "m.a", Value: 1}}),
+	}
+	byID := bson.D{{Key: "_id", Value: "u1"}}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}
+	fr := bson.D{{Key: "locale", Value: "fr"}}
+	type route struct {
+		t    Target
+		code int32
+	}
+	same := func(t Target, code int32) [2]route { return [2]route{{t, code}, {t, code}} }
+	for _, tc := range []struct {
+		name string
+		src  string
+		cmd  bson.D
+		want [2]route // old, new
+	}{
+		// HIGH 2: a replacement by _id is targeted by the key it holds.
+		{"replaceOne by _id, the replacement lacking tenant", srcReplacement,
+			upd("users", byID, bson.D{{Key: "_id", Value: "u1"}, {Key: "name", Value: "x"}}, false, false), same(Refused, 31025)},
+		{"replaceOne by _id, the replacement holding tenant", srcReplacement,
+			upd("users", byID, bson.D{{Key: "_id", Value: "u1"}, {Key: "tenant", Value: "acme"}}, false, false), same(OneShard, 0)},
+		{"replaceOne by _id, no _id in the replacement, tenant in it", srcReplacement,
+			upd("users", byID, bson.D{{Key: "tenant", Value: "acme"}}, false, false), same(OneShard, 0)},
+		{"replaceOne by _id and tenant", srcTargeter,
+			upd("users", bson.D{{Key: "_id", Value: "u1"}, {Key: "tenant", Value: bson.D{{Key: "$eq", Value: "acme"}}}}, bson.D{{Key: "_id", Value: "u1"}}, false, false), same(OneShard, 0)},
+		{"replaceOne by another field, the replacement holding the key", srcReplacement,
+			upd("users", bson.D{{Key: "name", Value: "x"}}, bson.D{{Key: "_id", Value: "u1"}, {Key: "tenant", Value: "acme"}}, false, false), [2]route{{OneShard, 0}, {EveryShard, 0}}},
+		// HIGH 1: an upsert by _id alone; by _id and the whole key.
+		{"upsert of a bucket by _id alone", srcTargeter,
+			upd("readings", bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "meta", Value: "s1"}}}}, false, true), [2]route{{Refused, 61}, {EveryShard, 0}}},
+		{"upsert of a bucket by _id, meta and start", srcTargeter,
+			upd("readings", bson.D{{Key: "_id", Value: 1}, {Key: "meta", Value: "s1"}, {Key: "start", Value: 0}}, bson.D{{Key: "$setOnInsert", Value: bson.D{{Key: "n", Value: 1}}}}, false, true), same(OneShard, 0)},
+		// MED 3: the FCV, not the binary, decides.
+		{"findAndModify by _id", srcFCV + "; " + srcFindAndModify,
+			bson.D{{Key: "findAndModify", Value: "users"}, {Key: "query", Value: byID}, {Key: "update", Value: set}}, [2]route{{Refused, 61}, {EveryShard, 0}}},
+		// MED 4: subset's items by {parent, sku} under a hashed _id.
+		{"deleteOne by parent and sku on hashed _id", srcTargeter,
+			bson.D{{Key: "delete", Value: "items"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}}, {Key: "limit", Value: 1}}}}}, [2]route{{Refused, 61}, {EveryShard, 0}}},
+		{"replaceOne by parent and sku, no _id anywhere, on hashed _id", srcReplacement,
+			upd("items", bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, false, false), [2]route{{Refused, 31025}, {EveryShard, 0}}},
+		// MED 5: a single write by part of the key.
+		{"updateOne by parent alone on {parent: hashed, seq: 1}", srcTargeter,
+			upd("overflow", bson.D{{Key: "parent", Value: "p"}}, set, false, false), [2]route{{Refused, 72}, {EveryShard, 0}}},
+		// MED 7: negations bound nothing.
+		{"$ne on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$ne", Value: "paid"}}}}), same(EveryShard, 0)},
+		{"$nin on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$nin", Value: bson.A{"paid"}}}}}), same(EveryShard, 0)},
+		{"$not on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$eq", Value: "paid"}}}}}}), same(EveryShard, 0)},
+		{"$exists: true on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: true}}}}), same(EveryShard, 0)},
+		{"an unanchored regular expression on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.Regex{Pattern: "aid"}}}), same(EveryShard, 0)},
+		{"an anchored regular expression on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.Regex{Pattern: "^pa"}}}), same(SomeShards, 0)},
+		{"a range on the key", srcQuery, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$gt", Value: "a"}}}}), same(SomeShards, 0)},
+		// MED 8: collation.
+		{"a string on a ranged key under a collation", srcQuery,
+			append(find("status", bson.D{{Key: "status", Value: "paid"}}), bson.E{Key: "collation", Value: fr}), same(EveryShard, 0)},
+		{"a number on a ranged key under a collation", srcQuery,
+			append(find("status", bson.D{{Key: "status", Value: 3}}), bson.E{Key: "collation", Value: fr}), same(OneShard, 0)},
+		{"a string under the simple collation", srcQuery,
+			append(find("status", bson.D{{Key: "status", Value: "paid"}}), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}}), same(OneShard, 0)},
+		{"a string on a hashed key under a collation", srcBounds + " (HashedSinglePoint: the key is the hash)",
+			append(find("items", bson.D{{Key: "_id", Value: "x"}}), bson.E{Key: "collation", Value: fr}), same(OneShard, 0)},
+		{"updateOne by a string _id under a collation", srcTargeter + " (isExactIdQuery and the collation)",
+			upd("users", byID, set, false, false, bson.E{Key: "collation", Value: fr}), [2]route{{Refused, 72}, {EveryShard, 0}}},
+		{"updateOne by a numeric _id under a collation", srcTargeter + " (isExactIdQuery and the collation)",
+			upd("users", bson.D{{Key: "_id", Value: 7}}, set, false, false, bson.E{Key: "collation", Value: fr}), [2]route{{EveryShard, 0}, {EveryShard, 0}}},
+		// LOW.
+		{"a unique index starting with _id", srcUnique,
+			bson.D{{Key: "createIndexes", Value: "status"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}}, {Key: "name", Value: "i"}, {Key: "unique", Value: true}}}}}, same(OneShard, 0)},
+		{"an insert with an array at a key field", srcTargeter + " (targetInsert: Shard key cannot contain array values)",
+			bson.D{{Key: "insert", Value: "status"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "status", Value: bson.A{"a"}}}}}}, same(Refused, 61)},
+		{"an insert with an array above a dotted key field", srcTargeter + " (targetInsert: array descendants)",
+			bson.D{{Key: "insert", Value: "dotted"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.A{bson.D{{Key: "a", Value: 1}}}}}}}}, same(Refused, 61)},
+		{"an equality on the parent of a dotted key field", srcBounds + " (ElemMatchOneField: a.b reached through a)",
+			find("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}), same(OneShard, 0)},
+		{"a key change without the full key", srcKeyChange,
+			upd("users", byID, bson.D{{Key: "$set", Value: bson.D{{Key: "tenant", Value: "b"}}}}, false, false), same(Refused, 31025)},
+	} {
+		for _, c := range Clusters(keys) {
+			t.Run(tc.name+"/"+fmt.Sprintf("%d.%d", c.Version.Major, c.Version.Minor)+fcvName(c), func(t *testing.T) {
+				got, err := c.Route(raw(t, tc.cmd))
+				require.NoError(t, err)
+				want := tc.want[0]
+				if c.WritesWithoutShardKey() {
+					want = tc.want[1]
+				}
+				require.Equal(t, want.t, got.Target, "%s on %s (source: %s)", got, c, tc.src)
+				require.Equal(t, want.code, got.Code, "%s on %s (source: %s)", got, c, tc.src)
+				require.NotEmpty(t, got.Why)
+			})
+		}
+	}
+}
+
+func fcvName(c Cluster) string {
+	if c.FCV == (patterns.Version{}) {
+		return ""
+	}
+	return fmt.Sprintf(" FCV %d.%d", c.FCV.Major, c.FCV.Minor)
+}
+
+func find(coll string, filter bson.D) bson.D {
+	return bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}}
+}
+
+func upd(coll string, q bson.D, u any, multi, upsert bool, extra ...bson.E) bson.D {
+	return bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{append(bson.D{
 		{Key: "q", Value: q}, {Key: "u", Value: u}, {Key: "multi", Value: multi}, {Key: "upsert", Value: upsert},
-	}}}}
+	}, extra...)}}}
 }
 
 // TestCheckFields: the shard-key fields a Config names.
@@ -184,4 +320,32 @@ func TestAppendValues(t *testing.T) {
 	require.Equal(t, want.String(), raw(t, got).String())
 	k := key(bson.D{{Key: "tenant", Value: 1}, {Key: "geo.region", Value: 1}, {Key: "missing", Value: 1}})
 	require.Equal(t, OneShard, k.Filter(got).Target, "the filter carries the full key")
+}
+
+// TestKeepValues: the key fields a replacement lacks take their stored
+// values; those it holds, or neither holds, are left as they are.
+func TestKeepValues(t *testing.T) {
+	stored := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}}, {Key: "n", Value: 1}})
+	fields := []string{"tenant", "geo.region", "missing"}
+	doc := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}})
+	got, err := KeepValues(doc, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}, {Key: "tenant", Value: "acme"}, {Key: "geo", Value: bson.D{{Key: "region", Value: "eu"}}}}).String(), got.String())
+	k := key(bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: 1}})
+	r := Cluster{Version: patterns.Version{Major: 6}, Keys: map[string]Key{"u": k}}
+	route, err := r.Route(raw(t, upd("u", bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 2}, {Key: "tenant", Value: "acme"}}, false, false)))
+	require.NoError(t, err)
+	require.Equal(t, OneShard, route.Target, "the kept key targets the replacement")
+
+	holds := raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "other"}, {Key: "geo", Value: bson.D{{Key: "city", Value: "x"}}}})
+	got, err = KeepValues(holds, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, raw(t, bson.D{{Key: "_id", Value: 1}, {Key: "tenant", Value: "other"}, {Key: "geo", Value: bson.D{{Key: "city", Value: "x"}, {Key: "region", Value: "eu"}}}}).String(), got.String())
+
+	same, err := KeepValues(stored, stored, fields)
+	require.NoError(t, err)
+	require.Equal(t, stored, same, "nothing lacking: the replacement as is")
+
+	_, err = KeepValues(raw(t, bson.D{{Key: "geo", Value: 3}}), stored, fields)
+	require.ErrorIs(t, err, patterns.ErrInvalid)
 }
