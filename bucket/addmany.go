@@ -94,8 +94,9 @@ const readBatch = 1 << 16
 // times in all, then reported as [patterns.ErrConflict]. A statement that
 // FerretDB 2.x aborts on a deadlock applied nothing and is sent again at
 // once, up to five times (see [srverr.Retry]). So AddMany runs at most
-// five rounds (and a retry, first, one find, one round of the statements
-// it sends again, and a find of those the guard refused).
+// five rounds (and a retry, first, when its record holds statements of
+// unknown outcome: one find, one round of the statements it sends again,
+// and a find of those the guard refused).
 //
 // # Concurrent writers
 //
@@ -132,14 +133,21 @@ const readBatch = 1 << 16
 // collection: from any Buckets, through any client, of the same process)
 // stores exactly the measurements that the failed call did not, each
 // once. A call that fails after it wrote, or may have, leaves in the
-// process a record of its statements, which the next call of the same
-// points takes: it reads which of them applied (one find of the buckets
-// of their windows that hold their ids; a record meant for another server
-// finds none there, and every measurement is written), and sends the
-// others again as they were before it stores the rest, so that each
-// applies once even if its first send reaches the server late: a top-up's
-// guard refuses a bucket that holds its id, and a new bucket goes again
-// as an upsert of its _id. A statement sent again that the server refuses
+// process a record of the measurements it stored and of its statements of
+// unknown outcome, which the next call of the same points takes. It
+// counts the first as stored without sending or reading anything for
+// them: a bucket they went to may be gone since (DeleteBefore, a TTL
+// index), and what was removed stays removed. It reads which of the
+// statements applied (one find of the buckets of their windows that hold
+// their ids; a record meant for another server finds none there, and
+// every measurement of unknown outcome is written), and sends the others
+// again as they were before it stores the rest, so that each applies once
+// even if its first send reaches the server late: a top-up's guard
+// refuses a bucket that holds its id, and a new bucket goes again as an
+// upsert of its _id. A statement of unknown outcome that did apply, and
+// whose bucket was removed before the retry read it, cannot be told from
+// one that did not: it is sent again, and its measurements are stored
+// again. A statement sent again that the server refuses
 // (a statement timeout, a failover) proves only that this send did not
 // apply: its measurements are listed in Unknown, not Failed, and the
 // record goes on to the next retry. The one-measurement upserts after two lost
@@ -223,11 +231,17 @@ func (w *manyWrite) write(ctx context.Context, limit int) error {
 		earlier = failedCalls.take(key)
 	}
 	err := w.run(ctx, limit, earlier)
-	if err != nil && len(w.sent) > 0 {
+	if err != nil && (w.stored || len(w.unsure) > 0) {
 		if key == "" {
 			key = w.key()
 		}
-		failedCalls.put(key, &record{sent: w.sent})
+		rec := &record{unknown: w.unsure}
+		for at, st := range w.state {
+			if st == stored {
+				rec.stored = append(rec.stored, at)
+			}
+		}
+		failedCalls.put(key, rec)
 	}
 	return err
 }
@@ -290,12 +304,12 @@ type manyWrite struct {
 	groupOf []int32 // each measurement's group, an index in groups
 	groups  []*group
 	byKey   map[windowKey]*group
-	// sent are the statements that applied or may have (their outcome
-	// unknown): this call's, and those of an earlier call of the same
-	// measurements that it retries. A retry of this call reads and
+	// unsure are the statements whose outcome is unknown: this call's,
+	// and those of an earlier call of the same measurements, which it
+	// retries, sent again and refused. A retry of this call reads and
 	// completes them.
-	sent   []sentStatement
-	stored bool  // some measurement was stored
+	unsure []sentStatement
+	stored bool  // some measurement was stored (by this call or the one it retries)
 	failed []int // the measurements not stored, and not to be
 	cause  error // why the first of them (the lowest index) failed
 	first  int   // that index
@@ -665,7 +679,9 @@ func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *r
 
 // settled records that st applied (state stored) or may have (uncertain).
 func (w *manyWrite) settled(st sentStatement, state pointState) {
-	w.sent = append(w.sent, st)
+	if state == uncertain {
+		w.unsure = append(w.unsure, st)
+	}
 	for _, at := range st.pts {
 		w.state[at] = state
 		if state == uncertain {

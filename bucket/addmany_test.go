@@ -318,3 +318,35 @@ func TestAddManyNumbersInsideMetas(t *testing.T) {
 		}
 	})
 }
+
+// TestAddManyRetryKeepsWhatDeleteBeforeRemoved: a call tops up a bucket
+// (readings 1-3 into the bucket of reading 0) and its insert of a new
+// bucket (readings 4 and 5) is cut short: a PartialError, the top-up
+// stored, the insert unknown. DeleteBefore then removes the topped-up
+// bucket, and the call is retried. The retry stores the insert's readings
+// only: it used to find the top-up's bucket gone and send the top-up
+// again "as it was", bringing back readings 1-3 that DeleteBefore had
+// removed (issue 34). The record of a failed call holds the statements of
+// unknown outcome; what it stored is not sent again.
+func TestAddManyRetryKeepsWhatDeleteBeforeRemoved(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		s, db := newBuckets(t, p, config(4))
+		require.NoError(t, s.AddMany(ctx, points("s1", 0)))
+		op := points("s1", 1, 2, 3, 4, 5)
+
+		cut, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var once sync.Once
+		mongotest.OnCommand(t, db, "insert", func(context.Context) { once.Do(cancel) })
+		err := s.AddMany(cut, op)
+		var pe *bucket.PartialError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, []int{3, 4}, pe.Unknown, "the insert's readings")
+		require.Empty(t, pe.Failed)
+
+		require.NoError(t, s.DeleteBefore(ctx, at(4*time.Minute)))
+		require.NoError(t, s.AddMany(ctx, op), "the retry")
+		checkStored(t, s, db, 4, bySensor(points("s1", 4, 5)))
+	})
+}

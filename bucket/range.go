@@ -32,8 +32,10 @@ import (
 // Concurrent writes may or may not be seen: each bucket is read as one
 // consistent document, at one instant of the call, and the buckets one
 // after the other, so a measurement added during the iteration to a
-// window not yet read appears, one added to a window already yielded does
-// not, and one added to the window being read may or may not. (MongoDB
+// window already yielded does not appear, and one added to any other
+// window may or may not: the cursor answers from the batches it fetched,
+// which may hold windows not yet yielded as they were before the write.
+// (MongoDB
 // may return a bucket twice when a write moves its entry in the index
 // that serves the find, whose key holds the count; Range keeps the later
 // copy, which holds the earlier one's measurements and more.) A window

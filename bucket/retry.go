@@ -19,20 +19,26 @@ import (
 
 // A retry of AddMany (see "Errors and retrying" in [Buckets.AddMany]): a
 // call that fails after it wrote, or may have written, leaves a record of
-// the statements that applied or may have; a later call of the same
-// measurements on the same collection, in the same process, takes the
-// record, reads which of them applied, and sends the others again as they
-// were, before it stores the rest.
+// the measurements it stored and of the statements of unknown outcome; a
+// later call of the same measurements on the same collection, in the same
+// process, takes the record, counts the first as stored without sending
+// or reading anything for them, reads which of the statements applied,
+// and sends the others again as they were, before it stores the rest.
+//
+// What the failed call stored is not looked for: it may be gone since
+// (DeleteBefore, a TTL index), and sending it again would bring back what
+// was removed.
 
 // record is what a failed AddMany call leaves for its retry.
 type record struct {
-	sent []sentStatement
+	stored  []int           // the measurements stored, indexes of the points
+	unknown []sentStatement // the statements whose outcome is unknown
 }
 
 // size is the number of measurements the record names.
 func (r *record) size() int {
-	n := 0
-	for _, st := range r.sent {
+	n := len(r.stored)
+	for _, st := range r.unknown {
 		n += len(st.pts)
 	}
 	return n
@@ -128,21 +134,32 @@ func (w *manyWrite) key() string {
 	return string(h.Sum(nil))
 }
 
-// resume completes the statements of earlier, the record of a failed call
-// of the same measurements. It reads which of them applied, and marks
-// their measurements stored; it sends the others again as they were, a
-// new bucket as an upsert by its _id, so that each applies once even if
-// its first send is still on its way to the server: a top-up and an
-// upsert carry their id in the bucket's writes (a top-up's guard refuses
-// a bucket that holds it), a new bucket its _id. A top-up refused then
-// lost its room, or its first send applied meanwhile: it reads those
-// again. What is left goes to the rounds.
+// resume completes earlier, the record of a failed call of the same
+// measurements. It marks the measurements that call stored as stored,
+// without a look at their buckets (which may be gone since). It reads
+// which of the statements of unknown outcome applied, and marks their
+// measurements stored; it sends the others again as they were, a new
+// bucket as an upsert by its _id, so that each applies once even if its
+// first send is still on its way to the server: a top-up and an upsert
+// carry their id in the bucket's writes (a top-up's guard refuses a
+// bucket that holds it), a new bucket its _id. A top-up refused then lost
+// its room, or its first send applied meanwhile: it reads those again.
+// What is left goes to the rounds.
 func (w *manyWrite) resume(ctx context.Context, limit int, earlier *record) error {
+	// The same measurements make the same groups; a record that does not
+	// fit (not possible but by a digest collision) is dropped.
+	outside := func(at int) bool { return at < 0 || at >= len(w.pts) }
+	if !slices.ContainsFunc(earlier.stored, outside) {
+		for _, at := range earlier.stored {
+			if w.state[at] == pending {
+				w.state[at] = stored
+				w.stored = true
+			}
+		}
+	}
 	var sts []sentStatement
-	for _, st := range earlier.sent {
-		// The same measurements make the same groups; a record that does
-		// not fit (not possible but by a digest collision) is dropped.
-		if w.byKey[st.key] != nil && !slices.ContainsFunc(st.pts, func(at int) bool { return at < 0 || at >= len(w.pts) }) {
+	for _, st := range earlier.unknown {
+		if w.byKey[st.key] != nil && !slices.ContainsFunc(st.pts, outside) {
 			sts = append(sts, st)
 		}
 	}

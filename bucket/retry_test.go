@@ -90,7 +90,7 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 	var models []mongo.WriteModel
 	for _, st := range stmts {
 		require.Equal(t, kind, st.kind)
-		rec.sent = append(rec.sent, st.sentStatement)
+		rec.unknown = append(rec.unknown, st.sentStatement)
 		models = append(models, st.model)
 	}
 	failedCalls.put(w.key(), rec)
@@ -163,7 +163,7 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 func TestJournalKeepsTheLatestFailedCalls(t *testing.T) {
 	j := newJournal()
 	require.False(t, j.active())
-	rec := func(n int) *record { return &record{sent: []sentStatement{{pts: make([]int, n)}}} }
+	rec := func(n int) *record { return &record{unknown: []sentStatement{{pts: make([]int, n)}}} }
 	for i := range journalCalls + 1 {
 		j.put(fmt.Sprint(i), rec(1))
 	}

@@ -247,11 +247,14 @@ func (p copyPath) arrayOnly() bson.D { return bson.D{{Key: p.array, Value: 1}} }
 
 // rewrite returns the update of one document of an array target that the
 // portable path sends: it sets the stale copies of c in the array arr by
-// their indexes, guarded by their ids, so that an element that moved or was
-// removed since arr was read makes the update match nothing instead of
-// writing the wrong element:
+// their indexes, each guarded by its whole value as read, so that an
+// element that moved, was removed or was rewritten since arr was read
+// makes the update match nothing instead of writing the wrong element. A
+// guard on the copy's id alone does not do: two copies of one source in
+// one array that swap places would each pass the other's guard, and the
+// update would rewrite the fresh copy and leave the stale one:
 //
-//	filter {_id: docID, items.3.product.id: id, ...}
+//	filter {_id: docID, items.3.product: {id: id, name: old, ...}, ...}
 //	update {$set: {items.3.product.name: name, ...}}
 //
 // ok is false when no copy of c in arr is stale.
@@ -282,7 +285,7 @@ func (p copyPath) rewrite(docID bson.RawValue, arr bson.RawArray, ct copyType, c
 			}
 		}
 		if changed {
-			filter = append(filter, bson.E{Key: join(at, ct.id), Value: c.id})
+			filter = append(filter, bson.E{Key: at, Value: cp})
 		}
 	}
 	if len(set) > 0 {

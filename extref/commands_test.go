@@ -135,7 +135,9 @@ func TestSyncManyOmittedField(t *testing.T) {
 }
 
 // TestRewrite pins the portable path's update of one document: only the
-// stale copies of the source, by index, each guarded by its id.
+// stale copies of the source, by index, each guarded by its whole value as
+// read (so that a copy that moved, even a copy of the same source, fails
+// the guard).
 func TestRewrite(t *testing.T) {
 	ct, c := ann(t)
 	other := bson.ObjectID{0xc2}
@@ -163,7 +165,11 @@ func TestRewrite(t *testing.T) {
 		bson.D{{Key: "product", Value: "x"}}, // no copy
 	), ct, c)
 	require.True(t, ok)
-	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "items.0.product.id", Value: oid}, {Key: "items.4.product.id", Value: oid}}, filter)
+	requireBSON(t, bson.D{
+		{Key: "_id", Value: 42},
+		{Key: "items.0.product", Value: item(oid, "Old", "ann@example.com")[1].Value},
+		{Key: "items.4.product", Value: item(oid, "Ann", "old@example.com")[1].Value},
+	}, filter)
 	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{
 		{Key: "items.0.product.name", Value: "Ann"},
 		{Key: "items.4.product.email", Value: "ann@example.com"},
@@ -179,7 +185,7 @@ func TestRewrite(t *testing.T) {
 
 	filter, update, ok = mustParse(t, "authors[]").rewrite(docID, arr(bson.D{{Key: "id", Value: oid}, {Key: "name", Value: "Old"}}), ct, c)
 	require.True(t, ok)
-	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "authors.0.id", Value: oid}}, filter)
+	requireBSON(t, bson.D{{Key: "_id", Value: 42}, {Key: "authors.0", Value: bson.D{{Key: "id", Value: oid}, {Key: "name", Value: "Old"}}}}, filter)
 	requireBSON(t, bson.D{{Key: "$set", Value: bson.D{{Key: "authors.0.name", Value: "Ann"}, {Key: "authors.0.email", Value: "ann@example.com"}}}}, update)
 }
 

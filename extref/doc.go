@@ -77,7 +77,10 @@
 // A [Ref] is safe for concurrent use, and several processes may sync the
 // same sources at once: each method says what concurrent readers and
 // writers see, and concurrent Syncs and Updates of one source leave its
-// copies equal to it once all have returned nil. Concurrent Syncs and
+// copies equal to it once all have returned nil (a source deleted while
+// one of them writes makes that one return an error wrapping
+// [patterns.ErrNotFound]: the copies may then hold a value older than the
+// source's last). Concurrent Syncs and
 // Updates of one source through one Ref share their syncs instead of
 // fighting over the same target documents (see [Ref.Sync]). On FerretDB
 // 1.x this holds only for one client with a single connection: see
@@ -102,9 +105,10 @@
 // fields, no transactions, no change streams, no multi-statement updates
 // of a hundred statements or more: [patterns.FeatureBatchedUpdates]). Array
 // targets take a portable path there: read the documents holding copies,
-// rewrite the stale ones by index with a guard on their id, one document
-// per update command, retry the documents whose array moved meanwhile, or
-// fail with [patterns.ErrConflict]: never a partial, silent update. Update
+// rewrite the stale ones by index with a guard on their value as read,
+// one document per update command, retry the documents whose array
+// changed meanwhile, or fail with [patterns.ErrConflict]: never a
+// partial, silent update. Update
 // refuses a pipeline or an arrayFilters option with an
 // [*patterns.UnsupportedError] naming the feature, before sending anything.
 //

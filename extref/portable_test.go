@@ -43,6 +43,21 @@ func cartsOf(t *testing.T, p extref.Plan, carts ...[]int) (r *extref.Ref[Product
 	return r, db, mongotest.NewClient(t).Database(db.Name())
 }
 
+// beforeFirstUpdate runs fn before the first update command sent to db
+// (by the repository, in the window after its read), and returns whether
+// it ran.
+func beforeFirstUpdate(t *testing.T, db *mongo.Database, fn func(ctx context.Context)) *bool {
+	t.Helper()
+	fired := new(bool)
+	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+		if !*fired {
+			*fired = true
+			fn(ctx)
+		}
+	})
+	return fired
+}
+
 func names(t *testing.T, db *mongo.Database, cart int) map[int]string {
 	t.Helper()
 	var c Cart
@@ -63,12 +78,7 @@ func names(t *testing.T, db *mongo.Database, cart int) map[int]string {
 func TestPortableRereadsMovedElements(t *testing.T) {
 	r, db, other := cartsOf(t, portable(), []int{2, 1}, []int{3, 2, 1}, []int{1})
 	rename(t, db.Collection("products"), 1, "New")
-	fired := false
-	mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
-		if fired {
-			return
-		}
-		fired = true
+	beforeFirstUpdate(t, db, func(ctx context.Context) {
 		_, err := other.Collection("carts").UpdateMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}},
 			bson.D{{Key: "$pop", Value: bson.D{{Key: "items", Value: -1}}}})
 		assert.NoError(t, err)
@@ -202,4 +212,37 @@ func TestPortableBatches(t *testing.T) {
 	require.Equal(t, 2, countOf(sent, "update"), "4 carts in 2 update commands: %v", sent)
 	require.Equal(t, []string{"find", "find", "update"}, sent[:3], "the first 2 carts are written before the next are read")
 	require.EqualValues(t, 4, counts[0].Modified)
+}
+
+// TestSyncRewritesACopyThatSwappedPlaces: a cart holds two copies of
+// product 1, the first stale and the second fresh; between Sync's read and
+// its write, another writer swaps them. On the portable path, a guard on
+// the stale element's index and copy id alone matched the fresh copy now
+// at that index, modified nothing, and Sync returned nil with the stale
+// copy left (issue 34). The guard holds the copy's whole value as read, so
+// the moved element is read and written again; on the native path the
+// array filter finds it wherever it is.
+func TestSyncRewritesACopyThatSwappedPlaces(t *testing.T) {
+	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+		r, db, other := cartsOf(t, p)
+		stale := ProductRef{ID: 1, Name: "Old", Price: 1}
+		fresh := ProductRef{ID: 1, Name: "New", Price: 1}
+		_, err := db.Collection("carts").InsertOne(ctx, Cart{ID: 1, Items: []Item{{Product: stale, Qty: 1}, {Product: fresh, Qty: 2}}})
+		require.NoError(t, err)
+		rename(t, db.Collection("products"), 1, "New")
+		fired := beforeFirstUpdate(t, db, func(ctx context.Context) {
+			swapped := bson.A{Item{Product: fresh, Qty: 2}, Item{Product: stale, Qty: 1}}
+			_, err := other.Collection("carts").UpdateByID(ctx, 1, bson.D{{Key: "$set", Value: bson.D{{Key: "items", Value: swapped}}}})
+			assert.NoError(t, err)
+		})
+
+		counts, err := r.Sync(ctx, 1)
+		require.NoError(t, err)
+		require.True(t, *fired)
+		var c Cart
+		require.NoError(t, db.Collection("carts").FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&c))
+		require.Equal(t, []Item{{Product: fresh, Qty: 2}, {Product: fresh, Qty: 1}}, c.Items, "no stale copy left")
+		require.EqualValues(t, 1, counts[0].Modified)
+		require.Equal(t, []int64{0}, verifyStale(t, r))
+	})
 }

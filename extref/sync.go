@@ -57,8 +57,13 @@ const (
 // cannot have done that, so it skips the read). If the read shows the
 // source changed while Sync wrote, Sync writes the new value and reads
 // again, up to 8 rounds; it then returns an error wrapping
-// [patterns.ErrConflict]. So when concurrent Syncs of one source have all
-// returned nil, its copies equal the source. (A transaction could replace
+// [patterns.ErrConflict]. If the read finds the source deleted, the value
+// Sync wrote may be older than the source's last, which another writer
+// put in the copies before Sync overwrote it, and nothing is left to
+// tell: Sync returns an error wrapping [patterns.ErrNotFound] that says
+// so. So when concurrent Syncs of one source have all returned nil, its
+// copies equal the source, or, if it was deleted after them, its last
+// value. (A transaction could replace
 // the read by its commit, a round trip too, and only on a replica set;
 // Update uses one where it can.)
 //
@@ -66,10 +71,12 @@ const (
 // portable path: one find of every document holding a copy of the source
 // (stale or not: FerretDB 1.x cannot select array elements by their
 // fields), then in Go the stale copies are rewritten by their array index,
-// guarded by their id: [Config.BatchSize] documents per update command where
-// the server has [patterns.FeatureBatchedUpdates], else one per command.
-// A document whose array changed between the read and the write (an
-// element moved or removed) is not written; it is read and written again,
+// each guarded by its whole value as read: [Config.BatchSize] documents per
+// update command where the server has [patterns.FeatureBatchedUpdates],
+// else one per command. A document whose array changed between the read
+// and the write (a stale copy moved, even swapped with another copy of the
+// same source, removed or rewritten) is not written; it is read and
+// written again,
 // up to 5 rounds, after which Sync returns an error wrapping
 // [patterns.ErrConflict]. Each document is written whole or not at all;
 // nothing is written silently wrong. Single-document targets use
@@ -104,8 +111,10 @@ const (
 // Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
 // the source does not exist, in which case the copies are left as they are
 // (removing or rewriting the documents that reference a deleted source is
-// the application's decision). If the source is deleted after Sync wrote
-// the copies, Sync returns nil and the copies keep its last value. With an
+// the application's decision). If the source is deleted while Sync writes
+// the copies, the error wraps [patterns.ErrNotFound] too and says that the
+// copies may hold a value older than the source's last (Verify counts
+// them as orphans, as every copy of a deleted source). With an
 // error, the counts say what was written before it, except what the
 // command that failed may have written: one whose reply was lost (the
 // connection broke after the server ran it) is not counted.
@@ -137,7 +146,10 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 // converge writes c to every target, then, if it wrote anything, reads the
 // source again and repeats with the new value until the source stayed as
 // written. A round that wrote nothing cannot have put an older value over
-// a newer one, so it needs no second read.
+// a newer one, so it needs no second read. A source gone at that read may
+// have had a newer value, which another writer put in the copies before
+// this round wrote c over it: the copies may be older than the source's
+// last value, and nothing can tell, so converge says so.
 func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
 	total := r.counts()
 	for round := 1; ; round++ {
@@ -149,7 +161,7 @@ func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]C
 		_, next, err := r.load(ctx, id)
 		switch {
 		case errors.Is(err, patterns.ErrNotFound):
-			return total, nil
+			return total, fmt.Errorf("deleted while its copies were written, which may hold an older value than its last (orphans now, as Verify counts them): %w", err)
 		case err != nil:
 			return total, err
 		case bytes.Equal(next.raw, c.raw):
@@ -223,7 +235,8 @@ func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count)
 
 // applyPortable syncs an array target without arrayFilters: read the
 // documents holding copies, rewrite their stale copies by index with a
-// guard on each copy's id, and read again the documents whose guard failed.
+// guard on each copy's value as read, and read again the documents whose
+// guard failed.
 func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValue, n *Count) error {
 	var lost int64
 	for range guardRounds {
@@ -237,7 +250,7 @@ func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValu
 
 // portableRound reads every document holding a copy of c and rewrites the
 // stale ones, [plan.perCommand] documents per update command; it returns
-// how many documents' guards failed.
+// how many documents it did not modify (their guards failed).
 func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
 	cur, err := t.coll.Find(ctx, t.paths.holders(c), options.Find().
 		SetProjection(t.path.arrayOnly()).
@@ -255,7 +268,10 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 		matched, modified, err := r.rewriteAll(ctx, t.coll, models)
 		n.Matched += matched
 		n.Modified += modified
-		lost += int64(len(models)) - matched
+		// A guard passes only on the copies as read, stale, so a document
+		// matched and not modified was changed by another writer in
+		// between too: read it again, as one not matched.
+		lost += int64(len(models)) - modified
 		models = models[:0]
 		return err
 	}

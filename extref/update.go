@@ -111,7 +111,10 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // update document (a replacement would drop the source's other fields),
 // or the upsert option with [Config.ShardKey] (an upsert's filter needs
 // the values of the key of a source that does not exist yet: insert it
-// instead; nothing sent); [patterns.ErrNotFound] when no source has that id (nothing written); an
+// instead; nothing sent); [patterns.ErrNotFound] when no source has that
+// id (nothing written), and, with [ErrNotSynced], when the source was
+// deleted while its copies were written on the non-transactional path (they
+// may hold a value older than its last, as [Ref.Sync] says); an
 // [*patterns.UnsupportedError] naming [patterns.FeaturePipelineUpdates] for
 // a pipeline, or [patterns.FeatureArrayFilters] for an arrayFilters
 // option, on a server without it (nothing sent); [patterns.ErrUnsupported]

@@ -199,6 +199,68 @@ func TestSyncRewritesAnOlderValueThatLandedLast(t *testing.T) {
 	})
 }
 
+// TestSyncOfASourceDeletedMeanwhileSaysSo: A reads the source ("Older",
+// by Sync, or by its Update's findAndModify); before A writes the copies,
+// B (another process) updates the source to "Newer" and syncs every copy,
+// returning nil, and the source is deleted. A's write then puts "Older"
+// over "Newer", and its confirming read finds no source: A returned nil
+// with copies older than the source's last value, which no order of the
+// calls explains (issue 34). A now says so: an error wrapping ErrNotFound
+// (and ErrNotSynced for an Update, whose source did change). Either A
+// returned an error or no copy is older than "Newer".
+func TestSyncOfASourceDeletedMeanwhileSaysSo(t *testing.T) {
+	for _, op := range []string{"Sync", "Update"} {
+		t.Run(op, func(t *testing.T) {
+			mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
+				if op == "Update" && has(p, patterns.FeatureTransactions) {
+					t.Skip("skipped: in a transaction, B's writes conflict with A's instead")
+				}
+				db := mongotest.DB(t)
+				a := cartRefs(t, db, p)
+				seedCarts(t, db, a, 3, 10)
+				other := mongotest.NewClient(t).Database(db.Name())
+				b := cartRefs(t, other, p)
+				if op == "Sync" {
+					rename(t, db.Collection("products"), 1, "Older")
+				}
+				var fired atomic.Bool
+				mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+					if fired.CompareAndSwap(false, true) {
+						_, err := b.Update(ctx, 1, setName("Newer"))
+						assert.NoError(t, err)
+						_, err = other.Collection("products").DeleteOne(ctx, bson.D{{Key: "_id", Value: 1}})
+						assert.NoError(t, err)
+					}
+				})
+
+				var err error
+				if op == "Sync" {
+					_, err = a.Sync(ctx, 1)
+				} else {
+					_, err = a.Update(ctx, 1, setName("Older"))
+				}
+				require.True(t, fired.Load())
+				older := 0 // FerretDB 1.x has no $elemMatch on element fields: count in Go
+				for _, c := range snapshot(t, db.Collection("carts")) {
+					var cart Cart
+					require.NoError(t, bson.Unmarshal(c, &cart))
+					for _, it := range cart.Items {
+						if it.Product.ID == 1 && it.Product.Name != "Newer" {
+							older++
+						}
+					}
+				}
+				require.True(t, err != nil || older == 0, "%s returned nil and left %d copies older than the source's last value", op, older)
+				require.ErrorIs(t, err, patterns.ErrNotFound)
+				require.Contains(t, err.Error(), "older value")
+				if op == "Update" {
+					require.ErrorIs(t, err, extref.ErrNotSynced)
+				}
+			})
+		})
+	}
+}
+
 // TestUpdateNamesTheMissingFeature: an update pipeline, or an arrayFilters
 // option, on a server without the feature is refused before anything is
 // sent, with an UnsupportedError naming the feature; where the server has

@@ -30,7 +30,9 @@ type Report struct {
 	// per stale copy it holds). Stale counts them all. In Repair's report
 	// they are copies that Repair synced: the documents it found stale
 	// and repaired (unless their source was deleted before its sync, which
-	// leaves them as they were). Repaired may count more documents than
+	// leaves them as they were, or during it, which may leave them holding
+	// a value older than the source's last: orphans either way, for the
+	// next Verify). Repaired may count more documents than
 	// were found stale: a sync rewrites its source's stale copies
 	// everywhere, in pages and targets not yet scanned too, which the scan
 	// then finds fresh; their _ids are not known (an update returns

@@ -125,11 +125,12 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 // Cost per synced event: the round trips of one Sync and one token save;
 // events that touch no copied field cost nothing but their delivery, and
 // a quiet stream one token save per 10 seconds at most. Deletes are not
-// followed: the copies of a deleted source keep its last value (as Sync
-// leaves them) and Verify counts them as orphans. Events for sources
-// deleted since are skipped, and so is a source that kept changing during
-// every round of its sync: the events of those changes follow in the
-// stream. Any other failed sync stops Watch with its error, before the
+// followed: the copies of a deleted source keep the value its last sync
+// wrote, which is its last value unless it was deleted during a sync (as
+// Sync says), and Verify counts them as orphans. Events for sources
+// deleted since (or during their sync) are skipped, and so is a source
+// that kept changing during every round of its sync: the events of those
+// changes follow in the stream. Any other failed sync stops Watch with its error, before the
 // token is saved, so that the event is retried on restart.
 //
 // On a server without change streams (a standalone server, FerretDB),

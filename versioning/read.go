@@ -2,6 +2,7 @@ package versioning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 
@@ -79,7 +80,10 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 //
 // Old documents are written back as by [Repo.Get]: a write-back that
 // loses to a concurrent writer re-reads the document, and Find yields what
-// it re-read, migrated. Find needs no optional feature of the server.
+// it re-read, migrated; a document deleted meanwhile is skipped, as one
+// deleted before its page was read is. Limit bounds the documents read,
+// so such a document counts against it. Find needs no optional feature of
+// the server.
 //
 // A document that cannot be read ([ErrNewerSchema], [ErrMigration], a
 // failed write-back) is yielded as an error and iteration goes on if the
@@ -112,6 +116,9 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 			}
 			for _, raw := range page {
 				t, err := r.load(ctx, raw)
+				if errors.Is(err, errGone) {
+					continue // as if deleted before its page was read
+				}
 				if err != nil {
 					err = pkg.Wrap("Find", r.ofDoc(raw.Lookup("_id"), err))
 				}
@@ -163,11 +170,18 @@ func (r *Repo[T]) load(ctx context.Context, raw bson.Raw) (T, error) {
 			return t, nil
 		}
 		if raw, err = r.findRaw(ctx, raw.Lookup("_id")); err != nil {
+			if errors.Is(err, patterns.ErrNotFound) {
+				err = errGone
+			}
 			var zero T
 			return zero, err
 		}
 	}
 }
+
+// errGone is load's error for a document deleted by another writer while
+// load wrote it back: Get returns it, Find skips the document.
+var errGone = fmt.Errorf("deleted while its migration was written back: %w", patterns.ErrNotFound)
 
 // writeBackDoc replaces the stored document old with migrated if nobody
 // wrote it since it was read, and reports whether it did.

@@ -198,3 +198,33 @@ func seedOld(t testing.TB, coll *mongo.Collection, n int) {
 	}
 	seed(t, coll, docs...)
 }
+
+// TestFindSkipsADocumentDeletedDuringItsWriteBack: Find reads three old
+// documents; as it writes the second back, another client deletes it, so
+// the write-back misses and the re-read finds nothing. Find skips it, as
+// it would a document deleted before its page was read, and yields the
+// others; it used to yield ErrNotFound for it (issue 34).
+func TestFindSkipsADocumentDeletedDuringItsWriteBack(t *testing.T) {
+	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
+		ctx := context.Background()
+		db, coll := usersDB(t)
+		seed(t, coll, v1("u1", "Ada Lovelace", "ada@example.com"), v1("u2", "Alan Turing", "alan@example.com"), v1("u3", "Grace Hopper", "grace@example.com"))
+		r := newUsers(t, db, p)
+		other := mongotest.NewClient(t).Database(db.Name()).Collection(coll.Name())
+		updates := 0
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if updates++; updates == 2 {
+				_, err := other.DeleteOne(ctx, bson.D{{Key: "_id", Value: "u2"}})
+				require.NoError(t, err)
+			}
+		})
+
+		var ids []string
+		for u, err := range r.Find(ctx, nil) {
+			require.NoError(t, err)
+			ids = append(ids, u.ID)
+		}
+		require.Equal(t, []string{"u1", "u3"}, ids)
+		require.Equal(t, 3, updates, "three write-backs sent")
+	})
+}
