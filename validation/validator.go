@@ -34,24 +34,32 @@ type guard struct {
 // constraint that does not fit its field, or a pattern Go cannot
 // compile. It sends nothing.
 func For[T any](opts ...Option) (*Validator, error) {
+	v, err := forType(reflect.TypeFor[T](), opts)
+	if err != nil {
+		return nil, pkg.Wrap("For", err)
+	}
+	return v, nil
+}
+
+// forType is For of the type t.
+func forType(t reflect.Type, opts []Option) (*Validator, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	t := reflect.TypeFor[T]()
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
-		return nil, pkg.Wrap("For", errs.Invalid("%s is not a struct: a document is", t))
+		return nil, errs.Invalid("%s is not a struct: a document is", t)
 	}
 	b := builder{enc: c.enc, busy: map[reflect.Type]bool{}}
 	root := newNode("object")
-	if err := b.fields(root, t); err != nil {
-		return nil, pkg.Wrap("For", err)
+	if err := b.fields(root, t, false, true); err != nil {
+		return nil, err
 	}
 	if err := c.constrain(root); err != nil {
-		return nil, pkg.Wrap("For", err)
+		return nil, err
 	}
 	if c.onlyConstrained {
 		keepConstrained(root)
