@@ -63,8 +63,12 @@
 //
 // For checks each path against T and each constraint against the field's
 // type (a pattern on a string, a minimum on a number...), so a renamed
-// field or a wrong constraint fails at start-up, not in production. An
-// enum stands in for the field's bsonType, which its values already fix.
+// field or a wrong constraint fails at start-up, not in production. The
+// field's bsonType stays beside an enum: the server's enum compares
+// numbers by value (1, 1.0 and NumberLong(1) are one value), the type
+// keeps the one the field stores. Numbers are kept exactly (an int64
+// beyond 2^53 never goes through float64) and compared exactly, as the
+// server compares int32, int64, double and Decimal128.
 //
 // # Two forms, one meaning
 //

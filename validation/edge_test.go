@@ -118,3 +118,116 @@ func TestPortableRefusesDottedNames(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, names, "nothing created")
 }
+
+// Long and Dec hold one bounded number each.
+type (
+	Long struct {
+		ID int   `bson:"_id"`
+		N  int64 `bson:"n"`
+	}
+	Dec struct {
+		ID int             `bson:"_id"`
+		N  bson.Decimal128 `bson:"n"`
+	}
+)
+
+func mustDec(t *testing.T, s string) bson.Decimal128 {
+	d, err := bson.ParseDecimal128(s)
+	require.NoError(t, err)
+	return d
+}
+
+// TestNumbersCompareExactly: bounds and enums keep an int64 beyond 2^53
+// exactly (no float64 on the way), and Validate compares int32, int64,
+// double and Decimal128 by their exact values, as the server does
+// (compareDecimalToDouble and its siblings); where the server enforces
+// validators, each document is inserted under Apply's validator and the
+// server's verdict must be Validate's.
+func TestNumbersCompareExactly(t *testing.T) {
+	const big = int64(1) << 53
+	forLong := func(cs ...validation.Constraint) *validation.Validator {
+		v, err := validation.For[Long](validation.Field("n", cs...))
+		require.NoError(t, err)
+		return v
+	}
+	forDec := func(cs ...validation.Constraint) *validation.Validator {
+		v, err := validation.For[Dec](validation.Field("n", cs...))
+		require.NoError(t, err)
+		return v
+	}
+	enum := forLong(validation.Enum(big + 1))
+	require.Contains(t, bson.Raw(mustMarshal(t, enum.Schema())).String(), `"enum": [{"$numberLong":"9007199254740993"}]`)
+	hi := forLong(validation.Maximum(big))
+	require.Contains(t, bson.Raw(mustMarshal(t, hi.Schema())).String(), `"maximum": {"$numberLong":"9007199254740992"}`)
+	dec10, dec0 := forDec(validation.Maximum(10)), forDec(validation.Minimum(0))
+	cases := []struct {
+		name  string
+		v     *validation.Validator
+		n     any
+		valid bool
+	}{
+		{"2^53+1 in enum [2^53+1]", enum, big + 1, true},
+		{"2^53 in enum [2^53+1]", enum, big, false},
+		{"2^53+1 under maximum 2^53", hi, big + 1, false},
+		{"2^53 under maximum 2^53", hi, big, true},
+		{"1E+400 under maximum 10", dec10, mustDec(t, "1E+400"), false},
+		{"-1E+400 under minimum 0", dec0, mustDec(t, "-1E+400"), false},
+		{"-1E+400 under maximum 10", dec10, mustDec(t, "-1E+400"), true},
+		{"10.0000000000000000000000000001 under maximum 10", dec10, mustDec(t, "10.0000000000000000000000000001"), false},
+		{"10.000000000000000000000000000 under maximum 10", dec10, mustDec(t, "10.000000000000000000000000000"), true},
+		{"9.9999999999999999999999999999 under maximum 10", dec10, mustDec(t, "9.9999999999999999999999999999"), true},
+		{"-0.0000000000000000000000000001 under minimum 0", dec0, mustDec(t, "-0.0000000000000000000000000001"), false},
+		{"Infinity under maximum 10", dec10, mustDec(t, "Infinity"), false},
+		{"NaN under minimum 0", dec0, mustDec(t, "NaN"), false},
+	}
+	raw := func(i int, n any) bson.Raw {
+		return mustMarshal(t, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: n}})
+	}
+	for i, c := range cases {
+		require.Equal(t, c.valid, c.v.Validate(raw(i, c.n)) == nil, "%s: Validate says %v", c.name, c.v.Validate(raw(i, c.n)))
+	}
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	for i, c := range cases {
+		name := fmt.Sprintf("exact%d", i)
+		require.NoError(t, validation.ApplyPlan(ctx, db, name, c.v, "", "", p))
+		_, err := db.Collection(name).InsertOne(ctx, raw(i, c.n))
+		require.Equal(t, c.valid, err == nil, "%s: the server says %v", c.name, err)
+	}
+}
+
+// Small has an int32 field.
+type Small struct {
+	ID int   `bson:"_id"`
+	N  int32 `bson:"n"`
+}
+
+// TestEnumKeepsTheType: an enum compares numbers by value (MongoDB's enum
+// takes 1.0 and NumberLong(1) for 1), so both forms keep the field's
+// bsonType beside it and mean the same: only an int32 1 passes.
+func TestEnumKeepsTheType(t *testing.T) {
+	v, err := validation.For[Small](validation.Field("n", validation.Enum(1)))
+	require.NoError(t, err)
+	require.Contains(t, bson.Raw(mustMarshal(t, v.Document())).String(), `"n": {"bsonType": "int","enum": [{"$numberInt":"1"}]}`)
+	cases := []struct {
+		n     any
+		valid bool
+	}{{int32(1), true}, {1.0, false}, {int64(1), false}, {int32(2), false}}
+	raw := func(i int, n any) bson.Raw {
+		return mustMarshal(t, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: n}})
+	}
+	for i, c := range cases {
+		require.Equal(t, c.valid, v.Validate(raw(i, c.n)) == nil, "%T %v", c.n, c.n)
+	}
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	require.NoError(t, validation.ApplyPlan(ctx, db, "small", v, "", "", p))
+	for i, c := range cases {
+		_, err := db.Collection("small").InsertOne(ctx, raw(i, c.n))
+		require.Equal(t, c.valid, err == nil, "%T %v: the server says %v", c.n, c.n, err)
+	}
+}

@@ -92,10 +92,11 @@ func Pattern(re string) Constraint {
 
 // Enum requires the value to equal one of values (the enum keyword),
 // which must be of the field's type: strings for a string field, numbers
-// for a number field (stored as the field is: int32 for an int32 field,
-// and so on). A nullable field (a pointer without omitempty) also takes
-// null. The enum replaces the field's bsonType in [Validator.Document],
-// since its values already fix the type.
+// for a number field. A number is written as [Minimum] writes its bound
+// and compared by value, as the server compares it; the field's bsonType
+// stays beside the enum, so an int32 field takes only int32 values. A
+// field the driver may write as null (a pointer without omitempty) also
+// takes null.
 func Enum(values ...any) Constraint {
 	return Constraint{"enum", func(n *node) error {
 		if len(values) == 0 {
@@ -119,12 +120,14 @@ func Enum(values ...any) Constraint {
 
 // Number is the type of a bound given to [Minimum] and [Maximum].
 type Number interface {
-	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~float32 | ~float64
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
 }
 
 // Minimum requires a number to be at least x (the minimum keyword). An
-// integral x is written as an int32 when it fits, else an int64; any
-// other as a double, as the shell writes them.
+// integral x is written as an int32 when it fits, else an int64 (an
+// integer exactly, never through float64); any other as a double, as the
+// shell writes them. The comparison is exact, as the server's (an int64
+// beyond 2^53, a Decimal128 beyond float64's range or precision).
 func Minimum[N Number](x N) Constraint {
 	return bound("minimum", x, func(n *node, v any) { n.min = v })
 }
@@ -140,7 +143,7 @@ func bound[N Number](keyword string, x N, set func(*node, any)) Constraint {
 		if !n.numeric() {
 			return errs.Invalid("%s on a field of bsonType %v", keyword, n.types)
 		}
-		v, err := number(float64(x))
+		v, err := number(x)
 		if err != nil {
 			return errs.Invalid("%s %v", keyword, x)
 		}
@@ -149,18 +152,39 @@ func bound[N Number](keyword string, x N, set func(*node, any)) Constraint {
 	}}
 }
 
-// number returns f as the shell writes a number: an int32 when it is
-// integral and fits, else an int64 when integral, else a double.
-func number(f float64) (any, error) {
-	switch {
-	case math.IsNaN(f) || math.IsInf(f, 0):
-		return nil, fmt.Errorf("%v is not a number", f)
-	case f == math.Trunc(f) && f >= math.MinInt32 && f <= math.MaxInt32:
-		return int32(f), nil
-	case f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64:
-		return int64(f), nil
+// number returns the Go number x as the shell writes it: an int32 when it
+// is integral and fits, else an int64 when integral and within int64,
+// else a double. Integers never go through float64, which would round
+// those beyond 2^53.
+func number(x any) (any, error) {
+	v := reflect.ValueOf(x)
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return integer(v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := v.Uint(); u <= math.MaxInt64 {
+			return integer(int64(u)), nil
+		}
+		return nil, fmt.Errorf("%v is beyond int64", x)
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return nil, fmt.Errorf("%v is not a number", f)
+		case f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64:
+			return integer(int64(f)), nil
+		}
+		return f, nil
 	}
-	return f, nil
+	return nil, fmt.Errorf("%T is not a number", x)
+}
+
+// integer returns i as an int32 when it fits, else as an int64.
+func integer(i int64) any {
+	if i >= math.MinInt32 && i <= math.MaxInt32 {
+		return int32(i)
+	}
+	return i
 }
 
 // MinLength requires a string of at least k characters (code points).
@@ -249,9 +273,9 @@ func (n *node) scalar(v any) (any, error) {
 		if n.has("bool") {
 			return x, nil
 		}
-	case int, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64:
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		if n.numeric() {
-			if conv, err := number(reflect.ValueOf(x).Convert(reflect.TypeFor[float64]()).Float()); err == nil {
+			if conv, err := number(x); err == nil {
 				return conv, nil
 			}
 		}

@@ -156,12 +156,13 @@ func (v *Validator) guarded(d bson.D) bson.D {
 }
 
 // schema renders n as $jsonSchema; full adds the keywords only MongoDB
-// has (required, enum, additionalProperties), and drops the bsonType an
-// enum stands for.
+// has (required, enum, additionalProperties). The bsonType stays beside
+// an enum in both forms: the enum compares numbers by value (1, 1.0 and
+// NumberLong(1) are one value), the type keeps the field's.
 func (n *node) schema(full bool) bson.D {
 	d := bson.D{} // an empty schema is {}, not null
 	add := func(k string, v any) { d = append(d, bson.E{Key: k, Value: v}) }
-	if len(n.types) > 0 && !(full && n.enum != nil) {
+	if len(n.types) > 0 {
 		if len(n.types) == 1 {
 			add("bsonType", n.types[0])
 		} else {

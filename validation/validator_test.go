@@ -37,14 +37,15 @@ func users(t testing.TB, opts ...validation.Option) *validation.Validator {
 }
 
 // The issue's validator, keyword for keyword (the pattern's final $
-// restored), as a document: what createCollection sends.
+// restored, role's bsonType kept beside its enum), as a document: what
+// createCollection sends.
 func TestForUsersReproducesTheDesignDocument(t *testing.T) {
 	want := bson.D{{Key: "$jsonSchema", Value: bson.D{
 		{Key: "bsonType", Value: "object"},
 		{Key: "required", Value: bson.A{"email", "name", "created_at"}},
 		{Key: "properties", Value: bson.D{
 			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
-			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "role", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
 			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
 		}},
 	}}}
@@ -61,7 +62,7 @@ func TestForUsersChecksEveryField(t *testing.T) {
 			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
 			{Key: "name", Value: bson.D{{Key: "bsonType", Value: "string"}}},
 			{Key: "created_at", Value: bson.D{{Key: "bsonType", Value: "date"}}},
-			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "role", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
 			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
 		}},
 	}
