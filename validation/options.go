@@ -2,8 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"regexp"
 	"strings"
 
@@ -18,7 +20,14 @@ type Option func(*config)
 type config struct {
 	enc             encoding
 	fields          []fieldConstraints
+	stamped         []stamp
 	onlyConstrained bool
+}
+
+// stamp is a field a writer sets itself: see [Stamped].
+type stamp struct {
+	name  string
+	types []string
 }
 
 type fieldConstraints struct {
@@ -56,6 +65,18 @@ func OmitEmpty() Option { return func(c *config) { c.enc.omitEmpty = true } }
 // field the encoder always writes. Without it every field's type is
 // checked, which is what a validator generated from a type is for.
 func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = true } }
+
+// Stamped declares a top-level field that the writer sets itself on
+// every write, whatever T holds there, as a value of one of bsonTypes
+// (versioning.Repo stamps its version as an int32, "int", and its
+// revision as an ObjectID, "objectId"): where T declares the field, its
+// schema is bsonTypes instead of T's, and it is not required (documents
+// written before the writer stamped it may lack it). Where T does not,
+// nothing changes. [For] fails with [patterns.ErrInvalid] for an
+// unknown bsonType, a name given twice, or constraints on the field.
+func Stamped(name string, bsonTypes ...string) Option {
+	return func(c *config) { c.stamped = append(c.stamped, stamp{name, bsonTypes}) }
+}
 
 // Field gives the constraints of the field at path, a BSON path of T
 // ("email", "address.city"); [Items] constrains the elements of an
@@ -297,9 +318,29 @@ func (n *node) find(path string) (*node, error) {
 	return cur, nil
 }
 
-// constrain applies the Field options to root.
+// constrain applies the Stamped and Field options to root.
 func (c *config) constrain(root *node) error {
 	seen := map[string]bool{}
+	for _, s := range c.stamped {
+		if seen[s.name] {
+			return errs.Invalid("field %q given twice", s.name)
+		}
+		seen[s.name] = true
+		if len(s.types) == 0 {
+			return errs.Invalid("field %q stamped with no bsonType", s.name)
+		}
+		for _, t := range s.types {
+			if !slices.Contains(slices.Collect(maps.Values(typeNames)), t) {
+				return errs.Invalid("field %q stamped with bsonType %q: no such type", s.name, t)
+			}
+		}
+		for i, p := range root.props {
+			if p.name == s.name {
+				root.props[i].n = newNode(s.types...)
+				root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
+			}
+		}
+	}
 	for _, f := range c.fields {
 		if seen[f.path] {
 			return errs.Invalid("field %q given twice", f.path)

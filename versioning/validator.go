@@ -21,10 +21,16 @@ import "github.com/mongopatterns/mongopatterns/validation"
 // does not see this (older documents pass): test the migrations' output
 // with [validation.Validator.Validate].
 //
-// Errors are those of [validation.For], prefixed "versioning: Validator:
-// ". It sends nothing.
+// The version and revision fields are declared as the repository writes
+// them, whatever T's fields of those names are (an int32 and an
+// ObjectID, see [validation.Stamped]), and not required. Errors are
+// those of [validation.For], prefixed "versioning: Validator: ", and
+// ErrInvalid for opts that constrain either field. It sends nothing.
 func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, error) {
-	v, err := validation.For[T](opts...)
+	// The repository stamps these two itself, whatever T holds there
+	// (stampDoc): the validator must take what it writes.
+	stamps := []validation.Option{validation.Stamped(r.field, "int"), validation.Stamped(r.revField, "objectId")}
+	v, err := validation.For[T](append(stamps, opts...)...)
 	if err != nil {
 		return nil, pkg.Wrap("Validator", err)
 	}

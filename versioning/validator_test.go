@@ -107,3 +107,43 @@ func TestValidatorRefusesAnIncompleteMigration(t *testing.T) {
 	require.Len(t, res.Failed, 1)
 	require.Equal(t, before, stored(t, coll, "a"))
 }
+
+// Stamp holds the version field in a Go type other than the one the
+// repository writes (an int32).
+type Stamp struct {
+	ID       string        `bson:"_id"`
+	Name     string        `bson:"name"`
+	Version  int64         `bson:"schemaVersion"`
+	Revision bson.ObjectID `bson:"_rev"`
+}
+
+// The repository's own writes pass its validator, whatever Go types T
+// gives the version and revision fields: Insert and Replace stamp an
+// int32 version and an ObjectID revision, which the validator declares.
+func TestValidatorTakesTheRepositorysStamps(t *testing.T) {
+	ctx := context.Background()
+	db, _ := usersDB(t)
+	r := newRepo[Stamp](t, db, serverPlan(), versioning.Config{Collection: "users", Current: 1})
+	v, err := r.Validator()
+	require.NoError(t, err)
+	require.Contains(t, bson.Raw(mustMarshal(t, v.Schema())).String(), `"schemaVersion": {"bsonType": "int"}`)
+	stamped := func(id string) bson.Raw {
+		return mustMarshal(t, bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "n"}, {Key: "schemaVersion", Value: int32(1)}, {Key: "_rev", Value: bson.NewObjectID()}})
+	}
+	require.Nil(t, v.Validate(stamped("a")), "what Insert writes")
+	mongotest.Require(t, patterns.FeatureValidators)
+	require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
+	_, err = r.Insert(ctx, Stamp{ID: "a", Name: "Ada", Version: 7})
+	require.NoError(t, err)
+	require.NoError(t, r.Replace(ctx, "a", Stamp{ID: "a", Name: "Ada L"}))
+	got, err := r.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "Ada L", got.Name)
+}
+
+func mustMarshal(t *testing.T, v any) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
