@@ -89,3 +89,29 @@ func TestApplyAfterLosingTheCreate(t *testing.T) {
 	_, err := db.Collection("users").InsertOne(ctx, with(user("x", "x@example.com"), "role", "root"))
 	requireRejected(t, err, "role root")
 }
+
+// TestApplyRacingThePreviousValidator: another process re-applies the
+// collection's previous validator, with the previous settings, between
+// Apply's collMod and its read-back (a rolling deploy: an instance of the
+// older release starting). The read-back then shows what was there
+// before, which is no sign of a server that ignored the command: Apply
+// says another writer won (patterns.ErrConflict), not ErrUnsupported.
+func TestApplyRacingThePreviousValidator(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	mine := users(t, validation.OnlyConstrained())
+	previous := users(t)
+	require.NoError(t, validation.ApplyPlan(ctx, db, "users", previous, "", "", p))
+	other := mongotest.NewClient(t).Database(db.Name())
+	var lists int
+	mongotest.OnCommand(t, db, "listCollections", func(hctx context.Context) {
+		if lists++; lists == 2 {
+			require.NoError(t, validation.ApplyPlan(hctx, other, "users", previous, "", "", p))
+		}
+	})
+	err := validation.ApplyPlan(ctx, db, "users", mine, "", "", p)
+	require.ErrorIs(t, err, patterns.ErrConflict)
+	require.NotErrorIs(t, err, patterns.ErrUnsupported)
+}
