@@ -50,8 +50,11 @@ import (
 // [patterns.FeatureValidators] before anything is sent. Apply does not
 // check the documents already stored: [Check] does.
 func Apply(ctx context.Context, db *mongo.Database, collection string, v *Validator, level Level, action Action) error {
-	if db == nil || v == nil {
-		return pkg.Wrap("Apply", errs.Invalid("nil database or validator"))
+	if db == nil {
+		return pkg.Wrap("Apply", errs.Invalid("nil database"))
+	}
+	if err := v.usable(); err != nil {
+		return pkg.Wrap("Apply", err)
 	}
 	srv, err := patterns.Capabilities(ctx, db.Client())
 	if err != nil {

@@ -34,12 +34,15 @@ func (e *FieldError) Error() string {
 
 // Validate evaluates v on doc in Go, as the server evaluates
 // [Validator.Document], and returns nil when doc passes, else its first
-// failing field: the first required field missing, in the order of the
-// type's fields, then the first declared field that breaks its schema,
+// failing field (or, for a nil or zero v, a FieldError saying so): the
+// first required field missing, in the order of the type's fields, then the first declared field that breaks its schema,
 // then the first other field (a map's) that breaks additionalProperties.
 // Patterns are matched with Go's regexp (see [Pattern]). It sends
 // nothing.
 func (v *Validator) Validate(doc bson.Raw) *FieldError {
+	if err := v.usable(); err != nil {
+		return &FieldError{Reason: err.Error()}
+	}
 	if err := doc.Validate(); err != nil {
 		return &FieldError{Reason: "not a BSON document: " + err.Error()}
 	}

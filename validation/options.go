@@ -5,8 +5,8 @@ import (
 	"maps"
 	"math"
 	"reflect"
-	"slices"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"

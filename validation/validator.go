@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -87,25 +88,67 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field (a dotted path reaches into documents) equals one of values (a nil value: field missing or null); any
-// other document passes as it is. Values compare as the server compares
-// them ($in), so 3, int64(3) and 3.0 are one value. It is how a
-// collection in the middle of a migration keeps its older shapes:
-// versioning.Repo.Validator checks the current shape at the current
-// version only. v is unchanged; Only sends nothing.
-func (v *Validator) Only(field string, values ...any) *Validator {
-	return &Validator{root: v.root, only: &guard{field: field, values: values}}
+// field (a dotted path reaches into documents) equals one of values (a
+// nil value: field missing or null); any other document passes as it
+// is. Values compare as the server compares them ($in), so 3, int64(3)
+// and 3.0 are one value. It is how a collection in the middle of a
+// migration keeps its older shapes: versioning.Repo.Validator checks the
+// current shape at the current version only. v is unchanged; Only sends
+// nothing. It fails with [patterns.ErrInvalid] for a zero or nil v, a
+// field that is not a BSON path ("$where", "a..b"), no values (a guard
+// that breaks every write: {$nin: null} is refused by the server), and a
+// value that $in does not compare by equality (a document, an array, a
+// regular expression) or that the driver cannot encode.
+func (v *Validator) Only(field string, values ...any) (*Validator, error) {
+	if err := v.usable(); err != nil {
+		return nil, pkg.Wrap("Only", err)
+	}
+	if err := check.Path(field); err != nil {
+		return nil, pkg.Wrap("Only", err)
+	}
+	if len(values) == 0 {
+		return nil, pkg.Wrap("Only", errs.Invalid("field %q: no values: the guard would select nothing and break every write", field))
+	}
+	for _, x := range values {
+		if x == nil {
+			continue
+		}
+		switch r := raw(x); r.Type {
+		case 0:
+			return nil, pkg.Wrap("Only", errs.Invalid("field %q: value %v (%T): the driver cannot encode it", field, x, x))
+		case bson.TypeEmbeddedDocument, bson.TypeArray, bson.TypeRegex:
+			return nil, pkg.Wrap("Only", errs.Invalid("field %q: value %v: a %s, which $in does not compare by equality", field, r, typeNames[r.Type]))
+		}
+	}
+	return &Validator{root: v.root, only: &guard{field: field, values: values}}, nil
+}
+
+// usable refuses a nil Validator and a zero one (not made by [For]).
+func (v *Validator) usable() error {
+	if v == nil || v.root == nil {
+		return errs.Invalid("a nil or zero Validator: make one with For")
+	}
+	return nil
 }
 
 // Schema returns the $jsonSchema document of v, with every keyword
-// (MongoDB's form). A new document at each call.
-func (v *Validator) Schema() bson.D { return v.root.schema(true) }
+// (MongoDB's form). A new document at each call; {} for a zero
+// Validator, which [Check], [Apply] and the other methods refuse.
+func (v *Validator) Schema() bson.D {
+	if v.usable() != nil {
+		return bson.D{}
+	}
+	return v.root.schema(true)
+}
 
 // Document returns the validator as MongoDB takes it: {$jsonSchema:
 // [Validator.Schema]}, within {$or: [{field: {$nin: values}},
 // {$jsonSchema: ...}]} under [Validator.Only]. A new document at each
 // call.
 func (v *Validator) Document() bson.D {
+	if v.usable() != nil {
+		return bson.D{{Key: "$jsonSchema", Value: bson.D{}}}
+	}
 	return v.guarded(bson.D{{Key: "$jsonSchema", Value: v.Schema()}})
 }
 
@@ -121,6 +164,9 @@ func (v *Validator) Document() bson.D {
 // form: Portable returns an error
 // wrapping [patterns.ErrUnsupported] naming [patterns.FeatureJSONSchema].
 func (v *Validator) Portable() (bson.D, error) {
+	if err := v.usable(); err != nil {
+		return nil, pkg.Wrap("Portable", err)
+	}
 	d, err := v.portable()
 	if err != nil {
 		return nil, pkg.Wrap("Portable", noPortable(err, "a server without "+string(patterns.FeatureJSONSchema)))

@@ -38,5 +38,9 @@ func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, e
 	if r.implicit == r.current {
 		current = append(current, nil)
 	}
-	return v.Only(r.field, current...), nil
+	v, err = v.Only(r.field, current...)
+	if err != nil {
+		return nil, pkg.Wrap("Validator", err)
+	}
+	return v, nil
 }
