@@ -238,3 +238,36 @@ func only(t *testing.T, v *validation.Validator, field string, values ...any) *v
 	require.NoError(t, err)
 	return g
 }
+
+// Keys holds the driver's MinKey and MaxKey.
+type Keys struct {
+	ID  int         `bson:"_id"`
+	Min bson.MinKey `bson:"min"`
+	Max bson.MaxKey `bson:"max"`
+}
+
+// TestPortableRefusesMinAndMaxKey: FerretDB 2's $jsonSchema never matches
+// bsonType minKey or maxKey, so the portable form would refuse what the
+// driver writes: it is refused with ErrUnsupported, and where the server
+// takes the whole $jsonSchema the driver's document is accepted.
+func TestPortableRefusesMinAndMaxKey(t *testing.T) {
+	v, err := validation.For[Keys]()
+	require.NoError(t, err)
+	doc := mustMarshal(t, Keys{ID: 1})
+	require.Nil(t, v.Validate(doc))
+	_, err = v.Portable()
+	require.ErrorIs(t, err, patterns.ErrUnsupported)
+	require.ErrorContains(t, err, "minKey")
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	err = validation.ApplyPlan(ctx, db, "keys", v, "", "", p)
+	if !p.FullSchema {
+		require.ErrorIs(t, err, patterns.ErrUnsupported)
+		return
+	}
+	require.NoError(t, err)
+	_, err = db.Collection("keys").InsertOne(ctx, doc)
+	require.NoError(t, err)
+}

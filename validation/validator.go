@@ -159,9 +159,10 @@ func (v *Validator) Document() bson.D {
 // the documents that break one of them. It means what
 // [Validator.Document] means, and MongoDB accepts it too. A map whose
 // values have a type (additionalProperties with a schema), an array of
-// arrays with a constraint, or a field whose name holds a dot or starts
-// with $ (which a query reads as a path or an operator) has no such
-// form: Portable returns an error
+// arrays with a constraint, a field whose name holds a dot or starts
+// with $ (which a query reads as a path or an operator), or a field of
+// bsonType minKey or maxKey (which FerretDB 2's $jsonSchema never
+// matches) has no such form: Portable returns an error
 // wrapping [patterns.ErrUnsupported] naming [patterns.FeatureJSONSchema].
 func (v *Validator) Portable() (bson.D, error) {
 	if err := v.usable(); err != nil {
@@ -270,6 +271,11 @@ func strSlice(s []string) bson.A {
 func (n *node) violations(p string, out []bson.D) ([]bson.D, error) {
 	if n.extra != nil {
 		return nil, unsupported("additionalProperties with a schema (a map's value type)")
+	}
+	if n.has("minKey") || n.has("maxKey") {
+		// FerretDB 2's $jsonSchema never matches these bsonTypes: the
+		// validator would refuse every value the driver writes.
+		return nil, unsupported(fmt.Sprintf("the bsonType minKey or maxKey (of %q)", p))
 	}
 	if n.enum != nil && p != "" {
 		out = append(out, bson.D{{Key: p, Value: bson.D{{Key: "$exists", Value: true}, {Key: "$nin", Value: bson.A(n.enum)}}}})
