@@ -80,7 +80,8 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // document whose version field does not hold an integer, to report it).
 // It reads them in _id order, a batch per find ({_id: {$gt: <the last
 // one read>}}, sorted by _id, limited to BatchSize; a batch shorter than
-// BatchSize is the last), migrates each batch in memory and writes it
+// BatchSize is the last), migrates each batch in memory and writes it,
+// each document as T's encoding of it (as [Repo.Get] writes back),
 // with one unordered bulkWrite of replaceOnes, each guarded by the
 // compare-and-set filter of [Repo.Get] (the statements that fail with a
 // transient error, FerretDB 2.x's deadlock, which applied nothing, are

@@ -14,12 +14,9 @@ import "github.com/mongopatterns/mongopatterns/validation"
 // validator is the one that knows its shape. Set it with
 // [validation.Apply]; measure it first with [validation.Check].
 //
-// Every migration must then produce every field T always writes (a
-// field without omitempty): a migrated document that lacks one is
-// refused by the server, and Get or MigrateAll report that write error
-// for it, leaving the stored document as it was. Check before Apply
-// does not see this (older documents pass): test the migrations' output
-// with [validation.Validator.Validate].
+// What Get and MigrateAll write back is T's encoding of the migrated
+// document (see [Repo.Get]), which the validator describes: a migration
+// need not produce every field T always writes, nor in T's BSON types.
 //
 // The version and revision fields are declared as the repository writes
 // them, whatever T's fields of those names are (an int32 and an
