@@ -56,7 +56,7 @@
 // BSON path ("email", "address.city"), with [Field]:
 //
 //	v, err := validation.For[User](
-//		validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`)),
+//		validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}\z`)),
 //		validation.Field("role", validation.Enum("user", "admin", "moderator")),
 //		validation.Field("age", validation.Minimum(0), validation.Maximum(150)),
 //	)

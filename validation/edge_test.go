@@ -271,3 +271,57 @@ func TestPortableRefusesMinAndMaxKey(t *testing.T) {
 	_, err = db.Collection("keys").InsertOne(ctx, doc)
 	require.NoError(t, err)
 }
+
+// Text holds one string.
+type Text struct {
+	ID int    `bson:"_id"`
+	S  string `bson:"s"`
+}
+
+// TestPatternsMeanWhatPCREMeans: Validate gives the server's (PCRE's)
+// verdict on the syntax Go's regexp reads differently: $ before a final
+// newline, \s and \S on the vertical tab, \v (vertical whitespace); \z
+// refuses a final newline in both. A $ with more of the pattern after it
+// is refused.
+func TestPatternsMeanWhatPCREMeans(t *testing.T) {
+	email := `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}`
+	cases := []struct {
+		pattern, s string
+		valid      bool
+	}{
+		{email + `$`, "ada@example.com", true},
+		{email + `$`, "ada@example.com\n", true},
+		{email + `$`, "ada@example.com\n\n", false},
+		{email + `\z`, "ada@example.com\n", false},
+		{email + `\z`, "ada@example.com", true},
+		{`^(a|b$)`, "b\n", true},
+		{`^a\sb$`, "a\vb", true},
+		{`^a\Sb$`, "a\vb", false},
+		{`^a[\s]b$`, "a\vb", true},
+		{`^a[^\s]b$`, "a\vb", false},
+		{`^a\vb$`, "a\u2028b", true},
+		{`^a\vb$`, "a\nb", true},
+		{`^a\vb$`, "a b", false},
+		{`^[\v]$`, "\r", true},
+		{`^\Q$\E$`, "$", true},
+	}
+	vs := make([]*validation.Validator, len(cases))
+	for i, c := range cases {
+		v, err := validation.For[Text](validation.Field("s", validation.Pattern(c.pattern)))
+		require.NoError(t, err, c.pattern)
+		vs[i] = v
+		require.Equal(t, c.valid, v.Validate(mustMarshal(t, Text{ID: i, S: c.s})) == nil, "%s on %q", c.pattern, c.s)
+	}
+	_, err := validation.For[Text](validation.Field("s", validation.Pattern(`a$b`)))
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	for i, c := range cases {
+		name := fmt.Sprintf("text%d", i)
+		require.NoError(t, validation.ApplyPlan(ctx, db, name, vs[i], "", "", p))
+		_, err := db.Collection(name).InsertOne(ctx, Text{ID: i, S: c.s})
+		require.Equal(t, c.valid, err == nil, "%s on %q: the server says %v", c.pattern, c.s, err)
+	}
+}

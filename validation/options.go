@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -94,17 +93,22 @@ type Constraint struct {
 }
 
 // Pattern requires a string to match the regular expression re (the
-// pattern keyword). The server matches with PCRE; re must also compile
-// with Go's regexp, which [Validator.Validate] uses, and mean the same
-// there (keep to the syntax both share).
+// pattern keyword), sent as it is. The server matches with PCRE;
+// [Validator.Validate] with Go's regexp, on re rewritten where the two
+// read shared syntax differently, so that both give one verdict: a final
+// $ also matches before a final newline, as in PCRE (write \z to refuse
+// "ada@example.com\n"); \s and \S count the vertical tab as space, and
+// \v is PCRE's vertical whitespace. A $ with more of the pattern after
+// it, and what Go's regexp cannot compile (lookaround, backreferences,
+// \Z, possessive quantifiers), are refused with [patterns.ErrInvalid].
 func Pattern(re string) Constraint {
 	return Constraint{"pattern", func(n *node) error {
 		if !n.has("string") {
 			return errs.Invalid("pattern on a field of bsonType %v", n.types)
 		}
-		r, err := regexp.Compile(re)
+		r, err := compilePattern(re)
 		if err != nil {
-			return errs.Invalid("pattern %q: %v", re, err)
+			return err
 		}
 		n.pattern, n.re = re, r
 		return nil
