@@ -39,7 +39,12 @@ func (d docMarshaler) MarshalBSON() ([]byte, error) {
 	return bson.Marshal(bson.D{{Key: "s", Value: d.S}})
 }
 
+// MarshalBSON is called on a nil pointer too (marshalerEncodeValue
+// writes null only for a value-receiver Marshaler).
 func (d *ptrDocMarshaler) MarshalBSON() ([]byte, error) {
+	if d == nil {
+		return bson.Marshal(bson.D{})
+	}
 	return bson.Marshal(bson.D{{Key: "t", Value: d.S}})
 }
 
