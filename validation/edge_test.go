@@ -325,3 +325,20 @@ func TestPatternsMeanWhatPCREMeans(t *testing.T) {
 		require.Equal(t, c.valid, err == nil, "%s on %q: the server says %v", c.pattern, c.s, err)
 	}
 }
+
+// Nick has an omitempty pointer: the driver leaves a nil one out, never
+// writes null.
+type Nick struct {
+	ID   int     `bson:"_id"`
+	Nick *string `bson:"nick,omitempty"`
+}
+
+// An enum on an omitempty pointer does not admit null, which the driver
+// never writes there; a pointer without omitempty would.
+func TestEnumOnAnOmitemptyPointer(t *testing.T) {
+	v, err := validation.For[Nick](validation.Field("nick", validation.Enum("a", "b")))
+	require.NoError(t, err)
+	require.Contains(t, bson.Raw(mustMarshal(t, v.Schema())).String(), `"nick": {"bsonType": "string","enum": ["a","b"]}`)
+	require.NotNil(t, v.Validate(mustMarshal(t, bson.D{{Key: "_id", Value: 1}, {Key: "nick", Value: nil}})))
+	require.Nil(t, v.Validate(mustMarshal(t, Nick{ID: 1})))
+}
