@@ -70,19 +70,11 @@ func TestValidateAgreesOnEdgeValues(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
+	var vs []verdict
 	for i, c := range cases {
-		require.Equal(t, c.valid, c.v.Validate(raw(c, i)) == nil, "%s: Validate says %v", c.name, c.v.Validate(raw(c, i)))
+		vs = append(vs, verdict{c.name, c.v, raw(c, i), c.valid})
 	}
-	mongotest.Require(t, patterns.FeatureValidators)
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	p := validation.PlanFor(mongotest.Server())
-	for i, c := range cases {
-		name := fmt.Sprintf("edge%d", i)
-		require.NoError(t, validation.ApplyPlan(ctx, db, name, c.v, "", "", p))
-		_, err := db.Collection(name).InsertOne(ctx, raw(c, i))
-		require.Equal(t, c.valid, err == nil, "%s: the server says %v", c.name, err)
-	}
+	requireVerdicts(t, vs)
 }
 
 // Dotted has a field whose name holds a dot, which the driver stores as
@@ -183,19 +175,11 @@ func TestNumbersCompareExactly(t *testing.T) {
 	raw := func(i int, n any) bson.Raw {
 		return mustMarshal(t, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: n}})
 	}
+	var vs []verdict
 	for i, c := range cases {
-		require.Equal(t, c.valid, c.v.Validate(raw(i, c.n)) == nil, "%s: Validate says %v", c.name, c.v.Validate(raw(i, c.n)))
+		vs = append(vs, verdict{c.name, c.v, raw(i, c.n), c.valid})
 	}
-	mongotest.Require(t, patterns.FeatureValidators)
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	p := validation.PlanFor(mongotest.Server())
-	for i, c := range cases {
-		name := fmt.Sprintf("exact%d", i)
-		require.NoError(t, validation.ApplyPlan(ctx, db, name, c.v, "", "", p))
-		_, err := db.Collection(name).InsertOne(ctx, raw(i, c.n))
-		require.Equal(t, c.valid, err == nil, "%s: the server says %v", c.name, err)
-	}
+	requireVerdicts(t, vs)
 }
 
 // Small has an int32 field.
@@ -218,18 +202,11 @@ func TestEnumKeepsTheType(t *testing.T) {
 	raw := func(i int, n any) bson.Raw {
 		return mustMarshal(t, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: n}})
 	}
+	var vs []verdict
 	for i, c := range cases {
-		require.Equal(t, c.valid, v.Validate(raw(i, c.n)) == nil, "%T %v", c.n, c.n)
+		vs = append(vs, verdict{fmt.Sprintf("%T %v", c.n, c.n), v, raw(i, c.n), c.valid})
 	}
-	mongotest.Require(t, patterns.FeatureValidators)
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	p := validation.PlanFor(mongotest.Server())
-	require.NoError(t, validation.ApplyPlan(ctx, db, "small", v, "", "", p))
-	for i, c := range cases {
-		_, err := db.Collection("small").InsertOne(ctx, raw(i, c.n))
-		require.Equal(t, c.valid, err == nil, "%T %v: the server says %v", c.n, c.n, err)
-	}
+	requireVerdicts(t, vs)
 }
 
 func only(t *testing.T, v *validation.Validator, field string, values ...any) *validation.Validator {
@@ -305,25 +282,15 @@ func TestPatternsMeanWhatPCREMeans(t *testing.T) {
 		{`^[\v]$`, "\r", true},
 		{`^\Q$\E$`, "$", true},
 	}
-	vs := make([]*validation.Validator, len(cases))
+	var vs []verdict
 	for i, c := range cases {
 		v, err := validation.For[Text](validation.Field("s", validation.Pattern(c.pattern)))
 		require.NoError(t, err, c.pattern)
-		vs[i] = v
-		require.Equal(t, c.valid, v.Validate(mustMarshal(t, Text{ID: i, S: c.s})) == nil, "%s on %q", c.pattern, c.s)
+		vs = append(vs, verdict{fmt.Sprintf("%s on %q", c.pattern, c.s), v, mustMarshal(t, Text{ID: i, S: c.s}), c.valid})
 	}
 	_, err := validation.For[Text](validation.Field("s", validation.Pattern(`a$b`)))
 	require.ErrorIs(t, err, patterns.ErrInvalid)
-	mongotest.Require(t, patterns.FeatureValidators)
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	p := validation.PlanFor(mongotest.Server())
-	for i, c := range cases {
-		name := fmt.Sprintf("text%d", i)
-		require.NoError(t, validation.ApplyPlan(ctx, db, name, vs[i], "", "", p))
-		_, err := db.Collection(name).InsertOne(ctx, Text{ID: i, S: c.s})
-		require.Equal(t, c.valid, err == nil, "%s on %q: the server says %v", c.pattern, c.s, err)
-	}
+	requireVerdicts(t, vs)
 }
 
 // Nick has an omitempty pointer: the driver leaves a nil one out, never
@@ -341,4 +308,33 @@ func TestEnumOnAnOmitemptyPointer(t *testing.T) {
 	require.Contains(t, bson.Raw(mustMarshal(t, v.Schema())).String(), `"nick": {"bsonType": "string","enum": ["a","b"]}`)
 	require.NotNil(t, v.Validate(mustMarshal(t, bson.D{{Key: "_id", Value: 1}, {Key: "nick", Value: nil}})))
 	require.Nil(t, v.Validate(mustMarshal(t, Nick{ID: 1})))
+}
+
+// verdict is a document and whether v accepts it, as the server decides.
+type verdict struct {
+	name  string
+	v     *validation.Validator
+	doc   bson.Raw
+	valid bool
+}
+
+// requireVerdicts requires Validate to give each verdict; where the
+// server enforces validators, each document is inserted into a
+// collection of its own under Apply's validator, and the server must
+// give it too.
+func requireVerdicts(t *testing.T, vs []verdict) {
+	t.Helper()
+	for _, c := range vs {
+		require.Equal(t, c.valid, c.v.Validate(c.doc) == nil, "%s: Validate says %v", c.name, c.v.Validate(c.doc))
+	}
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	p := validation.PlanFor(mongotest.Server())
+	for i, c := range vs {
+		name := fmt.Sprintf("c%d", i)
+		require.NoError(t, validation.ApplyPlan(ctx, db, name, c.v, "", "", p))
+		_, err := db.Collection(name).InsertOne(ctx, c.doc)
+		require.Equal(t, c.valid, err == nil, "%s: the server says %v", c.name, err)
+	}
 }
