@@ -7,12 +7,12 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsontag"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 )
 
@@ -332,7 +332,7 @@ func (b *builder) inlineMap(t reflect.Type, minSize bool) (*node, error) {
 	maps := 0
 	for i := range t.NumField() {
 		sf := t.Field(i)
-		_, opts, skip := tags(sf)
+		_, opts, skip := bsontag.Parse(sf)
 		if !sf.IsExported() || skip || !opts["inline"] || sf.Type.Kind() != reflect.Map {
 			continue
 		}
@@ -363,7 +363,7 @@ func (b *builder) layout(t reflect.Type, index []int, minSize, top bool) ([]fiel
 		if !sf.IsExported() {
 			continue
 		}
-		name, opts, skip := tags(sf)
+		name, opts, skip := bsontag.Parse(sf)
 		if skip {
 			continue
 		}
@@ -430,25 +430,4 @@ func (b *builder) canBeEmpty(t reflect.Type) bool {
 		}
 	}
 	return true
-}
-
-// tags reads a field's bson tag as the driver does: the name (the Go name
-// lower-cased when none), the options, and whether it is skipped ("-").
-func tags(sf reflect.StructField) (name string, opts map[string]bool, skip bool) {
-	tag, ok := sf.Tag.Lookup("bson")
-	if !ok && !strings.Contains(string(sf.Tag), ":") && len(sf.Tag) > 0 {
-		tag = string(sf.Tag)
-	}
-	if tag == "-" {
-		return "", nil, true
-	}
-	name = strings.ToLower(sf.Name)
-	opts = map[string]bool{}
-	for i, s := range strings.Split(tag, ",") {
-		if i == 0 && s != "" {
-			name = s
-		}
-		opts[s] = true
-	}
-	return name, opts, false
 }

@@ -20,8 +20,8 @@ import (
 // A document at the current version costs one command (find). An older
 // one is migrated in memory, decoded into T and, unless
 // Config.NoWriteBack, written back as T's encoding (as Insert writes it:
-// a field T does not hold is not kept, a value is stored in T's BSON
-// type) with a compare-and-set (one replaceOne, sent again after a transient
+// each value in T's BSON type), followed by the fields T does not declare
+// as the migrations left them, with a compare-and-set (one replaceOne, sent again after a transient
 // failure such as FerretDB 2.x's deadlock, which applied nothing); if a
 // concurrent writer changed it since the read, Get reads it again (one
 // find) and migrates what it finds, up to 4 times, and then returns the

@@ -158,7 +158,8 @@ type Counter struct {
 
 // The write-back of a migration stores T's encoding of the migrated
 // document, which the validator accepts: Get and MigrateAll write visits
-// as an int64, not the int32 the migration set.
+// as an int64, not the int32 the migration set; a field T does not
+// declare (tenant) is kept as it was.
 func TestMigrationWritesBackTsEncoding(t *testing.T) {
 	ctx := context.Background()
 	cfg := versioning.Config{Collection: "users", Current: 2, Migrations: []versioning.Migration{{From: 1, Up: func(d *versioning.Doc) error {
@@ -167,7 +168,7 @@ func TestMigrationWritesBackTsEncoding(t *testing.T) {
 	}}}}
 	for _, eager := range []bool{false, true} {
 		db, coll := usersDB(t)
-		seed(t, coll, bson.D{{Key: "_id", Value: "a"}})
+		seed(t, coll, bson.D{{Key: "_id", Value: "a"}, {Key: "tenant", Value: "acme"}})
 		r := newRepo[Counter](t, db, serverPlan(), cfg)
 		v, err := r.Validator()
 		require.NoError(t, err)
@@ -182,6 +183,7 @@ func TestMigrationWritesBackTsEncoding(t *testing.T) {
 		require.NoError(t, err)
 		doc := stored(t, coll, "a")
 		require.Equal(t, bson.TypeInt64, doc.Lookup("visits").Type, "%s", doc)
+		require.Equal(t, "acme", doc.Lookup("tenant").StringValue(), "a field T does not declare is kept: %s", doc)
 		require.Nil(t, v.Validate(doc), "%s", doc)
 		got, err := r.Get(ctx, "a")
 		require.NoError(t, err)
