@@ -117,7 +117,7 @@ var Rules = []RuleInfo{
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},
 	{RulePipelineLookupExtref, "a $lookup of which the pipeline reads only a few fields", "the pipeline"},
 	{RuleValidatorDrift, "a collection validator that differs from the one its Go type gives, per field (Options.Validators.Types)", "listCollections"},
-	{RuleMissingValidator, "a collection without a validator (info; Options.Validators)", "listCollections"},
+	{RuleMissingValidator, "a collection without a validator, or with one that enforces nothing (level off, action warn) (info; Options.Validators)", "listCollections"},
 	{RuleShardKeyUniqueIndex, "on a mongos, a declared unique index the collection's shard key does not prefix (refused, code 67)", "config.collections"},
 	{RuleShardKeyDeclaredQueries, "on a mongos, a declared index whose queries the collection's shard key sends to every shard", "config.collections"},
 }

@@ -23,7 +23,8 @@ const (
 	// enforces none of it (one finding).
 	RuleValidatorDrift = "validator-drift"
 	// RuleMissingValidator: a collection without a validator, or with
-	// one under validationLevel "off", which checks nothing (info).
+	// one under validationLevel "off", which checks nothing, or under
+	// validationAction "warn", which enforces nothing (info).
 	RuleMissingValidator = "missing-validator"
 )
 
@@ -64,6 +65,7 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 	}
 	stored := map[string]bson.Raw{} // by collection: its validator, nil when none
 	off := map[string]bool{}        // by collection: a validator under validationLevel "off"
+	warn := map[string]bool{}       // by collection: a validator under validationAction "warn"
 	for _, s := range specs {
 		if s.Type != "collection" {
 			continue
@@ -77,6 +79,8 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 		stored[s.Name] = v
 		level, _ := s.Options.Lookup("validationLevel").StringValueOK()
 		off[s.Name] = v != nil && level == levelOff
+		action, _ := s.Options.Lookup("validationAction").StringValueOK()
+		warn[s.Name] = v != nil && action == actionWarn
 	}
 	for _, name := range selected {
 		v, ok := stored[name]
@@ -91,6 +95,11 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 				Message:  fmt.Sprintf(`collection %s has a validator under validationLevel "off", which checks nothing: any document shape can be written`, name),
 				Evidence: Evidence{{"validator", true}, {"validationLevel", levelOff}},
 				Remedy:   `measure the validator with validation.Check, then set it with validation.Apply (validationLevel "strict" or "moderate")`})
+		case warn[name]:
+			c.add(Finding{Rule: RuleMissingValidator, Severity: Info, Collection: name,
+				Message:  fmt.Sprintf(`collection %s has a validator under validationAction "warn", which enforces nothing: a write it rejects is stored, and only logged`, name),
+				Evidence: Evidence{{"validator", true}, {"validationAction", actionWarn}},
+				Remedy:   `measure the validator with validation.Check, then set it with validation.Apply and validation.Error`})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(vc.Types)) {
@@ -107,8 +116,13 @@ func (c *checker) validatorRules(ctx context.Context, selected []string) error {
 	return nil
 }
 
-// levelOff is the validationLevel under which a validator checks nothing.
-const levelOff = "off"
+// levelOff is the validationLevel under which a validator checks
+// nothing; actionWarn the validationAction under which it enforces
+// nothing.
+const (
+	levelOff   = "off"
+	actionWarn = "warn"
+)
 
 // validatorDrift compares a collection's validator (nil: none) with the
 // one a Go type gives, and returns a finding per field that differs.
@@ -132,19 +146,28 @@ func validatorDrift(coll string, exists bool, got bson.Raw, want *validation.Val
 			return nil
 		}
 	}
-	// Compare the $jsonSchema of the same form: the portable one when
-	// the stored validator writes required as query operators.
-	gotSchema := findSchema(got)
-	wantForm := mustRaw(forms[0])
-	if _, ok := gotSchema.Lookup("required").ArrayOK(); !ok && len(forms) > 1 {
-		wantForm = mustRaw(forms[1])
-	}
+	// Compare with the form the stored validator is closest to: a
+	// validator whose root has no required field looks alike in both
+	// forms (every field optional), so the fewest differences decide.
 	var out []Finding
+	for _, f := range forms {
+		diff := diffForm(got, mustRaw(f), finding)
+		if out == nil || len(diff) < len(out) {
+			out = diff
+		}
+	}
+	return out
+}
+
+// diffForm returns a finding per difference between the stored validator
+// got and the type's validator in one form, at least one.
+func diffForm(got, wantForm bson.Raw, finding func(field, msg string, ev Evidence) Finding) []Finding {
+	out := []Finding{}
 	report := func(field, what, g, w string) {
 		out = append(out, finding(field, fmt.Sprintf("%s: the validator has %s, the type gives %s", what, g, w),
 			Evidence{{"validator", g}, {"type", w}}))
 	}
-	diffSchema("", gotSchema, findSchema(wantForm), report)
+	diffSchema("", findSchema(got), findSchema(wantForm), report)
 	gotOps, wantOps := operators(got), operators(wantForm)
 	paths := slices.Sorted(maps.Keys(wantOps))
 	for _, k := range slices.Sorted(maps.Keys(gotOps)) {

@@ -42,3 +42,40 @@ func TestValidatorDriftOfMongoDBForm(t *testing.T) {
 	require.Empty(t, validatorDrift("members", true, same, v2))
 	require.Len(t, validatorDrift("members", true, nil, v2), 1, "no validator")
 }
+
+// optionalV1 and optionalV2 have every root field optional: their
+// validators have no root required in either form. v2 renamed the
+// role's enum.
+type optionalV1 struct {
+	ID   string  `bson:"_id,omitempty"`
+	Role string  `bson:"role,omitempty"`
+	Nick *string `bson:"nick,omitempty"`
+}
+
+type optionalV2 struct {
+	ID   string  `bson:"_id,omitempty"`
+	Role string  `bson:"role,omitempty"`
+	Nick *string `bson:"nick,omitempty"`
+}
+
+// With every root field optional, the stored validator's form is told by
+// its differences, not by a root required: each form, stored, is
+// compared with the same form and gives the one real finding.
+func TestValidatorDriftWithEveryFieldOptional(t *testing.T) {
+	v1, err := validation.For[optionalV1](validation.Field("role", validation.Enum("user", "admin")))
+	require.NoError(t, err)
+	v2, err := validation.For[optionalV2](validation.Field("role", validation.Enum("user", "root")))
+	require.NoError(t, err)
+	portable, err := v1.Portable()
+	require.NoError(t, err)
+	for name, form := range map[string]bson.D{"MongoDB's": v1.Document(), "portable": portable} {
+		stored, err := bson.Marshal(form)
+		require.NoError(t, err)
+		var fields []string
+		for _, f := range validatorDrift("members", true, stored, v2) {
+			t.Logf("%s: %s: %s", name, f.Field, f.Message)
+			fields = append(fields, f.Field)
+		}
+		require.Equal(t, []string{"role"}, fields, name)
+	}
+}

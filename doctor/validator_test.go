@@ -121,3 +121,22 @@ func TestValidatorTurnedOff(t *testing.T) {
 	require.Empty(t, has(rep, doctor.RuleMissingValidator, "on"))
 	require.Empty(t, has(rep, doctor.RuleValidatorDrift, "on"))
 }
+
+// TestValidatorWarnOnly: a validator under validationAction "warn" lets
+// every write through (the server only logs it): missing-validator says
+// so, as info; under "error" it says nothing.
+func TestValidatorWarnOnly(t *testing.T) {
+	mongotest.Require(t, patterns.FeatureValidators)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	v := forType[memberV2](t, "@")
+	require.NoError(t, validation.Apply(ctx, db, "warned", v, "", validation.Warn))
+	require.NoError(t, validation.Apply(ctx, db, "enforced", v, "", validation.Error))
+	rep, err := doctor.Check(ctx, db, doctor.Options{Validators: &doctor.ValidatorCheck{}})
+	require.NoError(t, err)
+	warned := has(rep, doctor.RuleMissingValidator, "warned")
+	require.Len(t, warned, 1)
+	require.Equal(t, doctor.Info, warned[0].Severity)
+	require.Contains(t, warned[0].Message, `validationAction "warn"`)
+	require.Empty(t, has(rep, doctor.RuleMissingValidator, "enforced"))
+}

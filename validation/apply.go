@@ -18,13 +18,14 @@ import (
 // level and validationAction action (empty: [Strict] and [Error]): it
 // creates the collection with it, or sets it with collMod on one that
 // exists, then reads the collection's options back and returns an error
-// wrapping [patterns.ErrUnsupported] unless the server kept exactly the
-// validator, level and action sent: when it kept what the collection had
-// before (nothing, for a new one), the server ignored them; when it holds
-// a third setting, another caller set its own between Apply's command and
-// the read-back, and the error wraps [patterns.ErrConflict] instead (the
-// other's validator stays; running Apply again sets this one). It never
-// reports success for a validator that is not in force.
+// unless the server kept exactly the validator, level and action sent.
+// When the collection holds no validator, the server ignored the command
+// and the error wraps [patterns.ErrUnsupported]; when it holds another
+// one (a third, or the one it had before, re-applied by an older release
+// in a rolling deploy), another caller set its own between Apply's
+// command and the read-back, and the error wraps [patterns.ErrConflict]
+// (the other's validator stays; running Apply again sets this one). It
+// never reports success for a validator that is not in force.
 //
 // Cost: three commands (listCollections, create or collMod,
 // listCollections), four where create does not take a validator (create,
@@ -49,8 +50,11 @@ import (
 // [patterns.FeatureValidators] before anything is sent. Apply does not
 // check the documents already stored: [Check] does.
 func Apply(ctx context.Context, db *mongo.Database, collection string, v *Validator, level Level, action Action) error {
-	if db == nil || v == nil {
-		return pkg.Wrap("Apply", errs.Invalid("nil database or validator"))
+	if db == nil {
+		return pkg.Wrap("Apply", errs.Invalid("nil database"))
+	}
+	if err := v.usable(); err != nil {
+		return pkg.Wrap("Apply", err)
 	}
 	srv, err := patterns.Capabilities(ctx, db.Client())
 	if err != nil {
@@ -69,7 +73,7 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
-	before, exists, err := collOptions(ctx, db, name)
+	_, exists, err := collOptions(ctx, db, name)
 	if err != nil {
 		return pkg.Wrap("Apply", err)
 	}
@@ -101,27 +105,24 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 		return pkg.Wrap("Apply", fmt.Errorf("%s: dropped by another caller before its options were read back", name))
 	}
 	if err := kept(opts, validator, level, action); err != nil {
-		if !sameSettings(opts, before) {
-			// Neither what was sent nor what was there: another caller
-			// set its own meanwhile, which a server that ignored the
-			// command would not show.
-			return pkg.Wrap("Apply", fmt.Errorf("%s: %w: another caller set the validator meanwhile: %w", name, err, patterns.ErrConflict))
+		if ignored(opts) {
+			return pkg.Wrap("Apply", fmt.Errorf("%s: %w: %w", name, err,
+				&patterns.UnsupportedError{Feature: patterns.FeatureValidators, Server: server}))
 		}
-		return pkg.Wrap("Apply", fmt.Errorf("%s: %w: %w", name, err,
-			&patterns.UnsupportedError{Feature: patterns.FeatureValidators, Server: server}))
+		// Another caller set its own meanwhile (a third setting, or the
+		// one that was there, re-applied by an older release).
+		return pkg.Wrap("Apply", fmt.Errorf("%s: %w: another caller set the validator meanwhile: %w", name, err, patterns.ErrConflict))
 	}
 	return nil
 }
 
-// sameSettings reports whether two collections' options hold the same
-// validator, validationLevel and validationAction (nil options: none).
-func sameSettings(a, b bson.Raw) bool {
-	for _, k := range []string{"validator", "validationLevel", "validationAction"} {
-		if !a.Lookup(k).Equal(b.Lookup(k)) {
-			return false
-		}
-	}
-	return true
+// ignored reports whether the options read back after Apply's command
+// show a server that ignored it rather than another caller that set its
+// own: no validator at all (a server that takes none, or ignores one
+// given at create), since another caller's Apply always sets one.
+func ignored(opts bson.Raw) bool {
+	v, ok := opts.Lookup("validator").DocumentOK()
+	return !ok || len(v) <= 5 // {} validates nothing
 }
 
 // settings checks the collection name, level and action, and fills in

@@ -54,8 +54,11 @@ type Rejection struct {
 // without validators (FerretDB 1.x), Check returns [patterns.ErrUnsupported]
 // naming [patterns.FeatureValidators] before sending anything.
 func Check(ctx context.Context, coll *mongo.Collection, v *Validator) (Report, error) {
-	if coll == nil || v == nil {
-		return Report{}, pkg.Wrap("Check", errs.Invalid("nil collection or validator"))
+	if coll == nil {
+		return Report{}, pkg.Wrap("Check", errs.Invalid("nil collection"))
+	}
+	if err := v.usable(); err != nil {
+		return Report{}, pkg.Wrap("Check", err)
 	}
 	srv, err := patterns.Capabilities(ctx, coll.Database().Client())
 	if err != nil {

@@ -38,30 +38,36 @@ func TestEightAppliesAtOnce(t *testing.T) {
 	}
 }
 
-// TestApplyRacingAnotherValidator: another caller sets a different
-// validator between Apply's collMod and its read-back (a rolling deploy,
-// two releases applying theirs). Apply must not say the server lacks
-// validators (ErrUnsupported): it says another writer won
+// TestApplyRacingAnotherValidator: another caller sets its validator
+// between Apply's collMod and its read-back (a rolling deploy): a third
+// one, or the collection's previous one with its previous settings (an
+// instance of the older release starting). Apply must not say the server
+// lacks validators (ErrUnsupported, as it did when the read-back showed
+// the previous settings): it says another writer won
 // (patterns.ErrConflict), and the other's validator stays.
 func TestApplyRacingAnotherValidator(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureValidators)
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	p := validation.PlanFor(mongotest.Server())
-	mine := users(t, validation.OnlyConstrained())
-	theirs := users(t)
-	require.NoError(t, validation.ApplyPlan(ctx, db, "users", theirs, "", "", p))
-	other := mongotest.NewClient(t).Database(db.Name())
-	var lists int
-	mongotest.OnCommand(t, db, "listCollections", func(hctx context.Context) {
-		if lists++; lists == 2 { // the read-back: the other release's Apply lands first
-			require.NoError(t, validation.ApplyPlan(hctx, other, "users", theirs, validation.Moderate, "", p))
-		}
-	})
-	err := validation.ApplyPlan(ctx, db, "users", mine, "", "", p)
-	require.ErrorIs(t, err, patterns.ErrConflict)
-	require.NotErrorIs(t, err, patterns.ErrUnsupported)
-	require.ErrorContains(t, err, "validation: Apply: users: ")
+	for name, level := range map[string]validation.Level{"a third setting": validation.Moderate, "the previous setting": ""} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			db := mongotest.DB(t)
+			p := validation.PlanFor(mongotest.Server())
+			mine := users(t, validation.OnlyConstrained())
+			theirs := users(t)
+			require.NoError(t, validation.ApplyPlan(ctx, db, "users", theirs, "", "", p))
+			other := mongotest.NewClient(t).Database(db.Name())
+			var lists int
+			mongotest.OnCommand(t, db, "listCollections", func(hctx context.Context) {
+				if lists++; lists == 2 { // the read-back: the other release's Apply lands first
+					require.NoError(t, validation.ApplyPlan(hctx, other, "users", theirs, level, "", p))
+				}
+			})
+			err := validation.ApplyPlan(ctx, db, "users", mine, "", "", p)
+			require.ErrorIs(t, err, patterns.ErrConflict)
+			require.NotErrorIs(t, err, patterns.ErrUnsupported)
+			require.ErrorContains(t, err, "validation: Apply: users: ")
+		})
+	}
 }
 
 // TestApplyAfterLosingTheCreate: another caller creates the collection

@@ -18,35 +18,51 @@
 //
 // # A validator from a type
 //
-// [For] returns the $jsonSchema of T as the driver (go.mongodb.org/mongo-driver/v2)
-// encodes T with its default settings, or with the [Option]s that mirror the
-// encoder's ([IntMinSize], [NilSliceAsEmpty], ...). It follows the bson
-// tags: the name (the lower-cased Go name without one), omitempty, inline
-// and "-". Every field the encoder always writes is required; a field it
-// may omit (omitempty on a value that can be empty, an inlined struct
-// pointer) is not. Go types map to bsonType:
+// [For] returns the $jsonSchema of T as the driver (go.mongodb.org/mongo-driver/v2
+// v2.10.0) encodes T with its default registry and settings, or with the
+// [Option]s that mirror the encoder's ([IntMinSize], [NilSliceAsEmpty],
+// ...). It follows the bson tags: the name (the lower-cased Go name
+// without one), omitempty, minsize, inline and "-". Every field the
+// encoder always writes is required; a field it may omit (omitempty on a
+// value that can be empty, an inlined struct pointer) is not. The
+// registry's encoders decide, in its order: the exact type's, then the
+// hooks, then the kind's:
 //
-//	string                      "string"
-//	bool                        "bool"
-//	int8, int16, int32, uint8,  "int"
-//	uint16
-//	int                         ["int", "long"]: int32 when it fits, as the driver stores it
-//	int64, uint32, uint64, uint "long" (["int", "long"] under IntMinSize or the minsize tag)
-//	float32, float64            "double"
-//	time.Time, bson.DateTime    "date"
-//	bson.ObjectID               "objectId"
-//	bson.Decimal128             "decimal"
-//	[]byte, bson.Binary         "binData"
-//	slices and arrays           "array", with items
-//	structs, bson.D, bson.M     "object", with properties and required
-//	map[string]V                "object", with additionalProperties: V
-//	pointers, slices, maps      the type of the value, and "null": the encoder writes nil as null
-//	interfaces, bson.RawValue   any type
+//	time.Time, bson.DateTime                 "date"
+//	url.URL                                  "string" (u.String())
+//	json.Number                              ["long", "double"] (["int", "long", "double"] under minsize)
+//	bson.ObjectID, bson.Decimal128           "objectId", "decimal"
+//	[]byte, bson.Binary, bson.Vector         "binData"
+//	bson.Raw, bsoncore.Document              "object"
+//	bsoncore.Array                           "array"
+//	bson.Timestamp, Regex, JavaScript,       "timestamp", "regex", "javascript",
+//	Symbol, CodeWithScope, DBPointer,        "symbol", "javascriptWithScope", "dbPointer",
+//	MinKey, MaxKey, Null, Undefined          "minKey", "maxKey", "null", "undefined"
+//	bson.RawValue, interfaces                any type
+//	a ValueMarshaler                         any type
+//	a Marshaler                              "object" (a nil pointer of one: "null")
+//	string, bool                             "string", "bool"
+//	int8, int16, int32, uint8, uint16        "int"
+//	int                                      ["int", "long"]: int32 when it fits, as the driver stores it
+//	int64, uint32, uint64, uint              "long" (["int", "long"] under IntMinSize or minsize)
+//	float32, float64                         "double"
+//	[n]byte and named []byte                 "binData"
+//	bson.D, [n]bson.E, bson.M, structs       "object", with properties and required
+//	map[string]V                             "object", with additionalProperties: V
+//	slices and arrays                        "array", with items
+//	pointers, slices, maps                   the type of the value, and "null": the encoder writes nil as null
 //
-// A type with its own MarshalBSONValue or MarshalBSON may be encoded as
-// anything, so it gets no bsonType. Channels, functions and complex
-// numbers, which the driver cannot encode, are refused with
-// [patterns.ErrInvalid].
+// A type with an encoder of its own matches only exactly: a named type
+// of one (type ID bson.ObjectID) goes by its kind, as in the driver.
+// The minsize tag reaches everything below its field (slice elements,
+// map values, a nested struct's fields), as the driver hands it down.
+// Under omitempty a nil pointer, slice or map is left out, never null; a
+// fixed-size array is left out only at length 0, so it is required. Of
+// fields with one name the shallowest wins (inline), and an inlined
+// struct's own inline map is ignored, as in the driver. Channels,
+// functions and complex numbers, which the driver cannot encode, and the
+// types it refuses (two fields of one name at one depth, two inline
+// maps) are refused with [patterns.ErrInvalid].
 //
 // # Constraints
 //
@@ -54,15 +70,19 @@
 // BSON path ("email", "address.city"), with [Field]:
 //
 //	v, err := validation.For[User](
-//		validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`)),
+//		validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}\z`)),
 //		validation.Field("role", validation.Enum("user", "admin", "moderator")),
 //		validation.Field("age", validation.Minimum(0), validation.Maximum(150)),
 //	)
 //
 // For checks each path against T and each constraint against the field's
 // type (a pattern on a string, a minimum on a number...), so a renamed
-// field or a wrong constraint fails at start-up, not in production. An
-// enum stands in for the field's bsonType, which its values already fix.
+// field or a wrong constraint fails at start-up, not in production. The
+// field's bsonType stays beside an enum: the server's enum compares
+// numbers by value (1, 1.0 and NumberLong(1) are one value), the type
+// keeps the one the field stores. Numbers are kept exactly (an int64
+// beyond 2^53 never goes through float64) and compared exactly, as the
+// server compares int32, int64, double and Decimal128.
 //
 // # Two forms, one meaning
 //

@@ -1,8 +1,10 @@
 package validation
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,12 +34,15 @@ func (e *FieldError) Error() string {
 
 // Validate evaluates v on doc in Go, as the server evaluates
 // [Validator.Document], and returns nil when doc passes, else its first
-// failing field: the first required field missing, in the order of the
-// type's fields, then the first declared field that breaks its schema,
+// failing field (or, for a nil or zero v, a FieldError saying so): the
+// first required field missing, in the order of the type's fields, then the first declared field that breaks its schema,
 // then the first other field (a map's) that breaks additionalProperties.
 // Patterns are matched with Go's regexp (see [Pattern]). It sends
 // nothing.
 func (v *Validator) Validate(doc bson.Raw) *FieldError {
+	if err := v.usable(); err != nil {
+		return &FieldError{Reason: err.Error()}
+	}
 	if err := doc.Validate(); err != nil {
 		return &FieldError{Reason: "not a BSON document: " + err.Error()}
 	}
@@ -86,12 +91,11 @@ func (n *node) eval(p string, val bson.RawValue) *FieldError {
 	fail := func(format string, args ...any) *FieldError {
 		return &FieldError{Field: p, Reason: fmt.Sprintf(format, args...)}
 	}
-	if n.enum != nil {
-		if !inEnum(val, n.enum) {
-			return fail("%s not in enum %v", val, n.enum)
-		}
-	} else if len(n.types) > 0 && !n.has(typeNames[val.Type]) {
+	if len(n.types) > 0 && !n.has(typeNames[val.Type]) {
 		return fail("bsonType %v expected, got %s", n.types, typeNames[val.Type])
+	}
+	if n.enum != nil && !inEnum(val, n.enum) {
+		return fail("%s not in enum %v", val, n.enum)
 	}
 	switch val.Type {
 	case bson.TypeEmbeddedDocument:
@@ -123,18 +127,18 @@ func (n *node) eval(p string, val bson.RawValue) *FieldError {
 			return fail("%d characters, maxLength %d", k, n.maxLen)
 		}
 	default:
-		x, ok := toFloat(val)
-		if !ok {
+		x, ok := numberOf(val)
+		if !ok || n.min == nil && n.max == nil {
 			return nil
 		}
-		if math.IsNaN(x) && (n.min != nil || n.max != nil) { // the server's comparisons with NaN are false
+		if x.nan { // the server's comparisons with NaN are false
 			return fail("NaN is not within minimum %v, maximum %v", n.min, n.max)
 		}
-		if lo, _ := toFloat(raw(n.min)); n.min != nil && x < lo {
-			return fail("%v below minimum %v", x, n.min)
+		if lo, _ := numberOf(raw(n.min)); n.min != nil && x.cmp(lo) < 0 {
+			return fail("%s below minimum %v", val, n.min)
 		}
-		if hi, _ := toFloat(raw(n.max)); n.max != nil && x > hi {
-			return fail("%v above maximum %v", x, n.max)
+		if hi, _ := numberOf(raw(n.max)); n.max != nil && x.cmp(hi) > 0 {
+			return fail("%s above maximum %v", val, n.max)
 		}
 	}
 	return nil
@@ -179,29 +183,73 @@ func raw(v any) bson.RawValue {
 	return bson.Raw(b).Lookup("v")
 }
 
-// toFloat returns a number's value.
-func toFloat(v bson.RawValue) (float64, bool) {
+// num is a BSON number's exact value: NaN, an infinity (inf -1 or +1),
+// or a rational.
+type num struct {
+	nan bool
+	inf int
+	r   *big.Rat
+}
+
+// numberOf returns the exact value of an int32, int64, double or
+// Decimal128, as the server compares them (compareDecimalToDouble and
+// its siblings give the mathematically exact order).
+func numberOf(v bson.RawValue) (num, bool) {
 	switch v.Type {
 	case bson.TypeInt32:
-		return float64(v.Int32()), true
+		return num{r: new(big.Rat).SetInt64(int64(v.Int32()))}, true
 	case bson.TypeInt64:
-		return float64(v.Int64()), true
+		return num{r: new(big.Rat).SetInt64(v.Int64())}, true
 	case bson.TypeDouble:
-		return v.Double(), true
+		f := v.Double()
+		switch {
+		case math.IsNaN(f):
+			return num{nan: true}, true
+		case math.IsInf(f, 0):
+			return num{inf: int(math.Copysign(1, f))}, true
+		}
+		return num{r: new(big.Rat).SetFloat64(f)}, true
 	case bson.TypeDecimal128:
-		f, err := strconv.ParseFloat(v.Decimal128().String(), 64)
-		return f, err == nil
+		d := v.Decimal128()
+		switch {
+		case d.IsNaN():
+			return num{nan: true}, true
+		case d.IsInf() != 0:
+			return num{inf: d.IsInf()}, true
+		}
+		coef, exp, err := d.BigInt()
+		if err != nil {
+			return num{}, false
+		}
+		r := new(big.Rat).SetInt(coef)
+		scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
+		if exp >= 0 {
+			return num{r: r.Mul(r, new(big.Rat).SetInt(scale))}, true
+		}
+		return num{r: r.Quo(r, new(big.Rat).SetInt(scale))}, true
 	}
-	return 0, false
+	return num{}, false
+}
+
+// cmp orders two numbers that are not NaN: -1, 0 or +1.
+func (a num) cmp(b num) int {
+	if a.inf != 0 || b.inf != 0 {
+		return cmp.Compare(a.inf, b.inf)
+	}
+	return a.r.Cmp(b.r)
 }
 
 // equal compares a stored value with a Go value as the server's $in and
-// enum do: numbers by value, whatever their types.
+// enum do: numbers by their exact value, whatever their types (NaN
+// equals NaN), anything else by type and bytes.
 func equal(v bson.RawValue, want any) bool {
 	w := raw(want)
-	if a, ok := toFloat(v); ok {
-		b, ok := toFloat(w)
-		return ok && a == b
+	if a, ok := numberOf(v); ok {
+		b, ok := numberOf(w)
+		if !ok || a.nan || b.nan {
+			return ok && a.nan == b.nan
+		}
+		return a.cmp(b) == 0
 	}
 	return v.Equal(w)
 }

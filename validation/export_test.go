@@ -2,6 +2,8 @@ package validation
 
 import (
 	"context"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"reflect"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
@@ -29,3 +31,9 @@ var (
 	CreateCommand  = plan.createCommand
 	SendForm       = plan.validator
 )
+
+// ForType is For of the type t, for tests that build struct types.
+func ForType(t reflect.Type, opts ...Option) (*Validator, error) { return forType(t, opts) }
+
+// TypeName is the bsonType alias of a BSON type.
+func TypeName(t bson.Type) string { return typeNames[t] }

@@ -2,9 +2,10 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
-	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
@@ -18,7 +19,14 @@ type Option func(*config)
 type config struct {
 	enc             encoding
 	fields          []fieldConstraints
+	stamped         []stamp
 	onlyConstrained bool
+}
+
+// stamp is a field a writer sets itself: see [Stamped].
+type stamp struct {
+	name  string
+	types []string
 }
 
 type fieldConstraints struct {
@@ -57,6 +65,18 @@ func OmitEmpty() Option { return func(c *config) { c.enc.omitEmpty = true } }
 // checked, which is what a validator generated from a type is for.
 func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = true } }
 
+// Stamped declares a top-level field that the writer sets itself on
+// every write, whatever T holds there, as a value of one of bsonTypes
+// (versioning.Repo stamps its version as an int32, "int", and its
+// revision as an ObjectID, "objectId"): where T declares the field, its
+// schema is bsonTypes instead of T's, and it is not required (documents
+// written before the writer stamped it may lack it). Where T does not,
+// nothing changes. [For] fails with [patterns.ErrInvalid] for an
+// unknown bsonType, a name given twice, or constraints on the field.
+func Stamped(name string, bsonTypes ...string) Option {
+	return func(c *config) { c.stamped = append(c.stamped, stamp{name, bsonTypes}) }
+}
+
 // Field gives the constraints of the field at path, a BSON path of T
 // ("email", "address.city"); [Items] constrains the elements of an
 // array. Each path may be given once. [For] fails with
@@ -73,17 +93,22 @@ type Constraint struct {
 }
 
 // Pattern requires a string to match the regular expression re (the
-// pattern keyword). The server matches with PCRE; re must also compile
-// with Go's regexp, which [Validator.Validate] uses, and mean the same
-// there (keep to the syntax both share).
+// pattern keyword), sent as it is. The server matches with PCRE;
+// [Validator.Validate] with Go's regexp, on re rewritten where the two
+// read shared syntax differently, so that both give one verdict: a final
+// $ also matches before a final newline, as in PCRE (write \z to refuse
+// "ada@example.com\n"); \s and \S count the vertical tab as space, and
+// \v is PCRE's vertical whitespace. A $ with more of the pattern after
+// it, and what Go's regexp cannot compile (lookaround, backreferences,
+// \Z, possessive quantifiers), are refused with [patterns.ErrInvalid].
 func Pattern(re string) Constraint {
 	return Constraint{"pattern", func(n *node) error {
 		if !n.has("string") {
 			return errs.Invalid("pattern on a field of bsonType %v", n.types)
 		}
-		r, err := regexp.Compile(re)
+		r, err := compilePattern(re)
 		if err != nil {
-			return errs.Invalid("pattern %q: %v", re, err)
+			return err
 		}
 		n.pattern, n.re = re, r
 		return nil
@@ -92,10 +117,11 @@ func Pattern(re string) Constraint {
 
 // Enum requires the value to equal one of values (the enum keyword),
 // which must be of the field's type: strings for a string field, numbers
-// for a number field (stored as the field is: int32 for an int32 field,
-// and so on). A nullable field (a pointer without omitempty) also takes
-// null. The enum replaces the field's bsonType in [Validator.Document],
-// since its values already fix the type.
+// for a number field. A number is written as [Minimum] writes its bound
+// and compared by value, as the server compares it; the field's bsonType
+// stays beside the enum, so an int32 field takes only int32 values. A
+// field the driver may write as null (a pointer without omitempty) also
+// takes null.
 func Enum(values ...any) Constraint {
 	return Constraint{"enum", func(n *node) error {
 		if len(values) == 0 {
@@ -119,12 +145,14 @@ func Enum(values ...any) Constraint {
 
 // Number is the type of a bound given to [Minimum] and [Maximum].
 type Number interface {
-	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint8 | ~uint16 | ~uint32 | ~float32 | ~float64
+	~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~float32 | ~float64
 }
 
 // Minimum requires a number to be at least x (the minimum keyword). An
-// integral x is written as an int32 when it fits, else an int64; any
-// other as a double, as the shell writes them.
+// integral x is written as an int32 when it fits, else an int64 (an
+// integer exactly, never through float64); any other as a double, as the
+// shell writes them. The comparison is exact, as the server's (an int64
+// beyond 2^53, a Decimal128 beyond float64's range or precision).
 func Minimum[N Number](x N) Constraint {
 	return bound("minimum", x, func(n *node, v any) { n.min = v })
 }
@@ -140,7 +168,7 @@ func bound[N Number](keyword string, x N, set func(*node, any)) Constraint {
 		if !n.numeric() {
 			return errs.Invalid("%s on a field of bsonType %v", keyword, n.types)
 		}
-		v, err := number(float64(x))
+		v, err := number(x)
 		if err != nil {
 			return errs.Invalid("%s %v", keyword, x)
 		}
@@ -149,18 +177,39 @@ func bound[N Number](keyword string, x N, set func(*node, any)) Constraint {
 	}}
 }
 
-// number returns f as the shell writes a number: an int32 when it is
-// integral and fits, else an int64 when integral, else a double.
-func number(f float64) (any, error) {
-	switch {
-	case math.IsNaN(f) || math.IsInf(f, 0):
-		return nil, fmt.Errorf("%v is not a number", f)
-	case f == math.Trunc(f) && f >= math.MinInt32 && f <= math.MaxInt32:
-		return int32(f), nil
-	case f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64:
-		return int64(f), nil
+// number returns the Go number x as the shell writes it: an int32 when it
+// is integral and fits, else an int64 when integral and within int64,
+// else a double. Integers never go through float64, which would round
+// those beyond 2^53.
+func number(x any) (any, error) {
+	v := reflect.ValueOf(x)
+	switch v.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return integer(v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if u := v.Uint(); u <= math.MaxInt64 {
+			return integer(int64(u)), nil
+		}
+		return nil, fmt.Errorf("%v is beyond int64", x)
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		switch {
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return nil, fmt.Errorf("%v is not a number", f)
+		case f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64:
+			return integer(int64(f)), nil
+		}
+		return f, nil
 	}
-	return f, nil
+	return nil, fmt.Errorf("%T is not a number", x)
+}
+
+// integer returns i as an int32 when it fits, else as an int64.
+func integer(i int64) any {
+	if i >= math.MinInt32 && i <= math.MaxInt32 {
+		return int32(i)
+	}
+	return i
 }
 
 // MinLength requires a string of at least k characters (code points).
@@ -249,9 +298,9 @@ func (n *node) scalar(v any) (any, error) {
 		if n.has("bool") {
 			return x, nil
 		}
-	case int, int8, int16, int32, int64, uint8, uint16, uint32, float32, float64:
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		if n.numeric() {
-			if conv, err := number(reflect.ValueOf(x).Convert(reflect.TypeFor[float64]()).Float()); err == nil {
+			if conv, err := number(x); err == nil {
 				return conv, nil
 			}
 		}
@@ -273,9 +322,29 @@ func (n *node) find(path string) (*node, error) {
 	return cur, nil
 }
 
-// constrain applies the Field options to root.
+// constrain applies the Stamped and Field options to root.
 func (c *config) constrain(root *node) error {
 	seen := map[string]bool{}
+	for _, s := range c.stamped {
+		if seen[s.name] {
+			return errs.Invalid("field %q given twice", s.name)
+		}
+		seen[s.name] = true
+		if len(s.types) == 0 {
+			return errs.Invalid("field %q stamped with no bsonType", s.name)
+		}
+		for _, t := range s.types {
+			if !slices.Contains(slices.Collect(maps.Values(typeNames)), t) {
+				return errs.Invalid("field %q stamped with bsonType %q: no such type", s.name, t)
+			}
+		}
+		for i, p := range root.props {
+			if p.name == s.name {
+				root.props[i].n = newNode(s.types...)
+				root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
+			}
+		}
+	}
 	for _, f := range c.fields {
 		if seen[f.path] {
 			return errs.Invalid("field %q given twice", f.path)

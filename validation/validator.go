@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -34,24 +35,32 @@ type guard struct {
 // constraint that does not fit its field, or a pattern Go cannot
 // compile. It sends nothing.
 func For[T any](opts ...Option) (*Validator, error) {
+	v, err := forType(reflect.TypeFor[T](), opts)
+	if err != nil {
+		return nil, pkg.Wrap("For", err)
+	}
+	return v, nil
+}
+
+// forType is For of the type t.
+func forType(t reflect.Type, opts []Option) (*Validator, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	t := reflect.TypeFor[T]()
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
-		return nil, pkg.Wrap("For", errs.Invalid("%s is not a struct: a document is", t))
+		return nil, errs.Invalid("%s is not a struct: a document is", t)
 	}
 	b := builder{enc: c.enc, busy: map[reflect.Type]bool{}}
 	root := newNode("object")
-	if err := b.fields(root, t); err != nil {
-		return nil, pkg.Wrap("For", err)
+	if err := b.fields(root, t, false, true); err != nil {
+		return nil, err
 	}
 	if err := c.constrain(root); err != nil {
-		return nil, pkg.Wrap("For", err)
+		return nil, err
 	}
 	if c.onlyConstrained {
 		keepConstrained(root)
@@ -79,25 +88,67 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field (a dotted path reaches into documents) equals one of values (a nil value: field missing or null); any
-// other document passes as it is. Values compare as the server compares
-// them ($in), so 3, int64(3) and 3.0 are one value. It is how a
-// collection in the middle of a migration keeps its older shapes:
-// versioning.Repo.Validator checks the current shape at the current
-// version only. v is unchanged; Only sends nothing.
-func (v *Validator) Only(field string, values ...any) *Validator {
-	return &Validator{root: v.root, only: &guard{field: field, values: values}}
+// field (a dotted path reaches into documents) equals one of values (a
+// nil value: field missing or null); any other document passes as it
+// is. Values compare as the server compares them ($in), so 3, int64(3)
+// and 3.0 are one value. It is how a collection in the middle of a
+// migration keeps its older shapes: versioning.Repo.Validator checks the
+// current shape at the current version only. v is unchanged; Only sends
+// nothing. It fails with [patterns.ErrInvalid] for a zero or nil v, a
+// field that is not a BSON path ("$where", "a..b"), no values (a guard
+// that breaks every write: {$nin: null} is refused by the server), and a
+// value that $in does not compare by equality (a document, an array, a
+// regular expression) or that the driver cannot encode.
+func (v *Validator) Only(field string, values ...any) (*Validator, error) {
+	if err := v.usable(); err != nil {
+		return nil, pkg.Wrap("Only", err)
+	}
+	if err := check.Path(field); err != nil {
+		return nil, pkg.Wrap("Only", err)
+	}
+	if len(values) == 0 {
+		return nil, pkg.Wrap("Only", errs.Invalid("field %q: no values: the guard would select nothing and break every write", field))
+	}
+	for _, x := range values {
+		if x == nil {
+			continue
+		}
+		switch r := raw(x); r.Type {
+		case 0:
+			return nil, pkg.Wrap("Only", errs.Invalid("field %q: value %v (%T): the driver cannot encode it", field, x, x))
+		case bson.TypeEmbeddedDocument, bson.TypeArray, bson.TypeRegex:
+			return nil, pkg.Wrap("Only", errs.Invalid("field %q: value %v: a %s, which $in does not compare by equality", field, r, typeNames[r.Type]))
+		}
+	}
+	return &Validator{root: v.root, only: &guard{field: field, values: values}}, nil
+}
+
+// usable refuses a nil Validator and a zero one (not made by [For]).
+func (v *Validator) usable() error {
+	if v == nil || v.root == nil {
+		return errs.Invalid("a nil or zero Validator: make one with For")
+	}
+	return nil
 }
 
 // Schema returns the $jsonSchema document of v, with every keyword
-// (MongoDB's form). A new document at each call.
-func (v *Validator) Schema() bson.D { return v.root.schema(true) }
+// (MongoDB's form). A new document at each call; {} for a zero
+// Validator, which [Check], [Apply] and the other methods refuse.
+func (v *Validator) Schema() bson.D {
+	if v.usable() != nil {
+		return bson.D{}
+	}
+	return v.root.schema(true)
+}
 
 // Document returns the validator as MongoDB takes it: {$jsonSchema:
 // [Validator.Schema]}, within {$or: [{field: {$nin: values}},
 // {$jsonSchema: ...}]} under [Validator.Only]. A new document at each
 // call.
 func (v *Validator) Document() bson.D {
+	if v.usable() != nil {
+		return bson.D{{Key: "$jsonSchema", Value: bson.D{}}}
+	}
 	return v.guarded(bson.D{{Key: "$jsonSchema", Value: v.Schema()}})
 }
 
@@ -108,11 +159,15 @@ func (v *Validator) Document() bson.D {
 // the documents that break one of them. It means what
 // [Validator.Document] means, and MongoDB accepts it too. A map whose
 // values have a type (additionalProperties with a schema), an array of
-// arrays with a constraint, or a field whose name holds a dot or starts
-// with $ (which a query reads as a path or an operator) has no such
-// form: Portable returns an error
+// arrays with a constraint, a field whose name holds a dot or starts
+// with $ (which a query reads as a path or an operator), or a field of
+// bsonType minKey or maxKey (which FerretDB 2's $jsonSchema never
+// matches) has no such form: Portable returns an error
 // wrapping [patterns.ErrUnsupported] naming [patterns.FeatureJSONSchema].
 func (v *Validator) Portable() (bson.D, error) {
+	if err := v.usable(); err != nil {
+		return nil, pkg.Wrap("Portable", err)
+	}
 	d, err := v.portable()
 	if err != nil {
 		return nil, pkg.Wrap("Portable", noPortable(err, "a server without "+string(patterns.FeatureJSONSchema)))
@@ -148,12 +203,13 @@ func (v *Validator) guarded(d bson.D) bson.D {
 }
 
 // schema renders n as $jsonSchema; full adds the keywords only MongoDB
-// has (required, enum, additionalProperties), and drops the bsonType an
-// enum stands for.
+// has (required, enum, additionalProperties). The bsonType stays beside
+// an enum in both forms: the enum compares numbers by value (1, 1.0 and
+// NumberLong(1) are one value), the type keeps the field's.
 func (n *node) schema(full bool) bson.D {
 	d := bson.D{} // an empty schema is {}, not null
 	add := func(k string, v any) { d = append(d, bson.E{Key: k, Value: v}) }
-	if len(n.types) > 0 && !(full && n.enum != nil) {
+	if len(n.types) > 0 {
 		if len(n.types) == 1 {
 			add("bsonType", n.types[0])
 		} else {
@@ -215,6 +271,11 @@ func strSlice(s []string) bson.A {
 func (n *node) violations(p string, out []bson.D) ([]bson.D, error) {
 	if n.extra != nil {
 		return nil, unsupported("additionalProperties with a schema (a map's value type)")
+	}
+	if n.has("minKey") || n.has("maxKey") {
+		// FerretDB 2's $jsonSchema never matches these bsonTypes: the
+		// validator would refuse every value the driver writes.
+		return nil, unsupported(fmt.Sprintf("the bsonType minKey or maxKey (of %q)", p))
 	}
 	if n.enum != nil && p != "" {
 		out = append(out, bson.D{{Key: p, Value: bson.D{{Key: "$exists", Value: true}, {Key: "$nin", Value: bson.A(n.enum)}}}})

@@ -1,12 +1,14 @@
 package validation_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/validation"
 )
@@ -37,14 +39,15 @@ func users(t testing.TB, opts ...validation.Option) *validation.Validator {
 }
 
 // The issue's validator, keyword for keyword (the pattern's final $
-// restored), as a document: what createCollection sends.
+// restored, role's bsonType kept beside its enum), as a document: what
+// createCollection sends.
 func TestForUsersReproducesTheDesignDocument(t *testing.T) {
 	want := bson.D{{Key: "$jsonSchema", Value: bson.D{
 		{Key: "bsonType", Value: "object"},
 		{Key: "required", Value: bson.A{"email", "name", "created_at"}},
 		{Key: "properties", Value: bson.D{
 			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
-			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "role", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
 			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
 		}},
 	}}}
@@ -61,7 +64,7 @@ func TestForUsersChecksEveryField(t *testing.T) {
 			{Key: "email", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "pattern", Value: `^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`}}},
 			{Key: "name", Value: bson.D{{Key: "bsonType", Value: "string"}}},
 			{Key: "created_at", Value: bson.D{{Key: "bsonType", Value: "date"}}},
-			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
+			{Key: "role", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "enum", Value: bson.A{"user", "admin", "moderator"}}}},
 			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: int32(0)}, {Key: "maximum", Value: int32(150)}}},
 		}},
 	}
@@ -149,7 +152,7 @@ func TestForMapsSlicesAsTheDriver(t *testing.T) {
 // Only wraps the validator in {$or: [{field: {$nin: values}}, ...]}:
 // documents at another version pass as they are; Validate agrees.
 func TestOnly(t *testing.T) {
-	v := users(t, validation.OnlyConstrained()).Only("schemaVersion", int32(3), nil)
+	v := only(t, users(t, validation.OnlyConstrained()), "schemaVersion", int32(3), nil)
 	requireSameBSON(t, bson.D{{Key: "$or", Value: bson.A{
 		bson.D{{Key: "schemaVersion", Value: bson.D{{Key: "$nin", Value: bson.A{int32(3), nil}}}}},
 		users(t, validation.OnlyConstrained()).Document(),
@@ -216,4 +219,36 @@ func TestForRefuses(t *testing.T) {
 		require.ErrorIs(t, err, patterns.ErrInvalid, name)
 		require.ErrorContains(t, err, "validation: For: ", name)
 	}
+}
+
+// Only and the zero Validator refuse, with ErrInvalid, what would break
+// every write or panic: a guard without values ({$nin: null}, which the
+// server refuses at each insert), a field that is an operator or no
+// path, a value $in does not compare by equality; a Validator not made
+// by For.
+func TestOnlyAndZeroRefuse(t *testing.T) {
+	v := users(t)
+	for name, err := range map[string]error{
+		"no values":  func() error { _, err := v.Only("schemaVersion"); return err }(),
+		"$where":     func() error { _, err := v.Only("$where", 1); return err }(),
+		"empty path": func() error { _, err := v.Only("a..b", 1); return err }(),
+		"a document": func() error { _, err := v.Only("v", bson.D{{Key: "$gt", Value: 1}}); return err }(),
+		"an array":   func() error { _, err := v.Only("v", bson.A{1}); return err }(),
+		"a regex":    func() error { _, err := v.Only("v", bson.Regex{Pattern: "."}); return err }(),
+		"a channel":  func() error { _, err := v.Only("v", make(chan int)); return err }(),
+		"zero Only":  func() error { _, err := (&validation.Validator{}).Only("v", 1); return err }(),
+		"zero Check": func() error {
+			_, err := validation.Check(context.Background(), mongotest.DB(t).Collection("c"), &validation.Validator{})
+			return err
+		}(),
+		"zero Apply": func() error {
+			return validation.Apply(context.Background(), mongotest.DB(t), "c", &validation.Validator{}, "", "")
+		}(),
+		"zero Portable": func() error { _, err := (&validation.Validator{}).Portable(); return err }(),
+	} {
+		require.ErrorIs(t, err, patterns.ErrInvalid, name)
+	}
+	zero := &validation.Validator{}
+	require.NotNil(t, zero.Validate(mustMarshal(t, bson.D{})))
+	requireSameBSON(t, bson.D{{Key: "$jsonSchema", Value: bson.D{}}}, zero.Document())
 }

@@ -84,7 +84,8 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // shorter than BatchSize is the last, after which, unless it is the
 // first, one more find reads the greatest _id, and the batches go on when
 // it is of a type sorted after timestamps: JavaScript, a DBPointer,
-// MaxKey), migrates each batch in memory and writes it
+// MaxKey), migrates each batch in memory and writes it, each document as
+// T's encoding of it (as [Repo.Get] writes back),
 // with one unordered bulkWrite of replaceOnes, each guarded by the
 // compare-and-set filter of [Repo.Get] (the statements that fail with a
 // transient error, FerretDB 2.x's deadlock, which applied nothing, are

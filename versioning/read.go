@@ -19,8 +19,10 @@ import (
 // Get returns the document id as T.
 //
 // A document at the current version costs one command (find). An older
-// one is migrated in memory and, unless Config.NoWriteBack, written back
-// with a compare-and-set (one replaceOne, sent again after a transient
+// one is migrated in memory, decoded into T and, unless
+// Config.NoWriteBack, written back as T's encoding (as Insert writes it:
+// each value in T's BSON type), followed by the fields T does not declare
+// as the migrations left them, with a compare-and-set (one replaceOne, sent again after a transient
 // failure such as FerretDB 2.x's deadlock, which applied nothing); if a
 // concurrent writer changed it since the read, Get reads it again (one
 // find) and migrates what it finds, up to 4 times, and then returns the

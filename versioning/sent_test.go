@@ -156,7 +156,7 @@ const sentReadsAndWrites = `Get current
 	{"find":"users","filter":{"_id":"c"},"limit":1,"singleBatch":true}
 Get old
 	{"find":"users","filter":{"_id":"o"},"limit":1,"singleBatch":true}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"o","email":"alan@example.com","first":"Alan","last":"Turing","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"o","first":"Alan","last":"Turing","email":"alan@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 Insert
 	{"insert":"users","ordered":true,"documents":[{"_id":"i","first":"Ida","last":"","email":"","locale":"","visits":0,"schemaVersion":3,"_rev":<oid>}]}
 Replace
@@ -174,7 +174,7 @@ const sentUpdates = `Update current
 Update old
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
 	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","first":"Grace","last":"Hopper","email":"grace@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}}},"u":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}]}
 `
 
@@ -186,7 +186,7 @@ const sentCheckedUpdates = `Update current
 	{"findAndModify":"users","new":true,"query":{"_id":"c","schemaVersion":{"$eq":3,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
 Update old
 	{"find":"users","filter":{"_id":"o2"},"limit":1,"singleBatch":true}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","schemaVersion":3,"email":"grace@example.com","first":"Grace","last":"Hopper","locale":"en","_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"o2","schemaVersion":{"$eq":2,"$not":{"$type":"array"}},"_rev":{"$exists":false}},"u":{"_id":"o2","first":"Grace","last":"Hopper","email":"grace@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"findAndModify":"users","new":true,"query":{"_id":"o2","schemaVersion":{"$eq":3,"$not":{"$type":"array"}},"_rev":{"$eq":<oid>}},"update":{"$inc":{"visits":1},"$set":{"schemaVersion":3,"_rev":<oid>}}}
 `
 
@@ -209,16 +209,16 @@ const (
 const (
 	sentBulkMigrate = `MigrateAll
 	{"find":"users","batchSize":3,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":2,"sort":{"_id":1}}
-	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}},{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","first":"Edsger","last":"Dijkstra","email":"e@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}},{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","first":"Barbara","last":"Liskov","email":"b@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
-	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","first":"John","last":"Backus","email":"j@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 `
 	sentEachMigrate = `MigrateAll
 	{"find":"users","batchSize":3,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":2,"sort":{"_id":1}}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","email":"e@example.com","first":"Edsger","last":"Dijkstra","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","email":"b@example.com","first":"Barbara","last":"Liskov","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","first":"Edsger","last":"Dijkstra","email":"e@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","first":"Barbara","last":"Liskov","email":"b@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
-	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","email":"j@example.com","first":"John","last":"Backus","locale":"en","schemaVersion":3,"_rev":<oid>}}]}
+	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","first":"John","last":"Backus","email":"j@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 `
 )
 

@@ -14,17 +14,20 @@ import "github.com/mongopatterns/mongopatterns/validation"
 // validator is the one that knows its shape. Set it with
 // [validation.Apply]; measure it first with [validation.Check].
 //
-// Every migration must then produce every field T always writes (a
-// field without omitempty): a migrated document that lacks one is
-// refused by the server, and Get or MigrateAll report that write error
-// for it, leaving the stored document as it was. Check before Apply
-// does not see this (older documents pass): test the migrations' output
-// with [validation.Validator.Validate].
+// What Get and MigrateAll write back is T's encoding of the migrated
+// document (see [Repo.Get]), which the validator describes: a migration
+// need not produce every field T always writes, nor in T's BSON types.
 //
-// Errors are those of [validation.For], prefixed "versioning: Validator:
-// ". It sends nothing.
+// The version and revision fields are declared as the repository writes
+// them, whatever T's fields of those names are (an int32 and an
+// ObjectID, see [validation.Stamped]), and not required. Errors are
+// those of [validation.For], prefixed "versioning: Validator: ", and
+// ErrInvalid for opts that constrain either field. It sends nothing.
 func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, error) {
-	v, err := validation.For[T](opts...)
+	// The repository stamps these two itself, whatever T holds there
+	// (stampDoc): the validator must take what it writes.
+	stamps := []validation.Option{validation.Stamped(r.field, "int"), validation.Stamped(r.revField, "objectId")}
+	v, err := validation.For[T](append(stamps, opts...)...)
 	if err != nil {
 		return nil, pkg.Wrap("Validator", err)
 	}
@@ -32,5 +35,9 @@ func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, e
 	if r.implicit == r.current {
 		current = append(current, nil)
 	}
-	return v.Only(r.field, current...), nil
+	v, err = v.Only(r.field, current...)
+	if err != nil {
+		return nil, pkg.Wrap("Validator", err)
+	}
+	return v, nil
 }

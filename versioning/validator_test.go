@@ -86,24 +86,107 @@ func TestValidatorLetsMigrationsRun(t *testing.T) {
 }
 
 // A migration whose output lacks a field T always writes (User's visits)
-// is refused by the validator: Get and MigrateAll report the server's
-// write error for it and leave the stored document as it was.
-func TestValidatorRefusesAnIncompleteMigration(t *testing.T) {
+// is written back as T's encoding, which has it: Get and MigrateAll
+// store a document the validator accepts.
+func TestValidatorTakesAnIncompleteMigration(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureValidators)
 	ctx := context.Background()
 	db, coll := usersDB(t)
-	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"))
+	seed(t, coll, v1("a", "Ada Lovelace", "ada@example.com"), v1("b", "Bob Smith", "bob@example.com"))
 	r := newUsers(t, db, serverPlan())
 	v, err := r.Validator()
 	require.NoError(t, err)
 	require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
-	before := stored(t, coll, "a")
 	_, err = r.Get(ctx, "a")
-	t.Logf("Get: %v", err)
-	require.Error(t, err)
+	require.NoError(t, err)
 	res, err := r.MigrateAll(ctx, versioning.MigrateOptions{})
-	t.Logf("MigrateAll: %+v, %v", res, err)
-	require.Error(t, err)
-	require.Len(t, res.Failed, 1)
-	require.Equal(t, before, stored(t, coll, "a"))
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Migrated)
+	for _, id := range []string{"a", "b"} {
+		doc := stored(t, coll, id)
+		require.EqualValues(t, 0, doc.Lookup("visits").Int32(), "%s", doc)
+		require.Nil(t, v.Validate(doc), "%s", doc)
+	}
+}
+
+// Stamp holds the version field in a Go type other than the one the
+// repository writes (an int32).
+type Stamp struct {
+	ID       string        `bson:"_id"`
+	Name     string        `bson:"name"`
+	Version  int64         `bson:"schemaVersion"`
+	Revision bson.ObjectID `bson:"_rev"`
+}
+
+// The repository's own writes pass its validator, whatever Go types T
+// gives the version and revision fields: Insert and Replace stamp an
+// int32 version and an ObjectID revision, which the validator declares.
+func TestValidatorTakesTheRepositorysStamps(t *testing.T) {
+	ctx := context.Background()
+	db, _ := usersDB(t)
+	r := newRepo[Stamp](t, db, serverPlan(), versioning.Config{Collection: "users", Current: 1})
+	v, err := r.Validator()
+	require.NoError(t, err)
+	require.Contains(t, bson.Raw(mustMarshal(t, v.Schema())).String(), `"schemaVersion": {"bsonType": "int"}`)
+	stamped := func(id string) bson.Raw {
+		return mustMarshal(t, bson.D{{Key: "_id", Value: id}, {Key: "name", Value: "n"}, {Key: "schemaVersion", Value: int32(1)}, {Key: "_rev", Value: bson.NewObjectID()}})
+	}
+	require.Nil(t, v.Validate(stamped("a")), "what Insert writes")
+	mongotest.Require(t, patterns.FeatureValidators)
+	require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
+	_, err = r.Insert(ctx, Stamp{ID: "a", Name: "Ada", Version: 7})
+	require.NoError(t, err)
+	require.NoError(t, r.Replace(ctx, "a", Stamp{ID: "a", Name: "Ada L"}))
+	got, err := r.Get(ctx, "a")
+	require.NoError(t, err)
+	require.Equal(t, "Ada L", got.Name)
+}
+
+func mustMarshal(t *testing.T, v any) bson.Raw {
+	t.Helper()
+	b, err := bson.Marshal(v)
+	require.NoError(t, err)
+	return b
+}
+
+// Counter counts visits in an int64: a migration that sets the Go
+// constant 0 (stored as an int32) still decodes into it.
+type Counter struct {
+	ID     string `bson:"_id"`
+	Visits int64  `bson:"visits"`
+}
+
+// The write-back of a migration stores T's encoding of the migrated
+// document, which the validator accepts: Get and MigrateAll write visits
+// as an int64, not the int32 the migration set; a field T does not
+// declare (tenant) is kept as it was.
+func TestMigrationWritesBackTsEncoding(t *testing.T) {
+	ctx := context.Background()
+	cfg := versioning.Config{Collection: "users", Current: 2, Migrations: []versioning.Migration{{From: 1, Up: func(d *versioning.Doc) error {
+		d.Set("visits", 0)
+		return nil
+	}}}}
+	for _, eager := range []bool{false, true} {
+		db, coll := usersDB(t)
+		seed(t, coll, bson.D{{Key: "_id", Value: "a"}, {Key: "tenant", Value: "acme"}})
+		r := newRepo[Counter](t, db, serverPlan(), cfg)
+		v, err := r.Validator()
+		require.NoError(t, err)
+		if mongotest.Server().Has(patterns.FeatureValidators) {
+			require.NoError(t, validation.Apply(ctx, db, "users", v, validation.Strict, validation.Error))
+		}
+		if eager {
+			_, err = r.MigrateAll(ctx, versioning.MigrateOptions{})
+		} else {
+			_, err = r.Get(ctx, "a")
+		}
+		require.NoError(t, err)
+		doc := stored(t, coll, "a")
+		require.Equal(t, bson.TypeInt64, doc.Lookup("visits").Type, "%s", doc)
+		require.Equal(t, "acme", doc.Lookup("tenant").StringValue(), "a field T does not declare is kept: %s", doc)
+		require.Nil(t, v.Validate(doc), "%s", doc)
+		got, err := r.Get(ctx, "a")
+		require.NoError(t, err)
+		require.Equal(t, Counter{ID: "a"}, got)
+	}
 }

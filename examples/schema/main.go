@@ -34,7 +34,7 @@ type User struct {
 
 // rules are what the type cannot say, given once per field.
 var rules = []validation.Option{
-	validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$`)),
+	validation.Field("email", validation.Pattern(`^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}\z`)),
 	validation.Field("role", validation.Enum("user", "admin", "moderator")),
 	validation.Field("age", validation.Minimum(0), validation.Maximum(150)),
 }
