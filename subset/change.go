@@ -41,8 +41,12 @@ import (
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
 // all the same.
 //
-// An Add of the same item running concurrently with its Remove may leave
-// the item in the subset only: a [Repo.Rebuild] repairs it.
+// An Add of the same item that overlaps its Remove leaves, once both
+// have returned, the item stored or not, as one order of the two calls
+// gives, and the subset the first Cap items; but for one case on the
+// push path: an Add whose insert comes before Remove's delete and whose
+// push comes after it may leave the item in the subset only, not stored,
+// until the next recomputation ([Repo.Rebuild] repairs it).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))

@@ -43,8 +43,7 @@
 //     items arrive. The update is guarded by {<subset>.<id>: {$nin: ids}}
 //     so that a retry, or a race with a recomputation that already put an
 //     item there, never stores an item twice; when the guard matches
-//     nothing, Add reads the subset's ids and pushes only the absent
-//     items. It needs [patterns.FeaturePushModifiers],
+//     nothing, Add recomputes the subset (see [Repo.Add]). It needs [patterns.FeaturePushModifiers],
 //     [patterns.FeaturePipelineUpdates] and [patterns.FeatureSortArray]
 //     (see Recomputation), and [patterns.FeatureUpdateSizeLimit], since
 //     only the server knows the size of the parent a push makes.
