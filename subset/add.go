@@ -27,14 +27,19 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Push path (MongoDB 5.2+, FerretDB 2.x): two commands. An unordered insertMany, then
-// one updateOne on the parent that pushes the items with $each, $sort (the
-// configured order) and $slice (Cap); it leaves the revision alone, so
-// that pushes never make a recomputation start again (see the package
-// documentation). The update is guarded by {Field.IDField: {$nin: ids}},
-// so that it never pushes an item the subset already holds. A subset
-// field that $push cannot extend (null, say: a nil slice stored without
-// omitempty) is replaced by a recomputation, three commands more.
+// Push path (MongoDB 5.2+, FerretDB 2.x): three commands. An unordered
+// insertMany; one updateOne on the parent that pushes the items with
+// $each, $sort (the configured order) and $slice (Cap), which leaves the
+// revision alone, so that pushes never make a recomputation start again
+// (see the package documentation); and a count of the items pushed
+// (served by the index of [Repo.Indexes]). The update is guarded by
+// {Field.IDField: {$nin: ids}}, so that it never pushes an item the
+// subset already holds. The count finds an item that a concurrent
+// [Repo.Remove] deleted between the insert and the push, which the push
+// put in the subset nonetheless: Add then recomputes the subset (three
+// commands more), so that it does not keep an item that is not stored.
+// A subset field that $push cannot extend (null, say: a nil slice stored
+// without omitempty) is replaced by a recomputation, three commands more.
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
@@ -187,7 +192,7 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 		return fmt.Errorf("push into the subset: %w", err)
 	}
 	if err == nil && res.MatchedCount == 1 {
-		return nil
+		return r.settlePush(ctx, p, parent, pending)
 	}
 	// No parent, the subset holds some of the items already, or the push
 	// failed.
@@ -208,6 +213,27 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	// the others from the subset when its compare-and-set lands. A
 	// recomputation read after the insert sets the subset, and moves the
 	// revision, so that such a compare-and-set fails and reads again.
+	return r.recompute(ctx, p, parent.id, st, true)
+}
+
+// settlePush counts the pushed items in the items collection (one
+// aggregate, served by the index of Indexes) and, when a concurrent
+// Remove deleted one of them after the insert, so that the push put an
+// item in the subset that is no longer stored (and that Remove's
+// recomputation, which read the parent before the push, kept as pushed
+// since), recomputes the subset from a read of the parent.
+func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
+	n, err := r.items.CountDocuments(ctx, r.cmd.itemsIn(parent.id, ids(pushed)))
+	if err != nil {
+		return fmt.Errorf("count the items pushed: %w", err)
+	}
+	if n == int64(len(pushed)) {
+		return nil
+	}
+	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
+	if err != nil {
+		return err
+	}
 	return r.recompute(ctx, p, parent.id, st, true)
 }
 

@@ -43,10 +43,10 @@ import (
 //
 // An Add of the same item that overlaps its Remove leaves, once both
 // have returned, the item stored or not, as one order of the two calls
-// gives, and the subset the first Cap items; but for one case on the
-// push path: an Add whose insert comes before Remove's delete and whose
-// push comes after it may leave the item in the subset only, not stored,
-// until the next recomputation ([Repo.Rebuild] repairs it).
+// gives, and the subset the first Cap items. While they run, a reader of
+// the subset may see the item there that the items collection no longer
+// holds (a Remove between the insert and the push of an Add on the push
+// path: the Add's recomputation takes it out before the Add returns).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))

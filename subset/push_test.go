@@ -39,9 +39,9 @@ func TestPushGuardWhereSortingHasNothingToDo(t *testing.T) {
 	}
 	a, b, c := item{ID: 1, Score: 30}, item{ID: 2, Score: 20}, item{ID: 3, Score: 10}
 
-	t.Run("two commands", func(t *testing.T) {
+	t.Run("three commands", func(t *testing.T) {
 		r, n, db := setup(t)
-		require.Equal(t, []string{"insert", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b)) }))
+		require.Equal(t, []string{"insert", "update", "aggregate"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", a, b)) }))
 		requireState(t, r, "a", []item{a, b}, 10)
 		var p bson.M
 		require.NoError(t, db.Collection("parents").FindOne(ctx, bson.D{}).Decode(&p))
