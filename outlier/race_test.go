@@ -131,25 +131,8 @@ func TestRemoveWhileAnotherUpdates(t *testing.T) {
 func TestAppendAfterDeleteLeftOverflow(t *testing.T) {
 	appendPlans(t, func(t *testing.T, p Plan) {
 		ctx := context.Background()
-		r, db := newPost(t, small(), p)
-		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
-		other := otherRepo(t, db.Name(), small(), p)
-		upsert := 2 // the close, the upsert; after a push that misses with the server's size limit
-		if p.serverSizeLimit {
-			upsert = 3
-		}
-		updates := 0
-		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
-			if updates++; updates == upsert {
-				require.NoError(t, other.Delete(hook, 1))
-			}
-		})
-		require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"}))
-		left, err := r.overflow.CountDocuments(ctx, overflowFilter(1))
-		require.NoError(t, err)
-		require.EqualValues(t, 1, left, "the overflow document the Append wrote after the Delete")
-
-		_, err = r.Insert(ctx, post{ID: 1})
+		r := deleteDuringAppend(t, p)
+		_, err := r.Insert(ctx, post{ID: 1})
 		require.NoError(t, err)
 		again := append(comments("d", 0, 3), comment{ID: "c03"}, comment{ID: "d03"})
 		for _, c := range again {
