@@ -28,7 +28,11 @@ const maxMisses = 100
 // next item (it holds Cap items, or the item would take it past 16 MiB),
 // it is closed: the flag is set, and every later item goes to overflow
 // documents, even if Remove makes room in the parent again (that keeps the
-// append order). Every push leaves room in the parent for the write that
+// append order). The close is guarded on the parent holding none of the
+// items: one that another process pushed into the parent while it was
+// open (after a Remove made room) is not stored again in overflow, and
+// Append writes the others after it, into the parent while it has room.
+// Every push leaves room in the parent for the write that
 // closes it, so that a parent full in bytes can always be closed. Overflow
 // documents are filled in seq order: items go to the newest document while
 // it has room for them (Config.OverflowCap items and 16 MiB, both guarded
@@ -81,7 +85,8 @@ const maxMisses = 100
 // item ids, a find of the newest overflow documents and of any holding
 // the items (indexed), and the guarded push. An item that opens a new
 // overflow document adds 1, the update of the parent's flag and tail hint
-// before the upsert that creates the document. On other servers (FerretDB
+// (guarded on the parent holding none of the items; a read of the parent
+// more when it does) before the upsert that creates the document. On other servers (FerretDB
 // 1.x), the parent is read whole first, to size the push: an open parent
 // costs 2 and an overflowed one 3, and the repository's Appends and
 // Updates of one parent take turns, since each push is guarded on the
@@ -120,6 +125,16 @@ const maxMisses = 100
 // leave an overflow document behind; Delete again removes it. On FerretDB
 // 1.x these promises about concurrent writers hold only for one client
 // with one connection ([patterns.FeatureConcurrentUpdates]).
+//
+// A parent deleted and inserted again with the same id does not take the
+// overflow documents a concurrent Delete left behind for its own: the
+// Append that first overflows it finds them while the parent is still
+// open, when no document can be its own (the flag is set before the
+// first one is written), and deletes them before it closes the parent (a
+// read of the parent and a deleteMany more). Only an Append of the
+// deleted parent still running when the new one first overflows can
+// write into the new parent's overflow after that; Delete the parent to
+// be rid of it.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
 	if err := validParent("Append", parentID); err != nil {
 		return err
@@ -193,8 +208,11 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 				return nil
 			}
 		}
+		// over: the items that go to overflow documents, if any.
+		var over []item
 		if !st.open {
-			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
+			_, err := r.appendOverflow(ctx, p, parentID, false, st.tail, pending, budget)
+			return err
 		}
 		if st.noArray {
 			if st.size > patterns.MaxDocumentSize {
@@ -224,25 +242,35 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 				return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
 					st.size, r.cfg.FlagField, r.cfg.TailField)
 			}
-			return r.appendOverflow(ctx, parentID, st.tail, pending, budget) // closes the parent
+			over = pending // closes the parent
+		} else {
+			out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
+			switch {
+			case err != nil:
+				return err
+			case out == refused && k == 1:
+				over = pending
+			case out == refused:
+				one = true
+			case out == pushed && k == len(pending):
+				return nil
+			case out == pushed && !one:
+				// The parent took all it could: it is full for the next item.
+				over, misses = pending[k:], 0
+			case out == pushed:
+				pending, misses = pending[k:], 0
+			default:
+				misses, missed = misses+1, true
+			}
 		}
-		out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
-		switch {
-		case err != nil:
-			return err
-		case out == refused && k == 1:
-			return r.appendOverflow(ctx, parentID, st.tail, pending, budget)
-		case out == refused:
-			one = true
-		case out == pushed && k == len(pending):
-			return nil
-		case out == pushed && !one:
-			// The parent took all it could: it is full for the next item.
-			return r.appendOverflow(ctx, parentID, st.tail, pending[k:], budget)
-		case out == pushed:
-			pending, misses = pending[k:], 0
-		default:
-			misses, missed = misses+1, true
+		if over != nil {
+			rest, err := r.appendOverflow(ctx, p, parentID, true, st.tail, over, budget)
+			if err != nil || len(rest) == 0 {
+				return err
+			}
+			// The parent took some of them meanwhile (another process
+			// made room and appended them): the rest go after them.
+			pending, misses, missed = rest, misses+1, true
 		}
 	}
 	return lost("the parent")
@@ -422,25 +450,58 @@ func outcomeOf(res *mongo.UpdateResult, err error) (outcome, error) {
 // numbers are lower bounds once others may have written: the guards of the
 // writes check the real ones.
 type tailDoc struct {
-	Seq   int64      `bson:"seq"`
-	Count int        `bson:"count"`
-	Bytes int        `bson:"bytes"`
-	Items []bson.Raw `bson:"items"` // projected to their ids
+	ID    bson.RawValue `bson:"_id"`
+	Seq   int64         `bson:"seq"`
+	Count int           `bson:"count"`
+	Bytes int           `bson:"bytes"`
+	Items []bson.Raw    `bson:"items"` // projected to their ids
 }
 
 // appendOverflow appends items to the parent's overflow documents, from
-// seq `from` (the parent's tail hint) onwards; see Append.
-func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int64, items []item, budget int) error {
+// seq `from` (the parent's tail hint) onwards; see Append. open says
+// that the parent was read open, so that others may push into it until
+// it is closed: before it writes an overflow document, appendOverflow
+// closes it, guarded on the parent holding none of the items, and if
+// that matches nothing because the parent, still open, took some of them
+// meanwhile, it returns the others (rest), which go back to the parent.
+func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, open bool, from int64, items []item, budget int) (rest []item, err error) {
 	if err := r.checkIndexed(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	var tail *tailDoc // the newest document; nil: none from `from` on
 	query := true     // tail is unknown: find it
 	for misses := 0; misses < maxMisses; {
 		if query {
-			var err error
-			if tail, items, err = r.findTail(ctx, parentID, from, items); err != nil || len(items) == 0 {
-				return err
+			t, left, found, err := r.findTail(ctx, parentID, from, items)
+			if err != nil {
+				return nil, err
+			}
+			if open && len(found) > 0 {
+				// The parent was read open, when it had no overflow
+				// document (the flag is set before the first is written):
+				// another appender has closed it since, or these are left
+				// over from a deleted parent with the same id (see
+				// Delete), which this parent must not take for its own.
+				st, err := r.readParent(ctx, p, parentID)
+				if err != nil {
+					return nil, err
+				}
+				if st.open {
+					// Still open, so no document is this parent's: each
+					// found was there before the read that shows it open.
+					if err := r.dropLeftovers(ctx, parentID, found); err != nil {
+						return nil, err
+					}
+				} else {
+					// Closed by another appender: what the parent holds
+					// now, it held before the flag was set.
+					items, open, from = without(items, r.present(st)), false, st.tail
+				}
+				misses++
+				continue
+			}
+			if tail, items = t, left; len(items) == 0 {
+				return nil, nil
 			}
 			query = false
 		}
@@ -449,7 +510,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 			if k, size := r.fitOverflow(tail, items, budget); k > 0 {
 				ok, err := r.pushOverflow(ctx, parentID, tail.Seq, items[:k], size, budget, false)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				if !ok {
 					misses, query = misses+1, true
@@ -458,24 +519,38 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 				tail.Count += k
 				tail.Bytes += size
 				if items, misses = items[k:], 0; len(items) == 0 {
-					return nil
+					return nil, nil
 				}
 				continue
 			}
 			from = tail.Seq + 1
 		}
-		// Open the document seq `from`: announce it on the parent first.
-		res, err := updateOne(ctx, r.parents, parentFilter(parentID), r.closeUpdate(from))
+		// Open the document seq `from`: announce it on the parent first,
+		// unless the parent holds one of the items (pushed into it, while
+		// it was open, by another process).
+		res, err := updateOne(ctx, r.parents, r.closeFilter(parentID, items), r.closeUpdate(from))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if res.MatchedCount == 0 {
-			return errNoParent
+			st, err := r.readParent(ctx, p, parentID) // errNoParent if it is gone
+			if err != nil {
+				return nil, err
+			}
+			if items = without(items, r.present(st)); len(items) == 0 {
+				return nil, nil
+			}
+			if st.open {
+				return items, nil
+			}
+			misses, query = misses+1, true
+			continue
 		}
+		open = false
 		k, size := r.fitOverflow(&tailDoc{}, items, budget) // >= 1: encodeItems checked it
 		ok, err := r.pushOverflow(ctx, parentID, from, items[:k], size, budget, true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
 			misses, query = misses+1, true
@@ -483,29 +558,39 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, parentID any, from int6
 		}
 		tail = &tailDoc{Seq: from, Count: k, Bytes: size}
 		if items, misses = items[k:], 0; len(items) == 0 {
-			return nil
+			return nil, nil
 		}
 	}
-	return lost("the overflow documents")
+	return nil, lost("the overflow documents")
+}
+
+// dropLeftovers deletes the overflow documents found (by _id) of a parent
+// that was read open after they were found: documents a deleted parent
+// with the same id left behind.
+func (r *Repo[P, I]) dropLeftovers(ctx context.Context, parentID any, found []bson.RawValue) error {
+	return srverr.Retry(ctx, func() error {
+		_, err := r.overflow.DeleteMany(ctx, leftoversFilter(parentID, found))
+		return err
+	})
 }
 
 // findTail finds the newest overflow document of the parent from seq
 // `from` on (nil if there is none) and drops the items already stored in
-// any overflow document.
-func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, items []item) (*tailDoc, []item, error) {
+// any overflow document; found are the _ids of the documents it read.
+func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, items []item) (tail *tailDoc, left []item, found []bson.RawValue, err error) {
 	cur, err := r.overflow.Find(ctx, r.overflowQuery(parentID, from, items),
 		options.Find().SetProjection(r.overflowQueryProjection()))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var docs []tailDoc
 	if err := cur.All(ctx, &docs); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	var tail *tailDoc
 	present := map[string]bool{}
 	for i := range docs {
 		doc := &docs[i]
+		found = append(found, doc.ID)
 		for _, it := range doc.Items {
 			if id, err := it.LookupErr(r.cfg.IDField); err == nil {
 				present[bsonid.Key(id)] = true
@@ -515,7 +600,7 @@ func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, ite
 			tail = doc
 		}
 	}
-	return tail, without(items, present), nil
+	return tail, without(items, present), found, nil
 }
 
 // fitOverflow returns how many of the leading items fit in the document

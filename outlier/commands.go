@@ -96,6 +96,18 @@ func openFields(cfg Config) any {
 	return bson.D{{Key: cfg.FlagField, Value: false}, {Key: cfg.TailField, Value: int64(0)}}
 }
 
+// closeFilter matches the parent while it holds none of the items: the
+// guard of the write that announces an overflow document, so that an
+// item another process pushed into the parent while it was open is not
+// stored again in overflow. "Holds none" is $nor of $in, as in
+// [Repo.pushParentFilter].
+func (r *Repo[P, I]) closeFilter(parentID any, items []item) bson.D {
+	return bson.D{
+		{Key: "_id", Value: parentID},
+		{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
+	}
+}
+
 // closeUpdate marks the parent as overflowed and raises its tail hint to
 // seq, before the overflow document seq is written. On a parent that
 // Insert or a push wrote it adds no byte: both fields are there already,
@@ -127,6 +139,12 @@ func (r *Repo[P, I]) overflowQuery(parentID any, from int64, items []item) bson.
 		bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: bson.D{{Key: "$gte", Value: from}}}},
 		bson.D{{Key: fParent, Value: parentID}, {Key: r.itemsIDPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}},
 	}}}
+}
+
+// leftoversFilter matches the parent's overflow documents with the given
+// _ids: those an Append found left over from a deleted parent.
+func leftoversFilter(parentID any, docIDs []bson.RawValue) bson.D {
+	return bson.D{{Key: fParent, Value: parentID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: docIDs}}}}
 }
 
 // overflowQueryProjection reads the bookkeeping and the item ids of the
@@ -290,19 +308,21 @@ var holderProjection = bson.D{{Key: fItems, Value: 1}}
 
 // removeParentPortable removes the given elements of the parent's array,
 // compared whole (read first: without [patterns.FeaturePullConditions],
-// $pull matches values exactly). The filter also requires the item, so
-// that a removal that lost a race matches nothing.
-func (r *Repo[P, I]) removeParentPortable(parentID, itemID any, elems bson.A) (filter, update bson.D) {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+// $pull matches values exactly). The filter requires the elements as
+// read ($all, compared whole too), so that a removal that lost a race, to
+// a Remove or to an Update that rewrote an element, matches nothing
+// rather than pulling nothing from a document it matched.
+func (r *Repo[P, I]) removeParentPortable(parentID any, elems bson.A) (filter, update bson.D) {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: r.cfg.Field, Value: bson.D{{Key: "$all", Value: elems}}}},
 		bson.D{{Key: "$pullAll", Value: bson.D{{Key: r.cfg.Field, Value: elems}}}}
 }
 
 // removeOverflowPortable removes the given elements, compared whole, from
 // the overflow document docID and lowers its count by their number; the
-// filter requires the item, so that a removal that lost a race does not
-// lower the count again.
-func (r *Repo[P, I]) removeOverflowPortable(docID, itemID any, elems bson.A) (filter, update bson.D) {
-	return bson.D{{Key: "_id", Value: docID}, {Key: r.itemsIDPath, Value: itemID}},
+// filter requires the elements as read, as [Repo.removeParentPortable]'s
+// does, so that a removal that lost a race lowers no count.
+func (r *Repo[P, I]) removeOverflowPortable(docID any, elems bson.A) (filter, update bson.D) {
+	return bson.D{{Key: "_id", Value: docID}, {Key: fItems, Value: bson.D{{Key: "$all", Value: elems}}}},
 		bson.D{
 			{Key: "$pullAll", Value: bson.D{{Key: fItems, Value: elems}}},
 			{Key: "$inc", Value: bson.D{{Key: fCount, Value: int64(-len(elems))}}},

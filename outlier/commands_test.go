@@ -47,6 +47,12 @@ func TestCommands(t *testing.T) {
 		E("$set", bson.D{E("has_extra", true)}),
 		E("$max", bson.D{E("extra_tail", int64(3))}),
 	}, r.closeUpdate(3))
+	require.Equal(t, bson.D{
+		E("_id", 7),
+		E("$nor", bson.A{bson.D{E("comments.cid", bson.D{E("$in", bson.A{a.id, b.id})})}}),
+	}, r.closeFilter(7, items), "the close: while the parent holds none of the items")
+	require.Equal(t, bson.D{E("parent", 7), E("_id", bson.D{E("$in", []bson.RawValue{a.id})})},
+		leftoversFilter(7, []bson.RawValue{a.id}), "the documents found left over, by _id")
 
 	require.Equal(t, bson.D{E("_id", 7), E("comments", nil)}, r.newArrayFilter(7))
 	require.Equal(t, bson.D{E("$set", bson.D{E("comments", bson.A{})})}, r.newArrayUpdate())
@@ -160,8 +166,8 @@ func TestCommandsPerPlan(t *testing.T) {
 				require.Equal(t, bson.D{E("$pull", bson.D{E("comments", bson.D{E("cid", "a")})})}, update)
 			} else {
 				require.Equal(t, bson.D{E("comments", 1)}, r.arrayProjection())
-				filter, update := r.removeParentPortable(7, "a", elems)
-				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
+				filter, update := r.removeParentPortable(7, elems)
+				require.Equal(t, bson.D{E("_id", 7), E("comments", bson.D{E("$all", elems)})}, filter, "the elements as read")
 				require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)
 			}
 			if p.pipelineUpdates {
@@ -181,8 +187,8 @@ func TestCommandsPerPlan(t *testing.T) {
 			}
 			require.Equal(t, bson.D{E("parent", 7), E("items.cid", "a")}, r.holderFilter(7, "a"))
 			require.Equal(t, bson.D{E("items", 1)}, holderProjection)
-			filter, update := r.removeOverflowPortable("doc", "a", elems)
-			require.Equal(t, bson.D{E("_id", "doc"), E("items.cid", "a")}, filter)
+			filter, update := r.removeOverflowPortable("doc", elems)
+			require.Equal(t, bson.D{E("_id", "doc"), E("items", bson.D{E("$all", elems)})}, filter, "the elements as read")
 			require.Equal(t, bson.D{
 				E("$pullAll", bson.D{E("items", elems)}),
 				E("$inc", bson.D{E("count", int64(-1))}),

@@ -203,36 +203,44 @@ func TestRemoveLosesRace(t *testing.T) {
 func TestDeleteDuringAppend(t *testing.T) {
 	appendPlans(t, func(t *testing.T, p Plan) {
 		ctx := context.Background()
-		r, db := newPost(t, small(), p)
-		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
-		other, err := New[post, comment](mongotest.NewClient(t).Database(db.Name()), small())
-		require.NoError(t, err)
-		ForcePlan(other, p)
-		// The Append's updates: (with the server's size limit, a push that
-		// misses,) the close, the upsert.
-		upsert := 2
-		if p.serverSizeLimit {
-			upsert = 3
-		}
-		updates := 0
-		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
-			if updates++; updates == upsert {
-				require.NoError(t, other.Delete(hook, 1))
-			}
-		})
-		require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"}))
-		require.Equal(t, upsert, updates)
-
-		_, _, err = r.Get(ctx, 1)
+		r := deleteDuringAppend(t, p)
+		_, _, err := r.Get(ctx, 1)
 		require.ErrorIs(t, err, patterns.ErrNotFound)
-		left, err := r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
-		require.NoError(t, err)
-		require.EqualValues(t, 1, left, "the overflow document the Append wrote after the Delete")
 		require.ErrorIs(t, r.Delete(ctx, 1), patterns.ErrNotFound)
-		left, err = r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
+		left, err := r.overflow.CountDocuments(ctx, bson.D{{Key: fParent, Value: 1}})
 		require.NoError(t, err)
 		require.Zero(t, left, "Delete again removed it")
 	})
+}
+
+// deleteDuringAppend runs a Delete of post 1, full with c00-c02, from
+// another repository between an Append's close of the parent and its
+// upsert of overflow document 0 with c03, and checks that the document
+// is left behind; it returns the repository that appended.
+func deleteDuringAppend(t *testing.T, p Plan) *Repo[post, comment] {
+	t.Helper()
+	ctx := context.Background()
+	r, db := newPost(t, small(), p)
+	require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
+	other := otherRepo(t, db.Name(), small(), p)
+	// The Append's updates: (with the server's size limit, a push that
+	// misses,) the close, the upsert.
+	upsert := 2
+	if p.serverSizeLimit {
+		upsert = 3
+	}
+	updates := 0
+	mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+		if updates++; updates == upsert {
+			require.NoError(t, other.Delete(hook, 1))
+		}
+	})
+	require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"}))
+	require.Equal(t, upsert, updates)
+	left, err := r.overflow.CountDocuments(ctx, overflowFilter(1))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, left, "the overflow document the Append wrote after the Delete")
+	return r
 }
 
 // TestOverlappingAppendsOfOneID: an Append of x overlaps another of x (a

@@ -35,10 +35,14 @@ import (
 // holding the item (indexed) and pulls them whole with $pullAll: on a
 // server with neither, 2 commands for an item in the parent, 3 for one in
 // overflow. Each write is atomic: a reader sees the item or
-// not. Each is guarded on the item being where it was found, so a Remove
-// that lost a race to another removes nothing and lowers no count, and is
-// sent again after a transient failure that applied nothing (FerretDB
-// 2.x's deadlock). Ids are compared as the server compares them; every
+// not. Each is guarded on the item being where it was found (where the
+// elements are pulled whole, on the elements as read, compared whole), so
+// a Remove that lost a race to another removes nothing, lowers no count
+// and returns [patterns.ErrNotFound]; one whose elements an [Repo.Update]
+// rewrote between the read and the write matches nothing and reads again
+// (after 100 such misses in a row, [patterns.ErrConflict]). A Remove that
+// returns nil removed the item. Each write is sent again after a
+// transient failure that applied nothing (FerretDB 2.x's deadlock). Ids are compared as the server compares them; every
 // copy of the id in the place found is removed, and an overflow
 // document's count goes down by the number removed. If the
 // item is in neither place (or the parent does not exist) it returns
@@ -63,75 +67,107 @@ func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	return fail("Remove", parentID, err)
 }
 
+// removal is what became of one attempt of Remove in one place.
+type removal int
+
+const (
+	absent  removal = iota // the place does not hold the item
+	removed                // the item was removed
+	changed                // the item was found, and changed before the write (portable): read again
+)
+
 // remove removes the item from the parent or, if the parent does not hold
 // it, from the overflow document that does; it reports whether it removed
-// it.
+// it. Where the elements are pulled whole (without
+// [patterns.FeaturePullConditions] or [patterns.FeaturePipelineUpdates]),
+// a write that an Update of the item beat (its filter requires the
+// elements as read) matches nothing, and remove reads again.
 func (r *Repo[P, I]) remove(ctx context.Context, p plan, parentID, itemID any) (bool, error) {
 	t, data, err := bson.MarshalValue(itemID)
 	if err != nil {
 		return false, err
 	}
 	key := bsonid.Key(bson.RawValue{Type: t, Value: data})
-	removed, err := r.removeFromParent(ctx, p, parentID, itemID, key)
-	if err != nil || removed {
-		return removed, err
+	for range maxMisses {
+		out, err := r.removeFromParent(ctx, p, parentID, itemID, key)
+		if err == nil && out == absent {
+			out, err = r.removeFromOverflow(ctx, p, parentID, itemID, key)
+		}
+		if err != nil || out != changed {
+			return out == removed, err
+		}
 	}
-	if p.pipelineUpdates {
-		filter, update := r.removeOverflowNative(parentID, itemID)
-		res, err := updateOne(ctx, r.overflow, filter, update)
-		return err == nil && res.MatchedCount == 1, err
-	}
-	return r.removeFromOverflowPortable(ctx, parentID, itemID, key)
+	return false, lost("the item")
 }
 
 // removeFromParent removes the item from the parent's array, by a $pull
 // condition or, without [patterns.FeaturePullConditions], by the elements
-// read first; false when the parent does not hold it.
-func (r *Repo[P, I]) removeFromParent(ctx context.Context, p plan, parentID, itemID any, key string) (bool, error) {
-	var filter, update bson.D
+// read first.
+func (r *Repo[P, I]) removeFromParent(ctx context.Context, p plan, parentID, itemID any, key string) (removal, error) {
 	if p.pullByCondition {
-		filter, update = r.removeParentNative(parentID, itemID)
-	} else {
-		parent, err := r.findParent(ctx, parentID, r.arrayProjection())
-		if err != nil {
-			return false, err
-		}
-		arr, err := r.array(parent)
-		if err != nil {
-			return false, err
-		}
-		elems, err := r.matching(arr, key)
-		if err != nil || len(elems) == 0 {
-			return false, err
-		}
-		filter, update = r.removeParentPortable(parentID, itemID, elems)
+		filter, update := r.removeParentNative(parentID, itemID)
+		res, err := updateOne(ctx, r.parents, filter, update)
+		return removalOf(res, err, absent)
 	}
+	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
+	if err != nil {
+		return absent, err
+	}
+	arr, err := r.array(parent)
+	if err != nil {
+		return absent, err
+	}
+	elems, err := r.matching(arr, key)
+	if err != nil || len(elems) == 0 {
+		return absent, err
+	}
+	filter, update := r.removeParentPortable(parentID, elems)
 	res, err := updateOne(ctx, r.parents, filter, update)
-	return err == nil && res.MatchedCount == 1, err
+	return removalOf(res, err, changed)
 }
 
-// removeFromOverflowPortable reads the overflow document holding the item
-// and pulls its elements holding the id whole.
-func (r *Repo[P, I]) removeFromOverflowPortable(ctx context.Context, parentID, itemID any, key string) (bool, error) {
+// removeFromOverflow removes the item from the overflow document holding
+// it: by one pipeline update, or, without
+// [patterns.FeaturePipelineUpdates], by reading the document and pulling
+// its elements holding the id whole.
+func (r *Repo[P, I]) removeFromOverflow(ctx context.Context, p plan, parentID, itemID any, key string) (removal, error) {
+	if p.pipelineUpdates {
+		filter, update := r.removeOverflowNative(parentID, itemID)
+		res, err := updateOne(ctx, r.overflow, filter, update)
+		return removalOf(res, err, absent)
+	}
 	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
 		options.FindOne().SetProjection(holderProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return false, nil
+		return absent, nil
 	}
 	if err != nil {
-		return false, err
+		return absent, err
 	}
 	items, ok := doc.Lookup(fItems).ArrayOK()
 	if !ok {
-		return false, fmt.Errorf("overflow document %v has no items array", doc.Lookup("_id"))
+		return absent, fmt.Errorf("overflow document %v has no items array", doc.Lookup("_id"))
 	}
 	elems, err := r.matching(items, key)
 	if err != nil || len(elems) == 0 {
-		return false, err
+		return absent, err
 	}
-	filter, update := r.removeOverflowPortable(doc.Lookup("_id"), itemID, elems)
+	filter, update := r.removeOverflowPortable(doc.Lookup("_id"), elems)
 	res, err := updateOne(ctx, r.overflow, filter, update)
-	return err == nil && res.MatchedCount == 1, err
+	return removalOf(res, err, changed)
+}
+
+// removalOf reads the result of a removal's write: removed when it
+// matched, miss otherwise (absent for a write by id, which matches while
+// the item is there; changed for one by the elements read).
+func removalOf(res *mongo.UpdateResult, err error, miss removal) (removal, error) {
+	switch {
+	case err != nil:
+		return absent, err
+	case res.MatchedCount == 1:
+		return removed, nil
+	}
+	return miss, nil
 }
 
 // matching returns the elements of arr whose item id has the key, as
@@ -159,7 +195,9 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // If Delete fails between the two, or an Append opening a new overflow
 // document runs concurrently, overflow documents may be left behind:
 // Delete again removes them (it always sends the deleteMany) and returns
-// [patterns.ErrNotFound], as it does for a parent that does not exist.
+// [patterns.ErrNotFound], as it does for a parent that does not exist. A
+// parent inserted again with the same id does not take them for its own:
+// the Append that first overflows it deletes them (see [Repo.Append]).
 // Both deletes are idempotent, and sent again after a transient failure
 // that applied nothing (FerretDB 2.x's deadlock). A delete of the parent
 // that matched nothing is checked with a find of its _id, one more

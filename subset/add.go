@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -15,10 +17,9 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// maxAttempts bounds the guarded pushes of an Add that keep finding some
-// of its items put in the subset by others, and, as a safeguard, the
-// compare-and-sets of a recomputation (whose bound is two or three: see
-// recompute); past it the operation returns patterns.ErrConflict.
+// maxAttempts bounds, as a safeguard, the compare-and-sets of a
+// recomputation (whose bound is two or three: see recompute); past it the
+// operation returns patterns.ErrConflict.
 const maxAttempts = 10
 
 // Add stores items under the parent: first in the items collection, then
@@ -26,14 +27,19 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Push path (MongoDB 5.2+, FerretDB 2.x): two commands. An unordered insertMany, then
-// one updateOne on the parent that pushes the items with $each, $sort (the
-// configured order) and $slice (Cap); it leaves the revision alone, so
-// that pushes never make a recomputation start again (see the package
-// documentation). The update is guarded by {Field.IDField: {$nin: ids}},
-// so that it never pushes an item the subset already holds. A subset
-// field that $push cannot extend (null, say: a nil slice stored without
-// omitempty) is replaced by a recomputation, three commands more.
+// Push path (MongoDB 5.2+, FerretDB 2.x): three commands. An unordered
+// insertMany; one updateOne on the parent that pushes the items with
+// $each, $sort (the configured order) and $slice (Cap), which leaves the
+// revision alone, so that pushes never make a recomputation start again
+// (see the package documentation); and a count of the items pushed
+// (served by the index of [Repo.Indexes]). The update is guarded by
+// {Field.IDField: {$nin: ids}}, so that it never pushes an item the
+// subset already holds. The count finds an item that a concurrent
+// [Repo.Remove] deleted between the insert and the push, which the push
+// put in the subset nonetheless: Add then recomputes the subset (three
+// commands more), so that it does not keep an item that is not stored.
+// A subset field that $push cannot extend (null, say: a nil slice stored
+// without omitempty) is replaced by a recomputation, three commands more.
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
@@ -53,14 +59,20 @@ const maxAttempts = 10
 // "deadlock detected", which applied nothing). An item whose id is
 // already stored under the parent counts as added by the earlier attempt
 // and keeps its stored version (Add is not an upsert: use [Repo.Update]
-// to change an item). If the guarded
-// push matches nothing because the subset holds some of the items already
-// (an earlier attempt, or a concurrent recomputation, put them there), Add
-// reads the subset's ids and pushes only the absent ones: one read and
-// one update more. (Should that keep happening, because recomputations
-// keep putting some of its items in the subset first, Add gives up after
-// 10 pushes with [patterns.ErrConflict]; its items are stored, and Add
-// again or [Repo.Rebuild] finishes the job.)
+// to change an item). An item that the insert finds stored but that
+// the parent no longer holds when Add reads it back (a concurrent
+// [Repo.Remove] deleted it in between) is inserted again, once: that Add
+// comes after the Remove (two commands more). If the guarded push matches
+// nothing because the subset holds some of the items already (an earlier
+// attempt, or a concurrent recomputation, put them there), Add recomputes
+// the subset (a read of the parent, then a recomputation: three commands
+// more, at most two compare-and-sets, see the package documentation)
+// rather than push only the absent items: a recomputation in flight
+// that read the items collection before Add's insert, a concurrent Remove
+// of one of the items say, could otherwise drop the items the subset held
+// when its compare-and-set lands, leaving an item stored and out of the
+// subset for good (issue 34). A recomputation moves the revision, so
+// that such a compare-and-set matches nothing and reads again.
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
 // the portable path checks it before inserting; the push path finds it
@@ -173,46 +185,56 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	if err != nil {
 		return err
 	}
-	for attempt := 1; ; attempt++ {
-		res, err := write(ctx, func() (*mongo.UpdateResult, error) {
-			return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, ids(pending)), r.cmd.pushUpdate(docs(pending)))
-		})
-		if errors.Is(err, patterns.ErrTooLarge) {
-			return fmt.Errorf("push into the subset: %w", err)
-		}
-		if err == nil && res.MatchedCount == 1 {
-			return nil
-		}
-		// No parent, the subset holds some of the items already, or the
-		// push failed.
-		st, rerr := r.readParent(ctx, p, r.cmd.parent(parent.id))
-		if rerr != nil {
-			return rerr
-		}
-		if err != nil {
-			if st.notArray {
-				// The subset field holds something $push cannot extend,
-				// most often null (a nil slice stored without omitempty),
-				// which the projection of the subset's ids leaves out as
-				// it leaves out an absent field: a recomputation sets it.
-				return r.recompute(ctx, p, parent.id, st, true)
-			}
-			return fmt.Errorf("push into the subset: %w", err)
-		}
-		var absent []entry
-		for _, e := range pending {
-			if !st.holds(e.id) {
-				absent = append(absent, e)
-			}
-		}
-		pending = absent
-		if len(pending) == 0 {
-			return nil
-		}
-		if attempt == maxAttempts {
-			return fmt.Errorf("the subset kept changing under %d guarded pushes; the items are stored, Add again or Rebuild: %w", attempt, patterns.ErrConflict)
-		}
+	res, err := write(ctx, func() (*mongo.UpdateResult, error) {
+		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, ids(pending)), r.cmd.pushUpdate(docs(pending)))
+	})
+	if errors.Is(err, patterns.ErrTooLarge) {
+		return fmt.Errorf("push into the subset: %w", err)
 	}
+	if err == nil && res.MatchedCount == 1 {
+		return r.settlePush(ctx, p, parent, pending)
+	}
+	// No parent, the subset holds some of the items already, or the push
+	// failed.
+	st, rerr := r.readParent(ctx, p, r.cmd.parent(parent.id))
+	if rerr != nil {
+		return rerr
+	}
+	if err != nil && !st.notArray {
+		return fmt.Errorf("push into the subset: %w", err)
+	}
+	// The subset holds some of the items (an earlier attempt or a
+	// recomputation put them there), or its field holds something $push
+	// cannot extend, most often null (a nil slice stored without
+	// omitempty), which the projection of the subset's ids leaves out as
+	// it leaves out an absent field. Pushing only the absent items would
+	// not do: a recomputation in flight that read the items collection
+	// before this Add's insert (a Remove of one of them, say) may drop
+	// the others from the subset when its compare-and-set lands. A
+	// recomputation read after the insert sets the subset, and moves the
+	// revision, so that such a compare-and-set fails and reads again.
+	return r.recompute(ctx, p, parent.id, st, true)
+}
+
+// settlePush counts the pushed items in the items collection (one
+// aggregate, served by the index of Indexes) and, when a concurrent
+// Remove deleted one of them after the insert, so that the push put an
+// item in the subset that is no longer stored (and that Remove's
+// recomputation, which read the parent before the push, kept as pushed
+// since), recomputes the subset from a read of the parent.
+func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
+	n, err := r.items.CountDocuments(ctx, r.cmd.itemsIn(parent.id, ids(pushed)))
+	if err != nil {
+		return fmt.Errorf("count the items pushed: %w", err)
+	}
+	if n == int64(len(pushed)) {
+		return nil
+	}
+	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
+	if err != nil {
+		return err
+	}
+	return r.recompute(ctx, p, parent.id, st, true)
 }
 
 func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, entries []entry) error {
@@ -226,64 +248,61 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 	return r.recompute(ctx, p, parent.id, st, false)
 }
 
-// insert stores the entries in the items collection with one unordered
+// insert stores the entries in the items collection with an unordered
 // insertMany (retried after a transient failure: the duplicates a retry
 // meets are the items the earlier attempt stored) and returns the
 // documents to push: the entries, except that an item whose id was stored
 // under the parent already (by an earlier attempt, or concurrently) comes
-// back in its stored version, read with one more find. When an id is
-// taken by an item that is not the parent's, it deletes what it inserted
-// and returns patterns.ErrInvalid; on any other write error it deletes
-// what it inserted and returns the error.
+// back in its stored version, read with one more find. An id the insert
+// finds taken that no item of the parent holds is inserted again, once,
+// and read again if taken again (two commands more): a concurrent Remove
+// may have deleted the item between the insert and the read, and then
+// this Add comes after it. An id still taken by no item of the parent is
+// another parent's: insert deletes what it inserted and returns
+// patterns.ErrInvalid. On any other write error it deletes what it
+// inserted and returns the error.
 func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []entry) ([]entry, error) {
-	_, err := write(ctx, func() (*mongo.InsertManyResult, error) {
-		return r.items.InsertMany(ctx, docs(entries), unordered)
-	})
-	if err == nil {
-		return entries, nil
-	}
-	bwe, ok := errors.AsType[mongo.BulkWriteException](err)
-	if !ok || bwe.WriteConcernError != nil {
-		return nil, fmt.Errorf("insert the items: %w", err)
-	}
-	failed := make([]bool, len(entries))
-	var dups []bson.RawValue
-	var other error
-	for _, we := range bwe.WriteErrors {
-		if we.Index < 0 || we.Index >= len(entries) {
-			return nil, fmt.Errorf("insert the items: %w", err)
-		}
-		failed[we.Index] = true
-		if mongo.IsDuplicateKeyError(we) {
-			dups = append(dups, entries[we.Index].id)
-		} else if other == nil {
-			other = fmt.Errorf("insert item %s: %w", bsonid.Text(entries[we.Index].id), srverr.Classify(we))
-		}
-	}
 	var inserted []bson.RawValue
-	for i, e := range entries {
-		if !failed[i] {
-			inserted = append(inserted, e.id)
-		}
-	}
 	undo := func(cause error) error {
 		return r.dropItems(ctx, parent, inserted, cause, "Add them again without the bad ones, or Remove them")
 	}
-	if other != nil {
-		return nil, undo(other)
-	}
-	stored, err := r.storedItems(ctx, parent.id, dups)
-	if err != nil {
-		return nil, undo(err)
-	}
-	var foreign []string
-	for _, id := range dups {
-		if _, ok := stored[bsonid.Key(id)]; !ok {
-			foreign = append(foreign, bsonid.Text(id))
+	stored := map[string]entry{}
+	todo := entries
+	for attempt := 1; ; attempt++ {
+		done, dups, err := r.insertOnce(ctx, todo)
+		inserted = append(inserted, done...)
+		if err != nil {
+			return nil, undo(err)
 		}
-	}
-	if len(foreign) > 0 {
-		return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
+		if len(dups) == 0 {
+			break
+		}
+		found, err := r.storedItems(ctx, r.cmd.itemsIn(parent.id, dups))
+		if err != nil {
+			return nil, undo(err)
+		}
+		maps.Copy(stored, found)
+		var gone []bson.RawValue
+		for _, id := range dups {
+			if _, ok := found[bsonid.Key(id)]; !ok {
+				gone = append(gone, id)
+			}
+		}
+		if len(gone) == 0 {
+			break
+		}
+		if attempt == 2 {
+			foreign := make([]string, len(gone))
+			for i, id := range gone {
+				foreign[i] = bsonid.Text(id)
+			}
+			return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
+		}
+		again := make(map[string]bool, len(gone))
+		for _, id := range gone {
+			again[bsonid.Key(id)] = true
+		}
+		todo = slices.DeleteFunc(slices.Clone(todo), func(e entry) bool { return !again[bsonid.Key(e.id)] })
 	}
 	out := make([]entry, len(entries))
 	for i, e := range entries {
@@ -295,14 +314,50 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	return out, nil
 }
 
+// insertOnce sends the insertMany of the entries and returns the ids it
+// inserted and those it found taken (a duplicate key); an error other
+// than duplicates comes with the ids inserted all the same, except when
+// the reply does not say which were (then both are nil).
+func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted, dups []bson.RawValue, err error) {
+	_, err = write(ctx, func() (*mongo.InsertManyResult, error) {
+		return r.items.InsertMany(ctx, docs(entries), unordered)
+	})
+	if err == nil {
+		return ids(entries), nil, nil
+	}
+	bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+	if !ok || bwe.WriteConcernError != nil {
+		return nil, nil, fmt.Errorf("insert the items: %w", err)
+	}
+	failed := make([]bool, len(entries))
+	var other error
+	for _, we := range bwe.WriteErrors {
+		if we.Index < 0 || we.Index >= len(entries) {
+			return nil, nil, fmt.Errorf("insert the items: %w", err)
+		}
+		failed[we.Index] = true
+		if mongo.IsDuplicateKeyError(we) {
+			dups = append(dups, entries[we.Index].id)
+		} else if other == nil {
+			other = fmt.Errorf("insert item %s: %w", bsonid.Text(entries[we.Index].id), srverr.Classify(we))
+		}
+	}
+	for i, e := range entries {
+		if !failed[i] {
+			inserted = append(inserted, e.id)
+		}
+	}
+	return inserted, dups, other
+}
+
 // unordered are the options of the insertMany of Add: the driver reads
 // them, never changes them, so one value serves every call.
 var unordered = options.InsertMany().SetOrdered(false)
 
-// storedItems reads the parent's items with the given ids (one find),
-// by bsonid.Key of their ids.
-func (r *Repo[P, I]) storedItems(ctx context.Context, parentID any, itemIDs []bson.RawValue) (map[string]entry, error) {
-	cur, err := r.items.Find(ctx, r.cmd.itemsIn(parentID, itemIDs))
+// storedItems reads the items that filter matches (one find), by
+// bsonid.Key of their ids.
+func (r *Repo[P, I]) storedItems(ctx context.Context, filter bson.D) (map[string]entry, error) {
+	cur, err := r.items.Find(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("read the stored items: %w", err)
 	}

@@ -84,6 +84,12 @@ func handAdd(db *mongo.Database, p subset.Plan) func(ctx context.Context, produc
 					{Key: "$sort", Value: order},
 					{Key: "$slice", Value: 10},
 				}}}}})
+			if err != nil {
+				return err
+			}
+			// The check that a concurrent remove did not delete it
+			// before the push (Add's godoc).
+			_, err = reviews.CountDocuments(ctx, bson.D{{Key: "productId", Value: productID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{rv.ID}}}}})
 			return err
 		}
 	}

@@ -41,8 +41,12 @@ import (
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
 // all the same.
 //
-// An Add of the same item running concurrently with its Remove may leave
-// the item in the subset only: a [Repo.Rebuild] repairs it.
+// An Add of the same item that overlaps its Remove leaves, once both
+// have returned, the item stored or not, as one order of the two calls
+// gives, and the subset the first Cap items. While they run, a reader of
+// the subset may see the item there that the items collection no longer
+// holds (a Remove between the insert and the push of an Add on the push
+// path: the Add's recomputation takes it out before the Add returns).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))

@@ -54,15 +54,15 @@
 // the server's features ([patterns.Capabilities]):
 //
 //   - Push path, on MongoDB 5.2 and later and on FerretDB 2.x: Add sends
-//     two commands, an
-//     unordered insertMany of the items, then one update of the parent
+//     three commands, an
+//     unordered insertMany of the items, one update of the parent
 //     that pushes them with $each, $sort and $slice, so the server keeps
 //     the subset sorted and capped atomically, whatever the order in which
-//     items arrive. The update is guarded by {<subset>.<id>: {$nin: ids}}
+//     items arrive, and a count of the items pushed, which finds one that
+//     a concurrent Remove deleted before the push (see [Repo.Add]). The update is guarded by {<subset>.<id>: {$nin: ids}}
 //     so that a retry, or a race with a recomputation that already put an
 //     item there, never stores an item twice; when the guard matches
-//     nothing, Add reads the subset's ids and pushes only the absent
-//     items. It needs [patterns.FeaturePushModifiers],
+//     nothing, Add recomputes the subset (see [Repo.Add]). It needs [patterns.FeaturePushModifiers],
 //     [patterns.FeaturePipelineUpdates] and [patterns.FeatureSortArray]
 //     (see Recomputation), and [patterns.FeatureUpdateSizeLimit], since
 //     only the server knows the size of the parent a push makes.
@@ -132,7 +132,7 @@
 //
 // # Costs
 //
-// In round trips: [Repo.Get] 1; [Repo.Add] 2 on the push path, 4 on the
+// In round trips: [Repo.Get] 1; [Repo.Add] 3 on the push path, 4 on the
 // portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
 // [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of
 // items (see its godoc). A lost race adds 3 to a recomputation (at most
@@ -170,7 +170,8 @@
 // every new parent to the last chunk. Shard the items on {<ParentField>:
 // "hashed", <IDField>: 1} ({parent: "hashed", _id: 1} by default): an
 // Add of one item, Update's replacement and Remove's delete name both
-// fields and go to one shard; the insert of an Add of several items, the
+// fields and go to one shard (the count of the items an Add pushed names
+// the parent and their ids: one shard per item at most); the insert of an Add of several items, the
 // recomputation's read, [Repo.All], [Repo.Page] and [Repo.Delete]'s
 // deleteMany name the parent, a prefix of the key, and go to the shards
 // owning that parent's chunks (one, until its items outgrow

@@ -43,18 +43,20 @@ func TestShardingRoutes(t *testing.T) {
 				"parents": hashedID,
 				"items":   shard.MustParseKey(bson.D{{Key: "parent", Value: "hashed"}, {Key: "_id", Value: 1}}),
 			}}, map[string]string{
-				"find items":   "All, Page and the recomputation read one parent's items: equality on the key's prefix, the shards owning that parent's chunks",
-				"insert items": "the items of an Add of several go to the shards owning their parent's chunks",
-				"delete items": "Delete removes a parent's items by parent, a prefix of the key",
-				"find parents": "RebuildAll pages through every parent",
+				"find items":      "All, Page and the recomputation read one parent's items: equality on the key's prefix, the shards owning that parent's chunks",
+				"insert items":    "the items of an Add of several go to the shards owning their parent's chunks",
+				"aggregate items": "Add's count of the items it pushed names the parent and their ids: one shard per item at most",
+				"delete items":    "Delete removes a parent's items by parent, a prefix of the key",
+				"find parents":    "RebuildAll pages through every parent",
 			})
 			// (b) Both collections on a hashed _id.
 			byID := shard.Cluster{Version: base.Version, FCV: base.FCV, Keys: map[string]shard.Key{"parents": hashedID, "items": hashedID}}
 			c.RequireTargeted(t, byID, map[string]string{
-				"insert items": "the items of an Add go each to the shard of its _id",
-				"find items":   "reads of the full set by parent go to every shard",
-				"find parents": "RebuildAll pages through every parent",
-				"delete items": "Delete removes a parent's items by parent: every shard",
+				"insert items":    "the items of an Add go each to the shard of its _id",
+				"aggregate items": "Add's count of the items it pushed names their ids: one shard per item at most",
+				"find items":      "reads of the full set by parent go to every shard",
+				"find parents":    "RebuildAll pages through every parent",
+				"delete items":    "Delete removes a parent's items by parent: every shard",
 			})
 		}
 	})

@@ -492,3 +492,67 @@ func (c *Counter) Count(fn func()) []string {
 	fn()
 	return c.Commands()
 }
+
+// Window runs another writer once, in the window before one command of
+// an operation: the at-th (from 0) of the commands named in names that a
+// client of the harness sends to db (see [OnCommand]). A test runs the
+// operation once per window, at = 0, 1, ..., until [Window.Fired]
+// reports that the operation ended before the at-th command: so the
+// other writer acts before each of the operation's commands in turn.
+type Window struct {
+	mu    sync.Mutex
+	at    int
+	fn    func(ctx context.Context)
+	sent  []string // the commands seen before the window
+	fired bool
+	shut  bool
+}
+
+// InWindow arms a [Window] on db; [Window.Close] disarms it (a test's
+// own reads of the result must not count), and so does the end of the
+// test.
+func InWindow(t testing.TB, db *mongo.Database, at int, fn func(ctx context.Context), names ...string) *Window {
+	t.Helper()
+	w := &Window{at: at, fn: fn}
+	for _, name := range names {
+		OnCommand(t, db, name, func(ctx context.Context) { w.before(ctx, name) })
+	}
+	return w
+}
+
+func (w *Window) before(ctx context.Context, name string) {
+	w.mu.Lock()
+	if w.shut || w.fired {
+		w.mu.Unlock()
+		return
+	}
+	if len(w.sent) < w.at {
+		w.sent = append(w.sent, name)
+		w.mu.Unlock()
+		return
+	}
+	w.fired = true
+	w.mu.Unlock()
+	w.fn(ctx)
+}
+
+// Close disarms the window.
+func (w *Window) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.shut = true
+}
+
+// Fired reports whether the other writer ran.
+func (w *Window) Fired() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.fired
+}
+
+// Sent returns the names of the commands sent before the window.
+func (w *Window) Sent() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.sent)
+}

@@ -1,0 +1,146 @@
+package outlier
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// The tests of issue 34: another repository, on its own client, acts in
+// the window before each command of an operation on the same parent
+// (mongotest.InWindow), and the result is what some order of the calls
+// gives.
+
+// otherRepo is a second repository over r's collections, on a client of
+// its own, on plan p.
+func otherRepo(t *testing.T, db string, cfg Config, p Plan) *Repo[post, comment] {
+	t.Helper()
+	other, err := New[post, comment](mongotest.NewClient(t).Database(db), cfg)
+	require.NoError(t, err)
+	ForcePlan(other, p)
+	return other
+}
+
+// eachWindow runs test once per window of an operation (at = 0, 1, ...:
+// before its at-th command), until test reports that the window did not
+// fire (the operation sent fewer commands).
+func eachWindow(t *testing.T, test func(t *testing.T, at int) (fired bool)) {
+	t.Helper()
+	for at, fired := 0, true; fired; at++ {
+		fired = false // a test that fails before its window ends the loop
+		t.Run(fmt.Sprintf("before command %d", at), func(t *testing.T) { fired = test(t, at) })
+	}
+}
+
+// requireOnce asserts that the parent holds want, in order, each once,
+// and that every overflow document's count is its number of items.
+func requireOnce(t *testing.T, r *Repo[post, comment], want []string) {
+	t.Helper()
+	_, items, err := r.Get(context.Background(), 1)
+	require.NoError(t, err)
+	require.Equal(t, want, idsOf(items), "Get")
+	parent, docs := stored(t, r, 1)
+	got := embedded(t, parent)
+	for _, d := range docs {
+		require.Equal(t, len(d.Items), d.Count, "seq %d: count", d.Seq)
+		got = append(got, idsOf(d.Items)...)
+	}
+	require.Equal(t, want, got, "the parent and its overflow documents")
+}
+
+// TestAppendWhileAnotherMakesRoom: B appends x to a full open parent
+// while A removes an item and appends x, which then fits in the parent.
+// Issue 34: B's push missed (full), B read the parent without x and
+// decided on the overflow; A made room and pushed x into the parent; B
+// found no overflow document holding x, closed the parent with a filter
+// on its _id alone and stored x again in overflow document 0. x must be
+// stored once, whatever the window.
+func TestAppendWhileAnotherMakesRoom(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		eachWindow(t, func(t *testing.T, at int) bool {
+			ctx := context.Background()
+			r, db := newPost(t, small(), p)
+			require.NoError(t, r.Append(ctx, 1, comments("c", 0, 3)...))
+			other := otherRepo(t, db.Name(), small(), p)
+			x := comment{ID: "x"}
+			w := mongotest.InWindow(t, db, at, func(ctx context.Context) {
+				require.NoError(t, other.Remove(ctx, 1, "c01"))
+				require.NoError(t, other.Append(ctx, 1, x))
+			}, "find", "update")
+			require.NoError(t, r.Append(ctx, 1, x))
+			w.Close()
+			if !w.Fired() {
+				return false
+			}
+			requireOnce(t, r, []string{"c00", "c02", "x"})
+			return true
+		})
+	})
+}
+
+// TestRemoveWhileAnotherUpdates: another repository updates the item in
+// the window before each command of a Remove. Issue 34: on the portable
+// path Remove read the element, the Update rewrote it, and Remove's
+// $pullAll, which compares whole elements, pulled nothing from a
+// document that its filter on the id alone matched: Remove returned nil
+// with the item stored, and in an overflow document lowered the count
+// for good. A Remove that returns nil removed the item, and no count
+// goes wrong.
+func TestRemoveWhileAnotherUpdates(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		for _, id := range []string{"c01", "c04"} { // in the parent, in overflow document 0
+			t.Run(id, func(t *testing.T) {
+				eachWindow(t, func(t *testing.T, at int) bool {
+					ctx := context.Background()
+					r, db := newPost(t, small(), p)
+					all := comments("c", 0, 6)
+					require.NoError(t, r.Append(ctx, 1, all...))
+					other := otherRepo(t, db.Name(), small(), p)
+					var updateErr error
+					w := mongotest.InWindow(t, db, at, func(ctx context.Context) {
+						updateErr = other.Update(ctx, 1, comment{ID: id, Text: "edited"})
+					}, "find", "update")
+					require.NoError(t, r.Remove(ctx, 1, id))
+					w.Close()
+					if !w.Fired() {
+						return false
+					}
+					if updateErr != nil {
+						require.ErrorIs(t, updateErr, patterns.ErrNotFound, "an Update after the Remove")
+					}
+					requireOnce(t, r, slicesDelete(idsOf(all), id))
+					return true
+				})
+			})
+		}
+	})
+}
+
+// TestAppendAfterDeleteLeftOverflow: a Delete that runs in the window of
+// an Append's upsert leaves overflow document 0 behind, holding c03 (see
+// TestDeleteDuringAppend); a parent with the same id is then inserted and
+// overflows. Issue 34: the new parent inherited the document: c03 was
+// skipped as "already stored", d03 went into the old document 0, the
+// flag was never set, and Append returned nil with d03 invisible. The new
+// parent holds what was appended to it, and nothing of the old one.
+func TestAppendAfterDeleteLeftOverflow(t *testing.T) {
+	appendPlans(t, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r := deleteDuringAppend(t, p)
+		_, err := r.Insert(ctx, post{ID: 1})
+		require.NoError(t, err)
+		again := append(comments("d", 0, 3), comment{ID: "c03"}, comment{ID: "d03"})
+		for _, c := range again {
+			require.NoError(t, r.Append(ctx, 1, c))
+		}
+		requireOnce(t, r, idsOf(again))
+		n, err := r.Count(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, len(again), n)
+	})
+}
