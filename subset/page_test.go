@@ -18,7 +18,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/mongopatterns/mongopatterns/internal/bsonkinds"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
@@ -416,10 +418,10 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 }
 
 // TestPageNeverSkipsAStoredItem: items stored without the repository
-// with a sort value of every class of the server's sort order (missing,
-// null, the NaNs, infinities, numbers of each type, strings, documents,
+// with a sort value of each class of the server's sort order that the
+// page's $type clauses name on every server (missing, null, the NaNs, infinities, numbers of each type, strings, documents,
 // binary data, ObjectIDs, booleans, dates, timestamps), among numbers:
-// in both directions and pages of every size, Page and All yield every
+// in both directions and pages of several sizes, Page and All yield every
 // item once, in the order the server sorts them, or stop with an error
 // that names the item they cannot continue after; never fewer items in
 // silence. (Descending, NaN and missing sort after every number: the
@@ -427,16 +429,15 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 // store is left out.
 func TestPageNeverSkipsAStoredItem(t *testing.T) {
 	ctx := context.Background()
-	dec := func(s string) bson.Decimal128 {
-		d, err := bson.ParseDecimal128(s)
-		require.NoError(t, err)
-		return d
-	}
-	date := bson.NewDateTimeFromTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	classes := []any{
-		nil, // missing
-		bson.Null{}, math.NaN(), dec("NaN"), math.Inf(-1), int32(-3), int64(2), 2.5, dec("3.5"), math.Inf(1),
-		"s", bson.D{{Key: "a", Value: 1}}, bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true, date, bson.Timestamp{T: 5, I: 1},
+	// Not yet symbols, MinKey, MaxKey, undefined, arrays, regular
+	// expressions, JavaScript and DBPointer: FerretDB 1.x cannot name
+	// them in $type, and on MongoDB a page still skips them.
+	var classes []bsonkinds.Value
+	for _, v := range bsonkinds.Of(bsonkinds.Null, bsonkinds.Number, bsonkinds.String, bsonkinds.Object,
+		bsonkinds.Binary, bsonkinds.ObjectID, bsonkinds.Bool, bsonkinds.Date, bsonkinds.Timestamp) {
+		if v.V.Type != bson.TypeSymbol {
+			classes = append(classes, v)
+		}
 	}
 	for _, descending := range []bool{false, true} {
 		t.Run(fmt.Sprintf("descending=%v", descending), func(t *testing.T) {
@@ -444,73 +445,93 @@ func TestPageNeverSkipsAStoredItem(t *testing.T) {
 			cfg := config(3)
 			cfg.Descending = descending
 			r := newRepo[bson.M, anyItem](t, db, cfg, portable)
-			insertParents(t, db, "a")
 			id := int64(0)
-			insert := func(score any) {
+			insert := func(parent string, score bsonkinds.Value) {
 				id++
-				doc := bson.D{{Key: "_id", Value: id}, {Key: "parent", Value: "a"}}
-				if score != nil {
-					doc = append(doc, bson.E{Key: "score", Value: score})
-				}
-				if _, err := db.Collection("items").InsertOne(ctx, doc); err != nil {
-					t.Logf("score %v left out: the server does not store it (%v)", score, err)
+				if _, err := db.Collection("items").InsertOne(ctx, score.Doc("score", bson.E{Key: "_id", Value: id}, bson.E{Key: "parent", Value: parent})); err != nil {
+					t.Logf("score %s left out: the server does not store it (%v)", score.Name, err)
 				}
 			}
-			for _, v := range classes {
-				insert(v)
-				insert(int64(id)) // a number after each, for pages to end on
+			number := func() bsonkinds.Value {
+				return bsonkinds.Value{V: bson.RawValue{Type: bson.TypeInt64, Value: bsoncore.AppendInt64(nil, id)}}
 			}
-			// The server's order.
-			dir := 1
-			if descending {
-				dir = -1
+			// Parent "all" holds every value, a number after each, for
+			// pages to end on; parent "pK" value K alone among three
+			// numbers, so that no other odd value hides it.
+			parents := []string{"all"}
+			for k, v := range classes {
+				insert("all", v)
+				insert("all", number())
+				parents = append(parents, fmt.Sprint("p", k))
+				for range 3 {
+					insert(parents[k+1], number())
+				}
+				insert(parents[k+1], v)
 			}
-			cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "parent", Value: "a"}},
-				options.Find().SetSort(bson.D{{Key: "score", Value: dir}, {Key: "_id", Value: dir}}))
-			require.NoError(t, err)
-			var stored []anyItem
-			require.NoError(t, cur.All(ctx, &stored))
-			want := make([]any, len(stored))
-			for i, it := range stored {
-				want[i] = it.ID
-			}
-			for _, limit := range []int{1, 2, 3, 5} {
-				var got []any
-				var after subset.Cursor
-				for pages := 0; ; pages++ {
-					require.Less(t, pages, 100, "Page does not end")
-					page, next, err := r.Page(ctx, "a", after, limit)
-					if err != nil {
-						require.ErrorContains(t, err, "cannot continue after item", "limit %d", limit)
-						break
-					}
-					for _, it := range page {
-						got = append(got, it.ID)
-					}
-					if next.IsZero() {
-						require.Equal(t, want, got, "limit %d: every item, in order", limit)
-						break
-					}
-					after = next
-				}
-				require.Equal(t, want[:len(got)], append([]any{}, got...), "limit %d: the items yielded, in order", limit)
-
-				got = got[:0]
-				var allErr error
-				for it, err := range r.All(ctx, "a", options.Find().SetBatchSize(int32(limit))) {
-					if err != nil {
-						allErr = err
-						break
-					}
-					got = append(got, it.ID)
-				}
-				if allErr != nil {
-					require.ErrorContains(t, allErr, "cannot continue after item", "All, pages of %d", limit)
-					require.Equal(t, want[:len(got)], append([]any{}, got...), "All, pages of %d: the items yielded, in order", limit)
-				} else {
-					require.Equal(t, want, got, "All, pages of %d: every item, in order", limit)
-				}
+			insertParents(t, db, parents...)
+			walkEveryWay(t, db, r, "all", descending, 1, 2, 3, 5)
+			for _, parent := range parents[1:] {
+				walkEveryWay(t, db, r, parent, descending, 1, 3)
 			}
 		})
+	}
+}
+
+// walkEveryWay walks the parent's items through Page and All, in pages
+// of each of the limits: each walk yields the items in the order the server
+// sorts them, every one of them or a prefix followed by the error that
+// names the item Page cannot continue after.
+func walkEveryWay(t *testing.T, db *mongo.Database, r *subset.Repo[bson.M, anyItem], parent string, descending bool, limits ...int) {
+	t.Helper()
+	ctx := context.Background()
+	dir := 1
+	if descending {
+		dir = -1
+	}
+	cur, err := db.Collection("items").Find(ctx, bson.D{{Key: "parent", Value: parent}},
+		options.Find().SetSort(bson.D{{Key: "score", Value: dir}, {Key: "_id", Value: dir}}))
+	require.NoError(t, err)
+	var stored []anyItem
+	require.NoError(t, cur.All(ctx, &stored))
+	want := make([]any, len(stored))
+	for i, it := range stored {
+		want[i] = it.ID
+	}
+	for _, limit := range limits {
+		var got []any
+		var after subset.Cursor
+		for pages := 0; ; pages++ {
+			require.Less(t, pages, 100, "Page does not end")
+			page, next, err := r.Page(ctx, parent, after, limit)
+			if err != nil {
+				require.ErrorContains(t, err, "cannot continue after item", "limit %d", limit)
+				break
+			}
+			for _, it := range page {
+				got = append(got, it.ID)
+			}
+			if next.IsZero() {
+				require.Equal(t, want, got, "%s, limit %d: every item, in order", parent, limit)
+				break
+			}
+			after = next
+		}
+		require.Equal(t, want[:len(got)], append([]any{}, got...), "%s, limit %d: the items yielded, in order", parent, limit)
+
+		got = got[:0]
+		var allErr error
+		for it, err := range r.All(ctx, parent, options.Find().SetBatchSize(int32(limit))) {
+			if err != nil {
+				allErr = err
+				break
+			}
+			got = append(got, it.ID)
+		}
+		if allErr != nil {
+			require.ErrorContains(t, allErr, "cannot continue after item", "All, pages of %d", limit)
+			require.Equal(t, want[:len(got)], append([]any{}, got...), "All, pages of %d: the items yielded, in order", limit)
+		} else {
+			require.Equal(t, want, got, "%s, All, pages of %d: every item, in order", parent, limit)
+		}
 	}
 }
