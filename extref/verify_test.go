@@ -235,10 +235,10 @@ func TestVerifyNamesCopies(t *testing.T) {
 			require.NoError(t, err)
 		})
 		require.Equal(t, want, got)
-		// Per target, two full pages and an empty one, and a find of the
-		// sources of each full page: the finds Verify sent before it named
-		// copies.
-		require.Len(t, sent, 2*(3+2))
+		// Per target, two full pages and an empty one, a find of the
+		// sources of each full page, and one of the greatest _id: the
+		// finds Verify sent before it named copies.
+		require.Len(t, sent, 2*(3+2+1))
 
 		// The syncs of the first page of carts (products 2 and 3) rewrite
 		// cart 4's copy of product 2 and featured 3 before the scan reaches

@@ -204,7 +204,9 @@ const (
 // sentBulkMigrate: MigrateAll reads pages of two in _id order, the next
 // one after the last _id read (and after every type sorted after a
 // string), and writes a page per bulk write (BulkMigrate), update commands
-// of two statements, then one; a short page ends the scan.
+// of two statements, then one; a short page ends the scan, and one find
+// of the greatest _id checks that none of a type sorted after timestamps
+// is left.
 // sentEachMigrate: the same pages, one replaceOne per document.
 const (
 	sentBulkMigrate = `MigrateAll
@@ -212,6 +214,7 @@ const (
 	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m1","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m1","first":"Edsger","last":"Dijkstra","email":"e@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}},{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","first":"Barbara","last":"Liskov","email":"b@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":false,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","first":"John","last":"Backus","email":"j@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
+	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":1,"projection":{"_id":1},"sort":{"_id":-1}}
 `
 	sentEachMigrate = `MigrateAll
 	{"find":"users","batchSize":3,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":2,"sort":{"_id":1}}
@@ -219,6 +222,7 @@ const (
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m2","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m2","first":"Barbara","last":"Liskov","email":"b@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
 	{"find":"users","batchSize":3,"filter":{"$and":[{"schemaVersion":{"$not":{"$gte":3}}},{"$or":[{"_id":{"$gt":"m2"}},{"_id":{"$type":["object","binData","objectId","bool","date","timestamp"]}}]}]},"limit":2,"sort":{"_id":1}}
 	{"update":"users","ordered":true,"updates":[{"q":{"_id":"m3","schemaVersion":{"$exists":false},"_rev":{"$exists":false}},"u":{"_id":"m3","first":"John","last":"Backus","email":"j@example.com","locale":"en","visits":0,"schemaVersion":3,"_rev":<oid>}}]}
+	{"find":"users","batchSize":2,"filter":{"schemaVersion":{"$not":{"$gte":3}}},"limit":1,"projection":{"_id":1},"sort":{"_id":-1}}
 `
 )
 

@@ -17,6 +17,8 @@ import (
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
 // Class is a place in the server's sort order of BSON types, lowest
@@ -122,6 +124,20 @@ func IDs() []Value {
 	var out []Value
 	for _, v := range All() {
 		if v.IsID() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Odd returns the values of [IDs] that a scan naming the common types
+// only (null to timestamps, in $type) and paging with $gt would miss: a
+// NaN, MinKey, a symbol, a DBPointer, JavaScript with or without scope,
+// MaxKey.
+func Odd() []Value {
+	var out []Value
+	for _, v := range IDs() {
+		if bsonid.IsNaN(v.V) || v.Class < Null || v.Class > Timestamp || v.V.Type == bson.TypeSymbol {
 			out = append(out, v)
 		}
 	}

@@ -102,3 +102,13 @@ func TestServerOrder(t *testing.T) {
 	}
 	require.Equal(t, want, got)
 }
+
+// TestOdd: the odd _ids are those of the classes outside null to
+// timestamps, the symbols and the NaNs.
+func TestOdd(t *testing.T) {
+	var names []string
+	for _, v := range bsonkinds.Odd() {
+		names = append(names, v.Name)
+	}
+	require.Equal(t, []string{"MinKey", "double NaN", "decimal NaN", "symbol a", "symbol b", "DBPointer", "JavaScript x", "JavaScript y", "JavaScript with scope", "MaxKey"}, names)
+}

@@ -12,7 +12,8 @@
 // documents, binary data, ObjectIDs, booleans, dates, timestamps, regular
 // expressions, DBPointers, JavaScript, JavaScript with scope, MaxKey. A
 // scan yields each document stored before it starts, and still there
-// when its place is read, once, whatever its _id's value. Numbers equal
+// when its place is read, once, whatever its _id's value (but for an _id
+// that no MongoDB stores: see [After]). Numbers equal
 // in value are one _id to the server's unique index (int32 7, int64 7,
 // 7.0 and the decimal 7; -0 and 0; the double and the decimal NaN), as a
 // string and a symbol of the same bytes are, so no two documents tie.
@@ -76,9 +77,9 @@ var order = []place{
 // number and above which $gt finds none, the numbers are {$gte:
 // -Infinity}. The $type list names the types every server names (null,
 // "number", documents, binary data, ObjectIDs, booleans, dates,
-// timestamps) and, when all is true, those sorted after timestamps
-// (regular expressions, DBPointers, JavaScript, MaxKey), which only a
-// server that stores them can name. An _id that no scan can page past (a
+// timestamps) and, when all is true, the others (undefined, regular
+// expressions, DBPointers, JavaScript, MaxKey), which only a server that
+// stores such values can name. An _id that no scan can page past (a
 // regular expression, undefined, an array: MongoDB stores none as an _id)
 // is an error wrapping patterns.ErrInvalid that names it. It sends
 // nothing.
