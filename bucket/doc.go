@@ -151,6 +151,17 @@
 // subfields of it (with the timeField last, deprecated in 8.0): {meta: 1},
 // or {meta.site: 1} for a document meta; Range and Summaries then go to
 // the shards of one series (of one site, on a subfield).
+//
+// # Sessions and transactions
+//
+// A context that carries a transaction (mongo.NewSessionContext with a
+// session after StartTransaction, or the context of WithTransaction's
+// callback) is refused by every operation, with an error wrapping
+// [patterns.ErrInvalid], before it sends anything: each operation is its
+// own atomic step, or steps with retries of their own, and says what a
+// reader sees between them; a transaction would make them one unit that
+// a single write conflict aborts. Call them outside the transaction. A
+// session without a transaction is joined: every command carries its id.
 package bucket
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -147,6 +147,17 @@
 // Verify and Repair page through every target on _id: every shard. No
 // command is refused under any target key: the repository never upserts
 // into a target nor changes its shard key.
+//
+// # Sessions and transactions
+//
+// A context that carries a transaction (mongo.NewSessionContext with a
+// session after StartTransaction, or the context of WithTransaction's
+// callback) is refused by every operation, with an error wrapping
+// [patterns.ErrInvalid], before it sends anything: each operation is its
+// own atomic step, or steps with retries of their own, and says what a
+// reader sees between them; a transaction would make them one unit that
+// a single write conflict aborts. Call them outside the transaction. A
+// session without a transaction is joined: every command carries its id.
 package extref
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

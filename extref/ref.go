@@ -16,6 +16,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -145,6 +146,9 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 // id.
 func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 	var zero S
+	if err := txn.Refuse(ctx); err != nil {
+		return zero, pkg.Wrap("Of", err)
+	}
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return zero, pkg.Wrap("Of", err)
 	}
@@ -170,6 +174,9 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 // the first 10 missing ids, and the copies of the others are returned all
 // the same, with the zero S at each missing id's place.
 func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, pkg.Wrap("OfMany", err)
+	}
 	for i, id := range sourceIDs {
 		if err := patterns.ValidateID(id); err != nil {
 			return nil, pkg.Wrap("OfMany", fmt.Errorf("id %d: %w", i, err))

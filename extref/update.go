@@ -232,11 +232,17 @@ var errLeaveTransaction = errors.New("leave the transaction")
 // transaction past the server's lifetime limit or too large for its
 // cache fails that way each time).
 func (r *Ref[S]) updateInTransaction(ctx context.Context, p plan, updateSource func(context.Context) (copyValue, error)) ([]Count, error) {
-	sess, err := r.db.Client().StartSession()
-	if err != nil {
-		return nil, err
+	// The caller's session, if ctx carries one (without a transaction:
+	// Update refused one), runs the transaction, so that its commands
+	// carry the caller's session as every other command does.
+	sess := mongo.SessionFromContext(ctx)
+	if sess == nil {
+		var err error
+		if sess, err = r.db.Client().StartSession(); err != nil {
+			return nil, err
+		}
+		defer sess.EndSession(context.WithoutCancel(ctx))
 	}
-	defer sess.EndSession(context.WithoutCancel(ctx))
 	committing := false // the last attempt's writes all succeeded: the driver commits next
 	attempts := 0
 	res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {

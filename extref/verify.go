@@ -11,6 +11,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -98,6 +99,9 @@ func (c CopyID) String() string {
 // comes only with complete reports. Verify writes nothing, so it is safe
 // to run again.
 func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, r.fail("Verify", nil, err)
+	}
 	reports, err := r.scan(ctx, false)
 	if err != nil {
 		return reports, r.fail("Verify", nil, err)
@@ -120,6 +124,9 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 // reports are those of Verify so far, and Repaired counts what the syncs
 // wrote before it (as Sync's counts do).
 func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, r.fail("Repair", nil, err)
+	}
 	reports, err := r.scan(ctx, true)
 	if err != nil {
 		return reports, r.fail("Repair", nil, err)

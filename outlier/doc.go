@@ -127,6 +127,17 @@
 // FCV 7.0, its upserts (61), Update of an overflowed item and Remove (72)
 // are refused; at FCV 7.1 or later they are two-phase writes to every
 // shard.
+//
+// # Sessions and transactions
+//
+// A context that carries a transaction (mongo.NewSessionContext with a
+// session after StartTransaction, or the context of WithTransaction's
+// callback) is refused by every operation, with an error wrapping
+// [patterns.ErrInvalid], before it sends anything: each operation is its
+// own atomic step, or steps with retries of their own, and says what a
+// reader sees between them; a transaction would make them one unit that
+// a single write conflict aborts. Call them outside the transaction. A
+// session without a transaction is joined: every command carries its id.
 package outlier
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

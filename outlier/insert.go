@@ -10,6 +10,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -33,6 +34,9 @@ import (
 // empty one (Append gives it an array first, one command more), a missing
 // flag is false.
 func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, pkg.Wrap("Insert", err)
+	}
 	doc, err := r.newParent(parent)
 	if err != nil {
 		return nil, pkg.Wrap("Insert", err)

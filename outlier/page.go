@@ -13,6 +13,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 )
 
 // maxLimit is the largest page [Repo.Page] returns.
@@ -70,6 +71,9 @@ const maxLimit = 1 << 20
 // inserted again) gives an empty page and the zero Cursor. It takes the
 // same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, Cursor{}, pkg.Wrap("Page", err)
+	}
 	if err := validParent("Page", parentID); err != nil {
 		return nil, Cursor{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 )
 
 // overflowItems is an overflow document decoded for reading.
@@ -43,6 +44,9 @@ type overflowItems[I any] struct {
 // returns no items, never some of them: it is safe to call again.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	var p P
+	if err := txn.Refuse(ctx); err != nil {
+		return p, nil, pkg.Wrap("Get", err)
+	}
 	if err := validParent("Get", parentID); err != nil {
 		return p, nil, err
 	}
@@ -107,6 +111,9 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // and the cursor is sorted by it, so a repeat always has a seq already
 // passed, and dropping it needs no memory.
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
+	if err := txn.Refuse(ctx); err != nil {
+		return seq.Err[I](pkg.Wrap("Items", err))
+	}
 	if err := validParent("Items", parentID); err != nil {
 		return seq.Err[I](err)
 	}
@@ -260,6 +267,9 @@ func embeddedField[P, I any](field string) []int {
 // the {parent, seq} index), on every server. Between the two, the result
 // is as for [Repo.Get]. A missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return 0, pkg.Wrap("Count", err)
+	}
 	if err := validParent("Count", parentID); err != nil {
 		return 0, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -207,6 +208,9 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // [patterns.ErrConflict] with the parent in place and its overflow
 // documents untouched.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
+	if err := txn.Refuse(ctx); err != nil {
+		return pkg.Wrap("Delete", err)
+	}
 	if err := validParent("Delete", parentID); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -36,6 +37,9 @@ import (
 // ahead of the count that a first Add in flight then stores, counted
 // before another Add's item arrived: hence the write.)
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int64, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return 0, fail("Count", err)
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return 0, fail("Count", fmt.Errorf("parent id: %w", err))
 	}
@@ -99,6 +103,9 @@ func countOf(field string, v bson.RawValue) (int64, error) {
 // an item as soon as [Repo.Add]'s first step has stored it.
 func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (I, error) {
 	var it I
+	if err := txn.Refuse(ctx); err != nil {
+		return it, fail("Item", err)
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return it, fail("Item", fmt.Errorf("parent id: %w", err))
 	}

@@ -195,6 +195,17 @@
 // the chunk of a null _id, where it matches nothing ([patterns.ErrNotFound]
 // for an item that exists) or is refused (31025); at FCV 7.1 or later
 // both are two-phase writes to every shard.
+//
+// # Sessions and transactions
+//
+// A context that carries a transaction (mongo.NewSessionContext with a
+// session after StartTransaction, or the context of WithTransaction's
+// callback) is refused by every operation, with an error wrapping
+// [patterns.ErrInvalid], before it sends anything: each operation is its
+// own atomic step, or steps with retries of their own, and says what a
+// reader sees between them; a transaction would make them one unit that
+// a single write conflict aborts. Call them outside the transaction. A
+// session without a transaction is joined: every command carries its id.
 package subset
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -14,6 +14,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -54,6 +55,9 @@ import (
 // that ends on an item stored without the repository with a sort value
 // it refuses, as [Repo.Page] reports it.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
+	if err := txn.Refuse(ctx); err != nil {
+		return seq.Err[I](fail("All", err))
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
 	}
@@ -136,6 +140,9 @@ func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64
 // stops the pages with that error, never skipped in silence.
 // It takes the same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, Cursor{}, fail("Page", err)
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return nil, Cursor{}, fail("Page", fmt.Errorf("parent id: %w", err))
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -135,6 +136,9 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // [Repo.Remove] has deleted but not yet taken out; and no more than that.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error) {
 	var p P
+	if err := txn.Refuse(ctx); err != nil {
+		return p, fail("Get", err)
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return p, fail("Get", fmt.Errorf("parent id: %w", err))
 	}
@@ -179,6 +183,9 @@ func idOf(id any) string {
 // is rewriting, and leaves it); after 5 such answers Delete returns
 // [patterns.ErrConflict] with the parent and its items in place.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
+	if err := txn.Refuse(ctx); err != nil {
+		return fail("Delete", err)
+	}
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Delete", fmt.Errorf("parent id: %w", err))
 	}

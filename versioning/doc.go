@@ -174,6 +174,17 @@
 //     replaceOne per document. On FerretDB 1.x every write filtered on
 //     more than the _id (write-backs, Update, Replace, MigrateAll's
 //     writes) scans the collection.
+//
+// # Sessions and transactions
+//
+// A context that carries a transaction (mongo.NewSessionContext with a
+// session after StartTransaction, or the context of WithTransaction's
+// callback) is refused by every operation, with an error wrapping
+// [patterns.ErrInvalid], before it sends anything: each operation is its
+// own atomic step, or steps with retries of their own, and says what a
+// reader sees between them; a transaction would make them one unit that
+// a single write conflict aborts. Call them outside the transaction. A
+// session without a transaction is joined: every command carries its id.
 package versioning
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

@@ -13,6 +13,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -40,6 +41,9 @@ import (
 // write-back itself (a unique index, a validator) is returned too.
 func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 	var zero T
+	if err := txn.Refuse(ctx); err != nil {
+		return zero, pkg.Wrap("Get", err)
+	}
 	if err := patterns.ValidateID(id); err != nil {
 		return zero, pkg.Wrap("Get", err)
 	}
@@ -93,6 +97,9 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 // connection, Find is safe to run again: documents written back stay
 // migrated, the others are migrated then.
 func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
+	if err := txn.Refuse(ctx); err != nil {
+		return seq.Err[T](pkg.Wrap("Find", err))
+	}
 	fo, err := listers.Merged(opts)
 	if err == nil {
 		err = checkFindOptions(&fo)

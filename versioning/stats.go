@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 )
 
 // Stats is the number of documents at each schema version.
@@ -23,6 +25,9 @@ type Stats struct {
 // Counts are as of the aggregation; concurrent writes may move documents
 // between versions while it runs.
 func (r *Repo[T]) Stats(ctx context.Context) (Stats, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return Stats{}, pkg.Wrap("Stats", err)
+	}
 	s, err := r.stats(ctx)
 	if err != nil {
 		return Stats{}, pkg.Wrap("Stats", r.ofColl(err))

@@ -9,6 +9,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -24,6 +25,9 @@ import (
 // a value without an _id gets a new one at each call and may be stored
 // twice. Give v an _id to make Insert safe to retry.
 func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		return nil, pkg.Wrap("Insert", err)
+	}
 	doc, err := r.encode(v)
 	if err != nil {
 		return nil, pkg.Wrap("Insert", r.ofValue(doc, err))
@@ -61,6 +65,9 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 // accepts it in a retryable write or a transaction only). Two commands,
 // then; a miss re-reads the document as without ShardKey.
 func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
+	if err := txn.Refuse(ctx); err != nil {
+		return pkg.Wrap("Replace", err)
+	}
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Replace", err)
 	}
@@ -108,6 +115,9 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 // for a document that a concurrent update is rewriting, and leaves it);
 // after 5 such answers Delete returns [patterns.ErrConflict].
 func (r *Repo[T]) Delete(ctx context.Context, id any) error {
+	if err := txn.Refuse(ctx); err != nil {
+		return pkg.Wrap("Delete", err)
+	}
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Delete", err)
 	}

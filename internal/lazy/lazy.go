@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -52,7 +53,14 @@ func (v *Value[T]) Forget() { v.p.Store(nil) }
 // server behind client, as [patterns.Capabilities] reports it (two
 // commands to the admin database, once per client). It is how a
 // repository decides its plan once: a failed detection is not kept.
+// A context that carries a transaction is refused first ([txn.Refuse]):
+// the operations that decide their plan before they send anything are
+// refused there.
 func Decide[P any](ctx context.Context, v *Value[P], client *mongo.Client, planFor func(*patterns.Server) P) (P, error) {
+	if err := txn.Refuse(ctx); err != nil {
+		var zero P
+		return zero, err
+	}
 	return v.Get(ctx, func(ctx context.Context) (P, error) {
 		srv, err := patterns.Capabilities(ctx, client)
 		if err != nil {

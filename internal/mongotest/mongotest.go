@@ -485,6 +485,14 @@ func (c *Counter) Commands() []string {
 	return append([]string(nil), c.commands...)
 }
 
+// Sent returns the commands counted since the last Reset, as the driver
+// encoded them, in the order they were sent.
+func (c *Counter) Sent() []bson.Raw {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sent)
+}
+
 // Count resets the counter, runs fn, and returns the names of the commands
 // fn sent to the database.
 func (c *Counter) Count(fn func()) []string {
