@@ -34,6 +34,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/auth"
 
 	"github.com/mongopatterns/mongopatterns/doctor"
 )
@@ -231,9 +232,19 @@ func connect(ctx context.Context, uri string, timeout time.Duration) (*mongo.Cli
 	defer cancel()
 	if err := client.Ping(pingCtx, nil); err != nil {
 		_ = client.Disconnect(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("cannot reach the server at %s within %s: %w", redact(uri), timeout, err)
+		return nil, pingError(uri, timeout, err)
 	}
 	return client, nil
+}
+
+// pingError says why the first ping failed: credentials the server
+// refused are not an unreachable server.
+func pingError(uri string, timeout time.Duration, err error) error {
+	var refused *auth.Error
+	if errors.As(err, &refused) {
+		return fmt.Errorf("the server at %s refused the credentials (check the user, password and authSource): %w", redact(uri), err)
+	}
+	return fmt.Errorf("cannot reach the server at %s within %s: %w", redact(uri), timeout, err)
 }
 
 // redact hides the password of a connection string.

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/auth"
 
 	"github.com/mongopatterns/mongopatterns/doctor/doctortest"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
@@ -223,4 +225,15 @@ func TestDoctorHTMLRendersInABrowser(t *testing.T) {
 		require.Equal(t, collections, strings.Count(dom.String(), `data-chart="`+kind+`"`), kind)
 	}
 	require.Contains(t, dom.String(), `<rect class="bar over"`, "the 3 MB document and the 1,500 reviews are drawn past their limits")
+}
+
+// Credentials the server refuses are said to be refused, not reported as
+// an unreachable server; the password stays hidden.
+func TestPingErrorTellsRefusedCredentials(t *testing.T) {
+	uri := "mongodb://ada:secret@db.example:27017/"
+	refused := pingError(uri, time.Second, fmt.Errorf("connection() error occurred during connection handshake: %w", &auth.Error{}))
+	require.ErrorContains(t, refused, "refused the credentials")
+	require.NotContains(t, refused.Error(), "secret")
+	unreachable := pingError(uri, time.Second, context.DeadlineExceeded)
+	require.ErrorContains(t, unreachable, "cannot reach the server at mongodb://ada:xxxxx@db.example:27017/ within 1s")
 }
