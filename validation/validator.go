@@ -152,6 +152,20 @@ func (v *Validator) Document() bson.D {
 	return v.guarded(bson.D{{Key: "$jsonSchema", Value: v.Schema()}})
 }
 
+// String returns [Validator.Document] as MongoDB's relaxed Extended JSON,
+// for logs and error messages (%v of a *Validator). A nil or zero
+// Validator, which every other method refuses, reads "<invalid validator>".
+func (v *Validator) String() string {
+	if v.usable() != nil {
+		return "<invalid validator>"
+	}
+	b, err := bson.MarshalExtJSON(v.Document(), false, false)
+	if err != nil {
+		return fmt.Sprintf("<validator: %v>", err)
+	}
+	return string(b)
+}
+
 // Portable returns the validator in a form that needs only
 // [patterns.FeatureValidators]: the $jsonSchema without required, enum
 // and additionalProperties, and query operators for them, {$and:

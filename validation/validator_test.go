@@ -2,6 +2,7 @@ package validation_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -251,4 +252,18 @@ func TestOnlyAndZeroRefuse(t *testing.T) {
 	zero := &validation.Validator{}
 	require.NotNil(t, zero.Validate(mustMarshal(t, bson.D{})))
 	requireSameBSON(t, bson.D{{Key: "$jsonSchema", Value: bson.D{}}}, zero.Document())
+}
+
+// %v of a Validator prints its document, not pointers; a zero one says
+// it is invalid.
+func TestValidatorString(t *testing.T) {
+	type T struct {
+		Name string `bson:"name"`
+	}
+	v, err := validation.For[T]()
+	require.NoError(t, err)
+	require.Equal(t, `{"$jsonSchema":{"bsonType":"object","required":["name"],"properties":{"name":{"bsonType":"string"}}}}`, fmt.Sprintf("%v", v))
+	require.Equal(t, "<invalid validator>", (&validation.Validator{}).String())
+	var none *validation.Validator
+	require.Equal(t, "<invalid validator>", none.String())
 }
