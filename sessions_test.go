@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/bucket"
 	"github.com/mongopatterns/mongopatterns/extref"
@@ -205,4 +206,39 @@ func TestOperationsJoinASessionWithoutATransaction(t *testing.T) {
 			require.Error(t, err, "%s: %s is in no transaction", name, cmd)
 		}
 	}
+}
+
+// versioning's and extref's Update find their document by _id: under a
+// collation that ignores case, {_id: "ann"} would also match "ANN". Both
+// refuse a collation other than the simple one, send nothing, and leave
+// "ANN" as it was.
+func TestUpdatesByIDRefuseACollation(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	ver, err := versioning.New[sessDoc](db, versioning.Config{Collection: "docs", Current: 1})
+	require.NoError(t, err)
+	ref, err := extref.New[sessRef](db, extref.Config{
+		Source: "customers", Targets: []extref.Target{{Collection: "orders", Path: "customer"}},
+	})
+	require.NoError(t, err)
+	_, err = ver.Insert(ctx, sessDoc{ID: "ANN", Name: "a"})
+	require.NoError(t, err)
+	_, err = db.Collection("customers").InsertOne(ctx, bson.D{{Key: "_id", Value: "ANN"}, {Key: "name", Value: "a"}})
+	require.NoError(t, err)
+	caseless := &options.Collation{Locale: "en", Strength: 2}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "name", Value: "b"}}}}
+	counter := mongotest.NewCounter(t, db)
+	sent := counter.Count(func() {
+		err := ver.Update(ctx, "ann", set, options.UpdateOne().SetCollation(caseless))
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+		_, err = ref.Update(ctx, "ann", set, options.FindOneAndUpdate().SetCollation(caseless))
+		require.ErrorIs(t, err, patterns.ErrInvalid)
+	})
+	require.Empty(t, sent)
+	got, err := ver.Get(ctx, "ANN")
+	require.NoError(t, err)
+	require.Equal(t, "a", got.Name)
+	name, err := db.Collection("customers").FindOne(ctx, bson.D{{Key: "_id", Value: "ANN"}}).Raw()
+	require.NoError(t, err)
+	require.Equal(t, "a", name.Lookup("name").StringValue())
 }

@@ -102,10 +102,11 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // accepted (a two-phase write) and nothing is read first. The caller's
 // update may change a key field: mongos then moves the source to its new
 // shard, which the full key in the filter allows. A collation option
-// other than {locale: "simple"} makes the key's string values (and a
-// string _id) useless for targeting: on a source sharded on another key,
-// below FCV 7.1, mongos refuses such a findAndModify (61) even with
-// [Config.ShardKey]; leave the collation out of Update on such a source.
+// other than {locale: "simple"} is refused with [patterns.ErrInvalid]:
+// under it {_id: "ann"} may match a source whose _id is "ANN", and it
+// makes the key's string values (and a string _id) useless for targeting
+// (mongos refuses such a findAndModify, 61, on a source sharded on
+// another key below FCV 7.1, even with [Config.ShardKey]).
 //
 // Errors: [patterns.ErrInvalid] for a bad id, an update that is not an
 // update document (a replacement would drop the source's other fields),
@@ -128,6 +129,9 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 		return nil, r.fail("Update", sourceID, err)
 	}
 	given, err := listers.Merged(opts)
+	if err == nil {
+		err = listers.SimpleCollation(given.Collation)
+	}
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}

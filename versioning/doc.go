@@ -148,9 +148,10 @@
 // 6.0, 7.0 and a 7.1 or 8.0 cluster whose featureCompatibilityVersion is
 // still 7.0 send to every shard, and 7.1 and 8.0 at their own FCV route by
 // a two-phase write (every shard too). An exact _id is one with the
-// simple collation: Update with a collation option (other than
-// {locale: "simple"}) on a string _id is no exact _id, and MongoDB refuses
-// it (72) under such a key before 7.1 or below FCV 7.1. A migration must
+// simple collation: Update refuses a collation option other than
+// {locale: "simple"} ([patterns.ErrInvalid]), under which a string _id is
+// no exact _id (it may match another document's, and MongoDB refuses it,
+// 72, under such a key before 7.1 or below FCV 7.1). A migration must
 // not change a shard-key
 // field: the write-back would move the document to another shard, which
 // MongoDB refuses outside a retryable write or a transaction (code

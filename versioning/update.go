@@ -20,7 +20,9 @@ import (
 // shape T, and stamps the current version and a new revision. update is a
 // document of update operators ({"$set": ...}, {"$inc": ...}) or an
 // aggregation pipeline (mongo.Pipeline); options pass through to the
-// driver, except Upsert, refused (use Insert).
+// driver, except Upsert, refused (use Insert), and a collation other
+// than {locale: "simple"}, refused: under it {_id: "ann"} may match the
+// document "ANN".
 //
 // The update lands only on the document at the current version, so it
 // never applies to a document of another shape: an older one is first
@@ -61,7 +63,8 @@ import (
 // Errors that leave the document untouched: [patterns.ErrInvalid] for a
 // bad id, an empty update, a field that is not an operator, an operator
 // whose value is not a document, one given twice, an operator that touches
-// the version or revision field (the repository owns them), or Upsert;
+// the version or revision field (the repository owns them), Upsert, or a
+// collation other than the simple one;
 // [patterns.ErrNotFound]; [ErrNewerSchema]; [ErrMigration];
 // [patterns.ErrTooLarge] when the result would pass 16 MiB, whatever the
 // server (on a server without the limit, with the exception said above).
@@ -96,6 +99,9 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 		return err
 	}
 	uo, err := listers.Merged(opts)
+	if err == nil {
+		err = listers.SimpleCollation(uo.Collation)
+	}
 	if err != nil {
 		return err
 	}

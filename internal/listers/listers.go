@@ -34,3 +34,17 @@ func Merged[O any](opts []options.Lister[O]) (O, error) {
 	}
 	return o, nil
 }
+
+// SimpleCollation returns an error wrapping [patterns.ErrInvalid] for a
+// collation other than the simple one (nil, or {locale: "simple"}). An
+// operation that finds its document by _id gives it none: under a
+// collation that ignores case, {_id: "ann"} also matches a document whose
+// _id is "ANN" (the unique index compares bytes, the query the
+// collation), and on a sharded cluster a string compared under a
+// collation routes no write to one shard.
+func SimpleCollation(c *options.Collation) error {
+	if c == nil || c.Locale == "simple" {
+		return nil
+	}
+	return errs.Invalid("collation option %q: the document is found by its _id, which a collation other than the simple one may match in another document (and mongos cannot route by); leave it out", c.Locale)
+}

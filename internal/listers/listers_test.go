@@ -39,3 +39,13 @@ func TestMergedRefusesAFailingOption(t *testing.T) {
 	require.ErrorIs(t, err, patterns.ErrInvalid)
 	require.EqualError(t, err, "options: bad option: invalid")
 }
+
+// Only the simple collation (or none) finds a document by its _id
+// exactly.
+func TestSimpleCollation(t *testing.T) {
+	require.NoError(t, listers.SimpleCollation(nil))
+	require.NoError(t, listers.SimpleCollation(&options.Collation{Locale: "simple"}))
+	err := listers.SimpleCollation(&options.Collation{Locale: "en", Strength: 2})
+	require.ErrorIs(t, err, patterns.ErrInvalid)
+	require.ErrorContains(t, err, `collation option "en"`)
+}
