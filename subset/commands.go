@@ -222,14 +222,18 @@ func (c commands) firstN(n int) *options.FindOptionsBuilder {
 
 // page matches the parent's items that come after the cursor (s, i) in
 // the configured order: {<parentField>: id, $or: [{<sortField>: {$gt:
-// s}}, {<sortField>: {$type: later}}, {<sortField>: s, <idField>: {$gt:
-// i}}, {<sortField>: s, <idField>: {$type: later}}]}, with $lt, and the
-// earlier types, when descending, and the places only descending has
-// after a value (NaN, missing: see after); the parent's items when the
-// cursor is the zero Cursor. The range operators compare values of one type only
-// (numbers count as one), so the $type clauses reach the values of the
-// types that the server's sort puts after the cursor's (keyset.TypesAfter);
-// a clause with no such type is left out.
+// s}}, {<sortField>: {$exists: true, $not: {$type: through}}},
+// {<sortField>: s, <idField>: {$gt: i}}, {<sortField>: s, <idField>:
+// {$exists: true, $not: {$type: through}}}]}, with $lt when descending,
+// and the places only descending has after a value (NaN, missing: see
+// after); the parent's items when the cursor is the zero Cursor. The
+// range operators compare values of one type only (numbers count as
+// one), so the $not clauses reach the values of the other types, with
+// through the $type aliases of the types up to the cursor's
+// (keyset.TypesThrough): the types every server names and sorts after
+// it, and those a page cannot place (symbols, MinKey, undefined, regular
+// expressions, JavaScript, DBPointer, MaxKey, arrays), wherever they
+// sort, which the page refuses when it meets one (see placed).
 func (c commands) page(parentID any, cur Cursor) bson.D {
 	filter := c.items(parentID)
 	if cur.IsZero() {
@@ -248,13 +252,12 @@ func (c commands) page(parentID any, cur Cursor) bson.D {
 // after returns the clauses of an $or that match the values of field
 // that come after v in direction dir (1 ascending, -1 descending) in the
 // server's sort order: {field: {$gt: v}} ($lt descending), and {field:
-// {$type: [...]}} with the types sorted after v's, left out when there is
-// none. Descending, two more places come after every value of the order
-// that range operators and $type cannot reach: NaN, which sorts below
-// every other number and which no range operator matches (after a
-// number v, {field: {$type: "number", $not: {$gte: v}}} replaces {$lt:
-// v}: the numbers below v and NaN), and a missing field, which sorts with
-// null ({field: {$exists: false}}).
+// {$exists: true, $not: {$type: [...]}}} with the types sorted up to v's
+// (see page). Descending, two more places come after every value of the
+// order: NaN, which sorts below every other number and which no range
+// operator matches (after a number v, {field: {$type: "number", $not:
+// {$gte: v}}} replaces {$lt: v}: the numbers below v and NaN), and a
+// missing field, which sorts with null ({field: {$exists: false}}).
 func after(field string, v bson.RawValue, dir int) bson.A {
 	past := bson.D{{Key: "$gt", Value: v}}
 	if dir < 0 {
@@ -263,15 +266,25 @@ func after(field string, v bson.RawValue, dir int) bson.A {
 			past = bson.D{{Key: "$type", Value: "number"}, {Key: "$not", Value: bson.D{{Key: "$gte", Value: v}}}}
 		}
 	}
-	out := bson.A{bson.D{{Key: field, Value: past}}}
-	if later := keyset.TypesAfter(v.Type, dir); len(later) > 0 {
-		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$type", Value: later}}}})
+	out := bson.A{
+		bson.D{{Key: field, Value: past}},
+		bson.D{{Key: field, Value: bson.D{
+			{Key: "$exists", Value: true},
+			{Key: "$not", Value: bson.D{{Key: "$type", Value: keyset.TypesThrough(v.Type, dir)}}},
+		}}},
 	}
 	if dir < 0 {
 		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$exists", Value: false}}}})
 	}
 	return out
 }
+
+// placed reports whether the page filters place a sort value or an item
+// id of type t, missing (0) included: whether the $not clauses of page
+// match it only after the cursor. Those of the other types (symbols,
+// MinKey, undefined, regular expressions, JavaScript, DBPointer, MaxKey,
+// arrays) they match wherever they sort.
+func placed(t bson.Type) bool { return t == 0 || keyset.Ordered(t) }
 
 // acceptedTypes are the BSON types a sort value (checkScalar) or an item
 // id (validateRawID) may have: those whose place in the server's sort

@@ -51,9 +51,11 @@ import (
 // page). Limit bounds the items yielded. An invalid parent id is yielded
 // as an error wrapping [patterns.ErrInvalid]; a missing parent yields
 // nothing; an error from the server or from decoding is yielded once
-// (before the items of its page) and ends the iteration, as does a page
-// that ends on an item stored without the repository with a sort value
-// it refuses, as [Repo.Page] reports it.
+// (before the items of its page) and ends the iteration, as does the
+// error wrapping [patterns.ErrInvalid] of a page that meets an item
+// stored without the repository that [Repo.Page] cannot page past: such
+// an item is yielded in its place or ends the iteration with that error
+// naming it, never skipped in silence.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
 	if err := txn.Refuse(ctx); err != nil {
 		return seq.Err[I](fail("All", err))
@@ -129,15 +131,23 @@ func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64
 // items from the index of [Repo.Indexes] in one batch: keyset pagination,
 // so a deep page costs what the first one costs, and a page does not skip
 // or repeat items when items before it are added or removed. The pages
-// hold what [Repo.All] yields, in its order, whatever the BSON types of
-// the ids and sort values (the filter names the types the server sorts
-// after the cursor's; descending, it also reaches NaN and a missing sort
-// value, which sort after every number). A limit outside 1 to 1<<20 gives
-// [patterns.ErrInvalid]. A page that ends on an item stored without the
-// repository with a sort value it refuses (NaN, null, missing, an array)
-// gives an error that names the item, since no filter continues exactly
-// after it; in either direction, such an item is yielded in its place or
-// stops the pages with that error, never skipped in silence.
+// hold what [Repo.All] yields, in its order, for the sort values and ids
+// the repository stores (the filter reaches the types the server sorts
+// after the cursor's; descending, also NaN and a missing sort value,
+// which sort after every number). A limit outside 1 to 1<<20 gives
+// [patterns.ErrInvalid]. Items stored without the repository are yielded
+// in their place, or stop the pages with an error wrapping
+// [patterns.ErrInvalid] that names the item; never skipped in silence. A
+// page that ends on an item whose sort value the repository refuses
+// (NaN, null, missing, an array...) gives that error, since no filter
+// continues exactly after it; so does a page after the first that meets
+// an item whose sort value or id is of a type the filter cannot place
+// (a symbol, MinKey, undefined, a regular expression, JavaScript, a
+// DBPointer, MaxKey, an array: FerretDB 1.x names none in $type, and an
+// array sorts by its least element, or its greatest descending, which no
+// range operator matches), wherever that item sorts: the filter matches
+// such items before the cursor as well as after it. The first page
+// yields them in their place.
 // It takes the same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
 	if err := txn.Refuse(ctx); err != nil {
@@ -167,6 +177,20 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 	if err := cur.All(ctx, &found); err != nil {
 		return nil, Cursor{}, err
 	}
+	if !after.IsZero() {
+		// The $not clauses of the filter match the values it cannot
+		// place wherever they sort: before the cursor as well as after.
+		for _, d := range found {
+			s, id := d.Lookup(r.sortPath...), d.Lookup(r.cfg.IDField)
+			field, v := r.cfg.SortField, s
+			if placed(s.Type) {
+				field, v = r.cfg.IDField, id
+			}
+			if !placed(v.Type) {
+				return nil, Cursor{}, errs.Invalid("cannot page past item %s: its %s is a BSON %s, which no page after the first can place", bsonid.Text(id), field, v.Type)
+			}
+		}
+	}
 	more := len(found) > limit
 	found = found[:min(len(found), limit)]
 	out := make([]I, len(found))
@@ -182,7 +206,7 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 	next := Cursor{sort: last.Lookup(r.sortPath...), id: last.Lookup(r.cfg.IDField)}
 	if err := checkScalar(next.sort); err != nil || next.id.IsZero() {
 		// Stored without the repository, and without a sort value or id.
-		return nil, Cursor{}, fmt.Errorf("cannot continue after item %s: no scalar %s and %s", bsonid.Text(next.id), r.cfg.SortField, r.cfg.IDField)
+		return nil, Cursor{}, errs.Invalid("cannot continue after item %s: no scalar %s and %s", bsonid.Text(next.id), r.cfg.SortField, r.cfg.IDField)
 	}
 	return out, next, nil
 }

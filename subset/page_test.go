@@ -418,26 +418,31 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 }
 
 // TestPageNeverSkipsAStoredItem: items stored without the repository
-// with a sort value of each class of the server's sort order that the
-// page's $type clauses name on every server (missing, null, the NaNs, infinities, numbers of each type, strings, documents,
-// binary data, ObjectIDs, booleans, dates, timestamps), among numbers:
-// in both directions and pages of several sizes, Page and All yield every
-// item once, in the order the server sorts them, or stop with an error
-// that names the item they cannot continue after; never fewer items in
-// silence. (Descending, NaN and missing sort after every number: the
-// page after a number once matched neither.) A value the server does not
-// store is left out.
+// with a sort value of each class of the server's sort order (bsonkinds:
+// missing, null, the NaNs, infinities, numbers of each type, strings and
+// symbols, documents, arrays, binary data, ObjectIDs, booleans, dates,
+// timestamps, MinKey, undefined, regular expressions, JavaScript with and
+// without scope, DBPointer, MaxKey), among numbers: in both directions
+// and pages of several sizes, Page and All yield every item once, in the
+// order the server sorts them, or stop with an error wrapping
+// patterns.ErrInvalid that names an item; never fewer items in silence.
+// (Descending, NaN and missing sort after every number: the page after a
+// number once matched neither; symbols, MinKey and undefined were skipped
+// in both directions, the types the common $type aliases do not name.) A
+// value the server does not store (FerretDB 1.x stores few of the odd
+// types) is left out with its parent.
 func TestPageNeverSkipsAStoredItem(t *testing.T) {
 	ctx := context.Background()
-	// Not yet symbols, MinKey, MaxKey, undefined, arrays, regular
-	// expressions, JavaScript and DBPointer: FerretDB 1.x cannot name
-	// them in $type, and on MongoDB a page still skips them.
+	// The values the server stores, tried once: FerretDB 1.x refuses a
+	// Decimal128 by closing the connection, which costs half a second.
 	var classes []bsonkinds.Value
-	for _, v := range bsonkinds.Of(bsonkinds.Null, bsonkinds.Number, bsonkinds.String, bsonkinds.Object,
-		bsonkinds.Binary, bsonkinds.ObjectID, bsonkinds.Bool, bsonkinds.Date, bsonkinds.Timestamp) {
-		if v.V.Type != bson.TypeSymbol {
-			classes = append(classes, v)
+	probe := mongotest.DB(t).Collection("probe")
+	for i, v := range bsonkinds.All() {
+		if _, err := probe.InsertOne(ctx, v.Doc("score", bson.E{Key: "_id", Value: i})); err != nil {
+			t.Logf("score %s left out: the server does not store it (%v)", v.Name, err)
+			continue
 		}
+		classes = append(classes, v)
 	}
 	for _, descending := range []bool{false, true} {
 		t.Run(fmt.Sprintf("descending=%v", descending), func(t *testing.T) {
@@ -446,27 +451,32 @@ func TestPageNeverSkipsAStoredItem(t *testing.T) {
 			cfg.Descending = descending
 			r := newRepo[bson.M, anyItem](t, db, cfg, portable)
 			id := int64(0)
-			insert := func(parent string, score bsonkinds.Value) {
+			insert := func(parent string, score bsonkinds.Value) bool {
 				id++
-				if _, err := db.Collection("items").InsertOne(ctx, score.Doc("score", bson.E{Key: "_id", Value: id}, bson.E{Key: "parent", Value: parent})); err != nil {
-					t.Logf("score %s left out: the server does not store it (%v)", score.Name, err)
+				_, err := db.Collection("items").InsertOne(ctx, score.Doc("score", bson.E{Key: "_id", Value: id}, bson.E{Key: "parent", Value: parent}))
+				if err != nil { // FerretDB 2.7 stores JavaScript with scope in probe, not in the indexed items
+					t.Logf("score %s left out: the server does not store it here (%v)", score.Name, err)
 				}
+				return err == nil
 			}
 			number := func() bsonkinds.Value {
 				return bsonkinds.Value{V: bson.RawValue{Type: bson.TypeInt64, Value: bsoncore.AppendInt64(nil, id)}}
 			}
 			// Parent "all" holds every value, a number after each, for
-			// pages to end on; parent "pK" value K alone among three
+			// pages to end on; parent "pK" value K alone after three
 			// numbers, so that no other odd value hides it.
 			parents := []string{"all"}
 			for k, v := range classes {
-				insert("all", v)
-				insert("all", number())
-				parents = append(parents, fmt.Sprint("p", k))
-				for range 3 {
-					insert(parents[k+1], number())
+				if !insert("all", v) {
+					continue
 				}
-				insert(parents[k+1], v)
+				insert("all", number())
+				parent := fmt.Sprint("p", k)
+				parents = append(parents, parent)
+				for range 3 {
+					insert(parent, number())
+				}
+				insert(parent, v)
 			}
 			insertParents(t, db, parents...)
 			walkEveryWay(t, db, r, "all", descending, 1, 2, 3, 5)
@@ -504,7 +514,8 @@ func walkEveryWay(t *testing.T, db *mongo.Database, r *subset.Repo[bson.M, anyIt
 			require.Less(t, pages, 100, "Page does not end")
 			page, next, err := r.Page(ctx, parent, after, limit)
 			if err != nil {
-				require.ErrorContains(t, err, "cannot continue after item", "limit %d", limit)
+				require.ErrorIs(t, err, patterns.ErrInvalid, "limit %d", limit)
+				require.ErrorContains(t, err, "item", "limit %d", limit)
 				break
 			}
 			for _, it := range page {
@@ -528,7 +539,8 @@ func walkEveryWay(t *testing.T, db *mongo.Database, r *subset.Repo[bson.M, anyIt
 			got = append(got, it.ID)
 		}
 		if allErr != nil {
-			require.ErrorContains(t, allErr, "cannot continue after item", "All, pages of %d", limit)
+			require.ErrorIs(t, allErr, patterns.ErrInvalid, "All, pages of %d", limit)
+			require.ErrorContains(t, allErr, "item", "All, pages of %d", limit)
 			require.Equal(t, want[:len(got)], append([]any{}, got...), "All, pages of %d: the items yielded, in order", limit)
 		} else {
 			require.Equal(t, want, got, "%s, All, pages of %d: every item, in order", parent, limit)

@@ -127,8 +127,7 @@ var stringRank = rank(bson.TypeString)
 
 // Ordered reports whether t has a place in the order of types that every
 // server names in $type (null, numbers, strings, documents, binary data,
-// ObjectIDs, booleans, dates and timestamps), after which [TypesAfter]
-// reaches every later one.
+// ObjectIDs, booleans, dates and timestamps), which [TypesThrough] places.
 func Ordered(t bson.Type) bool {
 	r := rank(t)
 	return r >= 0 && order[r].common && t != bson.TypeSymbol
@@ -143,16 +142,21 @@ func rank(t bson.Type) int {
 	return slices.IndexFunc(order, func(p place) bool { return slices.Contains(p.types, t) })
 }
 
-// TypesAfter returns the $type aliases of the types that every server
-// names and the server's sort puts after t in direction dir (1
-// ascending, -1 descending): what a range operator, which compares values
-// of one type only, cannot reach from a value of type t. t must be
-// [Ordered]. It sends nothing.
-func TypesAfter(t bson.Type, dir int) bson.A {
+// TypesThrough returns the $type aliases of the types that every server
+// names and the server's sort puts at t or before it in direction dir (1
+// ascending, -1 descending): {$not: {$type: TypesThrough(t, dir)}} is
+// what a range operator, which compares values of one type only, cannot
+// reach from a value of type t, less what it excludes: the types every
+// server names and sorts after t, and also the types outside them
+// (symbols, MinKey, undefined, regular expressions, DBPointers,
+// JavaScript, MaxKey) and arrays, wherever they sort, which a caller that
+// cannot place them must refuse when it meets them. t must be [Ordered].
+// It sends nothing.
+func TypesThrough(t bson.Type, dir int) bson.A {
 	r := rank(t)
 	var out bson.A
 	for i, p := range order {
-		if p.common && (i-r)*dir > 0 {
+		if p.common && (i-r)*dir <= 0 {
 			out = append(out, p.alias)
 		}
 	}
@@ -170,7 +174,7 @@ func TypesAfter(t bson.Type, dir int) bson.A {
 // _id that matches filter: when it is of a type sorted after timestamps
 // (a DBPointer, JavaScript, MaxKey), which the pages name in $type only
 // once the scan has met a type outside the common ones (those
-// [TypesAfter] names), the scan goes on past the last document naming
+// [TypesThrough] names), the scan goes on past the last document naming
 // them. opts are the caller's options, sent with every find, before the
 // sort, limit, batch size (and projection, for the greatest _id) of the
 // scan's own, which win.
