@@ -83,7 +83,7 @@ const (
 // Counts are what histories did.
 type Counts struct {
 	Histories, Operations, Unknown, Faults, Violations int
-	Failed                                            []uint64 // the seeds of the histories that failed
+	Failed                                             []uint64 // the seeds of the histories that failed
 }
 
 func (c Counts) String() string {
