@@ -41,6 +41,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/linear"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Spec is a repository's random history: S is what Prepare stored (the
@@ -102,9 +103,22 @@ func Run[S, Op any](t *testing.T, spec Spec[S, Op]) Counts {
 	if spec.Faulty == 0 {
 		spec.Faulty = spec.Clients / 2
 	}
+	// On a server without atomic updates from concurrent connections
+	// (FerretDB 1.x), every promise about concurrent writers holds only
+	// for one client with one connection (patterns.FeatureConcurrentUpdates):
+	// there the clients are goroutines sharing one proxy's client, whose
+	// pool has one connection, and the storm strikes it.
 	proxies := make([]*faults.Proxy, spec.Clients)
+	shared := !mongotest.Server().Has(patterns.FeatureConcurrentUpdates)
 	for i := range proxies {
+		if shared && i > 0 {
+			proxies[i] = proxies[0]
+			continue
+		}
 		proxies[i] = faults.New(t)
+	}
+	if shared {
+		spec.Faulty = 1
 	}
 	var counts Counts
 	soak, err := soakTime()
@@ -223,8 +237,10 @@ func history[S, Op any](t *testing.T, spec Spec[S, Op], proxies []*faults.Proxy,
 	clients.Wait()
 	close(done)
 	wg.Wait()
-	for _, p := range proxies {
-		p.Settle(t, db)
+	for i, p := range proxies {
+		if i == 0 || p != proxies[0] {
+			p.Settle(t, db)
+		}
 	}
 	ops := h.Operations()
 	unknown := 0
