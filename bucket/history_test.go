@@ -462,3 +462,32 @@ func TestHistories(t *testing.T) {
 		chaos.Run(t, bucketHistSpec(p))
 	})
 }
+
+// TestHistoriesModel: the model rejects a read that misses a stored
+// measurement, or sees one twice, and accepts a write of unknown outcome
+// either way.
+func TestHistoriesModel(t *testing.T) {
+	m := bm{id: 1, series: "s1", at: base.Add(time.Minute)}
+	add := porcupine.Operation{Input: bop{op: "add", pts: []bm{m}}, Output: bout{stored: []int{1}}, Call: 0, Return: 1}
+	unknown := porcupine.Operation{Input: bop{op: "add", pts: []bm{m}}, Output: linear.Unknown{Err: errors.New("reset")}, Call: 0, Return: math.MaxInt64}
+	read := func(seen ...int) porcupine.Operation {
+		return porcupine.Operation{Input: bop{op: "range", series: "s1", from: base, to: base.Add(time.Hour)}, Output: bout{seen: seen}, Call: 2, Return: 3}
+	}
+	del := porcupine.Operation{Input: bop{op: "delete", to: base.Add(time.Hour)}, Output: "ok", Call: 2, Return: 3}
+	latest := porcupine.Operation{Input: bop{op: "latest", series: "s1"}, Output: bout{notFound: true}, Call: 4, Return: 5}
+	for _, c := range []struct {
+		name    string
+		history []porcupine.Operation
+		ok      bool
+	}{
+		{"seen", []porcupine.Operation{add, read(1)}, true},
+		{"missed", []porcupine.Operation{add, read()}, false},
+		{"twice", []porcupine.Operation{add, read(1, 1)}, false},
+		{"unknown, seen", []porcupine.Operation{unknown, read(1)}, true},
+		{"unknown, missed", []porcupine.Operation{unknown, read()}, true},
+		{"deleted", []porcupine.Operation{add, del, latest}, true},
+		{"not deleted, Latest says none", []porcupine.Operation{add, latest}, false},
+	} {
+		require.Equal(t, c.ok, porcupine.CheckOperations(bucketHistories, c.history), c.name)
+	}
+}

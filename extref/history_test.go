@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -470,4 +471,28 @@ func TestHistories(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		chaos.Run(t, refHistSpec(p))
 	})
+}
+
+// TestHistoriesModel: the model rejects a read of the source that misses
+// a completed write and a copy of a value the source never had, and
+// accepts an older copy and a write of unknown outcome either way.
+func TestHistoriesModel(t *testing.T) {
+	op := func(in hop, out any, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
+	}
+	put := op(hop{op: "put", id: 1, value: 5}, hout{res: "ok"}, 0, 1)
+	for _, c := range []struct {
+		name    string
+		history []porcupine.Operation
+		ok      bool
+	}{
+		{"a stale Of", []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{0}}, 2, 3)}, false},
+		{"a fresh Of", []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{5}}, 2, 3)}, true},
+		{"an older copy", []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{0, 5}}, 2, 3)}, true},
+		{"a copy never had", []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{6}}, 2, 3)}, false},
+		{"Sync of a deleted source", []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, false},
+		{"an unknown Update that applied", []porcupine.Operation{op(hop{op: "update", id: 1, value: 7}, linear.Unknown{Err: errors.New("reset")}, 0, math.MaxInt64), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{7}}, 2, 3)}, true},
+	} {
+		require.Equal(t, c.ok, porcupine.CheckOperations(refHistories, c.history), c.name)
+	}
 }

@@ -409,3 +409,34 @@ func TestHistories(t *testing.T) {
 		chaos.Run(t, outlierHistSpec(p))
 	})
 }
+
+// TestHistoriesModel: the model rejects a Get that misses an appended
+// item or holds one twice, and accepts the double store the godoc admits
+// only where it does.
+func TestHistoriesModel(t *testing.T) {
+	op := func(in oop, out oout, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
+	}
+	appendOf := func(id string, call, ret int64) porcupine.Operation {
+		return op(oop{op: "append", parent: 1, id: id, text: id}, oout{res: "ok"}, call, ret)
+	}
+	get := func(parent, overflow string) porcupine.Operation {
+		return op(oop{op: "get", parent: 1}, oout{res: "ok", parent: parent, overflow: overflow}, 20, 21)
+	}
+	full := []porcupine.Operation{appendOf("a", 0, 1), appendOf("b", 2, 3), appendOf("c", 4, 5)}
+	for _, c := range []struct {
+		name    string
+		history []porcupine.Operation
+		ok      bool
+	}{
+		{"closed and overflowed", append(slices.Clone(full), get("a:a,b:b,", "c:c,")), true},
+		{"missed", append(slices.Clone(full), get("a:a,b:b,", "")), false},
+		{"twice", append(slices.Clone(full), appendOf("c", 6, 7), get("a:a,b:b,", "c:c,c:c,")), false},
+		{"twice, where the godoc admits it", append(slices.Clone(full), appendOf("c", 6, 10), appendOf("c", 7, 9),
+			op(oop{op: "remove", parent: 1, id: "x"}, oout{res: "notfound"}, 6, 10), get("a:a,b:b,", "c:c,c:c,")), true},
+		{"removed from the parent, appended to the overflow", append(slices.Clone(full),
+			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), appendOf("d", 8, 9), get("b:b,", "c:c,d:d,")), true},
+	} {
+		require.Equal(t, c.ok, porcupine.CheckOperations(outlierHistories, c.history), c.name)
+	}
+}

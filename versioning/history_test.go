@@ -397,3 +397,30 @@ func TestHistories(t *testing.T) {
 		chaos.Run(t, versionHistSpec(p))
 	})
 }
+
+// TestHistoriesModel: the model rejects an update lost or applied to a
+// read, the old release reading a version-2 document, and accepts a
+// lazy write-back either way.
+func TestHistoriesModel(t *testing.T) {
+	op := func(in vop, out any, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
+	}
+	got := func(op string, content string) vout {
+		return vout{res: "ok", found: map[int32]string{1: content}}
+	}
+	ins := op(vop{op: "oldinsert", id: 1, value: 1}, vout{res: "ok"}, 0, 1)
+	upd := op(vop{op: "update", id: 1, value: 2}, vout{res: "ok"}, 2, 3)
+	for _, c := range []struct {
+		name    string
+		history []porcupine.Operation
+		ok      bool
+	}{
+		{"updated", []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "2|1,2,"), 4, 5)}, true},
+		{"update lost", []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "1|1,"), 4, 5)}, false},
+		{"old release reads version 2", []porcupine.Operation{ins, upd, op(vop{op: "oldget", id: 1}, got("oldget", "2|1,2,"), 4, 5)}, false},
+		{"old release after a write-back", []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, vout{res: "newer"}, 4, 5)}, true},
+		{"old release without a write-back", []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, got("oldget", "1|1,"), 4, 5)}, true},
+	} {
+		require.Equal(t, c.ok, porcupine.CheckOperations(versionHistories, c.history), c.name)
+	}
+}
