@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -144,13 +145,7 @@ var bucketHistories = (&porcupine.NondeterministicModel{
 			}
 		}
 		var parts [][]porcupine.Operation
-		for _, id := range slices.Sorted(func(yield func(int) bool) {
-			for id := range by {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
+		for _, id := range slices.Sorted(maps.Keys(by)) {
 			parts = append(parts, by[id])
 		}
 		return parts
@@ -475,19 +470,13 @@ func TestHistoriesModel(t *testing.T) {
 	}
 	del := porcupine.Operation{Input: bop{op: "delete", to: base.Add(time.Hour)}, Output: "ok", Call: 2, Return: 3}
 	latest := porcupine.Operation{Input: bop{op: "latest", series: "s1"}, Output: bout{notFound: true}, Call: 4, Return: 5}
-	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		ok      bool
-	}{
-		{"seen", []porcupine.Operation{add, read(1)}, true},
-		{"missed", []porcupine.Operation{add, read()}, false},
-		{"twice", []porcupine.Operation{add, read(1, 1)}, false},
-		{"unknown, seen", []porcupine.Operation{unknown, read(1)}, true},
-		{"unknown, missed", []porcupine.Operation{unknown, read()}, true},
-		{"deleted", []porcupine.Operation{add, del, latest}, true},
-		{"not deleted, Latest says none", []porcupine.Operation{add, latest}, false},
-	} {
-		require.Equal(t, c.ok, porcupine.CheckOperations(bucketHistories, c.history), c.name)
-	}
+	chaos.CheckModel(t, bucketHistories, []chaos.ModelCase{
+		{Name: "seen", History: []porcupine.Operation{add, read(1)}, OK: true},
+		{Name: "missed", History: []porcupine.Operation{add, read()}, OK: false},
+		{Name: "twice", History: []porcupine.Operation{add, read(1, 1)}, OK: false},
+		{Name: "unknown, seen", History: []porcupine.Operation{unknown, read(1)}, OK: true},
+		{Name: "unknown, missed", History: []porcupine.Operation{unknown, read()}, OK: true},
+		{Name: "deleted", History: []porcupine.Operation{add, del, latest}, OK: true},
+		{Name: "not deleted, Latest says none", History: []porcupine.Operation{add, latest}, OK: false},
+	})
 }

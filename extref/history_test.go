@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -96,13 +97,7 @@ var refHistories = porcupine.Model{
 			by[in.id] = append(by[in.id], o)
 		}
 		var parts [][]porcupine.Operation
-		for _, id := range slices.Sorted(func(yield func(int32) bool) {
-			for id := range by {
-				if !yield(id) {
-					return
-				}
-			}
-		}) {
+		for _, id := range slices.Sorted(maps.Keys(by)) {
 			parts = append(parts, by[id])
 		}
 		return parts
@@ -252,19 +247,11 @@ func refHistDo(ctx context.Context, db *mongo.Database, h *refHistory, op hop) (
 	// outcome names the errors the godoc gives callers; any other is the
 	// caller's to explain (a fault).
 	outcome := func(err error) (any, error) {
-		switch {
-		case err == nil:
-			return hout{res: "ok"}, nil
-		case errors.Is(err, extref.ErrNotSynced) && errors.Is(err, patterns.ErrConflict):
-			return hout{res: "notsynced"}, nil
-		case errors.Is(err, extref.ErrNotSynced):
+		if errors.Is(err, extref.ErrNotSynced) && !errors.Is(err, patterns.ErrConflict) {
 			return nil, err // the sync broke: the fault's
-		case errors.Is(err, patterns.ErrNotFound):
-			return hout{res: "notfound"}, nil
-		case errors.Is(err, patterns.ErrConflict):
-			return hout{res: "conflict"}, nil
 		}
-		return nil, err
+		res, err := chaos.Outcome(err, chaos.Named{Name: "notsynced", Err: extref.ErrNotSynced})
+		return hout{res: res}, err
 	}
 	switch op.op {
 	case "put":
@@ -481,18 +468,12 @@ func TestHistoriesModel(t *testing.T) {
 		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
 	}
 	put := op(hop{op: "put", id: 1, value: 5}, hout{res: "ok"}, 0, 1)
-	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		ok      bool
-	}{
-		{"a stale Of", []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{0}}, 2, 3)}, false},
-		{"a fresh Of", []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{5}}, 2, 3)}, true},
-		{"an older copy", []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{0, 5}}, 2, 3)}, true},
-		{"a copy never had", []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{6}}, 2, 3)}, false},
-		{"Sync of a deleted source", []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, false},
-		{"an unknown Update that applied", []porcupine.Operation{op(hop{op: "update", id: 1, value: 7}, linear.Unknown{Err: errors.New("reset")}, 0, math.MaxInt64), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{7}}, 2, 3)}, true},
-	} {
-		require.Equal(t, c.ok, porcupine.CheckOperations(refHistories, c.history), c.name)
-	}
+	chaos.CheckModel(t, refHistories, []chaos.ModelCase{
+		{Name: "a stale Of", History: []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{0}}, 2, 3)}, OK: false},
+		{Name: "a fresh Of", History: []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{5}}, 2, 3)}, OK: true},
+		{Name: "an older copy", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{0, 5}}, 2, 3)}, OK: true},
+		{Name: "a copy never had", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{6}}, 2, 3)}, OK: false},
+		{Name: "Sync of a deleted source", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, OK: false},
+		{Name: "an unknown Update that applied", History: []porcupine.Operation{op(hop{op: "update", id: 1, value: 7}, linear.Unknown{Err: errors.New("reset")}, 0, math.MaxInt64), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{7}}, 2, 3)}, OK: true},
+	})
 }

@@ -309,17 +309,8 @@ func outlierHistSpec(p Plan) chaos.Spec[*outlierHistory, oop] {
 func outlierHistDo(ctx context.Context, db *mongo.Database, h *outlierHistory, op oop) (any, error) {
 	r := h.repo(db)
 	outcome := func(err error) (any, error) {
-		switch {
-		case err == nil:
-			return oout{res: "ok"}, nil
-		case errors.Is(err, patterns.ErrNotFound):
-			return oout{res: "notfound"}, nil
-		case errors.Is(err, patterns.ErrConflict):
-			return oout{res: "conflict"}, nil
-		case mongo.IsDuplicateKeyError(err):
-			return oout{res: "dup"}, nil
-		}
-		return nil, err
+		res, err := chaos.Outcome(err)
+		return oout{res: res}, err
 	}
 	switch op.op {
 	case "insert":
@@ -424,19 +415,13 @@ func TestHistoriesModel(t *testing.T) {
 		return op(oop{op: "get", parent: 1}, oout{res: "ok", parent: parent, overflow: overflow}, 20, 21)
 	}
 	full := []porcupine.Operation{appendOf("a", 0, 1), appendOf("b", 2, 3), appendOf("c", 4, 5)}
-	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		ok      bool
-	}{
-		{"closed and overflowed", append(slices.Clone(full), get("a:a,b:b,", "c:c,")), true},
-		{"missed", append(slices.Clone(full), get("a:a,b:b,", "")), false},
-		{"twice", append(slices.Clone(full), appendOf("c", 6, 7), get("a:a,b:b,", "c:c,c:c,")), false},
-		{"twice, where the godoc admits it", append(slices.Clone(full), appendOf("c", 6, 10), appendOf("c", 7, 9),
-			op(oop{op: "remove", parent: 1, id: "x"}, oout{res: "notfound"}, 6, 10), get("a:a,b:b,", "c:c,c:c,")), true},
-		{"removed from the parent, appended to the overflow", append(slices.Clone(full),
-			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), appendOf("d", 8, 9), get("b:b,", "c:c,d:d,")), true},
-	} {
-		require.Equal(t, c.ok, porcupine.CheckOperations(outlierHistories, c.history), c.name)
-	}
+	chaos.CheckModel(t, outlierHistories, []chaos.ModelCase{
+		{Name: "closed and overflowed", History: append(slices.Clone(full), get("a:a,b:b,", "c:c,")), OK: true},
+		{Name: "missed", History: append(slices.Clone(full), get("a:a,b:b,", "")), OK: false},
+		{Name: "twice", History: append(slices.Clone(full), appendOf("c", 6, 7), get("a:a,b:b,", "c:c,c:c,")), OK: false},
+		{Name: "twice, where the godoc admits it", History: append(slices.Clone(full), appendOf("c", 6, 10), appendOf("c", 7, 9),
+			op(oop{op: "remove", parent: 1, id: "x"}, oout{res: "notfound"}, 6, 10), get("a:a,b:b,", "c:c,c:c,")), OK: true},
+		{Name: "removed from the parent, appended to the overflow", History: append(slices.Clone(full),
+			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), appendOf("d", 8, 9), get("b:b,", "c:c,d:d,")), OK: true},
+	})
 }

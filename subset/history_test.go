@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -89,13 +90,7 @@ type sstate struct {
 
 func encodeItems(m map[int64]int64) string {
 	var b strings.Builder
-	for _, id := range slices.Sorted(func(yield func(int64) bool) {
-		for id := range m {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
+	for _, id := range slices.Sorted(maps.Keys(m)) {
 		fmt.Fprintf(&b, "%d:%d,", id, m[id])
 	}
 	return b.String()
@@ -316,17 +311,8 @@ func subsetHistSpec(p subset.Plan) chaos.Spec[*subsetHistory, sop] {
 func subsetHistDo(ctx context.Context, db *mongo.Database, h *subsetHistory, op sop) (any, error) {
 	r := h.repo(db)
 	outcome := func(err error) (any, error) {
-		switch {
-		case err == nil:
-			return sout{res: "ok"}, nil
-		case errors.Is(err, patterns.ErrNotFound):
-			return sout{res: "notfound"}, nil
-		case errors.Is(err, patterns.ErrConflict):
-			return sout{res: "conflict"}, nil
-		case mongo.IsDuplicateKeyError(err):
-			return sout{res: "dup"}, nil
-		}
-		return nil, err
+		res, err := chaos.Outcome(err)
+		return sout{res: res}, err
 	}
 	switch op.op {
 	case "create":
@@ -531,17 +517,11 @@ func TestHistoriesModel(t *testing.T) {
 	remove := func(call, ret int64) porcupine.Operation {
 		return op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "ok"}, call, ret)
 	}
-	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		ok      bool
-	}{
-		{"added", []porcupine.Operation{add, get("2:3,")}, true},
-		{"missed", []porcupine.Operation{add, get("")}, false},
-		{"removed after", []porcupine.Operation{add, remove(4, 5), get("")}, true},
-		{"a ghost after an overlap", []porcupine.Operation{add, remove(1, 5), get("2:3,")}, true},
-		{"a ghost without one", []porcupine.Operation{add, remove(4, 5), get("2:3,")}, false},
-	} {
-		require.Equal(t, c.ok, porcupine.CheckOperations(subsetHistories, c.history), c.name)
-	}
+	chaos.CheckModel(t, subsetHistories, []chaos.ModelCase{
+		{Name: "added", History: []porcupine.Operation{add, get("2:3,")}, OK: true},
+		{Name: "missed", History: []porcupine.Operation{add, get("")}, OK: false},
+		{Name: "removed after", History: []porcupine.Operation{add, remove(4, 5), get("")}, OK: true},
+		{Name: "a ghost after an overlap", History: []porcupine.Operation{add, remove(1, 5), get("2:3,")}, OK: true},
+		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
+	})
 }

@@ -293,19 +293,8 @@ func versionHistSpec(p versioning.Plan) chaos.Spec[*versionHistory, vop] {
 func versionHistDo(ctx context.Context, db *mongo.Database, h *versionHistory, op vop) (any, error) {
 	n, o := h.repos(db)
 	outcome := func(err error) (any, error) {
-		switch {
-		case err == nil:
-			return vout{res: "ok"}, nil
-		case errors.Is(err, versioning.ErrNewerSchema):
-			return vout{res: "newer"}, nil
-		case errors.Is(err, patterns.ErrNotFound):
-			return vout{res: "notfound"}, nil
-		case errors.Is(err, patterns.ErrConflict):
-			return vout{res: "conflict"}, nil
-		case mongo.IsDuplicateKeyError(err):
-			return vout{res: "dup"}, nil
-		}
-		return nil, err
+		res, err := chaos.Outcome(err, chaos.Named{Name: "newer", Err: versioning.ErrNewerSchema})
+		return vout{res: res}, err
 	}
 	read := func(err error, content string) (any, error) {
 		if err != nil {
@@ -410,17 +399,11 @@ func TestHistoriesModel(t *testing.T) {
 	}
 	ins := op(vop{op: "oldinsert", id: 1, value: 1}, vout{res: "ok"}, 0, 1)
 	upd := op(vop{op: "update", id: 1, value: 2}, vout{res: "ok"}, 2, 3)
-	for _, c := range []struct {
-		name    string
-		history []porcupine.Operation
-		ok      bool
-	}{
-		{"updated", []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "2|1,2,"), 4, 5)}, true},
-		{"update lost", []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "1|1,"), 4, 5)}, false},
-		{"old release reads version 2", []porcupine.Operation{ins, upd, op(vop{op: "oldget", id: 1}, got("oldget", "2|1,2,"), 4, 5)}, false},
-		{"old release after a write-back", []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, vout{res: "newer"}, 4, 5)}, true},
-		{"old release without a write-back", []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, got("oldget", "1|1,"), 4, 5)}, true},
-	} {
-		require.Equal(t, c.ok, porcupine.CheckOperations(versionHistories, c.history), c.name)
-	}
+	chaos.CheckModel(t, versionHistories, []chaos.ModelCase{
+		{Name: "updated", History: []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "2|1,2,"), 4, 5)}, OK: true},
+		{Name: "update lost", History: []porcupine.Operation{ins, upd, op(vop{op: "get", id: 1}, got("get", "1|1,"), 4, 5)}, OK: false},
+		{Name: "old release reads version 2", History: []porcupine.Operation{ins, upd, op(vop{op: "oldget", id: 1}, got("oldget", "2|1,2,"), 4, 5)}, OK: false},
+		{Name: "old release after a write-back", History: []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, vout{res: "newer"}, 4, 5)}, OK: true},
+		{Name: "old release without a write-back", History: []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, got("oldget", "1|1,"), 4, 5)}, OK: true},
+	})
 }
