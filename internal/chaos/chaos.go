@@ -77,7 +77,7 @@ type Spec[S, Op any] struct {
 // Deadlines: most calls get a generous one, which a stall holds them to;
 // some a short one, which may pass in the middle of a call.
 const (
-	longDeadline  = 3 * time.Second
+	longDeadline  = 2 * time.Second
 	shortDeadline = 800 * time.Millisecond
 )
 
