@@ -48,7 +48,8 @@ type hop struct {
 type hin = hop
 
 // hout is an operation's outcome: "ok", "notfound", "notsynced",
-// "conflict", and the values a read returned (-1: not found).
+// "conflict", "nomatch" (the application's delete deleted nothing), and
+// the values a read returned (-1: not found).
 type hout struct {
 	res    string
 	values []int
@@ -125,6 +126,9 @@ var refHistories = porcupine.Model{
 		case "put":
 			return true, set
 		case "delete":
+			if out.res == "nomatch" {
+				return true, s
+			}
 			return true, refHistState{current: -1, had: s.had}
 		case "update":
 			if out.res == "notfound" {
@@ -260,7 +264,13 @@ func refHistDo(ctx context.Context, db *mongo.Database, h *refHistory, op hop) (
 			options.UpdateOne().SetUpsert(true))
 		return outcome(err)
 	case "delete":
-		_, err := products.DeleteOne(ctx, bson.D{{Key: "_id", Value: op.id}})
+		res, err := products.DeleteOne(ctx, bson.D{{Key: "_id", Value: op.id}})
+		if err == nil && res.DeletedCount == 0 {
+			// No source, or FerretDB 2.x's answer for a document a
+			// concurrent update is rewriting, which it leaves in place:
+			// nothing deleted either way.
+			return hout{res: "nomatch"}, nil
+		}
 		return outcome(err)
 	case "update":
 		_, err := r.Update(ctx, op.id, setName(fmt.Sprintf("v%d", op.value)))
@@ -473,6 +483,7 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "a fresh Of", History: []porcupine.Operation{put, op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{5}}, 2, 3)}, OK: true},
 		{Name: "an older copy", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{0, 5}}, 2, 3)}, OK: true},
 		{Name: "a copy never had", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{6}}, 2, 3)}, OK: false},
+		{Name: "a delete that matched nothing", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "nomatch"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, OK: true},
 		{Name: "Sync of a deleted source", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, OK: false},
 		{Name: "an unknown Update that applied", History: []porcupine.Operation{op(hop{op: "update", id: 1, value: 7}, linear.Unknown{Err: errors.New("reset")}, 0, math.MaxInt64), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{7}}, 2, 3)}, OK: true},
 	})
