@@ -15,6 +15,7 @@ package linear
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,11 +37,21 @@ type History struct {
 	ops   []porcupine.Operation
 }
 
+// Unknown is the output of an operation whose outcome the caller cannot
+// know: a fault broke its connection, or its deadline passed, after it
+// may have sent a write. [History.Do] records its return at infinity, as
+// porcupine allows: the operation may take effect at any point after its
+// call, or never, and the model's Step must accept Unknown either way
+// (the write applied, or not: two steps of the search).
+type Unknown struct{ Err error }
+
+func (u Unknown) String() string { return "unknown (" + u.Err.Error() + ")" }
+
 // Do runs call as one operation of client with the given input, recording
 // when it was invoked and when it returned, with its output. Operations
 // whose outcome is unknown (an error that leaves it unsure whether a write
 // happened) must be recorded with an output that the model accepts either
-// way.
+// way, or as [Unknown], whose return is at infinity.
 func (h *History) Do(client int, input any, call func() (output any)) {
 	h.mu.Lock()
 	if h.start.IsZero() {
@@ -51,9 +62,20 @@ func (h *History) Do(client int, input any, call func() (output any)) {
 	invoked := time.Since(start).Nanoseconds()
 	out := call()
 	returned := time.Since(start).Nanoseconds()
+	if _, ok := out.(Unknown); ok {
+		returned = math.MaxInt64
+	}
 	h.mu.Lock()
 	h.ops = append(h.ops, porcupine.Operation{ClientId: client, Input: input, Call: invoked, Output: out, Return: returned})
 	h.mu.Unlock()
+}
+
+// Operations returns the operations recorded so far, in the order they
+// returned (an [Unknown] one when its call ended).
+func (h *History) Operations() []porcupine.Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ops)
 }
 
 // Len returns the number of operations recorded.

@@ -1,0 +1,527 @@
+package subset_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/chaos"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+	"github.com/mongopatterns/mongopatterns/subset"
+)
+
+// The random histories of subset (internal/chaos): four clients, each a
+// Repo of its own on a connection pool of its own (two of them under a
+// storm of faults), run random mixes of Add, Update, Remove, Rebuild,
+// Delete, Get, Page, Count and Item, and the application's creation of a
+// parent, on two parents and six items (item i belongs to parent
+// p<i%2+1>), with a cap of 2 and scores from 0 to 4, so that items enter,
+// leave and re-enter full subsets, and an Add and a Remove of one item
+// meet.
+//
+// The model is the subset as Get sees it, per parent (the package's
+// promise: "the subset a Get returns is the first N items of a
+// linearization of the writes, each item taking effect within its
+// call"): whether the parent exists, its items, and the weaknesses the
+// godoc names, as exactly that:
+//   - Remove's "an Add of the same item running concurrently with its
+//     Remove may leave the item in the subset only: a Rebuild repairs it":
+//     a Remove that overlaps an Add of its item may leave a ghost, which
+//     the subset ranks with the items until a recomputation (Remove,
+//     Update, Rebuild, or an Add on the portable path) drops it;
+//   - a write that failed (unknown outcome, or Add's ErrConflict: "Add
+//     again or Rebuild finishes the job") leaves the parent's subset
+//     unchecked until a Rebuild returns nil (each write "is safe to
+//     retry", no more).
+//
+// The items collection runs ahead of the subset ("between the two a
+// reader sees the item in the full set but not in the subset"): Page,
+// Count and Item are checked in their call (one page in the configured
+// order, each item once) and at rest, where every view is exact: the
+// subset is the first Cap items of All once the writes end (checked
+// before any Rebuild for a parent no weakness touched), Count is their
+// number, Item finds each.
+
+const histCap = 2
+
+var histParents = []string{"p1", "p2"}
+
+func histParentOf(id int64) string { return histParents[id%2] }
+
+// sop is one drawn operation.
+type sop struct {
+	op     string // create, add, update, remove, rebuild, delete, get, page, count, item
+	parent string
+	items  []item // add: with their scores; update: one
+	id     int64  // remove, item
+	// overlapsAdd is set by the partition: a Remove that overlaps an Add
+	// of its item.
+	overlapsAdd bool
+}
+
+// sout is an operation's outcome: ok, notfound, conflict, dup; Get's
+// subset as "id:score,...".
+type sout struct {
+	res    string
+	subset string
+}
+
+// sstate is one parent as Get sees it.
+type sstate struct {
+	exists bool
+	items  string // "id:score," sorted by id
+	ghosts string // "id:score," of items the subset may hold though removed
+	dirty  bool   // a failed write: the subset is unchecked until a Rebuild
+}
+
+func encodeItems(m map[int64]int64) string {
+	var b strings.Builder
+	for _, id := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&b, "%d:%d,", id, m[id])
+	}
+	return b.String()
+}
+
+func decodeItems(s string) map[int64]int64 {
+	m := map[int64]int64{}
+	for _, e := range strings.Split(strings.TrimSuffix(s, ","), ",") {
+		if e == "" {
+			continue
+		}
+		var id, score int64
+		fmt.Sscanf(e, "%d:%d", &id, &score)
+		m[id] = score
+	}
+	return m
+}
+
+// firstN is the subset of items: the first Cap by score, then id, both
+// descending (config's order), as "id:score,...".
+func firstN(items ...map[int64]int64) string {
+	var all []item
+	for _, m := range items {
+		for id, score := range m {
+			all = append(all, item{ID: id, Score: score})
+		}
+	}
+	slices.SortFunc(all, func(a, b item) int { return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID)) })
+	return subsetString(all[:min(len(all), histCap)])
+}
+
+func subsetString(items []item) string {
+	var b strings.Builder
+	for _, it := range items {
+		fmt.Fprintf(&b, "%d:%d,", it.ID, it.Score)
+	}
+	return b.String()
+}
+
+var subsetHistories = (&porcupine.NondeterministicModel{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		for _, o := range history {
+			in := o.Input.(sop)
+			if in.op == "remove" {
+				in.overlapsAdd = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
+					add := a.Input.(sop)
+					return add.op == "add" && a.Call < o.Return && o.Call < a.Return &&
+						slices.ContainsFunc(add.items, func(it item) bool { return it.ID == in.id })
+				})
+				o.Input = in
+			}
+			by[in.parent] = append(by[in.parent], o)
+		}
+		var parts [][]porcupine.Operation
+		for _, p := range histParents {
+			if len(by[p]) > 0 {
+				parts = append(parts, by[p])
+			}
+		}
+		return parts
+	},
+	Init: func() []any { return []any{sstate{exists: true}} },
+	Step: func(state, input, output any) []any {
+		s, in := state.(sstate), input.(sop)
+		out, known := output.(sout)
+		items := decodeItems(s.items)
+		with := func(change func(m map[int64]int64), ghosts string, dirty bool) sstate {
+			m := decodeItems(s.items)
+			change(m)
+			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty}
+		}
+		res := func(want string, ok bool, states ...any) []any {
+			if known && out.res == want && ok {
+				return states
+			}
+			return nil
+		}
+		cleared := sstate{}
+		switch in.op {
+		case "create":
+			created := sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts}
+			if !known {
+				return []any{s, created}
+			}
+			return append(res("ok", !s.exists, created), res("dup", s.exists, s)...)
+		case "delete":
+			if !known {
+				return []any{s, cleared, sstate{items: s.items, dirty: true}}
+			}
+			return slices.Concat(res("ok", s.exists || len(items) > 0, cleared),
+				res("notfound", !s.exists && len(items) == 0, s), res("conflict", s.exists, s))
+		case "add":
+			add := func(m map[int64]int64) {
+				for _, it := range in.items {
+					if _, ok := m[it.ID]; !ok {
+						m[it.ID] = it.Score
+					}
+				}
+			}
+			if !known {
+				return []any{s, with(add, s.ghosts, true)}
+			}
+			// A push keeps the ghosts; a recomputation (the portable path)
+			// drops them.
+			return slices.Concat(res("ok", s.exists, with(add, s.ghosts, s.dirty), with(add, "", s.dirty)),
+				res("notfound", !s.exists, s), res("conflict", s.exists, with(add, s.ghosts, true)))
+		case "update":
+			it := in.items[0]
+			_, stored := items[it.ID]
+			set := func(m map[int64]int64) { m[it.ID] = it.Score }
+			if !known {
+				if !stored {
+					return []any{s}
+				}
+				return []any{s, with(set, s.ghosts, true)}
+			}
+			return slices.Concat(res("ok", s.exists && stored, with(set, "", s.dirty)),
+				res("notfound", !s.exists || !stored, s), res("conflict", s.exists && stored, s))
+		case "remove":
+			_, stored := items[in.id]
+			ghost := strings.Contains(","+s.ghosts, fmt.Sprintf(",%d:", in.id))
+			del := func(m map[int64]int64) { delete(m, in.id) }
+			if !known {
+				return []any{s, with(del, s.ghosts, true)}
+			}
+			var ok []any
+			if s.exists && (stored || ghost) {
+				ok = []any{with(del, "", s.dirty)}
+				if in.overlapsAdd && stored {
+					ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, items[in.id]), s.dirty))
+				}
+			}
+			return slices.Concat(res("ok", true, ok...),
+				res("notfound", !s.exists || (!stored && !ghost), with(del, s.ghosts, s.dirty)),
+				res("conflict", s.exists && stored, s))
+		case "rebuild":
+			fixed := sstate{exists: s.exists, items: s.items}
+			if !known {
+				return []any{s, fixed}
+			}
+			return append(res("ok", s.exists, fixed), res("notfound", !s.exists, s)...)
+		case "get":
+			if !known {
+				return []any{s}
+			}
+			return append(res("ok", s.exists && (s.dirty || out.subset == firstN(items, decodeItems(s.ghosts))), s),
+				res("notfound", !s.exists, s)...)
+		}
+		return []any{s} // page, count, item: the items collection, checked in the call and at rest
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(sop)
+		return fmt.Sprintf("%s(%s, %s %d overlapsAdd=%t) -> %v", in.op, in.parent, subsetString(in.items), in.id, in.overlapsAdd, output)
+	},
+	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(sstate)) },
+}).ToModel()
+
+// subsetHistory holds each client's Repo.
+type subsetHistory struct {
+	p     subset.Plan
+	mu    sync.Mutex
+	repos map[*mongo.Database]*subset.Repo[parent, item]
+}
+
+func (h *subsetHistory) repo(db *mongo.Database) *subset.Repo[parent, item] {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r, ok := h.repos[db]
+	if !ok {
+		var err error
+		r, err = subset.New[parent, item](db, config(histCap))
+		if err != nil {
+			panic(err)
+		}
+		subset.ForcePlan(r, h.p)
+		h.repos[db] = r
+	}
+	return r
+}
+
+// subsetHistSpec is subset's random history on plan p.
+func subsetHistSpec(p subset.Plan) chaos.Spec[*subsetHistory, sop] {
+	return chaos.Spec[*subsetHistory, sop]{
+		Ops: mongotest.Scale(24, 12),
+		Prepare: func(t *testing.T, db *mongo.Database, _ *rand.Rand) *subsetHistory {
+			newRepo[parent, item](t, db, config(histCap), p)
+			for _, id := range histParents {
+				_, err := db.Collection("parents").InsertOne(context.Background(), bson.D{{Key: "_id", Value: id}})
+				require.NoError(t, err)
+			}
+			return &subsetHistory{p: p, repos: map[*mongo.Database]*subset.Repo[parent, item]{}}
+		},
+		Gen: func(rng *rand.Rand, _, _ int, _ *subsetHistory) sop {
+			itemOf := func() item {
+				id := int64(1 + rng.IntN(6))
+				return item{ID: id, Parent: histParentOf(id), Score: int64(rng.IntN(5))}
+			}
+			it := itemOf()
+			op := sop{parent: it.Parent, id: it.ID, items: []item{it}}
+			kinds := []string{"create", "add", "add", "add", "update", "update", "remove", "remove", "remove",
+				"rebuild", "delete", "get", "get", "get", "page", "count", "item"}
+			op.op = kinds[rng.IntN(len(kinds))]
+			if op.op == "add" && rng.IntN(2) == 0 {
+				if other := itemOf(); other.Parent == it.Parent && other.ID != it.ID {
+					op.items = append(op.items, other)
+				}
+			}
+			return op
+		},
+		Input: func(op sop) any { return op },
+		Do:    subsetHistDo,
+		Model: subsetHistories,
+		Final: subsetHistFinal,
+	}
+}
+
+func subsetHistDo(ctx context.Context, db *mongo.Database, h *subsetHistory, op sop) (any, error) {
+	r := h.repo(db)
+	outcome := func(err error) (any, error) {
+		res, err := chaos.Outcome(err)
+		return sout{res: res}, err
+	}
+	switch op.op {
+	case "create":
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: op.parent}})
+		return outcome(err)
+	case "add":
+		return outcome(r.Add(ctx, op.parent, op.items...))
+	case "update":
+		return outcome(r.Update(ctx, op.parent, op.items[0]))
+	case "remove":
+		return outcome(r.Remove(ctx, op.parent, op.id))
+	case "rebuild":
+		return outcome(r.Rebuild(ctx, op.parent))
+	case "delete":
+		return outcome(r.Delete(ctx, op.parent))
+	case "get":
+		p, err := r.Get(ctx, op.parent)
+		if err != nil {
+			return outcome(err)
+		}
+		return sout{res: "ok", subset: subsetString(p.Top)}, nil
+	case "page":
+		items, _, err := r.Page(ctx, op.parent, subset.Cursor{}, 100)
+		if err != nil {
+			return outcome(err)
+		}
+		if !slices.IsSortedFunc(items, func(a, b item) int { return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID)) }) ||
+			len(slices.CompactFunc(slices.Clone(items), func(a, b item) bool { return a.ID == b.ID })) != len(items) {
+			return nil, fmt.Errorf("page: %v: not in the configured order, each once", items)
+		}
+		return sout{res: "ok"}, nil
+	case "count":
+		_, err := r.Count(ctx, op.parent)
+		return outcome(err)
+	case "item":
+		_, err := r.Item(ctx, op.parent, op.id)
+		return outcome(err)
+	}
+	panic(op.op)
+}
+
+// subsetHistFinal checks the state at rest, per parent: for a parent no
+// weakness touched (no write of unknown outcome or ErrConflict, no
+// Remove that overlapped an Add of its item), the subset is the first
+// Cap items of All ("once the writes end"); where a Remove overlapped an
+// Add of its item, the same with the ghosts it may leave ranked among
+// them ("may leave the item in the subset only"), and nothing else: an
+// item stored and missing from the subset is a violation; after a Rebuild (the godoc's
+// repair), it is for every parent; Count is the number of items, Item
+// finds each, and pages of one item walk All.
+// overlapped is why a parent's subset may hold a ghost at rest.
+const overlapped = "a Remove overlapped an Add of its item"
+
+func subsetHistFinal(t *testing.T, db *mongo.Database, h *subsetHistory, ops []porcupine.Operation) {
+	r := h.repo(db)
+	ctx := context.Background()
+	touched := map[string]string{}
+	for _, o := range ops {
+		in := o.Input.(sop)
+		out, known := o.Output.(sout)
+		switch {
+		case !known && in.op != "get" && in.op != "page" && in.op != "count" && in.op != "item":
+			touched[in.parent] = fmt.Sprintf("%s of unknown outcome", in.op)
+		case known && out.res == "conflict":
+			touched[in.parent] = fmt.Sprintf("%s returned ErrConflict", in.op)
+		case in.op == "remove" && slices.ContainsFunc(ops, func(a porcupine.Operation) bool {
+			add := a.Input.(sop)
+			return add.op == "add" && a.Call < o.Return && o.Call < a.Return &&
+				slices.ContainsFunc(add.items, func(it item) bool { return it.ID == in.id })
+		}):
+			if touched[in.parent] == "" {
+				touched[in.parent] = overlapped
+			}
+		}
+	}
+	// check compares the views of parent id at rest; with ghosts, the
+	// subset may also hold items no longer stored (the overlap's
+	// weakness), ranked among the others, and nothing else.
+	check := func(id string, ghosts bool) {
+		var all []item
+		for it, err := range r.All(ctx, id) {
+			require.NoError(t, err)
+			all = append(all, item{ID: it.ID, Score: it.Score})
+		}
+		p, err := r.Get(ctx, id)
+		if errors.Is(err, patterns.ErrNotFound) {
+			return
+		}
+		require.NoError(t, err)
+		want := subsetString(all[:min(len(all), histCap)])
+		if ghosts {
+			m := map[int64]int64{}
+			for _, it := range all {
+				m[it.ID] = it.Score
+			}
+			for _, it := range p.Top {
+				if !slices.ContainsFunc(all, func(a item) bool { return a.ID == it.ID }) {
+					m[it.ID] = it.Score
+				}
+			}
+			want = firstN(m)
+		}
+		require.Equal(t, want, subsetString(p.Top), "parent %s at rest: the subset is the first %d items of All (ghosts allowed: %t)", id, histCap, ghosts)
+		n, err := r.Count(ctx, id)
+		require.NoError(t, err)
+		require.EqualValues(t, len(all), n, "parent %s: Count", id)
+		var paged []item
+		for after := (subset.Cursor{}); ; {
+			page, next, err := r.Page(ctx, id, after, 1)
+			require.NoError(t, err)
+			for _, it := range page {
+				paged = append(paged, item{ID: it.ID, Score: it.Score})
+			}
+			if next.IsZero() {
+				break
+			}
+			after = next
+		}
+		require.Equal(t, subsetString(all), subsetString(paged), "parent %s: pages of one", id)
+		for _, it := range all {
+			got, err := r.Item(ctx, id, it.ID)
+			require.NoError(t, err)
+			require.Equal(t, it.Score, got.Score)
+		}
+	}
+	for _, id := range histParents {
+		mongotest.Detail(t, "parent %s at rest: touched by %q", id, touched[id])
+		switch touched[id] {
+		case "":
+			check(id, false)
+		case overlapped:
+			check(id, true)
+		}
+		if err := r.Rebuild(ctx, id); !errors.Is(err, patterns.ErrNotFound) {
+			require.NoError(t, err)
+		}
+		check(id, false)
+	}
+}
+
+// TestHistories runs random histories of every operation on shared
+// parents and items under faults (see subsetHistSpec), on each server
+// path.
+func TestHistories(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		chaos.Run(t, subsetHistSpec(p))
+	})
+}
+
+// TestAddRacingRemoveOfItsItem is the regression test of a history's
+// violation (seed 13939254401484788372 on FerretDB 2.7, portable plan):
+// Add(x) meets x stored (a duplicate key on its insert), then, before it
+// reads which parent holds x, a Remove(x) deletes it; Add then reports
+// ErrInvalid, "item ids [x] are taken by items that are not the
+// parent's", which claims bad input: no parent but the Add's ever held x.
+// Any order of the two calls gives nil for the Add (x stored, or stored
+// again after the Remove). Found by the histories of issue 34; not fixed
+// here (the concurrent Add and Remove of one item is being fixed in the
+// same code), so it is skipped until then.
+func TestAddRacingRemoveOfItsItem(t *testing.T) {
+	t.Skip("issue 34: Add reports ErrInvalid when a concurrent Remove deletes its item between its insert and its read; unskip with the fix")
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(histCap), p)
+		ctx := context.Background()
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p1"}})
+		require.NoError(t, err)
+		x := item{ID: 6, Parent: "p1", Score: 3}
+		require.NoError(t, r.Add(ctx, "p1", x))
+		other := mongotest.NewClient(t).Database(db.Name())
+		var inserted atomic.Bool
+		var once sync.Once
+		// Add's read, after its insert, of the stored versions of the ids
+		// the insert found taken: the Remove's delete lands just before it.
+		mongotest.OnCommand(t, db, "insert", func(context.Context) { inserted.Store(true) })
+		mongotest.OnCommand(t, db, "find", func(context.Context) {
+			if inserted.Load() {
+				once.Do(func() {
+					_, err := other.Collection("items").DeleteOne(ctx, bson.D{{Key: "_id", Value: x.ID}})
+					require.NoError(t, err)
+				})
+			}
+		})
+		require.NoError(t, r.Add(ctx, "p1", x), "an Add racing a Remove of its item claims no bad input")
+	})
+}
+
+// TestHistoriesModel: the model rejects a subset that misses an added
+// item, and accepts the ghost the godoc allows only for a Remove that
+// overlapped an Add of its item. (An item stored and missing from the
+// subset after such an overlap is the final check's: the model does not
+// see the items collection.)
+func TestHistoriesModel(t *testing.T) {
+	x := item{ID: 2, Parent: "p1", Score: 3}
+	op := func(in sop, out sout, call, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
+	}
+	get := func(subset string) porcupine.Operation {
+		return op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: subset}, 10, 11)
+	}
+	add := op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 3)
+	remove := func(call, ret int64) porcupine.Operation {
+		return op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "ok"}, call, ret)
+	}
+	chaos.CheckModel(t, subsetHistories, []chaos.ModelCase{
+		{Name: "added", History: []porcupine.Operation{add, get("2:3,")}, OK: true},
+		{Name: "missed", History: []porcupine.Operation{add, get("")}, OK: false},
+		{Name: "removed after", History: []porcupine.Operation{add, remove(4, 5), get("")}, OK: true},
+		{Name: "a ghost after an overlap", History: []porcupine.Operation{add, remove(1, 5), get("2:3,")}, OK: true},
+		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
+	})
+}
