@@ -34,10 +34,12 @@ const maxAttempts = 10
 // (see the package documentation); and a count of the items pushed
 // (served by the index of [Repo.Indexes]). The update is guarded by
 // {Field.IDField: {$nin: ids}}, so that it never pushes an item the
-// subset already holds. The count finds an item that a concurrent
-// [Repo.Remove] deleted between the insert and the push, which the push
-// put in the subset nonetheless: Add then recomputes the subset (three
-// commands more), so that it does not keep an item that is not stored.
+// subset already holds. The count, of the items stored exactly as pushed,
+// finds an item that a concurrent [Repo.Remove] deleted, or a concurrent
+// [Repo.Update] (or Remove and Add) replaced with another version, between
+// the insert and the push, which the push put in the subset nonetheless:
+// Add then recomputes the subset (three commands more), so that it keeps
+// no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
 // without omitempty) is replaced by a recomputation, three commands more.
 //
@@ -216,14 +218,16 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	return r.recompute(ctx, p, parent.id, st, true)
 }
 
-// settlePush counts the pushed items in the items collection (one
-// aggregate, served by the index of Indexes) and, when a concurrent
-// Remove deleted one of them after the insert, so that the push put an
-// item in the subset that is no longer stored (and that Remove's
+// settlePush counts the pushed items stored as pushed in the items
+// collection (one aggregate, on the parent's items: the index of Indexes
+// serves its parent field) and, when a concurrent writer removed one of
+// them after the insert, or replaced it with another version (an Update,
+// or a Remove and an Add), so that the push put an item in the subset
+// that is not stored as it holds it (and that the other writer's
 // recomputation, which read the parent before the push, kept as pushed
 // since), recomputes the subset from a read of the parent.
 func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
-	n, err := r.items.CountDocuments(ctx, r.cmd.itemsIn(parent.id, ids(pushed)))
+	n, err := r.items.CountDocuments(ctx, r.cmd.itemsAsPushed(parent.id, docs(pushed)))
 	if err != nil {
 		return fmt.Errorf("count the items pushed: %w", err)
 	}

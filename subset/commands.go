@@ -212,6 +212,26 @@ func (c commands) itemsIn(parentID any, ids []bson.RawValue) bson.D {
 	}
 }
 
+// itemsAsPushed matches the items of the parent stored exactly as docs
+// (each field of a doc equal, the parent field as the parent's id): what
+// Add counts after its push, so that an item that a concurrent writer
+// removed, or replaced with another version, after the insert is found.
+func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
+	alts := make(bson.A, 0, len(docs))
+	for _, d := range docs {
+		elems, _ := d.Elements() // docs the driver encoded
+		f := make(bson.D, 0, len(elems))
+		for _, e := range elems {
+			if e.Key() == c.parentField {
+				continue
+			}
+			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})
+		}
+		alts = append(alts, f)
+	}
+	return bson.D{{Key: c.parentField, Value: parentID}, {Key: "$or", Value: alts}}
+}
+
 // firstN reads the first n items in the configured order in one round
 // trip: a batch one larger than the limit lets the server close the
 // cursor in its first reply (FerretDB keeps it open, and the driver sends

@@ -473,7 +473,6 @@ func TestHistories(t *testing.T) {
 // here (the concurrent Add and Remove of one item is being fixed in the
 // same code), so it is skipped until then.
 func TestAddRacingRemoveOfItsItem(t *testing.T) {
-	t.Skip("issue 34: Add reports ErrInvalid when a concurrent Remove deletes its item between its insert and its read; unskip with the fix")
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		db := mongotest.DB(t)
 		r := newRepo[parent, item](t, db, config(histCap), p)
