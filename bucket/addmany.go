@@ -132,27 +132,31 @@ const readBatch = 1 << 16
 // series and measurements, in the same order, to the same database and
 // collection: from any Buckets, through any client, of the same process)
 // stores exactly the measurements that the failed call did not, each
-// once. A call that fails after it wrote, or may have, leaves in the
+// once, but for the two exceptions below. A call that fails after it wrote, or may have, leaves in the
 // process a record of the measurements it stored and of its statements of
 // unknown outcome, which the next call of the same points takes. It
 // counts the first as stored without sending or reading anything for
 // them: a bucket they went to may be gone since (DeleteBefore, a TTL
-// index), and what was removed stays removed. It reads which of the
+// index), and what the failed call is known to have stored, then was
+// removed, stays removed. It reads which of the
 // statements applied (one find of the buckets of their windows that hold
 // their ids; a record meant for another server finds none there, and
 // every measurement of unknown outcome is written), and sends the others
 // again as they were before it stores the rest, so that each applies once
 // even if its first send reaches the server late: a top-up's guard
 // refuses a bucket that holds its id, and a new bucket goes again as an
-// upsert of its _id. A statement of unknown outcome that did apply, and
-// whose bucket was removed before the retry read it, cannot be told from
-// one that did not: it is sent again, and its measurements are stored
-// again. A statement sent again that the server refuses
+// upsert of its _id. The first exception: a statement of unknown outcome that did
+// apply, and whose bucket was removed before the retry read it, cannot be
+// told from one that did not (nothing of it is left to see), so it is
+// sent again and its measurements are stored again. A caller that removes
+// data (DeleteBefore) between a failed call and its retry, and must not
+// see it back, drops the measurements of PartialError.Unknown instead of
+// retrying them. A statement sent again that the server refuses
 // (a statement timeout, a failover) proves only that this send did not
 // apply: its measurements are listed in Unknown, not Failed, and the
-// record goes on to the next retry. The one-measurement upserts after two lost
-// races are the exception: one that the server runs only after the retry
-// has read is stored twice. The process keeps the records of the last 256
+// record goes on to the next retry. The second exception: a
+// one-measurement upsert after two lost races that the server runs only
+// after the retry has read is stored twice. The process keeps the records of the last 256
 // failed calls, naming at most a million measurements in all; a retry
 // after its record went, or from another process (after a crash), is not
 // exact, but sending just the measurements of Failed again always is. Two
