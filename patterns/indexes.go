@@ -123,23 +123,116 @@ func missingIndexes(ctx context.Context, coll *mongo.Collection, models []mongo.
 		if err != nil {
 			return nil, fmt.Errorf("index keys %v: %w: %w", m.Keys, err, ErrInvalid)
 		}
+		key = listedKey(key)
 		want, err := indexOptionsOf(m)
 		if err != nil {
 			return nil, err
 		}
-		at := slices.IndexFunc(have, func(ix bson.Raw) bool {
-			return sameIndexKey(bson.Raw(key), ix.Lookup("key"))
-		})
-		if at < 0 {
-			missing = append(missing, m)
-			continue
+		// Every index of the key: MongoDB keeps several on one key when
+		// their partial filters or collations differ.
+		var conflict bson.Raw
+		var diff []string
+		found := false
+		for _, ix := range have {
+			if !sameIndexKey(bson.Raw(key), ix.Lookup("key")) {
+				continue
+			}
+			d := indexOptionsDiff(want, ix)
+			if len(d) == 0 {
+				found = true
+				break
+			}
+			if conflict == nil && !onlyFilterOrCollation(d) {
+				conflict, diff = ix, d
+			}
 		}
-		if diff := indexOptionsDiff(want, have[at]); len(diff) > 0 {
+		switch {
+		case found:
+		case conflict != nil:
 			return nil, fmt.Errorf("index %s exists as %q with other options (%s): drop it, or declare the index with its options, then run again: %w",
-				bsonid.Text(bson.Raw(key)), have[at].Lookup("name").StringValue(), strings.Join(diff, "; "), ErrInvalid)
+				bsonid.Text(bson.Raw(key)), conflict.Lookup("name").StringValue(), strings.Join(diff, "; "), ErrInvalid)
+		default:
+			missing = append(missing, m)
+			// A later declaration of the same index (two repositories on
+			// one collection) finds this one, as if it existed.
+			listed, err := listedIndex(key, want)
+			if err != nil {
+				return nil, err
+			}
+			have = append(have, listed)
 		}
 	}
 	return missing, nil
+}
+
+// listedKey returns a declared key as listIndexes lists it: a text index's
+// fields of value "text" become {_fts: "text", _ftsx: 1}, after the
+// fields before them, before the others.
+func listedKey(key bson.Raw) bson.Raw {
+	elems, err := key.Elements()
+	if err != nil {
+		return key
+	}
+	text := slices.IndexFunc(elems, func(e bson.RawElement) bool {
+		s, ok := e.Value().StringValueOK()
+		return ok && s == "text"
+	})
+	if text < 0 {
+		return key
+	}
+	out := bson.D{}
+	for _, e := range elems[:text] {
+		out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	out = append(out, bson.E{Key: "_fts", Value: "text"}, bson.E{Key: "_ftsx", Value: int32(1)})
+	for _, e := range elems[text:] {
+		if s, ok := e.Value().StringValueOK(); !ok || s != "text" {
+			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+		}
+	}
+	b, err := bson.Marshal(out)
+	if err != nil {
+		return key
+	}
+	return b
+}
+
+// listedIndex is a declared index as listIndexes would list it, for the
+// options indexOptionsDiff compares.
+func listedIndex(key bson.Raw, o options.IndexOptions) (bson.Raw, error) {
+	d := bson.D{{Key: "key", Value: key}, {Key: "name", Value: "(declared)"}}
+	if o.Unique != nil && *o.Unique {
+		d = append(d, bson.E{Key: "unique", Value: true})
+	}
+	if o.Sparse != nil && *o.Sparse {
+		d = append(d, bson.E{Key: "sparse", Value: true})
+	}
+	if o.ExpireAfterSeconds != nil {
+		d = append(d, bson.E{Key: "expireAfterSeconds", Value: *o.ExpireAfterSeconds})
+	}
+	if o.PartialFilterExpression != nil {
+		d = append(d, bson.E{Key: "partialFilterExpression", Value: o.PartialFilterExpression})
+	}
+	if o.Collation != nil {
+		d = append(d, bson.E{Key: "collation", Value: o.Collation})
+	}
+	b, err := bson.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("index options: %w: %w", err, ErrInvalid)
+	}
+	return b, nil
+}
+
+// onlyFilterOrCollation reports whether every difference is in the
+// partial filter or the collation: another index of the same key, which
+// MongoDB keeps beside the first.
+func onlyFilterOrCollation(diff []string) bool {
+	for _, d := range diff {
+		if !strings.HasPrefix(d, "partialFilterExpression:") && !strings.HasPrefix(d, "collation") {
+			return false
+		}
+	}
+	return true
 }
 
 // indexOptionsOf applies the model's options.
