@@ -9,6 +9,10 @@ import (
 )
 
 func TestPlanFor(t *testing.T) {
+	mongos7 := plan{
+		serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+		timeSeries: true, timeSeriesBucketing: true, timeSeriesDeletes: true,
+	}
 	want := map[string]plan{
 		"MongoDB 8 replica set": {
 			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
@@ -18,6 +22,18 @@ func TestPlanFor(t *testing.T) {
 			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
 			timeSeries: true,
 		},
+		// A mongos as the shards' version: time-series collections
+		// (5.0+), bucketRoundingSeconds (6.3+) and deletes on them
+		// (7.0+); the FCV decides none of these.
+		"MongoDB 6.0 mongos": {
+			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+			timeSeries: true,
+		},
+		"MongoDB 7.0 mongos":            mongos7,
+		"MongoDB 7.1 mongos at FCV 7.0": mongos7,
+		"MongoDB 7.1 mongos at FCV 7.1": mongos7,
+		"MongoDB 8.0 mongos at FCV 7.0": mongos7,
+		"MongoDB 8.0 mongos at FCV 8.0": mongos7,
 		// Server summaries, update commands of several statements and
 		// TTL indexes; no time-series collections (it would create a
 		// plain collection).
