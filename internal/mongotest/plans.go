@@ -153,6 +153,12 @@ func KnownServers() map[string]*patterns.Server {
 	return out
 }
 
+// Mongos returns the names of the mongos among [KnownServers], oldest
+// first: for the rows of plan tables where every mongos takes one path.
+func Mongos() []string {
+	return []string{"MongoDB 6.0 mongos", "MongoDB 7.0 mongos", "MongoDB 7.1 mongos at FCV 7.0", "MongoDB 7.1 mongos at FCV 7.1", "MongoDB 8.0 mongos at FCV 7.0", "MongoDB 8.0 mongos at FCV 8.0"}
+}
+
 // knownServer builds a server from the replies of hello and buildInfo,
 // and of getParameter {featureCompatibilityVersion: 1} when fcv is set.
 func knownServer(hello, buildInfo bson.D, fcv string) (*patterns.Server, error) {
