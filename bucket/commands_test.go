@@ -459,6 +459,9 @@ func TestCommandsPerPlan(t *testing.T) {
 		"FerretDB 1.24":         {1, false, false, false},
 		"other":                 {1, false, false, false},
 	}
+	for _, name := range mongotest.Mongos() {
+		want[name] = want["MongoDB 6 standalone"]
+	}
 	s := pinnedSettings(t, Config{Collection: "readings", TimeField: "at", Window: time.Hour, Cap: 10, TTL: time.Hour})
 	for name, srv := range mongotest.KnownServers() {
 		t.Run(name, func(t *testing.T) {

@@ -9,12 +9,23 @@ import (
 )
 
 func TestPlanFor(t *testing.T) {
+	mongos7 := plan{
+		serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+		timeSeries: true, timeSeriesBucketing: true, timeSeriesDeletes: true,
+	}
 	want := map[string]plan{
 		"MongoDB 8 replica set": {
 			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
 			timeSeries: true, timeSeriesBucketing: true, timeSeriesDeletes: true,
 		},
 		"MongoDB 6 standalone": {
+			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
+			timeSeries: true,
+		},
+		// A mongos as the shards' version: time-series collections
+		// (5.0+), bucketRoundingSeconds (6.3+) and deletes on them
+		// (7.0+, so every later mongos: mongos7); the FCV decides none.
+		"MongoDB 6.0 mongos": {
 			serverSummaries: true, batchedUpdates: true, ttlIndexes: true,
 			timeSeries: true,
 		},
@@ -26,6 +37,9 @@ func TestPlanFor(t *testing.T) {
 		// no time-series collections.
 		"FerretDB 1.24": {},
 		"other":         {},
+	}
+	for _, name := range mongotest.Mongos()[1:] {
+		want[name] = mongos7
 	}
 	servers := mongotest.KnownServers()
 	require.Len(t, want, len(servers), "every known server has a row")

@@ -17,6 +17,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/extref"
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -92,6 +93,9 @@ type faultRun struct {
 	p       extref.Plan
 	before  world
 	atRetry world
+	// routes counts the commands of the call and of its retry (and the
+	// test's own reads of the whole world), for requireKeyed.
+	routes *mongotest.Counter
 }
 
 // outcome is what one call returned.
@@ -220,6 +224,7 @@ func prepareScene(t *testing.T, db *mongo.Database, sc faultScene, p extref.Plan
 	require.NoError(t, err)
 	require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
 	s.before = readWorld(t, db)
+	s.routes = mongotest.NewCounter(t, db)
 	return s
 }
 
@@ -557,6 +562,9 @@ func updateCase(sc faultScene, p extref.Plan) faults.Case[*faultRun] {
 			})
 		},
 		func(t *testing.T, db *mongo.Database, s *faultRun) {
+			if s.sc.shardKey != nil {
+				requireKeyed(t, s.routes)
+			}
 			products := maps.Clone(s.before["products"])
 			products[1] = withName(t, products[1], "Renamed")
 			now := readWorld(t, db)
@@ -678,7 +686,9 @@ func TestUpdateFaults(t *testing.T) {
 
 // TestUpdateFaultsWithAShardKey breaks Update of a source whose
 // Config.ShardKey names a field (issue 25) at every step: the read of the
-// key's values comes first, and a fault there writes nothing.
+// key's values comes first, and a fault there writes nothing. Every
+// command of the failed call and of its retry (Update again, or Sync) is
+// routed under a source sharded on {stock: 1, _id: 1} (issue 33).
 func TestUpdateFaultsWithAShardKey(t *testing.T) {
 	t.Parallel()
 	px := faults.New(t)
@@ -686,6 +696,28 @@ func TestUpdateFaultsWithAShardKey(t *testing.T) {
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
 		faults.Run(t, px, updateCase(sc, p))
 	})
+}
+
+// keyed is the shard key of TestUpdateFaultsWithAShardKey: the source on
+// {stock: 1, _id: 1} (the package documentation's {region: 1, _id: 1}),
+// named by Config.ShardKey ["stock"]; the single target on the copy's id.
+var keyed = map[string]shard.Key{
+	"products": shard.MustParseKey(bson.D{{Key: "stock", Value: 1}, {Key: "_id", Value: 1}}),
+	"featured": shard.MustParseKey(bson.D{{Key: "product.id", Value: "hashed"}}),
+}
+
+// requireKeyed routes every command c counted under keyed, on each
+// cluster of shard.Clusters: nothing is refused, at 6.0 as at 8.0 and
+// whatever the FCV.
+func requireKeyed(t *testing.T, c *mongotest.Counter) {
+	t.Helper()
+	require.NotZero(t, c.N(), "commands to route")
+	for _, cluster := range shard.Clusters(keyed) {
+		c.RequireTargeted(t, cluster, map[string]string{
+			"find products": "Update reads the source's shard-key values by _id; the test reads every document before a retry",
+			"find featured": "the test reads every document before a retry",
+		})
+	}
 }
 
 // breakCommit breaks the commitTransaction that ends c's transaction,

@@ -24,6 +24,11 @@ func TestPlanFor(t *testing.T) {
 		// A server the library does not recognise is trusted with nothing.
 		"other": portable,
 	}
+	// A mongos takes the shards' path; the FCV changes nothing the
+	// package uses.
+	for _, name := range mongotest.Mongos() {
+		want[name] = native
+	}
 	known := mongotest.KnownServers()
 	require.Len(t, known, len(want), "a plan for every known server")
 	for name, srv := range known {

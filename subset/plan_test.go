@@ -23,6 +23,10 @@ func TestPlanFor(t *testing.T) {
 		"FerretDB 1.24":         "{push:false measure:true}",
 		"other":                 "{push:false measure:true}",
 	}
+	// A mongos: $push modifiers and the 16 MiB limit as a shard's.
+	for _, name := range mongotest.Mongos() {
+		want[name] = "{push:true measure:false}"
+	}
 	servers := mongotest.KnownServers()
 	require.Len(t, servers, len(want))
 	for name, srv := range servers {

@@ -18,6 +18,10 @@ func TestPlanFor(t *testing.T) {
 		"FerretDB 1.24":         {},
 		"other":                 {},
 	}
+	// collMod and create with a validator pass through mongos.
+	for _, name := range mongotest.Mongos() {
+		want[name] = full
+	}
 	known := mongotest.KnownServers()
 	require.Len(t, known, len(want))
 	for name, srv := range known {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/versioning"
 )
@@ -47,11 +48,11 @@ func traceStep(step string, up func(*versioning.Doc) error) func(*versioning.Doc
 // migrations, taking plan p. The fault tests build it inside Op from the
 // database Op is given (through the faulty client or the healthy one):
 // New sends nothing.
-func tracedUsers(db *mongo.Database, p versioning.Plan) *versioning.Repo[TracedUser] {
+func tracedUsers(db *mongo.Database, p versioning.Plan, shardKey ...string) *versioning.Repo[TracedUser] {
 	r, err := versioning.New[TracedUser](db, versioning.Config{Collection: "users", Current: 3, Migrations: []versioning.Migration{
 		{From: 1, Up: traceStep("1>2", renameMail)},
 		{From: 2, Up: traceStep("2>3", splitName)},
-	}})
+	}, ShardKey: shardKey})
 	if err != nil {
 		panic(err) // the configuration is constant
 	}
@@ -114,7 +115,9 @@ func requireUsers(t *testing.T, db *mongo.Database, want map[string]TracedUser, 
 		}
 		w, ok := want[id]
 		require.True(t, ok, "%s is stored: %s", id, raw)
-		ks := keys(t, raw)
+		// tenant is the shard-key field of the keyed fault cases, which
+		// TracedUser lacks and Replace keeps.
+		ks := slices.DeleteFunc(keys(t, raw), func(k string) bool { return k == "tenant" })
 		slices.Sort(ks)
 		require.Equal(t, usersFields, ks, "%s: the fields of version 3: %s", id, raw)
 		require.Equal(t, bson.TypeInt32, raw.Lookup("schemaVersion").Type)
@@ -386,6 +389,8 @@ func TestFaultsUpdate(t *testing.T) {
 type replaced struct {
 	calls[struct{}]
 	seeded []bson.Raw
+	// routes counts the commands of the struck call and of its retry.
+	routes *mongotest.Counter
 }
 
 // TestFaultsReplace breaks Replace at each step: its replaceOne when it
@@ -393,7 +398,10 @@ type replaced struct {
 // miss path the replaceOne that matches nothing and the find that tells
 // why: a document newer than this code (ErrNewerSchema, untouched) or no
 // document (ErrNotFound, nothing created). A fault's error never claims
-// either outcome; the retry reports it.
+// either outcome; the retry reports it. The keyed cases run the same on a
+// collection sharded on {tenant: 1, _id: 1}, named by Config.ShardKey,
+// and route every command of the struck call and of its retry on each
+// cluster of shard.Clusters: nothing refused (issue 33).
 func TestFaultsReplace(t *testing.T) {
 	t.Parallel() // the stalls of the fault tests wait side by side
 	p := faults.New(t)
@@ -403,10 +411,19 @@ func TestFaultsReplace(t *testing.T) {
 		want      error                 // what the last call returns
 		replaced  map[string]TracedUser // what Replace stores
 		untouched int                   // the seeded documents that must stay as they are (the first n)
+		keyed     bool                  // sharded on {tenant: 1, _id: 1}, Config.ShardKey ["tenant"]
 	}{
 		"old":     {seed: []bson.D{adaV1()}, replaced: map[string]TracedUser{"a": grace}},
 		"newer":   {seed: []bson.D{newerV4("a")}, want: versioning.ErrNewerSchema, untouched: 1},
 		"missing": {seed: []bson.D{oldV1("b", "Alan Turing", "alan@example.com", 3)}, want: patterns.ErrNotFound, untouched: 1},
+	}
+	tenant := func(d bson.D) bson.D { return append(d, bson.E{Key: "tenant", Value: "acme"}) }
+	// (newer sends what missing sends: a replaceOne that matches
+	// nothing, then the find that tells why.)
+	for _, name := range []string{"old", "missing"} {
+		tc := cases[name]
+		tc.keyed, tc.seed = true, []bson.D{tenant(tc.seed[0])}
+		cases[name+", keyed"] = tc
 	}
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		for name, tc := range cases {
@@ -414,16 +431,35 @@ func TestFaultsReplace(t *testing.T) {
 				faults.Run(t, p, faults.Case[*replaced]{
 					Reuse: true,
 					Prepare: func(t *testing.T, db *mongo.Database) *replaced {
-						return &replaced{seeded: seedRaw(t, db, tc.seed...)}
+						return &replaced{seeded: seedRaw(t, db, tc.seed...), routes: mongotest.NewCounter(t, db)}
 					},
 					Op: func(ctx context.Context, db *mongo.Database, c *replaced) error {
-						err := c.add(struct{}{}, tracedUsers(db, plan).Replace(ctx, "a", grace))
+						var key []string
+						if tc.keyed {
+							key = []string{"tenant"}
+						}
+						err := c.add(struct{}{}, tracedUsers(db, plan, key...).Replace(ctx, "a", grace))
 						if tc.want != nil && errors.Is(err, tc.want) {
 							return nil // the outcome expected, recorded for Check
 						}
 						return err
 					},
 					Check: func(t *testing.T, db *mongo.Database, c *replaced) {
+						if tc.keyed {
+							require.NotZero(t, c.routes.N(), "commands to route")
+							for _, cluster := range shard.Clusters(map[string]shard.Key{
+								"users": shard.MustParseKey(bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: 1}}),
+							}) {
+								c.routes.RequireTargeted(t, cluster, map[string]string{
+									"find users": "Replace reads by _id alone (the key's values, or why its write matched nothing)",
+								})
+							}
+							if tc.replaced != nil {
+								var got bson.M
+								require.NoError(t, db.Collection("users").FindOne(context.Background(), bson.D{{Key: "_id", Value: "a"}}).Decode(&got))
+								require.Equal(t, "acme", got["tenant"], "Replace keeps the stored key field that TracedUser lacks")
+							}
+						}
 						requireUsers(t, db, tc.replaced, c.seeded[:tc.untouched]...)
 						c.requireSaw(t, "Replace", tc.want, nil)
 					},

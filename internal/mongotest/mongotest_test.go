@@ -191,6 +191,12 @@ func TestRunPlans(t *testing.T) {
 	require.False(t, servers["FerretDB 2.7"].Has(patterns.FeatureTransactions))
 	require.False(t, servers["MongoDB 6 standalone"].Has(patterns.FeatureTransactions))
 	require.Empty(t, servers["other"].Features())
+	for _, name := range mongotest.Mongos() {
+		require.Equal(t, patterns.Sharded, servers[name].Topology, name)
+		require.True(t, servers[name].Has(patterns.FeatureTransactions), name)
+	}
+	require.True(t, servers["MongoDB 8.0 mongos at FCV 8.0"].Has(patterns.FeatureWritesWithoutShardKey))
+	require.False(t, servers["MongoDB 8.0 mongos at FCV 7.0"].Has(patterns.FeatureWritesWithoutShardKey))
 }
 
 func TestScale(t *testing.T) {
