@@ -161,3 +161,25 @@ func TestAttackServerVerdicts(t *testing.T) {
 	vs = append(vs, verdict{"Tagged{ID: 1}", tg, mustMarshal(t, Tagged{ID: 1}), true})
 	serverSays(t, vs)
 }
+
+// Promise (doc.go): "[Validator.Validate] evaluates the validator in Go,
+// with the server's meaning (tested against the server)"; Pattern: both
+// "give one verdict".
+//
+// Reference: the server matches a pattern with PCRE2 in UTF mode; PCRE2
+// (pcre2api, "pcre2_match", and pcre2unicode "Validity of UTF strings")
+// checks the subject first and answers a negative error
+// (PCRE2_ERROR_UTF8_*) for invalid UTF-8, which the server counts as no
+// match. Go's regexp reads each invalid byte as U+FFFD and matches. The
+// driver writes a Go string's bytes as they are, so Text{S: "a\xffb"} is
+// stored (FerretDB 2.7 stores it without a validator) and, under pattern
+// ^a, refused by the server and admitted by Validate.
+func TestAttackPatternOnInvalidUTF8(t *testing.T) {
+	v, err := validation.For[Text](validation.Field("s", validation.Pattern(`^a`)))
+	require.NoError(t, err)
+	vs := []verdict{{`^a on "a\xffb"`, v, mustMarshal(t, Text{ID: 1, S: "a\xffb"}), false}}
+	for _, c := range vs {
+		assert.Equal(t, c.valid, c.v.Validate(c.doc) == nil, "%s: Validate says %v", c.name, c.v.Validate(c.doc))
+	}
+	serverSays(t, vs)
+}
