@@ -183,3 +183,25 @@ func TestAttackPatternOnInvalidUTF8(t *testing.T) {
 	}
 	serverSays(t, vs)
 }
+
+// Promise (options.go): "MaxLength requires a string of at most k
+// characters (code points)"; Validate evaluates "with the server's
+// meaning".
+//
+// Reference: mongodb/mongo
+// src/mongo/db/matcher/schema/expression_internal_schema_str_length.h
+// counts with str::lengthInUTF8CodePoints (src/mongo/util/str.h): "strLen
+// += !isUTF8ContinuationByte(byte)", so the bytes 0x80-0xBF count 0. Go's
+// utf8.RuneCountInString, which eval uses, counts each invalid byte as one.
+// The driver writes "a\x80\x80" as it is; MongoDB counts 1 and accepts it
+// under maxLength 1, Validate counts 3 and refuses it.
+func TestAttackLengthCountsAsTheServer(t *testing.T) {
+	v, err := validation.For[Text](validation.Field("s", validation.MaxLength(1)))
+	require.NoError(t, err)
+	vs := []verdict{{`maxLength 1 on "a\x80\x80"`, v, mustMarshal(t, Text{ID: 1, S: "a\x80\x80"}), true}}
+	for _, c := range vs {
+		assert.Equal(t, c.valid, c.v.Validate(c.doc) == nil, "%s: Validate says %v", c.name, c.v.Validate(c.doc))
+	}
+	// No server half: FerretDB 2.7 answers "invalid utf8 i: 1" here, not
+	// MongoDB's verdict.
+}
