@@ -62,6 +62,9 @@ type WithLabels struct {
 // {bsonType: "string"}, which those two fields break: the document the
 // repository inserts fails its own Validator. (Validate only: FerretDB 2.7
 // cannot take additionalProperties, and FerretDB 1.24 has no validators.)
+// Severity is low: Get cannot decode such a T either (the int32 version
+// does not decode into the map's strings), so the type is unusable with
+// the repository whatever its validator.
 func TestAttackValidatorRefusesStampsBesideAnInlineMap(t *testing.T) {
 	ctx := context.Background()
 	db, coll := usersDB(t)
