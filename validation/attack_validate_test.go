@@ -61,7 +61,7 @@ type StringID struct {
 // has none, which is what omitempty leaves out of StringID{Name: "a"}. The
 // validator declares _id as bsonType "string", so the write the driver
 // makes of StringID{Name: "a"} is refused.
-func TestAttackOmitemptyIDTheDriverGenerates(t *testing.T) {
+func TestOmitemptyIDAdmitsTheDriversObjectID(t *testing.T) {
 	v, err := validation.For[StringID]()
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -87,7 +87,7 @@ type Labeled struct {
 // additionalProperties {bsonType: "string"} refuses it, so no Labeled can
 // be inserted under the validator. (Server part: only where the full
 // $jsonSchema is sent; FerretDB 2.7 refuses additionalProperties.)
-func TestAttackInlineMapRefusesTheDriversID(t *testing.T) {
+func TestInlineMapAdmitsTheDriversID(t *testing.T) {
 	v, err := validation.For[Labeled]()
 	require.NoError(t, err)
 	doc := mustMarshal(t, bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "name", Value: "a"}, {Key: "env", Value: "prod"}})
@@ -113,7 +113,7 @@ type Tagged struct {
 // v.Interface().(Zeroer).IsZero() }" — for a slice (not a pointer) the
 // Zeroer decides; a nil Tags is not empty, so it is written, and the
 // slice codec writes a nil slice as null. The validator refuses that null.
-func TestAttackZeroerSliceWrittenAsNull(t *testing.T) {
+func TestZeroerSliceWrittenAsNull(t *testing.T) {
 	v, err := validation.For[Tagged]()
 	require.NoError(t, err)
 	doc := mustMarshal(t, Tagged{ID: 1})
@@ -143,7 +143,7 @@ func serverSays(t *testing.T, vs []verdict) {
 }
 
 // The server's verdicts alone, for the cases above.
-func TestAttackServerVerdicts(t *testing.T) {
+func TestServerVerdictsOnDriverEdges(t *testing.T) {
 	var vs []verdict
 	for i, c := range []struct {
 		pattern, s string

@@ -70,8 +70,9 @@ func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = tru
 // (versioning.Repo stamps its version as an int32, "int", and its
 // revision as an ObjectID, "objectId"): where T declares the field, its
 // schema is bsonTypes instead of T's, and it is not required (documents
-// written before the writer stamped it may lack it). Where T does not,
-// nothing changes. [For] fails with [patterns.ErrInvalid] for an
+// written before the writer stamped it may lack it). Where T does not
+// but has a typed inline map, the field is declared so, beside the map's
+// values (additionalProperties); otherwise nothing changes. [For] fails with [patterns.ErrInvalid] for an
 // unknown bsonType, a name given twice, or constraints on the field.
 func Stamped(name string, bsonTypes ...string) Option {
 	return func(c *config) { c.stamped = append(c.stamped, stamp{name, bsonTypes}) }
@@ -338,11 +339,13 @@ func (c *config) constrain(root *node) error {
 				return errs.Invalid("field %q stamped with bsonType %q: no such type", s.name, t)
 			}
 		}
-		for i, p := range root.props {
-			if p.name == s.name {
-				root.props[i].n = newNode(s.types...)
-				root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
-			}
+		if n := root.prop(s.name); n != nil {
+			*n = *newNode(s.types...)
+			root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
+		} else if root.extra != nil {
+			// T's typed inline map would take the field as one of
+			// its values: declare it as the writer writes it.
+			root.props = append(root.props, prop{s.name, newNode(s.types...)})
 		}
 	}
 	for _, f := range c.fields {

@@ -28,7 +28,7 @@ type AutoID struct {
 // ensureID, v2.10.0) prepends `_id: ObjectID(...)` to a document without
 // one; Validator declares _id as T's "string", so the repository's own
 // Insert of AutoID{Name: "a"} is refused under its own validator.
-func TestAttackValidatorRefusesInsertWithoutID(t *testing.T) {
+func TestValidatorAdmitsInsertWithoutID(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureValidators)
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
@@ -65,7 +65,7 @@ type WithLabels struct {
 // Severity is low: Get cannot decode such a T either (the int32 version
 // does not decode into the map's strings), so the type is unusable with
 // the repository whatever its validator.
-func TestAttackValidatorRefusesStampsBesideAnInlineMap(t *testing.T) {
+func TestValidatorAdmitsStampsBesideAnInlineMap(t *testing.T) {
 	ctx := context.Background()
 	db, coll := usersDB(t)
 	r := newRepo[WithLabels](t, db, versioning.PlanFor(mongotest.Server()), versioning.Config{Collection: "users", Current: 1})
