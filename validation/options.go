@@ -100,8 +100,11 @@ type Constraint struct {
 // $ also matches before a final newline, as in PCRE (write \z to refuse
 // "ada@example.com\n"); \s and \S count the vertical tab as space, and
 // \v is PCRE's vertical whitespace. A $ with more of the pattern after
-// it, and what Go's regexp cannot compile (lookaround, backreferences,
-// \Z, possessive quantifiers), are refused with [patterns.ErrInvalid].
+// it, a multi-line ^ with nothing after it that consumes a character
+// ((?m)^$: PCRE's ^ does not match after a newline that ends the string,
+// Go's does), and what Go's regexp cannot compile (lookaround,
+// backreferences, \Z, possessive quantifiers), are refused with
+// [patterns.ErrInvalid].
 func Pattern(re string) Constraint {
 	return Constraint{"pattern", func(n *node) error {
 		if !n.has("string") {
