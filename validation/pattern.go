@@ -18,8 +18,10 @@ import (
 //   - $ matches at the end or before a final newline in PCRE, only at the
 //     end in Go: a final $ becomes \n?\z; a $ with more of the pattern
 //     after it is refused.
+//
 //   - \s includes the vertical tab in PCRE (since 8.34, as Perl 5.18),
 //     not in Go: it becomes [[:space:]] (\S [[:^space:]]).
+//
 //   - \v is vertical whitespace in PCRE, the vertical tab alone in Go: it
 //     becomes the PCRE class.
 //
