@@ -181,7 +181,7 @@ func TestServerVerdictsOnDriverEdges(t *testing.T) {
 // driver writes a Go string's bytes as they are, so Text{S: "a\xffb"} is
 // stored (FerretDB 2.7 stores it without a validator) and, under pattern
 // ^a, refused by the server and admitted by Validate.
-func TestAttackPatternOnInvalidUTF8(t *testing.T) {
+func TestPatternOnInvalidUTF8MatchesNothing(t *testing.T) {
 	v, err := validation.For[Text](validation.Field("s", validation.Pattern(`^a`)))
 	require.NoError(t, err)
 	vs := []verdict{{`^a on "a\xffb"`, v, mustMarshal(t, Text{ID: 1, S: "a\xffb"}), false}}
@@ -202,7 +202,7 @@ func TestAttackPatternOnInvalidUTF8(t *testing.T) {
 // utf8.RuneCountInString, which eval uses, counts each invalid byte as one.
 // The driver writes "a\x80\x80" as it is; MongoDB counts 1 and accepts it
 // under maxLength 1, Validate counts 3 and refuses it.
-func TestAttackLengthCountsAsTheServer(t *testing.T) {
+func TestLengthCountsAsTheServer(t *testing.T) {
 	v, err := validation.For[Text](validation.Field("s", validation.MaxLength(1)))
 	require.NoError(t, err)
 	vs := []verdict{{`maxLength 1 on "a\x80\x80"`, v, mustMarshal(t, Text{ID: 1, S: "a\x80\x80"}), true}}

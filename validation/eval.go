@@ -117,9 +117,11 @@ func (n *node) eval(p string, val bson.RawValue) *FieldError {
 		}
 	case bson.TypeString:
 		s := val.StringValue()
-		k := utf8.RuneCountInString(s)
+		k := codePoints(s)
 		switch {
-		case n.re != nil && !n.re.MatchString(s):
+		// PCRE in UTF mode refuses a subject that is not UTF-8 with an
+		// error, which the server takes for no match.
+		case n.re != nil && (!utf8.ValidString(s) || !n.re.MatchString(s)):
 			return fail("does not match pattern %s", n.pattern)
 		case n.minLength >= 0 && k < n.minLength:
 			return fail("%d characters, minLength %d", k, n.minLength)
@@ -261,4 +263,17 @@ func inEnum(v bson.RawValue, enum []any) bool {
 		}
 	}
 	return false
+}
+
+// codePoints counts the characters of s as the server does for minLength
+// and maxLength (str::lengthInUTF8CodePoints): every byte but the UTF-8
+// continuation bytes 0x80-0xBF, so invalid bytes of those values count 0.
+func codePoints(s string) int {
+	k := 0
+	for i := range len(s) {
+		if s[i]&0xC0 != 0x80 {
+			k++
+		}
+	}
+	return k
 }

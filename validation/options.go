@@ -99,7 +99,8 @@ type Constraint struct {
 // read shared syntax differently, so that both give one verdict: a final
 // $ also matches before a final newline, as in PCRE (write \z to refuse
 // "ada@example.com\n"); \s and \S count the vertical tab as space, and
-// \v is PCRE's vertical whitespace. A $ with more of the pattern after
+// \v is PCRE's vertical whitespace. A string that is not UTF-8 matches
+// no pattern (PCRE, in UTF mode, refuses it). A $ with more of the pattern after
 // it, a multi-line ^ with nothing after it that consumes a character
 // ((?m)^$: PCRE's ^ does not match after a newline that ends the string,
 // Go's does), and what Go's regexp cannot compile (lookaround,
@@ -216,12 +217,16 @@ func integer(i int64) any {
 	return i
 }
 
-// MinLength requires a string of at least k characters (code points).
+// MinLength requires a string of at least k characters (code points),
+// counted as the server counts them: each byte but the UTF-8
+// continuation bytes 0x80-0xBF, which in a string that is not UTF-8
+// count 0 too.
 func MinLength(k int) Constraint {
 	return count("minLength", k, "string", func(n *node) { n.minLength = k })
 }
 
-// MaxLength requires a string of at most k characters (code points).
+// MaxLength requires a string of at most k characters (code points),
+// counted as for [MinLength].
 func MaxLength(k int) Constraint {
 	return count("maxLength", k, "string", func(n *node) { n.maxLen = k })
 }
