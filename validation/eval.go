@@ -194,7 +194,8 @@ type num struct {
 }
 
 // numberOf returns the exact value of an int32, int64, double or
-// Decimal128, as the server compares them (compareDecimalToDouble and
+// Decimal128 (a non-canonical one, significand above 10^34-1, is zero),
+// as the server compares them (compareDecimalToDouble and
 // its siblings give the mathematically exact order).
 func numberOf(v bson.RawValue) (num, bool) {
 	switch v.Type {
@@ -223,6 +224,9 @@ func numberOf(v bson.RawValue) (num, bool) {
 		if err != nil {
 			return num{}, false
 		}
+		if coef.CmpAbs(maxSignificand) > 0 {
+			coef.SetInt64(0) // non-canonical (IEEE 754-2008): its value is zero
+		}
 		r := new(big.Rat).SetInt(coef)
 		scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
 		if exp >= 0 {
@@ -232,6 +236,10 @@ func numberOf(v bson.RawValue) (num, bool) {
 	}
 	return num{}, false
 }
+
+// maxSignificand is the largest canonical Decimal128 significand,
+// 10^34-1.
+var maxSignificand = new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(34), nil), big.NewInt(1))
 
 // cmp orders two numbers that are not NaN: -1, 0 or +1.
 func (a num) cmp(b num) int {
