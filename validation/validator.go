@@ -107,10 +107,12 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field (a dotted path reaches into documents) equals one of values (a
-// nil value: field missing or null); any other document passes as it
-// is. Values compare as the server compares them ($in), so 3, int64(3)
-// and 3.0 are one value. It is how a collection in the middle of a
+// field (a dotted path reaches into documents, and into the documents of
+// arrays) equals one of values (a nil or bson.Null{} value: field missing
+// or null); any other document passes as it is. Values compare as the
+// server compares them ($in): 3, int64(3) and 3.0 are one value, a string
+// and a symbol of one text too, and an array field matches when one of
+// its elements does. It is how a collection in the middle of a
 // migration keeps its older shapes: versioning.Repo.Validator checks the
 // current shape at the current version only. v is unchanged; Only sends
 // nothing. It fails with [patterns.ErrInvalid] for a zero or nil v, a
