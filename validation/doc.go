@@ -56,10 +56,15 @@
 // of one (type ID bson.ObjectID) goes by its kind, as in the driver.
 // The minsize tag reaches everything below its field (slice elements,
 // map values, a nested struct's fields), as the driver hands it down.
-// Under omitempty a nil pointer, slice or map is left out, never null; a
-// fixed-size array is left out only at length 0, so it is required. Of
-// fields with one name the shallowest wins (inline), and an inlined
-// struct's own inline map is ignored, as in the driver. Channels,
+// Under omitempty a nil pointer, slice or map is left out, never null,
+// except a slice or map that is a Zeroer: its IsZero alone decides, so a
+// nil one may be written as null; a fixed-size array is left out only at
+// length 0, so it is required. Of fields with one name the shallowest
+// wins (inline), and an inlined struct's own inline map is ignored, as in
+// the driver. The root admits the _id that InsertOne adds to a document
+// without one (an ObjectID): an _id that T may leave out (omitempty) may
+// also be an "objectId", and a T with no _id but a typed inline map
+// declares _id an "objectId" beside it. Channels,
 // functions and complex numbers, which the driver cannot encode, and the
 // types it refuses (two fields of one name at one depth, two inline
 // maps) are refused with [patterns.ErrInvalid].

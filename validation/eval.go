@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -53,26 +52,75 @@ func (v *Validator) Validate(doc bson.Raw) *FieldError {
 }
 
 // selects reports whether doc's field (a dotted path, as the server reads
-// it) equals one of g's values, as $in decides: the field or, in an
-// array, one of its elements.
+// it) equals one of g's values, as $in decides: the path walks into the
+// documents of an array, and a field equals a value when it, or in an
+// array one of its elements, does; a string and a symbol compare by their
+// text (one class in BSON comparison); a null value (nil or bson.Null{})
+// selects a field that is missing or null.
 func (g *guard) selects(doc bson.Raw) bool {
-	val, err := doc.LookupErr(strings.Split(g.field, ".")...)
-	if err != nil {
-		return slices.Contains(g.values, nil)
-	}
-	candidates := []bson.RawValue{val}
-	if val.Type == bson.TypeArray {
-		elems, _ := val.Array().Values()
-		candidates = append(candidates, elems...)
-	}
-	for _, c := range candidates {
-		for _, want := range g.values {
-			if want == nil && c.Type == bson.TypeNull || want != nil && equal(c, want) {
-				return true
+	for _, c := range leaves(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc}, strings.Split(g.field, ".")) {
+		candidates := []bson.RawValue{c}
+		if c.Type == bson.TypeArray {
+			elems, _ := c.Array().Values()
+			candidates = append(candidates, elems...)
+		}
+		for _, x := range candidates {
+			for _, want := range g.values {
+				w := raw(want)
+				switch {
+				case w.Type == bson.TypeNull:
+					if x.Type == 0 || x.Type == bson.TypeNull {
+						return true
+					}
+				case x.Type != 0 && same(textual(x), textual(w)):
+					return true
+				}
 			}
 		}
 	}
 	return false
+}
+
+// leaves returns the values at path below val as the server's path walk
+// finds them, through the documents of arrays (and an array's element by
+// its index); a zero RawValue stands for a missing field.
+func leaves(val bson.RawValue, path []string) []bson.RawValue {
+	if len(path) == 0 {
+		return []bson.RawValue{val}
+	}
+	switch val.Type {
+	case bson.TypeEmbeddedDocument:
+		next, err := val.Document().LookupErr(path[0])
+		if err != nil {
+			return []bson.RawValue{{}}
+		}
+		return leaves(next, path[1:])
+	case bson.TypeArray:
+		var out []bson.RawValue
+		if elem, err := bson.Raw(val.Array()).LookupErr(path[0]); err == nil {
+			out = append(out, leaves(elem, path[1:])...)
+		}
+		elems, _ := val.Array().Values()
+		for _, e := range elems {
+			if e.Type == bson.TypeEmbeddedDocument {
+				out = append(out, leaves(e, path)...)
+			}
+		}
+		if len(out) == 0 {
+			return []bson.RawValue{{}}
+		}
+		return out
+	}
+	return []bson.RawValue{{}}
+}
+
+// textual returns a symbol as the string of its text: BSON comparison
+// puts the two in one class and compares their text.
+func textual(v bson.RawValue) bson.RawValue {
+	if sym, ok := v.SymbolOK(); ok {
+		return raw(sym)
+	}
+	return v
 }
 
 // typeNames are the bsonType aliases of the BSON types.
@@ -117,9 +165,11 @@ func (n *node) eval(p string, val bson.RawValue) *FieldError {
 		}
 	case bson.TypeString:
 		s := val.StringValue()
-		k := utf8.RuneCountInString(s)
+		k := codePoints(s)
 		switch {
-		case n.re != nil && !n.re.MatchString(s):
+		// PCRE in UTF mode refuses a subject that is not UTF-8 with an
+		// error, which the server takes for no match.
+		case n.re != nil && (!utf8.ValidString(s) || !n.re.MatchString(s)):
 			return fail("does not match pattern %s", n.pattern)
 		case n.minLength >= 0 && k < n.minLength:
 			return fail("%d characters, minLength %d", k, n.minLength)
@@ -192,7 +242,8 @@ type num struct {
 }
 
 // numberOf returns the exact value of an int32, int64, double or
-// Decimal128, as the server compares them (compareDecimalToDouble and
+// Decimal128 (a non-canonical one, significand above 10^34-1, is zero),
+// as the server compares them (compareDecimalToDouble and
 // its siblings give the mathematically exact order).
 func numberOf(v bson.RawValue) (num, bool) {
 	switch v.Type {
@@ -221,6 +272,9 @@ func numberOf(v bson.RawValue) (num, bool) {
 		if err != nil {
 			return num{}, false
 		}
+		if coef.CmpAbs(maxSignificand) > 0 {
+			coef.SetInt64(0) // non-canonical (IEEE 754-2008): its value is zero
+		}
 		r := new(big.Rat).SetInt(coef)
 		scale := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(max(exp, -exp))), nil)
 		if exp >= 0 {
@@ -230,6 +284,10 @@ func numberOf(v bson.RawValue) (num, bool) {
 	}
 	return num{}, false
 }
+
+// maxSignificand is the largest canonical Decimal128 significand,
+// 10^34-1.
+var maxSignificand = new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(34), nil), big.NewInt(1))
 
 // cmp orders two numbers that are not NaN: -1, 0 or +1.
 func (a num) cmp(b num) int {
@@ -242,8 +300,10 @@ func (a num) cmp(b num) int {
 // equal compares a stored value with a Go value as the server's $in and
 // enum do: numbers by their exact value, whatever their types (NaN
 // equals NaN), anything else by type and bytes.
-func equal(v bson.RawValue, want any) bool {
-	w := raw(want)
+func equal(v bson.RawValue, want any) bool { return same(v, raw(want)) }
+
+// same is equal of two stored values.
+func same(v, w bson.RawValue) bool {
 	if a, ok := numberOf(v); ok {
 		b, ok := numberOf(w)
 		if !ok || a.nan || b.nan {
@@ -261,4 +321,17 @@ func inEnum(v bson.RawValue, enum []any) bool {
 		}
 	}
 	return false
+}
+
+// codePoints counts the characters of s as the server does for minLength
+// and maxLength (str::lengthInUTF8CodePoints): every byte but the UTF-8
+// continuation bytes 0x80-0xBF, so invalid bytes of those values count 0.
+func codePoints(s string) int {
+	k := 0
+	for i := range len(s) {
+		if s[i]&0xC0 != 0x80 {
+			k++
+		}
+	}
+	return k
 }

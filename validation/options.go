@@ -70,8 +70,9 @@ func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = tru
 // (versioning.Repo stamps its version as an int32, "int", and its
 // revision as an ObjectID, "objectId"): where T declares the field, its
 // schema is bsonTypes instead of T's, and it is not required (documents
-// written before the writer stamped it may lack it). Where T does not,
-// nothing changes. [For] fails with [patterns.ErrInvalid] for an
+// written before the writer stamped it may lack it). Where T does not
+// but has a typed inline map, the field is declared so, beside the map's
+// values (additionalProperties); otherwise nothing changes. [For] fails with [patterns.ErrInvalid] for an
 // unknown bsonType, a name given twice, or constraints on the field.
 func Stamped(name string, bsonTypes ...string) Option {
 	return func(c *config) { c.stamped = append(c.stamped, stamp{name, bsonTypes}) }
@@ -98,9 +99,13 @@ type Constraint struct {
 // read shared syntax differently, so that both give one verdict: a final
 // $ also matches before a final newline, as in PCRE (write \z to refuse
 // "ada@example.com\n"); \s and \S count the vertical tab as space, and
-// \v is PCRE's vertical whitespace. A $ with more of the pattern after
-// it, and what Go's regexp cannot compile (lookaround, backreferences,
-// \Z, possessive quantifiers), are refused with [patterns.ErrInvalid].
+// \v is PCRE's vertical whitespace. A string that is not UTF-8 matches
+// no pattern (PCRE, in UTF mode, refuses it). A $ with more of the pattern after
+// it, a multi-line ^ with nothing after it that consumes a character
+// ((?m)^$: PCRE's ^ does not match after a newline that ends the string,
+// Go's does), and what Go's regexp cannot compile (lookaround,
+// backreferences, \Z, possessive quantifiers), are refused with
+// [patterns.ErrInvalid].
 func Pattern(re string) Constraint {
 	return Constraint{"pattern", func(n *node) error {
 		if !n.has("string") {
@@ -212,12 +217,16 @@ func integer(i int64) any {
 	return i
 }
 
-// MinLength requires a string of at least k characters (code points).
+// MinLength requires a string of at least k characters (code points),
+// counted as the server counts them: each byte but the UTF-8
+// continuation bytes 0x80-0xBF, which in a string that is not UTF-8
+// count 0 too.
 func MinLength(k int) Constraint {
 	return count("minLength", k, "string", func(n *node) { n.minLength = k })
 }
 
-// MaxLength requires a string of at most k characters (code points).
+// MaxLength requires a string of at most k characters (code points),
+// counted as for [MinLength].
 func MaxLength(k int) Constraint {
 	return count("maxLength", k, "string", func(n *node) { n.maxLen = k })
 }
@@ -338,11 +347,13 @@ func (c *config) constrain(root *node) error {
 				return errs.Invalid("field %q stamped with bsonType %q: no such type", s.name, t)
 			}
 		}
-		for i, p := range root.props {
-			if p.name == s.name {
-				root.props[i].n = newNode(s.types...)
-				root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
-			}
+		if n := root.prop(s.name); n != nil {
+			*n = *newNode(s.types...)
+			root.required = slices.DeleteFunc(root.required, func(r string) bool { return r == s.name })
+		} else if root.extra != nil {
+			// T's typed inline map would take the field as one of
+			// its values: declare it as the writer writes it.
+			root.props = append(root.props, prop{s.name, newNode(s.types...)})
 		}
 	}
 	for _, f := range c.fields {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
@@ -17,10 +18,16 @@ import (
 //   - $ matches at the end or before a final newline in PCRE, only at the
 //     end in Go: a final $ becomes \n?\z; a $ with more of the pattern
 //     after it is refused.
+//
 //   - \s includes the vertical tab in PCRE (since 8.34, as Perl 5.18),
 //     not in Go: it becomes [[:space:]] (\S [[:^space:]]).
+//
 //   - \v is vertical whitespace in PCRE, the vertical tab alone in Go: it
 //     becomes the PCRE class.
+//
+//   - a multi-line ^ ((?m)) does not match after a newline that ends the
+//     subject in PCRE, and does in Go: one with nothing after it that
+//     consumes a character ((?m)^$, (?m)\n^) is refused.
 //
 // What Go's regexp does not compile (lookaround, backreferences, \Z, \h,
 // possessive quantifiers) is refused.
@@ -30,6 +37,9 @@ func pcre(re string) (*regexp.Regexp, error) {
 		return nil, err
 	}
 	if err := dollars(tree, true); err != nil {
+		return nil, err
+	}
+	if err := carets(tree, false); err != nil {
 		return nil, err
 	}
 	return regexp.Compile(tree.String())
@@ -139,6 +149,53 @@ func dollars(re *syntax.Regexp, final bool) error {
 		}
 	}
 	return nil
+}
+
+// carets refuses a multi-line ^ that may stand at the end of the subject:
+// PCRE's does not match after a newline that ends the subject, Go's does.
+// One followed by something that consumes a character cannot stand there,
+// so both read it alike. consumed: what follows re in the pattern must
+// consume a character.
+func carets(re *syntax.Regexp, consumed bool) error {
+	switch re.Op {
+	case syntax.OpBeginLine:
+		if !consumed {
+			return fmt.Errorf("a multi-line ^ with nothing that consumes a character after it means different things in PCRE and Go's regexp after a final newline: put what follows it in the pattern, or match the line with more than ^")
+		}
+	case syntax.OpConcat:
+		for i, sub := range re.Sub {
+			after := consumed || slices.ContainsFunc(re.Sub[i+1:], consumes)
+			if err := carets(sub, after); err != nil {
+				return err
+			}
+		}
+	default:
+		for _, sub := range re.Sub {
+			if err := carets(sub, consumed); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// consumes reports whether every match of re consumes a character.
+func consumes(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return len(re.Rune) > 0
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	case syntax.OpConcat:
+		return slices.ContainsFunc(re.Sub, consumes)
+	case syntax.OpAlternate:
+		return !slices.ContainsFunc(re.Sub, func(s *syntax.Regexp) bool { return !consumes(s) })
+	case syntax.OpCapture, syntax.OpPlus:
+		return consumes(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min > 0 && consumes(re.Sub[0])
+	}
+	return false
 }
 
 // compilePattern is pcre with For's error.

@@ -395,14 +395,27 @@ func (b *builder) layout(t reflect.Type, index []int, minSize, top bool) ([]fiel
 			}
 			continue
 		}
-		k := sf.Type.Kind()
-		n, err := b.typed(sf.Type, minSize || opts["minsize"], omitEmpty && (k == reflect.Pointer || k == reflect.Slice || k == reflect.Map))
+		n, err := b.typed(sf.Type, minSize || opts["minsize"], omitEmpty && omitsNil(sf.Type))
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t, sf.Name, err)
 		}
 		out = append(out, field{name: name, index: at, n: n, optional: omitEmpty && b.canBeEmpty(sf.Type)})
 	}
 	return out, nil
+}
+
+// omitsNil reports whether omitempty leaves out every nil value of t, so
+// that it is never written as null: a nil pointer always (isEmpty asks
+// its Zeroer only when it is not nil), a nil slice or map unless t is a
+// Zeroer, whose IsZero decides alone (struct_codec.go isEmpty, v2.10.0).
+func omitsNil(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return true
+	case reflect.Slice, reflect.Map:
+		return !t.Implements(tZeroer)
+	}
+	return false
 }
 
 // canBeEmpty reports whether omitempty can leave a value of type t out,

@@ -3,6 +3,7 @@ package validation
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -62,10 +63,28 @@ func forType(t reflect.Type, opts []Option) (*Validator, error) {
 	if err := c.constrain(root); err != nil {
 		return nil, err
 	}
+	generatedID(root)
 	if c.onlyConstrained {
 		keepConstrained(root)
 	}
 	return &Validator{root: root}, nil
+}
+
+// generatedID admits at the root the _id the driver gives a document
+// that has none: InsertOne adds an ObjectID (mongo.go ensureID, v2.10.0).
+// Where T's _id may be left out (omitempty on an empty value, a nil
+// inlined struct pointer), it may be an ObjectID too; where T has no _id
+// but a typed inline map, whose values are additionalProperties, _id is
+// declared an ObjectID so that the map's type does not refuse it. With
+// no inline map any other field is admitted already.
+func generatedID(root *node) {
+	id := root.prop("_id")
+	switch {
+	case id == nil && root.extra != nil:
+		root.props = append([]prop{{"_id", newNode("objectId")}}, root.props...)
+	case id != nil && len(id.types) > 0 && !id.has("objectId") && !slices.Contains(root.required, "_id"):
+		id.types = append(id.types, "objectId")
+	}
 }
 
 // keepConstrained drops from n's properties the fields without a
@@ -88,10 +107,12 @@ func keepConstrained(n *node) {
 }
 
 // Only returns a validator that checks v only on the documents whose
-// field (a dotted path reaches into documents) equals one of values (a
-// nil value: field missing or null); any other document passes as it
-// is. Values compare as the server compares them ($in), so 3, int64(3)
-// and 3.0 are one value. It is how a collection in the middle of a
+// field (a dotted path reaches into documents, and into the documents of
+// arrays) equals one of values (a nil or bson.Null{} value: field missing
+// or null); any other document passes as it is. Values compare as the
+// server compares them ($in): 3, int64(3) and 3.0 are one value, a string
+// and a symbol of one text too, and an array field matches when one of
+// its elements does. It is how a collection in the middle of a
 // migration keeps its older shapes: versioning.Repo.Validator checks the
 // current shape at the current version only. v is unchanged; Only sends
 // nothing. It fails with [patterns.ErrInvalid] for a zero or nil v, a

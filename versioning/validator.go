@@ -20,7 +20,9 @@ import "github.com/mongopatterns/mongopatterns/validation"
 //
 // The version and revision fields are declared as the repository writes
 // them, whatever T's fields of those names are (an int32 and an
-// ObjectID, see [validation.Stamped]), and not required. Errors are
+// ObjectID, see [validation.Stamped]), and not required; the _id that
+// Insert of a T without one gets from the driver (an ObjectID) is
+// admitted (see [validation.For]). Errors are
 // those of [validation.For], prefixed "versioning: Validator: ", and
 // ErrInvalid for opts that constrain either field. It sends nothing.
 func (r *Repo[T]) Validator(opts ...validation.Option) (*validation.Validator, error) {
