@@ -229,7 +229,13 @@ func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
 		}
 		alts = append(alts, f)
 	}
-	return bson.D{{Key: c.parentField, Value: parentID}, {Key: "$or", Value: alts}}
+	// The ids' $in beside the $or, so that the count routes as
+	// itemsIn's does: by the parent and the ids.
+	ids := make(bson.A, 0, len(docs))
+	for _, d := range docs {
+		ids = append(ids, d.Lookup(c.idField))
+	}
+	return bson.D{{Key: c.parentField, Value: parentID}, {Key: c.idField, Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "$or", Value: alts}}
 }
 
 // firstN reads the first n items in the configured order in one round

@@ -94,8 +94,9 @@ func TestShardingRoutesByIDField(t *testing.T) {
 			"votes": shard.MustParseKey(bson.D{{Key: "poll", Value: "hashed"}, {Key: "author", Value: 1}}),
 		}) {
 			c.RequireTargeted(t, cluster, map[string]string{
-				"find votes":   "the recomputation reads one parent's items: a prefix of the key",
-				"insert votes": "an Add of several items goes to the shards owning their parent's chunks",
+				"find votes":      "the recomputation reads one parent's items: a prefix of the key",
+				"insert votes":    "an Add of several items goes to the shards owning their parent's chunks",
+				"aggregate votes": "Add's count of the items it pushed names the parent and their ids: one shard per item at most",
 			})
 		}
 		for _, cluster := range shard.Clusters(map[string]shard.Key{"polls": hashedID, "votes": hashedID}) {
@@ -104,10 +105,11 @@ func TestShardingRoutesByIDField(t *testing.T) {
 				refused = map[string][]int32{"createIndexes votes": {67}}
 			}
 			c.RequireRefused(t, cluster, map[string]string{
-				"find votes":   "reads by parent go to every shard",
-				"insert votes": "the items of an Add go each to the shard of its _id",
-				"delete votes": "Remove by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
-				"update votes": "Update's replacement by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
+				"find votes":      "reads by parent go to every shard",
+				"insert votes":    "the items of an Add go each to the shard of its _id",
+				"aggregate votes": "Add's count of the items it pushed names the parent and their ids, not the _id: every shard",
+				"delete votes":    "Remove by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
+				"update votes":    "Update's replacement by {parent, IDField}: a two-phase write (7.1+ at FCV 7.1+)",
 			}, refused)
 		}
 	})
