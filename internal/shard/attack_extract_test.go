@@ -63,3 +63,18 @@ func TestAttackShardKeyExtraction(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackNotOfARange: shard.go, bounds: "$ne, $nin, $not, $exists:
+// true and an unanchored expression cover the whole range". For $not of
+// a range on a ranged (not hashed) key field the server's bounds are the
+// complement of the child's (mongodb/mongo
+// src/mongo/db/query/index_bounds_builder.cpp translate, NOT:
+// "_translatePredicate(child, ...); oilOut->complement()"): {a: {$not:
+// {$gt: 5}}} is [MinKey, 5] plus the types after numbers, which leaves out
+// the chunks inside (5, +inf]: the shards owning the chunks of that range,
+// not every shard (getShardIdsForCanonicalQuery routes by those bounds).
+func TestAttackNotOfARange(t *testing.T) {
+	k := key(bson.D{{Key: "a", Value: 1}})
+	got := k.Filter(bson.D{{Key: "a", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: 5}}}}}})
+	require.Equal(t, SomeShards, got.Target, "%s", got)
+}
