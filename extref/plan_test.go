@@ -32,13 +32,13 @@ func TestPlanFor(t *testing.T) {
 	}
 	require.Equal(t, plan{}, planFor(mongotest.Portable()))
 	// A mongos 7.1+ at an FCV of 7.1+ takes a findAndModify without the
-	// shard key: Update reads no key values first (Config.ShardKey);
-	// before 7.1, at an FCV of 7.0 (an 8.0 cluster during its upgrade),
-	// or with the FCV unknown, it does.
+	// shard key, but a mongos answers getParameter with its binary version
+	// (SERVER-100224): no FCV recorded by WithFCV gives the feature, and
+	// Update reads the key values first (Config.ShardKey) on every mongos.
 	for _, tc := range []struct {
 		version, fcv string
 		keyless      bool
-	}{{"7.0.2", "7.0", false}, {"7.1.0", "7.0", false}, {"7.1.0", "7.1", true}, {"8.0.4", "7.0", false}, {"8.0.4", "8.0", true}, {"8.0.4", "", false}} {
+	}{{"7.0.2", "7.0", false}, {"7.1.0", "7.0", false}, {"7.1.0", "7.1", false}, {"8.0.4", "7.0", false}, {"8.0.4", "8.0", false}, {"8.0.4", "", false}} {
 		hello, err := bson.Marshal(bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
 		require.NoError(t, err)
 		build, err := bson.Marshal(bson.D{{Key: "version", Value: tc.version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})

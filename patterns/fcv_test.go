@@ -9,8 +9,8 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestAttackFCVReadFromMongos: patterns/capabilities.go,
-// FeatureWritesWithoutShardKey: "an 8.0 cluster still at FCV 7.0 (the
+// TestFCVReadFromMongos (issue 33 regression): patterns/capabilities.go,
+// FeatureWritesWithoutShardKey, said: "an 8.0 cluster still at FCV 7.0 (the
 // usual state during an upgrade) refuses them as 7.0 does. Detected from
 // hello's msg "isdbgrid", the version and, on a mongos 7.1+,
 // getParameter's featureCompatibilityVersion"; docs/sharding.md: "an 8.0
@@ -37,7 +37,7 @@ import (
 // findAndModify by _id alone, which the package (and internal/shard, 8.0
 // at FCV 7.0) says is refused (61). On 8.3+ mongos the command fails and
 // the feature is never present, so "it skips the read" never holds there.
-func TestAttackFCVReadFromMongos(t *testing.T) {
+func TestFCVReadFromMongos(t *testing.T) {
 	mongos := bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}}
 	s, err := patterns.NewServer(raw(t, mongos), raw(t, bson.D{{Key: "version", Value: "8.0.4"}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}))
 	require.NoError(t, err)
