@@ -11,7 +11,9 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/shard"
 )
 
-// TestAttackShardingArrayTargetRemedy: doctor/sharding.go,
+// TestShardingArrayTargetRemedy (issue 33 regression): extref's index on
+// an array target did not carry patterns.Index.EveryShard, so the doctor
+// told to shard on an array path. doctor/sharding.go,
 // RuleShardKeyDeclaredQueries: "an index whose patterns.Index.EveryShard
 // says its queries read the whole collection by design is not reported";
 // issue 33 (item 6): the doctor must not warn on the packages' own indexes
@@ -28,7 +30,7 @@ import (
 // a key that starts with items.product.id" for extref's index on an array
 // target is impossible to follow, and the finding is raised for a query
 // the package sends to every shard by design.
-func TestAttackShardingArrayTargetRemedy(t *testing.T) {
+func TestShardingArrayTargetRemedy(t *testing.T) {
 	db := mongotest.Client().Database("shop")
 	type productRef struct {
 		ID   int    `bson:"id"`
