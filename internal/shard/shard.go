@@ -811,17 +811,26 @@ func (c Cluster) update(key Key, s bson.D) Route {
 // document, would change its key (31025, "Shard key update is not allowed
 // without specifying the full shard key in the query"); only a stored
 // document that lacks the field too is replaced. The route says it is
-// refused.
+// refused. A missing _id is the exception: the replacement keeps the
+// document's _id, so it changes no key; it goes to the one shard of the
+// null _id (hash(null) under a hashed _id) and matches nothing on the
+// others.
 func replacement(key Key, repl bson.D, m match) Route {
+	why := "the replacement document holds the shard key (mongos targets a replacement by it)"
 	for _, f := range key {
 		if f.Path == "_id" && exactID(m) {
 			continue // taken from the filter
 		}
-		if _, ok := lookupOK(repl, f.Path); !ok {
+		_, ok := lookupOK(repl, f.Path)
+		if !ok && f.Path == "_id" {
+			why = "the replacement lacks _id, which mongos targets as null: the shard of the null _id, where the replacement keeps the matched document's _id (it matches nothing on the other shards)"
+			continue
+		}
+		if !ok {
 			return Route{Refused, 31025, fmt.Sprintf("the replacement lacks the shard-key field %s, and mongos targets a replacement by the key it holds (a missing field as null): it matches nothing on that shard, or would change the key of the document it matches (Shard key update is not allowed without specifying the full shard key in the query)", f.Path)}
 		}
 	}
-	return Route{OneShard, 0, "the replacement document holds the shard key (mongos targets a replacement by it)"}
+	return Route{OneShard, 0, why}
 }
 
 // single routes a single write (update, delete, findAndModify's exact-_id

@@ -8,9 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// TestAttackReplacementWithoutID: TestRules' row "replaceOne by parent and
-// sku, no _id anywhere, on hashed _id" and the replacement rule of
-// shard.go say mongos refuses such a replacement (31025) before the writes
+// TestReplacementWithoutID (issue 33 regression): TestRules' row
+// "replaceOne by parent and sku, no _id anywhere, on hashed _id" and the
+// replacement rule of shard.go said mongos refuses such a replacement (31025) before the writes
 // without the shard key; subset/doc.go: "Update's replacement is targeted
 // at the chunk of a null _id, where it matches nothing
 // ([patterns.ErrNotFound] for an item that exists) or is refused (31025)".
@@ -27,7 +27,7 @@ import (
 // document's _id (the update keeps _id), so the shard key does not
 // change and no 31025 is raised: it replaces the item if that shard holds
 // it, and matches nothing otherwise. Not refused.
-func TestAttackReplacementWithoutID(t *testing.T) {
+func TestReplacementWithoutID(t *testing.T) {
 	keys := map[string]Key{"items": key(bson.D{{Key: "_id", Value: "hashed"}})}
 	cmd := upd("items", bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}, {Key: "n", Value: 2}}, false, false)
 	for _, c := range Clusters(keys) {
