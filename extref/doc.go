@@ -128,11 +128,11 @@
 // two-phase write to every shard. With it, Update reads the key's values by _id first (a find
 // that goes to every shard), then sends its findAndModify with the _id
 // and those values by equality: one shard, at 6.0 as at 8.0, for one
-// round trip more; where the server has
-// [patterns.FeatureWritesWithoutShardKey] (mongos 7.1+ at FCV 7.1+, read
-// by getParameter; when the FCV cannot be read, the feature is absent and
-// Update reads first, which works on every version) it skips the read
-// and sends the findAndModify by _id. Under such a key every read of a
+// round trip more. It reads first on every mongos, 7.1+ at FCV 7.1+
+// included: no server reports [patterns.FeatureWritesWithoutShardKey],
+// since a mongos answers getParameter featureCompatibilityVersion with
+// its binary version, not the cluster's FCV (SERVER-100224), and the read
+// works on every version. Under such a key every read of a
 // source by _id (Of, OfMany, Sync's reads, Verify's $in) goes to every
 // shard: the repository knows only the ids its callers give. Update
 // refuses the upsert option with Config.ShardKey (an upsert's filter must

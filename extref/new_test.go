@@ -80,9 +80,12 @@ func TestIndexes(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	var keys []bson.D
+	var everyShard []bool
 	for _, ix := range r.Indexes() {
 		keys = append(keys, ix.Model.Keys.(bson.D))
+		everyShard = append(everyShard, ix.EveryShard != "")
 	}
+	require.Equal(t, []bool{true, false, true}, everyShard, "an array target's index serves a Sync that goes to every shard (a shard key cannot hold an array)")
 	require.Equal(t, []bson.D{
 		{{Key: "items.product.id", Value: 1}},
 		{{Key: "product.id", Value: 1}},

@@ -19,15 +19,16 @@ func TestPlanFor(t *testing.T) {
 		"MongoDB 8 replica set": all,
 		"MongoDB 6 standalone":  {arrayFilters: true, batchedUpdates: true, projectUpdate: true, pipelineUpdates: true},
 		// A mongos (4.2+) runs transactions and change streams. From 7.1
-		// at an FCV of 7.1+ it takes a findAndModify without the shard
-		// key: Update reads no key values first (Config.ShardKey); before
-		// 7.1, or at an FCV of 7.0 (an upgrade not yet finished), it does.
+		// at an FCV of 7.1+ it would take a findAndModify without the
+		// shard key, but a mongos answers getParameter with its binary
+		// version (SERVER-100224), so no mongos is known to: Update reads
+		// the key values first (Config.ShardKey) on every one.
 		"MongoDB 6.0 mongos":            all,
 		"MongoDB 7.0 mongos":            all,
 		"MongoDB 7.1 mongos at FCV 7.0": all,
-		"MongoDB 7.1 mongos at FCV 7.1": keyless,
+		"MongoDB 7.1 mongos at FCV 7.1": all,
 		"MongoDB 8.0 mongos at FCV 7.0": all,
-		"MongoDB 8.0 mongos at FCV 8.0": keyless,
+		"MongoDB 8.0 mongos at FCV 8.0": all,
 		"FerretDB 1.24":                 {},
 		// arrayFilters, pipeline updates, findAndModify's projection and
 		// multi-statement updates work there; transactions are silently
@@ -43,13 +44,14 @@ func TestPlanFor(t *testing.T) {
 		require.Equal(t, p, planFor(srv), name)
 	}
 	require.Equal(t, plan{}, planFor(mongotest.Portable()))
-	// A mongos 7.1+ whose FCV cannot be read (getParameter refused)
-	// reads the key values first, as at an FCV of 7.0; the known
-	// servers above cover each read FCV.
+	// A mongos 7.1+ at an FCV of 7.1+ takes a findAndModify without the
+	// shard key, but a mongos answers getParameter with its binary version
+	// (SERVER-100224): no FCV recorded by WithFCV gives the feature, and
+	// Update reads the key values first (Config.ShardKey) on every mongos.
 	for _, tc := range []struct {
 		version, fcv string
 		keyless      bool
-	}{{"7.1.0", "", false}, {"8.0.4", "", false}} {
+	}{{"7.0.2", "7.0", false}, {"7.1.0", "7.0", false}, {"7.1.0", "7.1", false}, {"8.0.4", "7.0", false}, {"8.0.4", "8.0", false}, {"8.0.4", "", false}} {
 		hello, err := bson.Marshal(bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
 		require.NoError(t, err)
 		build, err := bson.Marshal(bson.D{{Key: "version", Value: tc.version}, {Key: "gitVersion", Value: "0123456789abcdef0123456789abcdef01234567"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})

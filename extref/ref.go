@@ -120,11 +120,16 @@ var sourceOptions = options.Collection().SetReadPreference(readpref.Primary())
 // target, an index on the copy's id ({customer.id: 1}; for an array target
 // {items.product.id: 1}, which MongoDB makes multikey). Without them Sync
 // and Update scan whole target collections. Create them with
-// [patterns.EnsureIndexes]. The source needs only its _id index.
+// [patterns.EnsureIndexes]. The source needs only its _id index. An
+// array target's index carries [patterns.Index.EveryShard]: a shard key
+// cannot hold an array, so its Sync goes to every shard under any key.
 func (r *Ref[S]) Indexes() []patterns.Index {
 	out := make([]patterns.Index, len(r.targets))
 	for i, t := range r.targets {
 		out[i] = patterns.Index{Collection: t.coll, Model: mongo.IndexModel{Keys: indexKeys(t.path, r.ct)}}
+		if t.path.array != "" {
+			out[i].EveryShard = "Sync into the array " + t.path.array + " matches copies inside an array, which a shard key cannot hold: every shard under any key"
+		}
 	}
 	return out
 }

@@ -133,13 +133,14 @@ const (
 	// deleteOne by exact _id. The binaries are not enough: the cluster's
 	// featureCompatibilityVersion must be 7.1 or later too, and an 8.0
 	// cluster still at FCV 7.0 (the usual state during an upgrade) refuses
-	// them as 7.0 does. Detected from hello's msg "isdbgrid", the version
-	// and, on a mongos 7.1+, getParameter's featureCompatibilityVersion
-	// ([Server.WithFCV]); absent when the FCV cannot be read (a user
-	// without the getParameter privilege: the repositories then take the
-	// path that works on every version), and on a deployment that is not
-	// sharded, where the question does not arise. internal/shard applies
-	// the same rule.
+	// them as 7.0 does. No detection can tell that FCV: a mongos answers
+	// getParameter featureCompatibilityVersion with its own binary
+	// version, whatever the cluster's FCV (SERVER-100224, COMPASS-10539;
+	// an error from 8.3 on). So the feature is absent on every server
+	// [NewServer] and [Capabilities] describe, mongos included, and the
+	// repositories take the path that works on every version;
+	// [Server.WithFCV] records an FCV without granting it. internal/shard
+	// applies the same rule to a cluster whose FCV it is given.
 	FeatureWritesWithoutShardKey Feature = "writes without the shard key"
 )
 
@@ -245,9 +246,8 @@ type Server struct {
 	Kind     Kind
 	Version  Version
 	Topology Topology
-	// FCV is the featureCompatibilityVersion, as [Server.WithFCV] read
-	// it; the zero Version when it was not read (every server but a
-	// mongos 7.1+) or could not be.
+	// FCV is the featureCompatibilityVersion [Server.WithFCV] recorded;
+	// the zero Version otherwise ([Capabilities] never reads it).
 	FCV Version
 	// FerretDBVersion is FerretDB's own version: buildInfo's
 	// ferretdbVersion on FerretDB 1.x ("unknown" when FerretDB is
@@ -412,25 +412,18 @@ func NewServer(hello, buildInfo bson.Raw) (*Server, error) {
 	set(FeatureCreateManyIndexes, true)
 	set(FeatureSortArray, v.AtLeast(5, 2))
 	set(FeatureValidators, v.AtLeast(3, 6))
-	set(FeatureWritesWithoutShardKey, false) // the FCV decides: see WithFCV
+	set(FeatureWritesWithoutShardKey, false) // the cluster's FCV is unknowable from a mongos
 	return s, nil
 }
 
-// asksFCV reports whether the features of s depend on its
-// featureCompatibilityVersion, which [Capabilities] then reads: a
-// MongoDB mongos 7.1 or later.
-func (s *Server) asksFCV() bool {
-	return s.Kind == KindMongoDB && s.Topology == Sharded && s.Version.AtLeast(7, 1)
-}
-
-// WithFCV returns a copy of s that knows the cluster's
-// featureCompatibilityVersion, from the reply of getParameter
-// {featureCompatibilityVersion: 1} ({featureCompatibilityVersion:
-// {version: "7.0"}}; during an upgrade or a downgrade, version is the
-// older of the two, which WithFCV takes): a MongoDB mongos 7.1+ at an FCV
-// of 7.1 or later has [FeatureWritesWithoutShardKey]. [Capabilities]
-// calls it on a mongos 7.1+; s is unchanged. A reply without the version
-// is an error.
+// WithFCV returns a copy of s that records the featureCompatibilityVersion
+// of a getParameter {featureCompatibilityVersion: 1} reply
+// ({featureCompatibilityVersion: {version: "7.0"}}; during an upgrade or
+// a downgrade, version is the older of the two, which WithFCV takes), for
+// a model of a cluster (internal/shard). It grants no feature: from a
+// mongos that reply is the binary version, not the cluster's FCV
+// (SERVER-100224), so [FeatureWritesWithoutShardKey] stays absent. s is
+// unchanged. A reply without the version is an error.
 func (s *Server) WithFCV(getParameter bson.Raw) (*Server, error) {
 	var r struct {
 		FCV struct {
@@ -445,9 +438,6 @@ func (s *Server) WithFCV(getParameter bson.Raw) (*Server, error) {
 	}
 	c := *s.Without()
 	c.FCV = parseVersion(r.FCV.Version)
-	if c.asksFCV() {
-		c.features[FeatureWritesWithoutShardKey] = c.FCV.AtLeast(7, 1)
-	}
 	return &c, nil
 }
 
@@ -486,9 +476,7 @@ var capsCache sync.Map // weak.Pointer[mongo.Client] -> *capsEntry
 // Capabilities reports what the server behind client is and what it can do.
 //
 // The first call for a client sends two commands to the admin database
-// (hello and buildInfo), and a third on a mongos 7.1 or later (getParameter
-// featureCompatibilityVersion, see [FeatureWritesWithoutShardKey]), and
-// caches the answer for the life of the client;
+// (hello and buildInfo) and caches the answer for the life of the client;
 // later calls send nothing. Concurrent first callers share one detection.
 // A failed detection is not cached. It reads only; it never writes to any
 // database.
@@ -523,19 +511,6 @@ func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 	srv, err := NewServer(hello, bi)
 	if err != nil {
 		return nil, fmt.Errorf("patterns: Capabilities: %w", err)
-	}
-	if srv.asksFCV() {
-		// A third command, on a mongos 7.1+ only. An error (a user
-		// without the getParameter privilege) leaves the FCV unknown and
-		// FeatureWritesWithoutShardKey absent; a cancelled ctx fails.
-		fcv, err := admin.RunCommand(ctx, bson.D{{Key: "getParameter", Value: 1}, {Key: "featureCompatibilityVersion", Value: 1}}).Raw()
-		if err == nil {
-			if known, err := srv.WithFCV(fcv); err == nil {
-				srv = known
-			}
-		} else if ctx.Err() != nil {
-			return nil, fmt.Errorf("patterns: Capabilities: getParameter featureCompatibilityVersion: %w", err)
-		}
 	}
 	e.srv = srv
 	return srv, nil

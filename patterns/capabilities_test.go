@@ -205,11 +205,11 @@ func TestServerWithout(t *testing.T) {
 	require.Equal(t, s.String(), w.String())
 }
 
-// TestServerWithFCV: a mongos 7.1+ takes writes without the shard key
-// only at an FCV of 7.1 or later (the feature flag of the two-phase write
-// protocol follows the FCV, mongodb/mongo
-// src/mongo/s/collection_routing_info_targeter.cpp); an 8.0 cluster
-// still at FCV 7.0 refuses them as 7.0 does.
+// TestServerWithFCV: WithFCV records the FCV of a getParameter reply
+// (the older version during an upgrade) and grants no feature: a mongos
+// answers its binary version (SERVER-100224), so even a reply of 7.1+
+// on a mongos 7.1+ does not give FeatureWritesWithoutShardKey (see
+// TestFCVReadFromMongos).
 func TestServerWithFCV(t *testing.T) {
 	mongos := bson.D{{Key: "msg", Value: "isdbgrid"}, {Key: "logicalSessionTimeoutMinutes", Value: int32(30)}}
 	for _, tc := range []struct {
@@ -221,10 +221,10 @@ func TestServerWithFCV(t *testing.T) {
 	}{
 		{mongos, "7.0.2", "7.0", "", false, 7, 0},
 		{mongos, "7.1.0", "7.0", "", false, 7, 0},
-		{mongos, "7.1.0", "7.1", "", true, 7, 1},
+		{mongos, "7.1.0", "7.1", "", false, 7, 1},
 		{mongos, "8.0.4", "7.0", "", false, 7, 0},
 		{mongos, "8.0.4", "7.0", "8.0", false, 7, 0}, // upgrading: the older
-		{mongos, "8.0.4", "8.0", "", true, 8, 0},
+		{mongos, "8.0.4", "8.0", "", false, 8, 0},
 		{bson.D{{Key: "setName", Value: "rs0"}}, "8.0.4", "8.0", "", false, 8, 0}, // not sharded
 	} {
 		s, err := patterns.NewServer(raw(t, tc.hello), raw(t, bson.D{{Key: "version", Value: tc.version}, {Key: "gitVersion", Value: sha}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}}))

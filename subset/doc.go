@@ -192,9 +192,10 @@
 // and Remove's delete and Update's replacement name the item by
 // {<ParentField>, <IDField>}, with no _id: on 6.0, 7.0, and 7.1 or 8.0 at
 // FCV 7.0, Remove is refused (61) and Update's replacement is targeted at
-// the chunk of a null _id, where it matches nothing ([patterns.ErrNotFound]
-// for an item that exists) or is refused (31025); at FCV 7.1 or later
-// both are two-phase writes to every shard.
+// the chunk of hash(null), where it keeps the matched item's _id and so
+// changes no shard key, and matches nothing unless that shard holds the
+// item ([patterns.ErrNotFound] for an item stored elsewhere); at FCV 7.1
+// or later both are two-phase writes to every shard.
 //
 // # Sessions and transactions
 //

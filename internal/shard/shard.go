@@ -198,13 +198,15 @@ func (k Key) Filter(filter bson.D) Route { return k.filter(filter, nil) }
 // FilterCollated is [Key.Filter] for a command with the given collation:
 // a collation other than the simple one ({locale: "simple"}, or none)
 // makes an equality on a string, a document or an array useless for
-// targeting on a ranged (not hashed) key field, whose chunks are bounded
-// by the simple order of the values (the collection has no default
-// collation; the package's repositories create none).
+// targeting on any key field: a ranged field's chunks are bounded by the
+// simple order of the values, and mongos assumes a hashed field's hash
+// may come from a collatable value (the collection has no default
+// collation; the package's repositories create none). Only findAndModify
+// is exempt on a hashed field (Cluster.Route).
 func (k Key) FilterCollated(filter, collation bson.D) Route { return k.filter(filter, collation) }
 
 func (k Key) filter(filter, collation bson.D) Route {
-	m := k.matchIn(filter, collation)
+	m := k.matchIn(filter, collation, false)
 	if r, ok := k.or(filter, collation, m); ok {
 		return r
 	}
@@ -252,7 +254,7 @@ func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
 			out = worse(out, r)
 			continue
 		}
-		v := k.values(k.matchIn(combined, collation))
+		v := k.values(k.matchIn(combined, collation, false))
 		if i == 0 {
 			value = v
 		} else if v != value && out.Target == OneShard {
@@ -325,9 +327,12 @@ func (m match) why(path string) string {
 
 // matchIn is matchOf for a command on a collection sharded on k, with
 // the given collation: under a collation other than the simple one, an
-// equality on a collatable value bounds nothing on a ranged key field
-// and makes no exact _id.
-func (k Key) matchIn(filter, collation bson.D) match {
+// equality on a collatable value bounds nothing on a key field and makes
+// no exact _id. hashedTargetable keeps such an equality on the hashed
+// field, as mongos does for findAndModify alone (mongodb/mongo
+// chunk_manager.cpp findIntersectingChunk, bypassIsFieldHashedCheck;
+// cluster_find_and_modify_cmd.cpp).
+func (k Key) matchIn(filter, collation bson.D, hashedTargetable bool) match {
 	m := matchOf(filter)
 	if simple(collation) {
 		return m
@@ -339,7 +344,7 @@ func (k Key) matchIn(filter, collation bson.D) match {
 		if path == "_id" {
 			m.idCollated = true
 		}
-		if i := slices.IndexFunc(k, func(f Field) bool { return f.Path == path }); i >= 0 && !k[i].Hashed {
+		if i := slices.IndexFunc(k, func(f Field) bool { return f.Path == path }); i >= 0 && !(hashedTargetable && k[i].Hashed) {
 			delete(m.eq, path)
 			m.collated[path] = true
 		}
@@ -768,7 +773,7 @@ func (c Cluster) update(key Key, s bson.D) Route {
 	u := field(s, "u")
 	multi := truthy(field(s, "multi"))
 	upsert := truthy(field(s, "upsert"))
-	m := key.matchIn(q, coll)
+	m := key.matchIn(q, coll, false)
 	full := key.full(m)
 	if changes, path := changesKey(key, u, m); changes {
 		switch {
@@ -806,17 +811,26 @@ func (c Cluster) update(key Key, s bson.D) Route {
 // document, would change its key (31025, "Shard key update is not allowed
 // without specifying the full shard key in the query"); only a stored
 // document that lacks the field too is replaced. The route says it is
-// refused.
+// refused. A missing _id is the exception: the replacement keeps the
+// document's _id, so it changes no key; it goes to the one shard of the
+// null _id (hash(null) under a hashed _id) and matches nothing on the
+// others.
 func replacement(key Key, repl bson.D, m match) Route {
+	why := "the replacement document holds the shard key (mongos targets a replacement by it)"
 	for _, f := range key {
 		if f.Path == "_id" && exactID(m) {
 			continue // taken from the filter
 		}
-		if _, ok := lookupOK(repl, f.Path); !ok {
+		_, ok := lookupOK(repl, f.Path)
+		if !ok && f.Path == "_id" {
+			why = "the replacement lacks _id, which mongos targets as null: the shard of the null _id, where the replacement keeps the matched document's _id (it matches nothing on the other shards)"
+			continue
+		}
+		if !ok {
 			return Route{Refused, 31025, fmt.Sprintf("the replacement lacks the shard-key field %s, and mongos targets a replacement by the key it holds (a missing field as null): it matches nothing on that shard, or would change the key of the document it matches (Shard key update is not allowed without specifying the full shard key in the query)", f.Path)}
 		}
 	}
-	return Route{OneShard, 0, "the replacement document holds the shard key (mongos targets a replacement by it)"}
+	return Route{OneShard, 0, why}
 }
 
 // single routes a single write (update, delete, findAndModify's exact-_id
@@ -926,7 +940,7 @@ func (c Cluster) delete(key Key, s bson.D) Route {
 	if n, _ := number(field(s, "limit")); n == 0 {
 		return key.filter(q, coll)
 	}
-	m := key.matchIn(q, coll)
+	m := key.matchIn(q, coll, false)
 	if key.full(m) {
 		return Route{OneShard, 0, "equality on every shard-key field"}
 	}
@@ -939,7 +953,7 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(d, "query").(bson.D)
-	m := key.matchIn(q, collationOf(d))
+	m := key.matchIn(q, collationOf(d), true)
 	full := key.full(m)
 	if changes, path := changesKey(key, field(d, "update"), m); changes && field(d, "update") != nil && !full {
 		return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}

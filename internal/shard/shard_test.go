@@ -15,18 +15,19 @@ func key(d bson.D) Key { return MustParseKey(d) }
 // The sources of the routing rules: the manual's pages, and the server's
 // own targeting code and tests (mongodb/mongo, read, not copied).
 const (
-	srcQuery         = "mongodb/mongo src/mongo/s/chunk_manager_query_test.cpp (EqualityRange*, SetRange*, GTRange*, OrEqualities, CollationStrings/Numbers*)"
-	srcBounds        = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util_index_bounds_test.cpp (AllValue, NegativeGT, Regex, HashedRange, ArrayEquality)"
-	srcTargeter      = "mongodb/mongo src/mongo/s/collection_routing_info_targeter.cpp (targetUpdate, targetDelete, targetInsert, isExactIdQuery); 4.4's src/mongo/s/write_ops/chunk_manager_targeter.cpp alike"
-	srcReplacement   = "mongodb/mongo collection_routing_info_targeter.cpp targetUpdate: a replacement not targeted by its query is targeted by the replacement document (emplaceMissingShardKeyValuesForDocument: missing fields as null; _id from an exact _id of the query), without the feature flag or with an exact _id"
-	srcFCV           = "mongodb/mongo collection_routing_info_targeter.cpp: gFeatureFlagUpdateOneWithoutShardKey.isEnabled(featureCompatibility) gates the writes without the shard key"
-	srcFindAndModify = "https://www.mongodb.com/docs/manual/reference/command/findAndModify/#sharded-collections"
-	srcKeyChange     = "https://www.mongodb.com/docs/manual/core/sharding-change-shard-key-value/"
-	srcUnique        = "mongodb/mongo src/mongo/s/shard_key_pattern.h (isUniqueIndexCompatible: a unique index starting with _id suits every key; else prefixed by the key)"
-	srcLookup        = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/#sharded-collections"
-	srcOut           = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
-	srcMerge         = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
-	srcGetMore       = "a getMore goes to the cursor's shards, which its find chose"
+	srcQuery           = "mongodb/mongo src/mongo/s/chunk_manager_query_test.cpp (EqualityRange*, SetRange*, GTRange*, OrEqualities, CollationStrings/Numbers*)"
+	srcBounds          = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util_index_bounds_test.cpp (AllValue, NegativeGT, Regex, HashedRange, ArrayEquality)"
+	srcTargeter        = "mongodb/mongo src/mongo/s/collection_routing_info_targeter.cpp (targetUpdate, targetDelete, targetInsert, isExactIdQuery); 4.4's src/mongo/s/write_ops/chunk_manager_targeter.cpp alike"
+	srcReplacement     = "mongodb/mongo collection_routing_info_targeter.cpp targetUpdate: a replacement not targeted by its query is targeted by the replacement document (emplaceMissingShardKeyValuesForDocument: missing fields as null; _id from an exact _id of the query), without the feature flag or with an exact _id"
+	srcHashedCollation = "mongodb/mongo src/mongo/s/chunk_manager.cpp findIntersectingChunk (a hashed field under a non-simple collation throws ShardKeyNotFound unless bypassIsFieldHashedCheck, which only cluster_find_and_modify_cmd.cpp passes); shard_key_pattern_query_util.cpp then takes the bounds under a null collator"
+	srcFCV             = "mongodb/mongo collection_routing_info_targeter.cpp: gFeatureFlagUpdateOneWithoutShardKey.isEnabled(featureCompatibility) gates the writes without the shard key"
+	srcFindAndModify   = "https://www.mongodb.com/docs/manual/reference/command/findAndModify/#sharded-collections"
+	srcKeyChange       = "https://www.mongodb.com/docs/manual/core/sharding-change-shard-key-value/"
+	srcUnique          = "mongodb/mongo src/mongo/s/shard_key_pattern.h (isUniqueIndexCompatible: a unique index starting with _id suits every key; else prefixed by the key)"
+	srcLookup          = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/#sharded-collections"
+	srcOut             = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
+	srcMerge           = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
+	srcGetMore         = "a getMore goes to the cursor's shards, which its find chose"
 )
 
 func raw(t *testing.T, d bson.D) bson.Raw {
@@ -216,7 +217,7 @@ func TestRules(t *testing.T) {
 		{"deleteOne by parent and sku on hashed _id", srcTargeter,
 			bson.D{{Key: "delete", Value: "items"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}}, {Key: "limit", Value: 1}}}}}, [2]route{{Refused, 61}, {EveryShard, 0}}},
 		{"replaceOne by parent and sku, no _id anywhere, on hashed _id", srcReplacement,
-			upd("items", bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, false, false), [2]route{{Refused, 31025}, {EveryShard, 0}}},
+			upd("items", bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, false, false), [2]route{{OneShard, 0}, {EveryShard, 0}}},
 		// MED 5: a single write by part of the key.
 		{"updateOne by parent alone on {parent: hashed, seq: 1}", srcTargeter,
 			upd("overflow", bson.D{{Key: "parent", Value: "p"}}, set, false, false), [2]route{{Refused, 72}, {EveryShard, 0}}},
@@ -235,8 +236,12 @@ func TestRules(t *testing.T) {
 			append(find("status", bson.D{{Key: "status", Value: 3}}), bson.E{Key: "collation", Value: fr}), same(OneShard, 0)},
 		{"a string under the simple collation", srcQuery,
 			append(find("status", bson.D{{Key: "status", Value: "paid"}}), bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "simple"}}}), same(OneShard, 0)},
-		{"a string on a hashed key under a collation", srcBounds + " (HashedSinglePoint: the key is the hash)",
-			append(find("items", bson.D{{Key: "_id", Value: "x"}}), bson.E{Key: "collation", Value: fr}), same(OneShard, 0)},
+		{"a string on a hashed key under a collation", srcHashedCollation,
+			append(find("items", bson.D{{Key: "_id", Value: "x"}}), bson.E{Key: "collation", Value: fr}), same(EveryShard, 0)},
+		{"a number on a hashed key under a collation", srcHashedCollation + " (the planner bounds a number under any collator)",
+			append(find("items", bson.D{{Key: "_id", Value: 7}}), bson.E{Key: "collation", Value: fr}), same(OneShard, 0)},
+		{"findAndModify by a string on a hashed key under a collation", srcHashedCollation + " (bypassIsFieldHashedCheck: findAndModify alone)",
+			bson.D{{Key: "findAndModify", Value: "items"}, {Key: "query", Value: bson.D{{Key: "_id", Value: "x"}}}, {Key: "remove", Value: true}, bson.E{Key: "collation", Value: fr}}, same(OneShard, 0)},
 		{"updateOne by a string _id under a collation", srcTargeter + " (isExactIdQuery and the collation)",
 			upd("users", byID, set, false, false, bson.E{Key: "collation", Value: fr}), [2]route{{Refused, 72}, {EveryShard, 0}}},
 		{"updateOne by a numeric _id under a collation", srcTargeter + " (isExactIdQuery and the collation)",
