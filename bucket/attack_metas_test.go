@@ -2,6 +2,7 @@ package bucket_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,5 +60,45 @@ func TestAttackSummariesBySeriesStringSymbol(t *testing.T) {
 			t.Logf("series %v: count %d", x.Meta, x.Count)
 		}
 		require.Len(t, sums, want, "one series per row: a string and a symbol of the same bytes are one value to the server")
+	})
+}
+
+// TestAttackSummariesBySeriesArrayMetaStoredWithoutTheRepository:
+// SummariesBySeries' godoc (bucket/summaries.go:80): "yields, for each
+// series with measurements in [from, to), their count ...: what
+// Summaries(ctx, meta, ...) yields for each series"; the server path's
+// $group keeps the number 1 and the array [1, 9] apart (two series).
+// Add refuses an array meta, but buckets loaded without the repository
+// may hold one; the client path sorts by {meta, start}, and the server
+// sorts an array by its least element (manual, "Comparison/Sort Order":
+// "With arrays, a less-than comparison or an ascending sort compares the
+// smallest elements of the arrays"), so the buckets of 1 and of [1, 9]
+// interleave by start, and the accumulator, which merges adjacent keys
+// only, yields the series 1 twice, each with part of its count. Either
+// two series of the right counts, or an error naming the bucket; never a
+// series yielded twice.
+func TestAttackSummariesBySeriesArrayMetaStoredWithoutTheRepository(t *testing.T) {
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		s, err := bucket.New[any, reading](db, config(1))
+		require.NoError(t, err)
+		bucket.ForcePlan(s, p)
+		require.NoError(t, patterns.EnsureIndexes(ctx, s.Indexes()...))
+		metas := []any{int32(1), bson.A{int32(1), int32(9)}, int32(1)}
+		for hour, m := range metas {
+			r := readingAt(at(time.Duration(hour)*time.Hour+time.Minute), hour)
+			_, err := db.Collection("readings").InsertMany(ctx, readyBuckets([]bucket.Point[any, reading]{{Meta: m, Value: r}}))
+			require.NoError(t, err)
+		}
+		var got []string
+		for x, err := range s.SummariesBySeries(ctx, at(0), at(3*time.Hour)) {
+			if err != nil {
+				t.Logf("error: %v", err)
+				return
+			}
+			got = append(got, fmt.Sprintf("%v:%d", x.Meta, x.Count))
+		}
+		require.Len(t, got, 2, "two series, each once: %v", got)
 	})
 }
