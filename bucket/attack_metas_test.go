@@ -102,3 +102,41 @@ func TestAttackSummariesBySeriesArrayMetaStoredWithoutTheRepository(t *testing.T
 		require.Len(t, got, 2, "two series, each once: %v", got)
 	})
 }
+
+// TestAttackSummariesBySeriesNullAndMissingMeta: as above, for buckets
+// loaded without the repository whose meta is null or missing, which the
+// server sorts as one value (manual, Comparison/Sort Order: "The
+// comparison treats a non-existent field as if it were null") and which
+// $group puts in one group (_id null). The client path must agree with
+// the server path.
+func TestAttackSummariesBySeriesNullAndMissingMeta(t *testing.T) {
+	results := map[string][]string{}
+	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		s, err := bucket.New[any, reading](db, config(1))
+		require.NoError(t, err)
+		bucket.ForcePlan(s, p)
+		require.NoError(t, patterns.EnsureIndexes(ctx, s.Indexes()...))
+		for hour := range 3 {
+			r := readingAt(at(time.Duration(hour)*time.Hour+time.Minute), hour)
+			res, err := db.Collection("readings").InsertMany(ctx, readyBuckets([]bucket.Point[any, reading]{{Meta: bson.Null{}, Value: r}}))
+			require.NoError(t, err)
+			if hour == 1 {
+				_, err := db.Collection("readings").UpdateOne(ctx, bson.D{{Key: "_id", Value: res.InsertedIDs[0]}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "meta", Value: ""}}}})
+				require.NoError(t, err)
+			}
+		}
+		var got []string
+		for x, err := range s.SummariesBySeries(ctx, at(0), at(3*time.Hour)) {
+			if err != nil {
+				got = append(got, "error: "+err.Error())
+				break
+			}
+			got = append(got, fmt.Sprintf("%v:%d", x.Meta, x.Count))
+		}
+		t.Logf("%v", got)
+		results[t.Name()] = got
+		require.Equal(t, []string{"<nil>:3"}, got, "one series of 3, as the server's $group gives")
+	})
+}
