@@ -15,7 +15,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestAttackSummariesBySeriesStringSymbol: SummariesBySeries' godoc
+// TestSummariesBySeriesStringSymbol: SummariesBySeries' godoc
 // (bucket/summaries.go:104): "Metas are one series when the server
 // compares them equal, as for Add, Latest and Summaries". The server
 // compares a string and a symbol of the same bytes as equal (manual,
@@ -25,7 +25,7 @@ import (
 // compareElementValues compares their bytes; Value::compare in $group
 // likewise); keyset's own doc says "as a string and a symbol of the same
 // bytes are". One row per expected series.
-func TestAttackSummariesBySeriesStringSymbol(t *testing.T) {
+func TestSummariesBySeriesStringSymbol(t *testing.T) {
 	rows := [][]any{
 		{"x", bson.Symbol("x")},
 		{bson.D{{Key: "a", Value: "y"}}, bson.D{{Key: "a", Value: bson.Symbol("y")}}},
