@@ -10,7 +10,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 )
 
-// TestAttackDecimalVersion: parseVersion's comment (versioning/version.go:10):
+// TestDecimalVersion: parseVersion's comment (versioning/version.go:10):
 // "Any BSON number with an integral value in the int32 range is accepted,
 // so documents stamped by other tools ... read the same as the int32 this
 // package writes". Decimal128 is one of MongoDB's four numeric BSON types
@@ -19,7 +19,7 @@ import (
 // {$eq: int32(3)}} matches the decimal 3. Issue 31's method names counts
 // and "numbers of all four types" at every door. A document at version 3,
 // stamped as NumberDecimal("3") by another tool, must read as version 3.
-func TestAttackDecimalVersion(t *testing.T) {
+func TestDecimalVersion(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	r := newUsers(t, db, serverPlan())
