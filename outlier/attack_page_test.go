@@ -12,7 +12,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestAttackPageCursorOfAnotherRepositoryOnTheSameParents: Page's godoc
+// TestPageCursorOfAnotherRepositoryOnTheSameParents: Page's godoc
 // (outlier/page.go:63): "A cursor is bound to its parent and repository:
 // on another parent ..., or in another repository, it is
 // [patterns.ErrInvalid], with nothing sent." Two repositories over the
@@ -21,7 +21,7 @@ import (
 // but pagetoken.Scope binds the cursor to the database, the parents
 // collection and the parent id only: a cursor of one is taken by the
 // other, as a place in the wrong list.
-func TestAttackPageCursorOfAnotherRepositoryOnTheSameParents(t *testing.T) {
+func TestPageCursorOfAnotherRepositoryOnTheSameParents(t *testing.T) {
 	ctx := context.Background()
 	r, db := newPost(t, small(), PlanFor(mongotest.Server()))
 	require.NoError(t, r.Append(ctx, 1, comments("a", 0, 6)...))
@@ -66,14 +66,14 @@ func TestAttackPageFindsAtTheEnd(t *testing.T) {
 	require.Equal(t, []string{"find", "find"}, sent, "the parent, then 1 find of the overflow (bound %d)", bound)
 }
 
-// TestAttackPageSymbolParent: Page's godoc: "on another parent (the
+// TestPageSymbolParent: Page's godoc: "on another parent (the
 // parent 7 and the parent 7.0 are one) ... ErrInvalid". ValidateID
 // accepts symbols as ids, and the server's equality takes the string
 // "p" and the symbol "p" as one _id (manual, Comparison/Sort Order:
 // strings and symbols compare as one type; canonicalizeBSONType). A
 // cursor read on the parent "p" is refused on the same parent named by
 // the symbol "p". (FerretDB 1.x stores no symbol.)
-func TestAttackPageSymbolParent(t *testing.T) {
+func TestPageSymbolParent(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	type sp struct {
