@@ -50,7 +50,7 @@ func TestPageCursorOfAnotherRepositoryOnTheSameParents(t *testing.T) {
 // one overflow document (d = 1) and yet sends a second, empty find.
 func TestAttackPageFindsAtTheEnd(t *testing.T) {
 	ctx := context.Background()
-	r, db := newPost(t, small(), PlanFor(mongotest.Server())) // Cap 3, OverflowCap 2
+	r, db := newPost(t, small(), PlanFor(mongotest.Server()))    // Cap 3, OverflowCap 2
 	require.NoError(t, r.Append(ctx, 1, comments("c", 0, 4)...)) // 3 embedded, document 0 holds c03
 	c := mongotest.NewCounter(t, db)
 	var items []comment

@@ -67,7 +67,7 @@ func TestPageOddItemIDsStoredWithoutTheRepository(t *testing.T) {
 						items, next, err := r.Page(ctx, "p", after, limit)
 						if err != nil {
 							require.ErrorIs(t, err, patterns.ErrInvalid, "limit %d", limit)
-						require.ErrorContains(t, err, "item "+bsonid.Text(id), "limit %d: the error names the odd item", limit)
+							require.ErrorContains(t, err, "item "+bsonid.Text(id), "limit %d: the error names the odd item", limit)
 							got = -1
 							break
 						}

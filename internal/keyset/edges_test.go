@@ -56,21 +56,21 @@ func attackScan(t *testing.T, coll *mongo.Collection, ids []any) {
 	}
 }
 
-// TestAttackPagesNumberEdges: keyset's doc: "A scan yields each document
+// TestPagesNumberEdges: keyset's doc: "A scan yields each document
 // stored before it starts ... once, whatever its _id's value", and numbers
 // are "compared by value" (manual, Comparison/Sort Order; the server's
 // compareLongToDouble/compareDecimals compare exactly). The generator only
 // places odd numbers among small ones, so $gt is never asked to tell apart
 // two neighbours past 2^53, two decimals past float64's range, or a
 // decimal below float64's smallest subnormal.
-func TestAttackPagesNumberEdges(t *testing.T) {
+func TestPagesNumberEdges(t *testing.T) {
 	coll := mongotest.DB(t).Collection("c")
 	cases := map[string][]any{
-		"int64 past 2^53":           {int64(1<<53 + 1), int64(1<<53 + 2), int64(1<<53 + 3), int64(math.MaxInt64 - 1), int64(math.MaxInt64)},
-		"double 2^53 then int64s":   {float64(1 << 53), int64(1<<53 + 1), float64(1<<53 + 2), int64(1<<53 + 3)},
-		"decimals past float64":     {attackDec("1E+400"), attackDec("2E+400"), attackDec("3E+400"), math.Inf(1)},
-		"decimals below float64":    {attackDec("1E-400"), attackDec("2E-400"), attackDec("3E-400"), 5e-324},
-		"decimal 34 digits":         {attackDec("0.1000000000000000000000000000000001"), attackDec("0.1000000000000000000000000000000002"), attackDec("0.1000000000000000000000000000000003")},
+		"int64 past 2^53":            {int64(1<<53 + 1), int64(1<<53 + 2), int64(1<<53 + 3), int64(math.MaxInt64 - 1), int64(math.MaxInt64)},
+		"double 2^53 then int64s":    {float64(1 << 53), int64(1<<53 + 1), float64(1<<53 + 2), int64(1<<53 + 3)},
+		"decimals past float64":      {attackDec("1E+400"), attackDec("2E+400"), attackDec("3E+400"), math.Inf(1)},
+		"decimals below float64":     {attackDec("1E-400"), attackDec("2E-400"), attackDec("3E-400"), 5e-324},
+		"decimal 34 digits":          {attackDec("0.1000000000000000000000000000000001"), attackDec("0.1000000000000000000000000000000002"), attackDec("0.1000000000000000000000000000000003")},
 		"double 0.1 and decimal 0.1": {0.1, attackDec("0.1"), attackDec("0.10000000000000001"), 0.10000000000000002},
 	}
 	for name, ids := range cases {
@@ -78,20 +78,20 @@ func TestAttackPagesNumberEdges(t *testing.T) {
 	}
 }
 
-// TestAttackPagesStringsAndSymbols: keyset's doc: "strings and symbols"
+// TestPagesStringsAndSymbols: keyset's doc: "strings and symbols"
 // share one place; "{$gte: ""} reaches the strings and the symbols (which
 // {$type: "string"} misses)". The generator's odd-id test stores one
 // symbol among numbers only, so After a string never has to reach a
 // symbol with $gt (nor a string after a symbol).
-func TestAttackPagesStringsAndSymbols(t *testing.T) {
+func TestPagesStringsAndSymbols(t *testing.T) {
 	coll := mongotest.DB(t).Collection("c")
 	attackScan(t, coll, []any{"a", bson.Symbol("b"), "c", bson.Symbol("d"), "e", int32(1)})
 }
 
-// TestAttackPagesAllIDsTogether: every generated _id at once (the
+// TestPagesAllIDsTogether: every generated _id at once (the
 // generator's test stores one odd _id at a time): MinKey and MaxKey,
 // several types past timestamps, symbols beside strings.
-func TestAttackPagesAllIDsTogether(t *testing.T) {
+func TestPagesAllIDsTogether(t *testing.T) {
 	coll := mongotest.DB(t).Collection("c")
 	var ids []any
 	for _, v := range bsonkinds.IDs() {
