@@ -115,7 +115,11 @@ type SeriesSummary[M any] struct {
 // A zero from or to, or to before from, yield one [patterns.ErrInvalid]
 // error; from == to yields nothing and sends nothing. from and to count
 // in whole milliseconds, as BSON dates do. A meta that does not decode
-// into M yields an error.
+// into M yields an error. A bucket stored without the repository whose
+// meta is an array (Add refuses one) is its own series on the server
+// path; the client path, whose sort by meta places an array by its least
+// element, yields an error wrapping [patterns.ErrInvalid] that names the
+// bucket when it meets one.
 func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error] {
 	const op = "SummariesBySeries"
 	return windowSeq(op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
@@ -201,6 +205,13 @@ func (b *Buckets[M, V]) clientSummaries(ctx context.Context, op string, open fun
 		var m bson.RawValue
 		if bySeries {
 			m = raw.Lookup(b.s.metaField)
+			if m.Type == bson.TypeArray {
+				// Stored without the repository (Add refuses it): the sort
+				// by meta places an array by its least element, among the
+				// buckets of another series.
+				fail(errs.Invalid("bucket %s: its meta is an array, which the sort by meta cannot place", bk.ID.Hex()))
+				return
+			}
 		}
 		key := acc.series(m)
 		if len(window) > 0 && (bk.Start != window[0].Start || key != series) {

@@ -131,13 +131,15 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 }
 
 // scope is the [pagetoken.Scope] of the parent's items in this
-// repository.
+// repository: its database, parents collection, array field and overflow
+// collection, so that two repositories over one parents collection (two
+// arrays of a parent) take no cursor of each other.
 func (r *Repo[P, I]) scope(parentID any) ([]byte, error) {
 	t, data, err := bson.MarshalValue(parentID)
 	if err != nil {
 		return nil, errs.Invalid("parent id: %v", err)
 	}
-	return pagetoken.Scope(bson.RawValue{Type: t, Value: data}, r.parents.Database().Name(), r.parents.Name()), nil
+	return pagetoken.Scope(bson.RawValue{Type: t, Value: data}, r.parents.Database().Name(), r.parents.Name(), r.cfg.Field, r.overflow.Name()), nil
 }
 
 // overflowPage adds to the page the overflow items after the cursor (all

@@ -3,6 +3,7 @@ package subset
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"math"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
@@ -277,7 +278,9 @@ func (c commands) page(parentID any, cur Cursor) bson.D {
 
 // after returns the clauses of an $or that match the values of field
 // that come after v in direction dir (1 ascending, -1 descending) in the
-// server's sort order: {field: {$gt: v}} ($lt descending), and {field:
+// server's sort order: {field: {$gt: v}} ($lt descending; after a NaN,
+// {$gte: -Infinity} ascending, the numbers above it, and nothing
+// descending, as package keyset pages past a NaN _id), and {field:
 // {$exists: true, $not: {$type: [...]}}} with the types sorted up to v's
 // (see page). Descending, two more places come after every value of the
 // order: NaN, which sorts below every other number and which no range
@@ -286,19 +289,27 @@ func (c commands) page(parentID any, cur Cursor) bson.D {
 // missing field, which sorts with null ({field: {$exists: false}}).
 func after(field string, v bson.RawValue, dir int) bson.A {
 	past := bson.D{{Key: "$gt", Value: v}}
-	if dir < 0 {
+	switch {
+	case bsonid.IsNaN(v) && dir > 0:
+		// NaN sorts before every other number, and $gt finds none above it.
+		past = bson.D{{Key: "$gte", Value: math.Inf(-1)}}
+	case bsonid.IsNaN(v):
+		// Descending, no number comes after NaN.
+		past = nil
+	case dir < 0:
 		past = bson.D{{Key: "$lt", Value: v}}
 		if _, isNumber := bsonid.Number(v); isNumber {
 			past = bson.D{{Key: "$type", Value: "number"}, {Key: "$not", Value: bson.D{{Key: "$gte", Value: v}}}}
 		}
 	}
-	out := bson.A{
-		bson.D{{Key: field, Value: past}},
-		bson.D{{Key: field, Value: bson.D{
-			{Key: "$exists", Value: true},
-			{Key: "$not", Value: bson.D{{Key: "$type", Value: keyset.TypesThrough(v.Type, dir)}}},
-		}}},
+	var out bson.A
+	if past != nil {
+		out = append(out, bson.D{{Key: field, Value: past}})
 	}
+	out = append(out, bson.D{{Key: field, Value: bson.D{
+		{Key: "$exists", Value: true},
+		{Key: "$not", Value: bson.D{{Key: "$type", Value: keyset.TypesThrough(v.Type, dir)}}},
+	}}})
 	if dir < 0 {
 		out = append(out, bson.D{{Key: field, Value: bson.D{{Key: "$exists", Value: false}}}})
 	}

@@ -208,6 +208,11 @@ func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit
 		// Stored without the repository, and without a sort value or id.
 		return nil, Cursor{}, errs.Invalid("cannot continue after item %s: no scalar %s and %s", bsonid.Text(next.id), r.cfg.SortField, r.cfg.IDField)
 	}
+	if !placed(next.id.Type) {
+		// Stored without the repository: MinKey or a symbol, which no
+		// filter of page places (see placed).
+		return nil, Cursor{}, errs.Invalid("cannot continue after item %s: its %s is a BSON %s, which no page after the first can place", bsonid.Text(next.id), r.cfg.IDField, next.id.Type)
+	}
 	return out, next, nil
 }
 

@@ -2,28 +2,26 @@ package versioning
 
 import (
 	"fmt"
-	"math"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 )
 
-// parseVersion reads a stored schema version. Any BSON number with an
-// integral value in the int32 range is accepted, so documents stamped by
-// other tools (the shell writes doubles, other drivers int64) read the same
-// as the int32 this package writes. An error wraps [ErrMigration].
+// parseVersion reads a stored schema version. Any BSON number (int32,
+// int64, double or decimal) with an integral value in the int32 range is
+// accepted, so documents stamped by other tools (the shell writes doubles,
+// other drivers int64, some tools decimals) read the same as the int32
+// this package writes, as the server's {$eq: int32(n)} matches them. An
+// error wraps [ErrMigration].
 func parseVersion(field string, v bson.RawValue) (int, error) {
-	var n float64
-	switch v.Type {
-	case bson.TypeInt32:
-		return int(v.Int32()), nil
-	case bson.TypeInt64:
-		n = float64(v.Int64())
-	case bson.TypeDouble:
-		n = v.Double()
-	default:
+	digits, ok := bsonid.Number(v)
+	if !ok {
 		return 0, fmt.Errorf("field %q is a BSON %s, not an integer version: %w", field, v.Type, ErrMigration)
 	}
-	if n != math.Trunc(n) || n < math.MinInt32 || n > math.MaxInt32 {
+	n, err := strconv.ParseInt(digits, 10, 32) // an integral value's digits; a fraction, NaN or an infinity fail
+	if err != nil {
 		return 0, fmt.Errorf("field %q is %v, not an integer version: %w", field, v, ErrMigration)
 	}
 	return int(n), nil

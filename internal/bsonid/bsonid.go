@@ -4,8 +4,11 @@
 // type. Embedded documents and arrays are equal when they hold the same
 // field names in the same order with equal values, numbers inside them
 // again by value at every depth: {sensor: 7} and {sensor: 7.0} are one
-// value to the server's equality. Every other value is the same id only
-// with the same type and the same bytes. Every repository compares ids
+// value to the server's equality. A string and a symbol of the same bytes
+// are one value too (the server's sort order puts them in one place and
+// compares their bytes; its unique index on _id holds one of them).
+// Every other value is the same id only with the same type and the same
+// bytes. Every repository compares ids
 // through this package, so that an id given as a Go int finds an item
 // stored with an int64 or a double.
 package bsonid
@@ -23,7 +26,7 @@ import (
 
 // Equal reports whether a and b are the same id to the server.
 func Equal(a, b bson.RawValue) bool {
-	if a.Type == b.Type && bytes.Equal(a.Value, b.Value) {
+	if canonical(a.Type) == canonical(b.Type) && bytes.Equal(a.Value, b.Value) {
 		return true
 	}
 	if x, ok := Number(a); ok {
@@ -44,7 +47,17 @@ func Key(v bson.RawValue) string {
 			return string(k)
 		}
 	}
-	return string(append([]byte{byte(v.Type)}, v.Value...))
+	return string(append([]byte{byte(canonical(v.Type))}, v.Value...))
+}
+
+// canonical returns t, but the string type for a symbol, which the
+// server compares with the strings by its bytes (a symbol's value is
+// encoded as a string's is).
+func canonical(t bson.Type) bson.Type {
+	if t == bson.TypeSymbol {
+		return bson.TypeString
+	}
+	return t
 }
 
 // nested reports whether values of type t hold other values.

@@ -61,6 +61,11 @@ func TestEqual(t *testing.T) {
 		{"a nested document and its fields", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: 1}}}}, bson.D{{Key: "a", Value: bson.D{}}, {Key: "b", Value: 1}}, false},
 		{"strings in documents", bson.D{{Key: "s", Value: "x"}}, bson.D{{Key: "s", Value: "x"}}, true},
 		{"double and decimal NaN", math.NaN(), dec(t, "NaN"), true},
+		// Server: canonicalizeBSONType puts String and Symbol in one place,
+		// compareElementValues compares their bytes (issue 31).
+		{"string and symbol of the same bytes", "x", bson.Symbol("x"), true},
+		{"string and symbol of other bytes", "x", bson.Symbol("y"), false},
+		{"string and symbol in a document", bson.D{{Key: "a", Value: "y"}}, bson.D{{Key: "a", Value: bson.Symbol("y")}}, true},
 		{"NaN and a number", math.NaN(), 0.0, false},
 		{"infinities", math.Inf(1), dec(t, "Infinity"), true},
 		{"opposite infinities", math.Inf(1), math.Inf(-1), false},
