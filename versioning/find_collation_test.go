@@ -13,7 +13,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestAttackFindWithCollation: Find's godoc (versioning/read.go:58):
+// TestFindWithCollation: Find's godoc (versioning/read.go:58):
 // "each document once, whatever others write meanwhile and whatever its
 // _id"; "Options pass through to the driver, except those that would
 // break the order or hide fields, refused with [patterns.ErrInvalid]: a
@@ -23,7 +23,7 @@ import (
 // compares "a" and "A" as equal), while the _id index keeps "a" and "A"
 // apart: after a page ending on "A", {$gt: "A"} misses "a". The option
 // must either be refused with ErrInvalid or every document yielded once.
-func TestAttackFindWithCollation(t *testing.T) {
+func TestFindWithCollation(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	r := newUsers(t, db, serverPlan())
