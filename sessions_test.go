@@ -192,7 +192,7 @@ func TestOperationsJoinASessionWithoutATransaction(t *testing.T) {
 		if err := op(ctx); err != nil && !errors.Is(err, patterns.ErrNotFound) && !errors.Is(err, patterns.ErrUnsupported) {
 			// What an operation answers here (a missing parent, a
 			// feature the server lacks) is its own tests' business.
-			t.Logf("%s: %v", name, err)
+			mongotest.Detail(t, "%s: %v", name, err)
 		}
 		for _, cmd := range counter.Sent() {
 			lsid, err := cmd.LookupErr("lsid", "id")

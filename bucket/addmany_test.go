@@ -83,7 +83,7 @@ func TestAddManyStatements(t *testing.T) {
 			c.reset()
 			require.NoError(t, s.AddMany(ctx, pts))
 			writes, reads, _ := c.counts()
-			t.Logf("1,800 readings in 30 buckets: %d writes, %d reads", writes, reads)
+			mongotest.Detail(t, "1,800 readings in 30 buckets: %d writes, %d reads", writes, reads)
 			require.Equal(t, 30, writes, "one insert per bucket")
 			require.Equal(t, 1, reads, "one find")
 			require.LessOrEqual(t, writes, 30+len(sensors), "buckets filled + series touched")
@@ -108,7 +108,7 @@ func TestAddManyStatements(t *testing.T) {
 			c.reset()
 			require.NoError(t, s.AddMany(ctx, pts))
 			writes, reads, refused := c.counts()
-			t.Logf("1,800 readings topping up 10 buckets and filling 30 more: %d writes, %d reads", writes, reads)
+			mongotest.Detail(t, "1,800 readings topping up 10 buckets and filling 30 more: %d writes, %d reads", writes, reads)
 			require.Equal(t, 10+30, writes, "a top-up per part-full bucket, an insert per new bucket")
 			require.Equal(t, 1, reads)
 			require.Zero(t, refused)
@@ -207,7 +207,7 @@ func concurrentAddMany(t *testing.T, p bucket.Plan, sensors, capacity, calls int
 		filled += len(calls)
 	}
 	series, groups = writers*calls*sensors, writers*calls*sensors*3
-	t.Logf("%d calls: %d writes (%d refused for lack of room), %d reads; %d buckets, filled %d times", writers*calls, writes, refused, reads, len(bks), filled)
+	mongotest.Detail(t, "%d calls: %d writes (%d refused for lack of room), %d reads; %d buckets, filled %d times", writers*calls, writes, refused, reads, len(bks), filled)
 	require.GreaterOrEqual(t, writes-refused, filled, "each write that applied filled a bucket")
 	require.LessOrEqual(t, refused, 2*groups, "at most two lost races per window per call")
 	return writes, filled, series, groups

@@ -241,7 +241,7 @@ func TestSummariesBySeriesEqualMetas(t *testing.T) {
 				hour++
 				_, err := db.Collection("readings").InsertMany(ctx, readyBuckets([]bucket.Point[any, reading]{{Meta: m, Value: r}}))
 				if mongo.IsNetworkError(err) {
-					t.Logf("meta %v left out: the server does not store it (%v)", m, err)
+					mongotest.Detail(t, "meta %v left out: the server does not store it (%v)", m, err)
 					continue
 				}
 				require.NoError(t, err)

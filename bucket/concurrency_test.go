@@ -90,7 +90,7 @@ func testConcurrentWriters(t *testing.T, p bucket.Plan) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	t.Logf("%d readings by %d writers in %v on %s", writers*perSensor*len(sensors), writers, time.Since(start), mongotest.Server())
+	mongotest.Detail(t, "%d readings by %d writers in %v on %s", writers*perSensor*len(sensors), writers, time.Since(start), mongotest.Server())
 
 	var want []reading
 	for n := range writers * perSensor {
@@ -111,7 +111,7 @@ func testConcurrentWriters(t *testing.T, p bucket.Plan) {
 			// A window holds at most 60 readings of a sensor.
 			require.LessOrEqual(t, n, (60+capacity-1)/capacity+writers-1, "sensor %s, window %v", sensor, start)
 		}
-		t.Logf("sensor %s: %d buckets for %d hours", sensor, len(bks), len(perWindow))
+		mongotest.Detail(t, "sensor %s: %d buckets for %d hours", sensor, len(bks), len(perWindow))
 
 		for _, q := range []struct {
 			from, to time.Time

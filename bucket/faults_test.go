@@ -694,7 +694,7 @@ func TestFaultsAddManyUnderDeadlines(t *testing.T) {
 				mu.Unlock()
 			}
 		})
-		t.Logf("%d calls, %d attempts, %d of them failed", writers*calls, attempts.Load(), failures.Load())
+		mongotest.Detail(t, "%d calls, %d attempts, %d of them failed", writers*calls, attempts.Load(), failures.Load())
 		checkExactly(t, db, bySensor(all))
 	})
 }

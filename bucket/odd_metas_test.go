@@ -46,7 +46,7 @@ func TestSummariesBySeriesStringSymbol(t *testing.T) {
 				hour++
 				_, err := db.Collection("readings").InsertMany(ctx, readyBuckets([]bucket.Point[any, reading]{{Meta: m, Value: r}}))
 				if mongo.IsNetworkError(err) || err != nil {
-					t.Logf("meta %v left out: %v", m, err)
+					mongotest.Detail(t, "meta %v left out: %v", m, err)
 					continue
 				}
 				stored++
@@ -57,7 +57,7 @@ func TestSummariesBySeriesStringSymbol(t *testing.T) {
 		}
 		sums := collect(t, s.SummariesBySeries(ctx, at(0), at(time.Duration(hour)*time.Hour)))
 		for _, x := range sums {
-			t.Logf("series %v: count %d", x.Meta, x.Count)
+			mongotest.Detail(t, "series %v: count %d", x.Meta, x.Count)
 		}
 		require.Len(t, sums, want, "one series per row: a string and a symbol of the same bytes are one value to the server")
 	})
@@ -137,7 +137,7 @@ func TestAttackSummariesBySeriesNullAndMissingMeta(t *testing.T) {
 			}
 			got = append(got, fmt.Sprintf("%v:%d", x.Meta, x.Count))
 		}
-		t.Logf("%v", got)
+		mongotest.Detail(t, "%v", got)
 		results[t.Name()] = got
 		require.Equal(t, []string{"<nil>:3"}, got, "one series of 3, as the server's $group gives")
 	})

@@ -110,7 +110,7 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 	c := mongotest.NewCounter(t, db)
 	sent := c.Count(func() { err = b.AddMany(ctx, op) })
 	require.NoError(t, err, "the retry")
-	t.Logf("%d statement(s) of unknown outcome; the retry (and the late first send) sent %v", len(stmts), sent)
+	mongotest.Detail(t, "%d statement(s) of unknown outcome; the retry (and the late first send) sent %v", len(stmts), sent)
 	require.Equal(t, "find", sent[0], "the retry reads which applied first")
 	// Every command the retry (and the late first send) sent goes to one
 	// shard, or to the shards of the series, under the key the package

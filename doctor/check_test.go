@@ -58,7 +58,7 @@ func TestCheckFindsEachSeededAntiPattern(t *testing.T) {
 	rep, err := doctor.Check(ctx, db, doctor.Options{Progress: func(p doctor.Progress) { progress = append(progress, p) }})
 	require.NoError(t, err)
 	sent := counter.Commands()
-	t.Logf("Check of %d collections: %s, %d commands: %v", len(rep.Collections), time.Since(start), len(sent), sent)
+	mongotest.Detail(t, "Check of %d collections: %s, %d commands: %v", len(rep.Collections), time.Since(start), len(sent), sent)
 	for _, c := range sent {
 		require.Contains(t, readCommands, c, "a check only reads")
 	}
@@ -183,7 +183,7 @@ func TestCheckQueryShapesPipelinesAndShardKeys(t *testing.T) {
 	history := byQuery(doctor.RuleUnindexedQuery, "customer history")
 	if len(history) > 0 {
 		plan, _ := history[0].Evidence.Get("plan")
-		t.Logf("the server's plan for a served shape: %s", plan)
+		mongotest.Detail(t, "the server's plan for a served shape: %s", plan)
 		if history[0].Severity == doctor.Info {
 			require.True(t, strings.HasPrefix(history[0].Message, "plan unreadable: "), history[0].Message)
 		} else {
@@ -409,7 +409,7 @@ func TestCheckServedQueriesOnAnyPlan(t *testing.T) {
 	for _, f := range rep.Findings {
 		plan, _ := f.Evidence.Get("plan")
 		scan, claimed := f.Evidence.Get("collectionScan")
-		t.Logf("%s %s [%s]: %s; plan: %v", f.Severity, f.Rule, f.Query, f.Message, plan)
+		mongotest.Detail(t, "%s %s [%s]: %s; plan: %v", f.Severity, f.Rule, f.Query, f.Message, plan)
 		require.Equal(t, doctor.RuleUnindexedQuery, f.Rule, "%v", f)
 		if strings.HasPrefix(fmt.Sprint(plan), "unreadable: ") {
 			require.Equal(t, doctor.Info, f.Severity, "%v", f)

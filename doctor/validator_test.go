@@ -72,7 +72,7 @@ func TestValidatorRules(t *testing.T) {
 	}
 	var drifted []string
 	for _, f := range has(rep, doctor.RuleValidatorDrift, "drifted") {
-		t.Logf("%s: %s", f.Field, f.Message)
+		mongotest.Detail(t, "%s: %s", f.Field, f.Message)
 		drifted = append(drifted, f.Field)
 	}
 	require.ElementsMatch(t, []string{"email", "age", "nick", "nick", "phone", "phone"}, drifted,

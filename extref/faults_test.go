@@ -743,7 +743,7 @@ func breakCommit(t *testing.T, px *faults.Proxy, c faults.Case[*faultRun]) {
 				px.Disarm()
 				require.True(t, px.Fired(), "the fault struck the commit (err %v)", err)
 				if err != nil {
-					t.Logf("the caller saw: %v", err)
+					mongotest.Detail(t, "the caller saw: %v", err)
 					require.NoError(t, c.Retry(ctx, db, s))
 				}
 				c.Check(t, db, s)

@@ -202,7 +202,7 @@ func TestCopiesHoldOnlyValuesTheSourceHad(t *testing.T) {
 		require.Equal(t, updaters*updates+syncs+readers*reads, h.Len())
 		linear.Check(t, sourceAndCopies, &h, 10*time.Second)
 
-		t.Logf("%d operations gave up with ErrConflict (the source kept changing)", conflicts)
+		mongotest.Detail(t, "%d operations gave up with ErrConflict (the source kept changing)", conflicts)
 		if conflicts > 0 {
 			_, err := r.Sync(ctx, 1)
 			require.NoError(t, err)

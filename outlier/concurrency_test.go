@@ -58,7 +58,7 @@ func TestConcurrentAppend(t *testing.T) {
 				for err := range errs {
 					require.NoError(t, err)
 				}
-				t.Logf("%d commands for %d items", counter.N(), writers*each)
+				mongotest.Detail(t, "%d commands for %d items", counter.N(), writers*each)
 
 				_, items, err := r.Get(ctx, 1)
 				require.NoError(t, err)
@@ -337,7 +337,7 @@ func TestRetriesUnderDeadlines(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		t.Logf("%d attempts failed", failed.Load())
+		mongotest.Detail(t, "%d attempts failed", failed.Load())
 
 		_, items, err := r.Get(ctx, 1)
 		require.NoError(t, err)

@@ -44,7 +44,7 @@ func TestHotParent(t *testing.T) {
 			_, failed = appendHot(ctx, []*Repo[post, comment]{r}, 2, writers, n)
 			many := counter.N()
 			requireHot(t, r, 2, writers, n, failed)
-			t.Logf("%d comments: %d commands from one writer, %d from %d", n, one, many, writers)
+			mongotest.Detail(t, "%d comments: %d commands from one writer, %d from %d", n, one, many, writers)
 			require.LessOrEqual(t, many, one, "8 writers cost no more commands than one")
 		})
 		t.Run("two-repos", func(t *testing.T) {

@@ -251,7 +251,7 @@ func TestAppendHistory(t *testing.T) {
 		require.Len(t, read(writers, 0).out.items, writers*each, "the final Get holds every item")
 		require.Equal(t, writers*each, read(writers, 1).n.n, "the final Count counts every item")
 		require.Len(t, read(writers, 2).out.items, writers*each, "the final Items yields every item")
-		t.Logf("%d reads, %d operations", len(reads), h.Len())
+		mongotest.Detail(t, "%d reads, %d operations", len(reads), h.Len())
 
 		for _, rd := range reads {
 			require.NoError(t, rd.out.err)
@@ -513,7 +513,7 @@ func TestUpdateHistory(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%d Gets, %d operations", len(gets), h.Len())
+		mongotest.Detail(t, "%d Gets, %d operations", len(gets), h.Len())
 		var removable uint8
 		for _, k := range removed {
 			removable |= 1 << k

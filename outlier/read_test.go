@@ -185,7 +185,7 @@ func TestItemsOnceWhileOthersWrite(t *testing.T) {
 			require.NoError(t, err)
 			seen = append(seen, c.ID)
 		}
-		t.Logf("%d items seen, %d removed and %d appended during the scan", len(seen), len(removed), added)
+		mongotest.Detail(t, "%d items seen, %d removed and %d appended during the scan", len(seen), len(removed), added)
 		require.Positive(t, added)
 
 		once := map[string]bool{}

@@ -31,13 +31,13 @@ func TestEnsureIndexesTwoDeclaredWithOneKey(t *testing.T) {
 	counter := mongotest.NewCounter(t, db)
 	var ensureErr error
 	sent := counter.Count(func() { ensureErr = patterns.EnsureIndexes(ctx, ix, ix) })
-	t.Logf("sent %v", sent)
+	mongotest.Detail(t, "sent %v", sent)
 	require.NoError(t, ensureErr)
 	cur, err := coll.Indexes().List(ctx)
 	require.NoError(t, err)
 	var specs []bson.M
 	require.NoError(t, cur.All(ctx, &specs))
-	t.Logf("sent %v; indexes %v", sent, specs)
+	mongotest.Detail(t, "sent %v; indexes %v", sent, specs)
 	require.Len(t, specs, 2, "_id_ and k_1")
 }
 
@@ -76,7 +76,7 @@ func TestEnsureIndexesTextIndexUnderAnotherName(t *testing.T) {
 	require.NoError(t, err)
 	var specs []bson.M
 	require.NoError(t, cur.All(ctx, &specs))
-	t.Logf("listIndexes: %v", specs)
+	mongotest.Detail(t, "listIndexes: %v", specs)
 	declared := patterns.Index{Collection: coll, Model: mongo.IndexModel{Keys: bson.D{{Key: "title", Value: "text"}}}}
 	counter := mongotest.NewCounter(t, db)
 	var ensureErr error
@@ -161,6 +161,6 @@ func TestEnsureIndexesSimpleCollationTwice(t *testing.T) {
 	require.NoError(t, err)
 	var specs []bson.M
 	require.NoError(t, cur.All(ctx, &specs))
-	t.Logf("listIndexes: %v", specs)
+	mongotest.Detail(t, "listIndexes: %v", specs)
 	require.NoError(t, patterns.EnsureIndexes(ctx, ix))
 }

@@ -27,14 +27,14 @@ func TestCapabilitiesMatchTheServer(t *testing.T) {
 	srv := mongotest.Server()
 	rep, err := probe.Run(context.Background(), mongotest.URI(), probe.Options{})
 	require.NoError(t, err)
-	t.Logf("server: %s; %d probes in %s", rep.Server, len(rep.Results), rep.Elapsed)
+	mongotest.Detail(t, "server: %s; %d probes in %s", rep.Server, len(rep.Results), rep.Elapsed)
 	require.Equal(t, srv.String(), rep.Server)
 	require.Len(t, rep.Results, len(patterns.AllFeatures()))
 	for i, f := range patterns.AllFeatures() {
 		r := rep.Results[i]
 		require.Equal(t, f, r.Feature)
 		t.Run(string(f), func(t *testing.T) {
-			t.Logf("%s in %s: %s", r.Measured, r.Elapsed, r.Evidence)
+			mongotest.Detail(t, "%s in %s: %s", r.Measured, r.Elapsed, r.Evidence)
 			require.Equal(t, srv.Has(f), r.Detected)
 			if f == patterns.FeatureWritesWithoutShardKey && srv.Topology != patterns.Sharded {
 				require.Equal(t, probe.Unmeasured, r.Verdict, "measured only on a mongos: %s", r.Evidence)

@@ -238,7 +238,7 @@ func TestRebuildAllRebuildsEachParentOnceWhileOthersWrite(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	require.NoError(t, err)
-	t.Logf("%d parents, %d rounds of the writer", n, rounds)
+	mongotest.Detail(t, "%d parents, %d rounds of the writer", n, rounds)
 	require.Equal(t, n, rebuilt, "each parent counted once")
 	cur, err := db.Collection("parents").Find(ctx, bson.D{{Key: "topRev", Value: bson.D{{Key: "$ne", Value: int64(1)}}}})
 	require.NoError(t, err)

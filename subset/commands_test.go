@@ -125,7 +125,7 @@ func TestRecomputationCommands(t *testing.T) {
 			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil, 0))
 			continue
 		}
-		t.Logf("push plan: %v", servers)
+		mongotest.Detail(t, "push plan: %v", servers)
 		merge := func(top, stale string) string {
 			return `[{"$set":{
 				"reviews":{"$let":{

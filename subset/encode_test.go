@@ -176,7 +176,7 @@ func TestEncodeAllIsLinear(t *testing.T) {
 		return fastest
 	}
 	small, large := best(items(1000)), best(items(16000))
-	t.Logf("encodeAll: 1,000 items %v, 16,000 items %v (ratio %.1f)", small, large, float64(large)/float64(small))
+	mongotest.Detail(t, "encodeAll: 1,000 items %v, 16,000 items %v (ratio %.1f)", small, large, float64(large)/float64(small))
 	require.Less(t, float64(large)/float64(small), 64.0, "16 times the items take about 16 times as long, not 256")
 }
 

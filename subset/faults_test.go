@@ -853,7 +853,7 @@ func faultsAddTooLargeTakesBack(t *testing.T) {
 			err = faulty.Add(ctx, "a", big)
 			p.Disarm()
 			require.True(t, p.Fired(), "the fault struck (err %v)", err)
-			t.Logf("the caller saw: %v", err)
+			mongotest.Detail(t, "the caller saw: %v", err)
 			sawFault(t, "Add", err)
 			require.ErrorContains(t, err, "(Add again deletes them)")
 			require.EqualValues(t, 1, count(t, items, bson.D{{Key: "_id", Value: 2}}), "the item stayed")

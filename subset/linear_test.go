@@ -347,7 +347,7 @@ func linearizable(t *testing.T, p subset.Plan, withCount bool, writers, readers,
 		var writing, reading sync.WaitGroup
 		for w := range writers {
 			seed := uint64(time.Now().UnixNano()) + uint64(w)
-			t.Logf("writer %d: seed %d", w, seed)
+			mongotest.Detail(t, "writer %d: seed %d", w, seed)
 			rnd := rand.New(rand.NewPCG(seed, 0))
 			writing.Go(func() {
 				owned := map[int]bool{}
@@ -459,7 +459,7 @@ func linearizable(t *testing.T, p subset.Plan, withCount bool, writers, readers,
 		}
 		final, err := r.Get(ctx, "a")
 		require.NoError(t, err)
-		t.Logf("%d operations, %d reads; %d updates, revision %d", h.Len()+hc.Len(), reads.Load(), updates, final.Rev)
+		mongotest.Detail(t, "%d operations, %d reads; %d updates, revision %d", h.Len()+hc.Len(), reads.Load(), updates, final.Rev)
 		linear.Check(t, subsetModel(capacity), &h, 2*time.Minute)
 		if withCount {
 			linear.Check(t, subsetModel(capacity), &hc, 2*time.Minute)

@@ -414,7 +414,7 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 	require.True(t, slices.IsSortedFunc(got, func(a, b item) int {
 		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.ID, a.ID))
 	}), "in the configured order")
-	t.Logf("%d items yielded of %d stored at the start; %d removed or added meanwhile", len(got), n, len(inFlux))
+	mongotest.Detail(t, "%d items yielded of %d stored at the start; %d removed or added meanwhile", len(got), n, len(inFlux))
 }
 
 // TestPageNeverSkipsAStoredItem: items stored without the repository
@@ -439,7 +439,7 @@ func TestPageNeverSkipsAStoredItem(t *testing.T) {
 	probe := mongotest.DB(t).Collection("probe")
 	for i, v := range bsonkinds.All() {
 		if _, err := probe.InsertOne(ctx, v.Doc("score", bson.E{Key: "_id", Value: i})); err != nil {
-			t.Logf("score %s left out: the server does not store it (%v)", v.Name, err)
+			mongotest.Detail(t, "score %s left out: the server does not store it (%v)", v.Name, err)
 			continue
 		}
 		classes = append(classes, v)
@@ -455,7 +455,7 @@ func TestPageNeverSkipsAStoredItem(t *testing.T) {
 				id++
 				_, err := db.Collection("items").InsertOne(ctx, score.Doc("score", bson.E{Key: "_id", Value: id}, bson.E{Key: "parent", Value: parent}))
 				if err != nil { // FerretDB 2.7 stores JavaScript with scope in probe, not in the indexed items
-					t.Logf("score %s left out: the server does not store it here (%v)", score.Name, err)
+					mongotest.Detail(t, "score %s left out: the server does not store it here (%v)", score.Name, err)
 				}
 				return err == nil
 			}

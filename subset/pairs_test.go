@@ -156,6 +156,6 @@ func TestPairsOnOneItem(t *testing.T) {
 				}
 			}
 		}
-		t.Logf("%d runs", run)
+		mongotest.Detail(t, "%d runs", run)
 	})
 }

@@ -28,7 +28,7 @@ func TestRandomSequencesKeepTheInvariant(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
 		ctx := context.Background()
 		seed := uint64(time.Now().UnixNano())
-		t.Logf("seed %d", seed)
+		mongotest.Detail(t, "seed %d", seed)
 		rng := rand.New(rand.NewPCG(seed, 0))
 		db := mongotest.DB(t)
 		r := newRepo[parent, item](t, db, config(capacity), plan)
@@ -163,7 +163,7 @@ func TestConcurrentAddsToOneParent(t *testing.T) {
 				updates++
 			}
 		}
-		t.Logf("%d reads during the adds; the largest subset seen held %d items; %d updates for %d adds", reads.Load(), largest.Load(), updates, workers*each)
+		mongotest.Detail(t, "%d reads during the adds; the largest subset seen held %d items; %d updates for %d adds", reads.Load(), largest.Load(), updates, workers*each)
 		if plan != pushPlan {
 			require.LessOrEqual(t, updates, 3*workers*each, "at most 3 compare-and-sets per Add, however many writers compete")
 		}

@@ -200,5 +200,5 @@ func TestDifferential(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d types: %d applied, %d without a portable form; %d mutants, %d refused by both", types, applied, skipped, mutants, refused)
+	mongotest.Detail(t, "%d types: %d applied, %d without a portable form; %d mutants, %d refused by both", types, applied, skipped, mutants, refused)
 }

@@ -312,5 +312,5 @@ func TestEnforcementAgreesWithValidate(t *testing.T) {
 	rep, err := validation.CheckPlan(ctx, coll, v, p)
 	require.NoError(t, err)
 	require.Zero(t, rep.Rejected)
-	t.Logf("%d refused by the server and by Validate", refused)
+	mongotest.Detail(t, "%d refused by the server and by Validate", refused)
 }

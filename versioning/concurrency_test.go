@@ -153,6 +153,6 @@ func TestWritersAndLazyReadersHammerOldDocuments(t *testing.T) {
 		s, err := r.Stats(ctx)
 		require.NoError(t, err)
 		require.Equal(t, map[int]int64{3: docs}, s.Versions)
-		t.Logf("%d old-release increments landed; %d migrations ran for %d documents (the excess is lost races)", oldWrites.Load(), migrations.Load(), docs)
+		mongotest.Detail(t, "%d old-release increments landed; %d migrations ran for %d documents (the excess is lost races)", oldWrites.Load(), migrations.Load(), docs)
 	})
 }

@@ -681,7 +681,7 @@ func TestFaultsUpdatePast16MiB(t *testing.T) {
 				saw := err
 				t.Cleanup(func() {
 					if t.Failed() {
-						t.Logf("the caller saw: %v", saw)
+						mongotest.Detail(t, "the caller saw: %v", saw)
 					}
 				})
 				if !errors.Is(err, patterns.ErrTooLarge) {

@@ -33,7 +33,7 @@ func TestFindWithCollation(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var got []string
-	defer func() { t.Logf("got %v", got) }()
+	defer func() { mongotest.Detail(t, "got %v", got) }()
 	for u, err := range r.Find(ctx, nil, options.Find().SetBatchSize(1).SetCollation(&options.Collation{Locale: "en", Strength: 2})) {
 		if err != nil {
 			if errors.Is(err, patterns.ErrInvalid) {

@@ -66,7 +66,7 @@ func TestEightUpdatersUnderDeadlinesOnOneOldDocument(t *testing.T) {
 		require.Equal(t, "Ada", got.First)
 		require.GreaterOrEqual(t, got.Visits, int(ok.Load()), "no successful update lost")
 		require.LessOrEqual(t, got.Visits, int(ok.Load()+failed.Load()), "none applied twice")
-		t.Logf("%d succeeded, %d timed out, %d conflicts, %d visits", ok.Load(), failed.Load(), conflicts.Load(), got.Visits)
+		mongotest.Detail(t, "%d succeeded, %d timed out, %d conflicts, %d visits", ok.Load(), failed.Load(), conflicts.Load(), got.Visits)
 	})
 }
 
@@ -138,7 +138,7 @@ func TestEightWritersAroundTwoMigrateAlls(t *testing.T) {
 			visits += u.Visits
 		}
 		require.EqualValues(t, landed.Load(), visits, "no update of the previous release lost")
-		t.Logf("runs %+v %+v, final %+v, %d old-release updates", runs[0], runs[1], final, landed.Load())
+		mongotest.Detail(t, "runs %+v %+v, final %+v, %d old-release updates", runs[0], runs[1], final, landed.Load())
 	})
 }
 
@@ -185,7 +185,7 @@ func TestMigrateAllUnderDeadlines(t *testing.T) {
 			visits += u.Visits
 		}
 		require.Equal(t, n*(n-1)/2, visits, "every document, whole")
-		t.Logf("%d runs stopped by their deadline, %d documents counted migrated and %d skipped of %d", stopped, migrated, skipped, n)
+		mongotest.Detail(t, "%d runs stopped by their deadline, %d documents counted migrated and %d skipped of %d", stopped, migrated, skipped, n)
 	})
 }
 

@@ -301,7 +301,7 @@ func TestGetAndUpdateAreLinearizable(t *testing.T) {
 			}
 			require.LessOrEqual(t, rs[0].Migrated+rs[1].Migrated, 1, "round %d: the document is migrated by one writer: %+v", round, rs)
 		}
-		t.Logf("%d operations by %d goroutines on %d documents; MigrateAll runs %+v", h.Len(), workers, rounds, runs[rounds/2:])
+		mongotest.Detail(t, "%d operations by %d goroutines on %d documents; MigrateAll runs %+v", h.Len(), workers, rounds, runs[rounds/2:])
 	})
 }
 

@@ -91,7 +91,7 @@ func TestMigrateAllCancelledThenResumed(t *testing.T) {
 		second, err := r.MigrateAll(ctx, versioning.MigrateOptions{BatchSize: batch})
 		require.NoError(t, err)
 		require.Equal(t, versioning.MigrateResult{Migrated: n / 2}, second, "the second run finishes the rest, and only the rest")
-		t.Logf("2 runs over %d documents: %v", n, time.Since(start))
+		mongotest.Detail(t, "2 runs over %d documents: %v", n, time.Since(start))
 
 		s, err = r.Stats(ctx)
 		require.NoError(t, err)
@@ -271,7 +271,7 @@ func TestMigrateAllAllocatesAsDocumentsArrive(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, versioning.MigrateResult{Migrated: 1}, res)
 		allocated := after.TotalAlloc - before.TotalAlloc
-		t.Logf("MigrateAll of 1 document with BatchSize 1<<22 allocated %d bytes", allocated)
+		mongotest.Detail(t, "MigrateAll of 1 document with BatchSize 1<<22 allocated %d bytes", allocated)
 		require.Less(t, allocated, uint64(1<<20), "allocated %d bytes for one document", allocated)
 	})
 }

@@ -141,7 +141,7 @@ func TestCommandsSentPerPlan(t *testing.T) {
 			run("Stats", func() error { _, err := r.Stats(ctx); return err })
 			want := wantSent(pc.plan)
 			if got.String() != want {
-				t.Logf("sent:\n%s", got.String())
+				mongotest.Detail(t, "sent:\n%s", got.String())
 			}
 			require.Equal(t, strings.Split(want, "\n"), strings.Split(got.String(), "\n"))
 		})

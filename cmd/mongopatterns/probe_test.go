@@ -117,7 +117,7 @@ func TestProbeJSON(t *testing.T) {
 	require.Equal(t, map[string]int{
 		"ok": behaviourCounts["ok"], "guarded": behaviourCounts["guarded"], "absent": behaviourCounts["absent"], "not measured": 0,
 	}, rep.BehaviourCounts)
-	t.Logf("behaviours: %v", rep.BehaviourCounts)
+	mongotest.Detail(t, "behaviours: %v", rep.BehaviourCounts)
 }
 
 // mongosOnly reports whether the probe of f measures nothing on the
@@ -147,7 +147,7 @@ func TestProbeBinary(t *testing.T) {
 		require.NoError(t, cmd.Run(), "exit status 0: %s", stderr.String())
 		require.Empty(t, stderr.String())
 		requireDropped(t, name)
-		t.Logf("\n%s", stdout.String())
+		mongotest.Detail(t, "\n%s", stdout.String())
 
 		lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
 		require.Equal(t, "mongopatterns probe: "+mongotest.Server().String(), lines[0])

@@ -81,7 +81,7 @@ func TestServerOrder(t *testing.T) {
 			refused = append(refused, v.Name)
 		}
 	}
-	t.Logf("refused: %q", refused)
+	mongotest.Detail(t, "refused: %q", refused)
 	cur, err := coll.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
 	require.NoError(t, err)
 	var docs []bson.Raw

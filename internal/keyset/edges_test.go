@@ -32,7 +32,7 @@ func attackScan(t *testing.T, coll *mongo.Collection, ids []any) {
 	require.NoError(t, err)
 	for _, id := range ids {
 		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
-			t.Logf("not stored: %v: %v", id, err)
+			mongotest.Detail(t, "not stored: %v: %v", id, err)
 		}
 	}
 	want := sortedIDs(t, coll)

@@ -116,7 +116,7 @@ func TestRun(t *testing.T) {
 		return options.Client().SetMonitor(monitor)
 	}})
 	require.NoError(t, err)
-	t.Logf("%s: %d probes in %s", rep.Server, len(rep.Results), rep.Elapsed)
+	mongotest.Detail(t, "%s: %d probes in %s", rep.Server, len(rep.Results), rep.Elapsed)
 
 	require.Equal(t, mongotest.Server().String(), rep.Server)
 	require.Equal(t, name, rep.Database)
@@ -132,7 +132,7 @@ func TestRun(t *testing.T) {
 		} else {
 			require.NotEqual(t, probe.NotMeasured, r.Measured, "%s: %s", r.Feature, r.Evidence)
 		}
-		t.Logf("%-44s %-8s %6.2fs", r.Feature, r.Measured, r.Elapsed.Seconds())
+		mongotest.Detail(t, "%-44s %-8s %6.2fs", r.Feature, r.Measured, r.Elapsed.Seconds())
 		measured[r.Feature] = r.Measured
 	}
 
@@ -146,7 +146,7 @@ func TestRun(t *testing.T) {
 			require.NotEmpty(t, line, c.Behaviour)
 			require.NotContains(t, line, "\n", "one line")
 		}
-		t.Logf("%-44s %-8s %6.2fs %s", c.Behaviour, c.Measured, c.Elapsed.Seconds(), c.Evidence)
+		mongotest.Detail(t, "%-44s %-8s %6.2fs %s", c.Behaviour, c.Measured, c.Elapsed.Seconds(), c.Evidence)
 	}
 	require.Zero(t, rep.Count(probe.Guarded), "guarded is a verdict of behaviours only")
 
@@ -262,7 +262,7 @@ func TestRunDropsTheScratchDatabaseWhenInterrupted(t *testing.T) {
 			require.NotNil(t, got.rep)
 			require.Less(t, len(got.rep.Results), len(patterns.AllFeatures()))
 			last := got.rep.Results[len(got.rep.Results)-1]
-			t.Logf("stopped after %s: %s: %s", last.Feature, last.Measured, last.Evidence)
+			mongotest.Detail(t, "stopped after %s: %s: %s", last.Feature, last.Measured, last.Evidence)
 			if last.Measured == probe.NotMeasured {
 				require.True(t, strings.HasPrefix(last.Evidence, "not measured: interrupted"), last.Evidence)
 			}
