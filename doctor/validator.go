@@ -163,7 +163,9 @@ func validatorDrift(coll string, exists bool, got bson.Raw, want *validation.Val
 // got and the type's validator in one form, at least one.
 func diffForm(got, wantForm bson.Raw, finding func(field, msg string, ev Evidence) Finding) []Finding {
 	out := []Finding{}
+	named := map[string]bool{} // the fields the schema's differences name
 	report := func(field, what, g, w string) {
+		named[field] = true
 		out = append(out, finding(field, fmt.Sprintf("%s: the validator has %s, the type gives %s", what, g, w),
 			Evidence{{"validator", g}, {"type", w}}))
 	}
@@ -176,8 +178,11 @@ func diffForm(got, wantForm bson.Raw, finding func(field, msg string, ev Evidenc
 		}
 	}
 	for _, k := range paths {
-		if gotOps[k] != wantOps[k] {
-			report(k, "query operators", cmp.Or(gotOps[k], "none"), cmp.Or(wantOps[k], "none"))
+		// A field the schema's differences already name (one the type
+		// adds or drops) is named once: its required or enum condition
+		// beside the $jsonSchema differs with it.
+		if gotOps[k] != wantOps[k] && !named[k] {
+			report(k, "conditions beside the $jsonSchema (required, enum)", cmp.Or(gotOps[k], "none"), cmp.Or(wantOps[k], "none"))
 		}
 	}
 	if len(out) == 0 {

@@ -79,3 +79,25 @@ func TestValidatorDriftWithEveryFieldOptional(t *testing.T) {
 		require.Equal(t, []string{"role"}, fields, name)
 	}
 }
+
+// In the portable form a field the type adds (or drops) is named once: its
+// required condition beside the $jsonSchema differs with it and is not a
+// second finding (issue 35: "query operators: the validator has none, the
+// type gives required" beside the field's own line).
+func TestValidatorDriftOfThePortableFormNamesAFieldOnce(t *testing.T) {
+	v1, err := validation.For[driftV1]()
+	require.NoError(t, err)
+	v2, err := validation.For[driftV2]()
+	require.NoError(t, err)
+	portable, err := v1.Portable()
+	require.NoError(t, err)
+	stored, err := bson.Marshal(portable)
+	require.NoError(t, err)
+	seen := map[string]int{}
+	for _, f := range validatorDrift("members", true, stored, v2) {
+		seen[f.Field]++
+		require.NotContains(t, f.Message, "query operators", f.Field)
+	}
+	require.Equal(t, 1, seen["phone"], "%v", seen)
+	require.Equal(t, 1, seen["nick"], "%v", seen)
+}
