@@ -42,13 +42,14 @@ const maxLimit = 1 << 20
 //     items or of the documents before the cursor's.
 //
 // That is all while the documents a page reads hold OverflowCap items
-// each. Documents that [Repo.Remove] thinned or emptied hold fewer: the
-// page then sends a find more for the documents after them, each asking
-// for twice as many documents as the one before (or as many as the items
-// still missing need at OverflowCap each, if more), until the page is
-// full or the documents end: a page whose overflow items, and the item
-// after them, lie in d documents sends at most 1 + log2(d) finds of the
-// overflow.
+// each. Documents that hold fewer (the last one, and those [Repo.Remove]
+// thinned or emptied) make the page send a find more for the documents
+// after them, each asking for twice as many documents as the one before
+// (or as many as the items still missing need at OverflowCap each, if
+// more), until the page is full or the documents end: a page whose
+// overflow items lie in d documents sends at most 2 + log2(d) finds of
+// the overflow, the last of which may find nothing (a page that ends
+// where the items end: it cannot know they end there before it asks).
 //
 // Within its document the next page starts after the cursor's item,
 // found by its id, so items appended or removed elsewhere meanwhile are
