@@ -134,9 +134,7 @@ func TestChangesConvergeWhileOthersWriteInTheirWindow(t *testing.T) {
 					r := newRepo[parent, item](t, db, config(3), plan)
 					insertParents(t, db, "a")
 					require.NoError(t, r.Add(ctx, "a", five...))
-					other, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-					require.NoError(t, err)
-					subset.ForcePlan(other, plan)
+					other := otherRepo(t, db, plan)
 
 					var cas int
 					var inWindow []error

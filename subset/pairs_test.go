@@ -49,9 +49,7 @@ func TestPairsOnOneItem(t *testing.T) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
 		r := newRepo[parent, item](t, db, config(3), plan)
-		other, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-		require.NoError(t, err)
-		subset.ForcePlan(other, plan)
+		other := otherRepo(t, db, plan)
 		run := 0
 		failures := 0
 		for _, outer := range ops {

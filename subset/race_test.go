@@ -47,9 +47,7 @@ func TestAddAndRemoveOfOneItem(t *testing.T) {
 					r := newRepo[parent, item](t, db, config(3), plan)
 					insertParents(t, db, "a")
 					require.NoError(t, r.Add(ctx, "a", c.before...))
-					other, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-					require.NoError(t, err)
-					subset.ForcePlan(other, plan)
+					other := otherRepo(t, db, plan)
 					add := func(r *subset.Repo[parent, item], ctx context.Context) error { return r.Add(ctx, "a", x) }
 					remove := func(r *subset.Repo[parent, item], ctx context.Context) error { return r.Remove(ctx, "a", x.ID) }
 					outer, inner := remove, add

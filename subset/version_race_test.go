@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/subset"
@@ -35,9 +36,7 @@ func TestUpdateInAddsWindow(t *testing.T) {
 		r := newRepo[parent, item](t, db, config(3), plan)
 		insertParents(t, db, "a")
 		require.NoError(t, r.Add(ctx, "a", five...))
-		other, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-		require.NoError(t, err)
-		subset.ForcePlan(other, plan)
+		other := otherRepo(t, db, plan)
 		x := item{ID: 9, Score: 100}
 		var innerErr error
 		w := mongotest.InWindow(t, db, 0, func(ctx context.Context) {
@@ -73,12 +72,8 @@ func TestRemoveAndAddInAddsWindow(t *testing.T) {
 		r := newRepo[parent, item](t, db, config(3), plan)
 		insertParents(t, db, "a")
 		require.NoError(t, r.Add(ctx, "a", five...))
-		b, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-		require.NoError(t, err)
-		subset.ForcePlan(b, plan)
-		c, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
-		require.NoError(t, err)
-		subset.ForcePlan(c, plan)
+		b := otherRepo(t, db, plan)
+		c := otherRepo(t, db, plan)
 		var removeErr, addErr error
 		// The window before A's first update: on the push path its push;
 		// on the portable path its compare-and-set.
@@ -94,4 +89,14 @@ func TestRemoveAndAddInAddsWindow(t *testing.T) {
 		require.NoError(t, addErr, "C's Add")
 		requireState(t, r, "a", append(five, item{ID: 9, Score: 1}), 3)
 	})
+}
+
+// otherRepo is a repository like config(3)'s on plan, on a client of its
+// own: another writer, as another process would be.
+func otherRepo(t *testing.T, db *mongo.Database, plan subset.Plan) *subset.Repo[parent, item] {
+	t.Helper()
+	r, err := subset.New[parent, item](mongotest.NewClient(t).Database(db.Name()), config(3))
+	require.NoError(t, err)
+	subset.ForcePlan(r, plan)
+	return r
 }
