@@ -81,3 +81,16 @@ func (d decided) checkTTL(s *settings) error {
 	}
 	return nil
 }
+
+// Path names the plan for a [patterns.Hook].
+func (d decided) Path() (string, []patterns.Feature) {
+	p := d.plan
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeatureGroupMinMaxAvg, Relies: p.serverSummaries},
+		lazy.Use{Feature: patterns.FeatureBatchedUpdates, Relies: p.batchedUpdates},
+		lazy.Use{Feature: patterns.FeatureTTLIndexes, Relies: p.ttlIndexes},
+		lazy.Use{Feature: patterns.FeatureTimeSeries, Relies: p.timeSeries},
+		lazy.Use{Feature: patterns.FeatureTimeSeriesCustomBucketing, Relies: p.timeSeriesBucketing},
+		lazy.Use{Feature: patterns.FeatureTimeSeriesDeletes, Relies: p.timeSeriesDeletes},
+	)
+}

@@ -88,3 +88,17 @@ func (r *Ref[S]) decide(ctx context.Context) (decision, error) {
 		return decision{plan: planFor(srv), server: srv.String()}
 	})
 }
+
+// Path names the plan for a [patterns.Hook]. Writes without the shard
+// key are left out: no server is detected to have them (see
+// [patterns.FeatureWritesWithoutShardKey]).
+func (p plan) Path() (string, []patterns.Feature) {
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeatureArrayFilters, Relies: p.arrayFilters},
+		lazy.Use{Feature: patterns.FeatureBatchedUpdates, Relies: p.batchedUpdates},
+		lazy.Use{Feature: patterns.FeatureTransactions, Relies: p.transactions},
+		lazy.Use{Feature: patterns.FeatureFindAndModifyProjection, Relies: p.projectUpdate},
+		lazy.Use{Feature: patterns.FeaturePipelineUpdates, Relies: p.pipelineUpdates},
+		lazy.Use{Feature: patterns.FeatureChangeStreams, Relies: p.changeStreams},
+	)
+}

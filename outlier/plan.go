@@ -1,6 +1,9 @@
 package outlier
 
-import "github.com/mongopatterns/mongopatterns/patterns"
+import (
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
 
 // plan is the path a repository takes on its server, decided once (see
 // [Repo]) from the server's features.
@@ -44,4 +47,14 @@ func planFor(srv *patterns.Server) plan {
 		pipelineUpdates: srv.Has(patterns.FeaturePipelineUpdates),
 		arrayFilters:    srv.Has(patterns.FeatureArrayFilters) && srv.Has(patterns.FeatureUpdateSizeLimit),
 	}
+}
+
+// Path names the plan for a [patterns.Hook].
+func (p plan) Path() (string, []patterns.Feature) {
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeatureUpdateSizeLimit, Relies: p.serverSizeLimit},
+		lazy.Use{Feature: patterns.FeaturePullConditions, Relies: p.pullByCondition},
+		lazy.Use{Feature: patterns.FeaturePipelineUpdates, Relies: p.pipelineUpdates},
+		lazy.Use{Feature: patterns.FeatureArrayFilters, Relies: p.arrayFilters},
+	)
 }

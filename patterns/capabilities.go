@@ -496,9 +496,12 @@ func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 		return e.srv, nil
 	}
 	admin := client.Database("admin")
+	op := OperationFrom(ctx) // the repository's operation that asks first counts the commands
+	op.Sent(2)
 	hello, err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeCommandNotFound {
 		// Servers older than MongoDB 4.4.2 know hello as isMaster.
+		op.Sent(1)
 		hello, err = admin.RunCommand(ctx, bson.D{{Key: "isMaster", Value: 1}}).Raw()
 	}
 	if err != nil {

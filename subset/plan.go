@@ -1,6 +1,9 @@
 package subset
 
-import "github.com/mongopatterns/mongopatterns/patterns"
+import (
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
 
 // plan is the path a repository takes on its server, decided once from
 // the server's features (see the package documentation).
@@ -32,4 +35,14 @@ func planFor(srv *patterns.Server) plan {
 			srv.Has(patterns.FeatureSortArray) && srv.Has(patterns.FeatureUpdateSizeLimit),
 		measure: !srv.Has(patterns.FeatureUpdateSizeLimit),
 	}
+}
+
+// Path names the plan for a [patterns.Hook]: native when Add pushes.
+func (p plan) Path() (string, []patterns.Feature) {
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeaturePushModifiers, Relies: p.push},
+		lazy.Use{Feature: patterns.FeaturePipelineUpdates, Relies: p.push},
+		lazy.Use{Feature: patterns.FeatureSortArray, Relies: p.push},
+		lazy.Use{Feature: patterns.FeatureUpdateSizeLimit, Relies: !p.measure},
+	)
 }

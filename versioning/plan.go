@@ -1,6 +1,9 @@
 package versioning
 
-import "github.com/mongopatterns/mongopatterns/patterns"
+import (
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
 
 // plan is how a repository uses its server, decided once per repository
 // from the server's features (see [planFor]). Its fields are exported
@@ -43,4 +46,14 @@ func planFor(srv *patterns.Server) plan {
 // plan lacks it.
 func unsupported(f patterns.Feature) error {
 	return &patterns.UnsupportedError{Feature: f, Server: "the server"}
+}
+
+// Path names the plan for a [patterns.Hook].
+func (p plan) Path() (string, []patterns.Feature) {
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeatureBatchedUpdates, Relies: p.BulkMigrate},
+		lazy.Use{Feature: patterns.FeaturePipelineUpdates, Relies: p.PipelineUpdates},
+		lazy.Use{Feature: patterns.FeatureArrayFilters, Relies: p.ArrayFilters},
+		lazy.Use{Feature: patterns.FeatureUpdateSizeLimit, Relies: p.ServerSizeLimit},
+	)
 }

@@ -31,6 +31,8 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // place is a place in the server's sort order: the BSON types that sort
@@ -249,14 +251,17 @@ func Pages(ctx context.Context, coll *mongo.Collection, filter any, size int, li
 }
 
 // read returns every document of one find, as copies.
+// Its commands count in the operation of ctx, if any.
 func read(ctx context.Context, coll *mongo.Collection, filter any, opts []options.Lister[options.FindOptions]) ([]bson.Raw, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := coll.Find(ctx, filter, opts...)
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer obs.Close(context.WithoutCancel(ctx), op, cur)
 	var docs []bson.Raw
-	for cur.Next(ctx) {
+	for obs.Next(ctx, op, cur) {
 		docs = append(docs, slices.Clone(cur.Current))
 	}
 	return docs, cur.Err()

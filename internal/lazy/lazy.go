@@ -41,6 +41,16 @@ func (v *Value[T]) Get(ctx context.Context, compute func(context.Context) (T, er
 	return x, nil
 }
 
+// Known returns the value if it was computed (or Set), without computing
+// it.
+func (v *Value[T]) Known() (T, bool) {
+	if p := v.p.Load(); p != nil {
+		return *p, true
+	}
+	var zero T
+	return zero, false
+}
+
 // Set stores x in place of any computed value; tests use it to force a
 // path.
 func (v *Value[T]) Set(x T) { v.p.Store(&x) }
@@ -56,12 +66,15 @@ func (v *Value[T]) Forget() { v.p.Store(nil) }
 // A context that carries a transaction is refused first ([txn.Refuse]):
 // the operations that decide their plan before they send anything are
 // refused there.
-func Decide[P any](ctx context.Context, v *Value[P], client *mongo.Client, planFor func(*patterns.Server) P) (P, error) {
+//
+// The operation ctx carries, if any ([patterns.OperationFrom]: a
+// repository with a [patterns.Hook]), records the plan's path.
+func Decide[P Plan](ctx context.Context, v *Value[P], client *mongo.Client, planFor func(*patterns.Server) P) (P, error) {
 	if err := txn.Refuse(ctx); err != nil {
 		var zero P
 		return zero, err
 	}
-	return v.Get(ctx, func(ctx context.Context) (P, error) {
+	p, err := v.Get(ctx, func(ctx context.Context) (P, error) {
 		srv, err := patterns.Capabilities(ctx, client)
 		if err != nil {
 			var zero P
@@ -69,4 +82,35 @@ func Decide[P any](ctx context.Context, v *Value[P], client *mongo.Client, planF
 		}
 		return planFor(srv), nil
 	})
+	if op := patterns.OperationFrom(ctx); op != nil && err == nil {
+		op.SetPlan(p.Path())
+	}
+	return p, err
+}
+
+// Plan is a repository's plan, which names its path for a
+// [patterns.Hook] (see [patterns.Operation].Plan): Path returns
+// [Path] of the features the plan may rely on.
+type Plan interface {
+	Path() (string, []patterns.Feature)
+}
+
+// Use is a feature a plan may rely on, and whether it does.
+type Use struct {
+	Feature patterns.Feature
+	Relies  bool
+}
+
+// Path names a plan: "native" when it relies on every feature it may
+// use, else "portable"; and the features it relies on.
+func Path(uses ...Use) (string, []patterns.Feature) {
+	path, features := "native", make([]patterns.Feature, 0, len(uses))
+	for _, u := range uses {
+		if u.Relies {
+			features = append(features, u.Feature)
+		} else {
+			path = "portable"
+		}
+	}
+	return path, features
 }

@@ -334,6 +334,11 @@ var monitor = &event.CommandMonitor{
 			c.sent = append(c.sent, slices.Clone(e.Command))
 			c.mu.Unlock()
 		}
+		if op := patterns.OperationFrom(ctx); op != nil {
+			for _, r := range recorders {
+				r.command(op, e.CommandName)
+			}
+		}
 		var run []func(context.Context)
 		for _, h := range hooks[e.DatabaseName] {
 			if h.name == e.CommandName && ctx.Value(inHook{}) == nil {

@@ -8,10 +8,14 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mongopatterns/mongopatterns/internal/obs"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Cursor returns an iterator over the documents of the cursor that open
-// returns, each decoded into a new T. Building the iterator sends nothing:
+// returns (open sends one command, counted in the operation of ctx if
+// any, as are the cursor's getMores and killCursors), each decoded into a new T. Building the iterator sends nothing:
 // open runs when iteration starts, and every iteration runs it again. The
 // cursor is closed when iteration ends, early or not. An error from open,
 // from the cursor or from decoding is yielded once, with the zero T, and
@@ -20,13 +24,15 @@ import (
 func Cursor[T any](ctx context.Context, open func(context.Context) (*mongo.Cursor, error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var zero T
+		op := patterns.OperationFrom(ctx)
+		op.Sent(1)
 		cur, err := open(ctx)
 		if err != nil {
 			yield(zero, err)
 			return
 		}
-		defer cur.Close(context.WithoutCancel(ctx))
-		for cur.Next(ctx) {
+		defer obs.Close(context.WithoutCancel(ctx), op, cur)
+		for obs.Next(ctx, op, cur) {
 			var v T
 			if err := cur.Decode(&v); err != nil {
 				yield(zero, err)
@@ -52,14 +58,16 @@ func Cursor[T any](ctx context.Context, open func(context.Context) (*mongo.Curso
 // and ends the iteration.
 func Batches(ctx context.Context, n int, open func(context.Context) (*mongo.Cursor, error)) iter.Seq2[[]bson.Raw, error] {
 	return func(yield func([]bson.Raw, error) bool) {
+		op := patterns.OperationFrom(ctx)
+		op.Sent(1)
 		cur, err := open(ctx)
 		if err != nil {
 			yield(nil, err)
 			return
 		}
-		defer cur.Close(context.WithoutCancel(ctx))
+		defer obs.Close(context.WithoutCancel(ctx), op, cur)
 		var batch []bson.Raw
-		for cur.Next(ctx) {
+		for obs.Next(ctx, op, cur) {
 			batch = append(batch, slices.Clone(cur.Current))
 			if cur.RemainingBatchLength() > 0 && len(batch) < n {
 				continue

@@ -128,6 +128,8 @@ const Attempts = 5
 // short randomised backoff (about 5, 10, 20 and 40 ms). It returns the
 // last error, or ctx's error when ctx ends during a backoff. Only a write
 // that is safe to send again after a transient failure may be retried:
+// each retry is reported to the operation of ctx, if any
+// ([patterns.Operation.Retried]); write counts its own commands.
 // the failure applied nothing, but a retry runs after whatever others
 // wrote meanwhile.
 func Retry(ctx context.Context, write func() error) error {
@@ -137,6 +139,7 @@ func Retry(ctx context.Context, write func() error) error {
 		if err == nil || attempt == Attempts || !Transient(err) {
 			return err
 		}
+		patterns.OperationFrom(ctx).Retried(err)
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-ctx.Done():
@@ -173,13 +176,17 @@ func Refused(err error) bool {
 // delete is sent again without a limit, which deletes the one document
 // filter names there, up to [Attempts] times in all, after which
 // DeleteOne returns an error wrapping [patterns.ErrConflict] with the
-// document in place. A delete without a limit is routed on a sharded
+// document in place. Each delete that matched nothing while the document
+// was there is reported as a lost compare-and-set to the operation of ctx
+// ([patterns.Operation.Lost]), and its commands are counted. A delete without a limit is routed on a sharded
 // collection as the deleteOne is: to the shard the filter's shard key
 // names, else to every shard.
 func DeleteOne(ctx context.Context, coll *mongo.Collection, filter any) (bool, error) {
+	op := patterns.OperationFrom(ctx)
 	for attempt := range Attempts {
 		var res *mongo.DeleteResult
 		err := Retry(ctx, func() (err error) {
+			op.Sent(1)
 			if attempt == 0 {
 				res, err = coll.DeleteOne(ctx, filter)
 			} else {
@@ -197,6 +204,7 @@ func DeleteOne(ctx context.Context, coll *mongo.Collection, filter any) (bool, e
 			// Delete's ErrNotFound into ErrConflict.
 			coll = coll.Clone(options.Collection().SetReadPreference(readpref.Primary()))
 		}
+		op.Sent(1)
 		err = coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return false, nil
@@ -204,6 +212,7 @@ func DeleteOne(ctx context.Context, coll *mongo.Collection, filter any) (bool, e
 		if err != nil {
 			return false, err
 		}
+		op.Lost() // a concurrent update hid the document from the delete
 	}
 	return false, fmt.Errorf("the delete matched nothing %d times while the document was there: %w", Attempts, patterns.ErrConflict)
 }
