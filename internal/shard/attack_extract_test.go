@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// TestAttackShardKeyExtraction: the package documentation (shard.go)
-// promises the rules of mongos for "an equality on a document is also one
+// TestAttackShardKeyExtraction: the package documentation (shard.go) once
+// promised the rules of mongos for "an equality on a document is also one
 // on each of its fields, by their dotted paths", "$all ... on their
 // values" as a range, and an upsert needing "equality on every shard-key
 // field". mongos decides equality by ShardKeyPattern::extractShardKeyFromQuery,
@@ -70,7 +70,7 @@ func TestAttackShardKeyExtraction(t *testing.T) {
 	}
 }
 
-// TestAttackNotOfARange: shard.go, bounds: "$ne, $nin, $not, $exists:
+// TestAttackNotOfARange: shard.go, bounds, once said: "$ne, $nin, $not, $exists:
 // true and an unanchored expression cover the whole range". For $not of
 // a range on a ranged (not hashed) key field the server's bounds are the
 // complement of the child's (mongodb/mongo
