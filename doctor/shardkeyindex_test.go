@@ -203,4 +203,26 @@ func TestShardKeysOfTimeSeries(t *testing.T) {
 		"clock":    {{Path: "t"}},
 		"metadata": {{Path: "metadata"}},
 	}, keys, "source: %s", srcBucketKey)
+
+	// The declared indexes of a time-series collection are checked against
+	// its key (they were not: the key sat under system.buckets.*), and a
+	// unique index that starts with _id suits every key (no false 67).
+	db := mongotest.Client().Database("shop")
+	declared := []patterns.Index{
+		{Collection: db.Collection("readings"), Model: mongo.IndexModel{Keys: bson.D{{Key: "m", Value: 1}, {Key: "t", Value: -1}}}},
+		{Collection: db.Collection("sites"), Model: mongo.IndexModel{Keys: bson.D{{Key: "t", Value: 1}}}},
+		{Collection: db.Collection("readings"), Model: mongo.IndexModel{
+			Keys: bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}, Options: options.Index().SetUnique(true)}},
+	}
+	fs, err := shardingFindings(shard.Cluster{Version: patterns.Version{Major: 7}, Keys: keys}, "shop", declared)
+	require.NoError(t, err)
+	require.Len(t, fs, 2, "%v", fs)
+	for _, f := range fs {
+		require.Equal(t, RuleShardKeyDeclaredQueries, f.Rule, "a unique index that starts with _id is no 67: %v", f)
+	}
+	require.Equal(t, "sites", fs[0].Collection)
+	require.Equal(t, "t", fs[0].Field)
+	key, _ := fs[0].Evidence.Get("shardKey")
+	require.Equal(t, `{"m.site": 1, "t": 1}`, key)
+	require.Equal(t, "_id", fs[1].Field, "queries by _id go to every shard under {m: \"hashed\"}")
 }
