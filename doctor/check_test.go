@@ -357,7 +357,18 @@ func TestAnalyzeShardKey(t *testing.T) {
 	require.Equal(t, "not monotonic", a.Monotonicity, "customers cycle: %s", a.Why)
 	require.Equal(t, []doctor.QueryTargeting{{Query: `orders {"customerId":"c3"} sort {"createdAt":-1}`, Targeting: doctor.TargetSomeShards,
 		Why: "equality on a prefix of the key (customerId); the chunks of that prefix may span shards"}}, a.Queries)
-	require.Empty(t, rep.Findings, "a good key: %v", rep.Findings)
+	// A good key, but no index supports it ({customerId: 1, createdAt: -1}
+	// does not: the values differ), so shardCollection would refuse it.
+	require.Len(t, rep.Findings, 1, "%v", rep.Findings)
+	f := rep.Findings[0]
+	require.Equal(t, doctor.RuleShardKeyIndex, f.Rule)
+	require.Equal(t, doctor.Warning, f.Severity)
+	require.Contains(t, f.Remedy, `create the index {"customerId":1,"createdAt":1} on orders`)
+	_, err = db.Collection("orders").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "customerId", Value: 1}, {Key: "createdAt", Value: 1}, {Key: "status", Value: 1}}})
+	require.NoError(t, err)
+	rep, err = doctor.AnalyzeShardKey(ctx, db, doctor.ShardKey{Collection: "orders", Key: bson.D{{Key: "customerId", Value: 1}, {Key: "createdAt", Value: 1}}}, doctor.Options{})
+	require.NoError(t, err)
+	require.Empty(t, rep.Findings, "a compound index that starts with the key supports it: %v", rep.Findings)
 
 	// A collection that does not exist, or is empty, cannot be measured,
 	// and the report says which (issue 22).

@@ -63,6 +63,15 @@ const (
 	RuleShardKeyArray = "shard-key-array"
 	// RuleShardKeyScatterGather: a query shape would be sent to every shard.
 	RuleShardKeyScatterGather = "shard-key-scatter-gather"
+	// RuleShardKeyIndex: no index of the collection supports the key (an
+	// index whose key starts with the shard key's fields and values, neither
+	// sparse, partial nor hidden, with the simple collation), which
+	// shardCollection requires of a collection that holds documents.
+	RuleShardKeyIndex = "shard-key-index"
+	// RuleShardKeyTimeSeries: a key that a time-series collection cannot
+	// be sharded on (only its metaField, fields inside it, and its
+	// timeField, ranged and last), or one that names its timeField.
+	RuleShardKeyTimeSeries = "shard-key-time-series"
 
 	// Pipeline rules, for the [Pipeline] values given in [Options].Pipelines.
 
@@ -112,6 +121,8 @@ var Rules = []RuleInfo{
 	{RuleShardKeyMonotonic, "a proposed shard key that grows with insertion order (ObjectIds, timestamps)", "the key's values in natural order"},
 	{RuleShardKeyArray, "a proposed shard key field that holds arrays", "a sample of the key's values"},
 	{RuleShardKeyScatterGather, "a query shape that a proposed shard key would send to every shard", "the query shape"},
+	{RuleShardKeyIndex, "a proposed shard key that no index of the collection supports (shardCollection needs one on a collection holding documents)", "listIndexes"},
+	{RuleShardKeyTimeSeries, "a proposed shard key on a time-series collection naming a field other than its metaField (or fields inside it) and its timeField (ranged, last; deprecated in 8.0)", "listCollections"},
 	{RulePipelineMatchLate, "a $match after stages it could precede, so it cannot use an index (never moved past a $group, even on the group key)", "the pipeline"},
 	{RulePipelineProjectLate, "a $project or $unset after $lookup, $unwind or $sort stages that carry the fields it drops", "the pipeline"},
 	{RulePipelineLookupUnindexed, "a $lookup whose foreign field has no index", "the pipeline and listIndexes of the foreign collection"},

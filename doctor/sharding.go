@@ -29,7 +29,9 @@ const (
 )
 
 // sharding checks the declared indexes against the shard keys of the
-// database's collections, on a mongos only: one find on config.collections.
+// database's collections, time-series ones included (under the key
+// shardCollection took), on a mongos only: one find on
+// config.collections.
 func (c *checker) sharding(ctx context.Context, srv *patterns.Server) error {
 	if srv.Topology != patterns.Sharded || len(c.s.Indexes) == 0 {
 		return nil
@@ -57,15 +59,19 @@ func (c *checker) sharding(ctx context.Context, srv *patterns.Server) error {
 // dropped: <bool>, unsplittable: <bool>}, as a mongos answers). A dropped
 // collection, and one MongoDB 8.0 tracks unsharded (unsplittable: true,
 // key {_id: 1}: moved by moveCollection or unshardCollection, on one
-// shard), has no shard key.
+// shard), has no shard key. A sharded time-series collection is listed as
+// its buckets collection (system.buckets.<name>, with timeseriesFields),
+// sharded on the buckets' fields: its key is given back under the
+// collection's name, as shardCollection took it (bucketKey).
 func shardKeysOf(db string, docs []bson.Raw) (map[string]shard.Key, error) {
 	keys := map[string]shard.Key{}
 	for _, doc := range docs {
 		var d struct {
-			ID           string `bson:"_id"`
-			Key          bson.D `bson:"key"`
-			Dropped      bool   `bson:"dropped"`
-			Unsplittable bool   `bson:"unsplittable"`
+			ID           string      `bson:"_id"`
+			Key          bson.D      `bson:"key"`
+			Dropped      bool        `bson:"dropped"`
+			Unsplittable bool        `bson:"unsplittable"`
+			TimeSeries   *timeSeries `bson:"timeseriesFields"`
 		}
 		if err := bson.Unmarshal(doc, &d); err != nil {
 			return nil, err
@@ -74,6 +80,10 @@ func shardKeysOf(db string, docs []bson.Raw) (map[string]shard.Key, error) {
 		if !ok || d.Dropped || d.Unsplittable {
 			continue
 		}
+		if d.TimeSeries != nil {
+			coll = strings.TrimPrefix(coll, "system.buckets.")
+			d.Key = bucketKey(d.Key, *d.TimeSeries)
+		}
 		k, err := shard.ParseKey(d.Key)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.ID, err)
@@ -81,6 +91,25 @@ func shardKeysOf(db string, docs []bson.Raw) (map[string]shard.Key, error) {
 		keys[coll] = k
 	}
 	return keys, nil
+}
+
+// bucketKey returns the shard key of a time-series collection as
+// shardCollection took it, from the key of its buckets collection
+// (mongodb/mongo timeseries createBucketsShardKeySpecFromTimeseriesShardKeySpec:
+// the metaField, and fields inside it, are the buckets' meta and fields
+// inside it; the timeField is control.min.<timeField>).
+func bucketKey(key bson.D, ts timeSeries) bson.D {
+	out := make(bson.D, len(key))
+	for i, e := range key {
+		out[i] = e
+		switch rest, ok := strings.CutPrefix(e.Key, "meta"); {
+		case e.Key == "control.min."+ts.TimeField:
+			out[i].Key = ts.TimeField
+		case ok && ts.MetaField != "" && (rest == "" || strings.HasPrefix(rest, ".")):
+			out[i].Key = ts.MetaField + rest
+		}
+	}
+	return out
 }
 
 // shardingFindings routes, for each declared index of database db on a

@@ -151,12 +151,16 @@ const (
 // (one $collStats or count, then one $sample or find with an inclusion
 // projection of the key fields), and, when the sample is random, the key
 // fields of the first SampleSize documents in natural order (one find) to
-// measure monotonicity; when it reads no document, one listIndexes (unless
-// Check listed them already) to tell a collection that does not exist
-// from an empty one. The query shapes of Options.Queries on the same
-// collection are classified as one-shard, some-shard or scatter-gather.
-// The report holds the measurements (Report.ShardKeys) and the shard-key
-// findings.
+// measure monotonicity; one listIndexes (unless Check listed them
+// already), to find an index that supports the key (shardCollection
+// needs one on a collection that holds documents) and to tell a
+// collection that does not exist from an empty one; and one
+// listCollections of the collection, to read its time-series fields (a
+// time-series collection is sharded on its metaField, fields inside it,
+// and its timeField, last). The query shapes of Options.Queries on the
+// same collection are classified as one-shard, some-shard or
+// scatter-gather. The report holds the measurements (Report.ShardKeys)
+// and the shard-key findings.
 func AnalyzeShardKey(ctx context.Context, db *mongo.Database, key ShardKey, opts Options) (Report, error) {
 	s, err := opts.validate("AnalyzeShardKey")
 	if err != nil {
@@ -267,11 +271,19 @@ func (c *checker) shardKey(ctx context.Context, key ShardKey) error {
 	}
 	a := ShardKeyAnalysis{Collection: key.Collection, Key: extJSON(key.Key), Sample: sm.Method,
 		Documents: kv.docs, Distinct: len(kv.counts), Missing: kv.missing, Arrays: kv.arrays}
+	specs, exists, err := c.indexes(ctx, coll)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	ts, err := timeSeriesOf(ctx, c.db, key.Collection)
+	if err != nil {
+		return fmt.Errorf("%s: listCollections: %w", key, err)
+	}
+	if exists {
+		c.addAll(keyIndexFindings(key, fields, specs, kv.docs))
+		c.addAll(timeSeriesKeyFindings(key, fields, ts))
+	}
 	if kv.docs == 0 {
-		_, exists, err := c.indexes(ctx, coll)
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
 		a.Monotonicity, a.Why = "unknown", "the collection is empty"
 		if !exists {
 			a.Why = "the collection does not exist"
@@ -330,6 +342,119 @@ func (c *checker) shardKey(ctx context.Context, key ShardKey) error {
 	c.rep.ShardKeys = append(c.rep.ShardKeys, a)
 	c.shardKeyFindings(key, a)
 	return nil
+}
+
+// supports reports whether an index supports a shard key, as
+// shardCollection requires (the manual's "Shard Key Indexes"; mongodb/mongo
+// src/mongo/db/s/shard_key_index_util.cpp isCompatibleWithShardKey and
+// findShardKeyPrefixedIndex): its key starts with the shard key's fields
+// in order, each with the same value (1, or "hashed"), and it is neither
+// sparse, partial nor hidden, with the simple collation.
+func supports(ix indexSpec, key []keyField) bool {
+	locale, _ := ix.Collation.Lookup("locale").StringValueOK()
+	if ix.Sparse || ix.Hidden || len(ix.Partial) > 0 || (len(ix.Collation) > 0 && locale != "simple") || len(ix.Key) < len(key) {
+		return false
+	}
+	for i, f := range key {
+		if k := ix.Key[i]; k.Path != f.Path || k.Kind != f.Kind || k.Dir != f.Dir {
+			return false
+		}
+	}
+	return true
+}
+
+// keyIndexFindings applies the shard-key-index rule: no index of the
+// collection supports the key. shardCollection refuses a collection that
+// holds documents without one (a warning); it creates the index on an
+// empty one (info).
+func keyIndexFindings(key ShardKey, fields []keyField, specs []indexSpec, docs int) []Finding {
+	if slices.ContainsFunc(specs, func(ix indexSpec) bool { return supports(ix, fields) }) {
+		return nil
+	}
+	f := Finding{Rule: RuleShardKeyIndex, Severity: Warning, Collection: key.Collection, Query: key.String(), Field: strings.Join(keyPaths(key), ", "),
+		Message:  fmt.Sprintf("no index supports the shard key %s: shardCollection refuses a collection that holds documents without one", extJSON(key.Key)),
+		Evidence: Evidence{{"indexes", len(specs)}, {"documents", docs}},
+		Remedy:   fmt.Sprintf("create the index %s on %s (a compound index that starts with these fields supports it too; not sparse, partial or hidden, with the simple collation) before shardCollection", extJSON(key.Key), key.Collection)}
+	if docs == 0 {
+		f.Severity = Info
+		f.Message = fmt.Sprintf("no index supports the shard key %s: shardCollection creates it while the collection is empty", extJSON(key.Key))
+	}
+	return []Finding{f}
+}
+
+// timeSeries holds the fields of a time-series collection.
+type timeSeries struct {
+	TimeField string `bson:"timeField"`
+	MetaField string `bson:"metaField"`
+}
+
+// timeSeriesOf returns the time-series fields of collection name (nil
+// for another collection, or none): one listCollections.
+func timeSeriesOf(ctx context.Context, db *mongo.Database, name string) (*timeSeries, error) {
+	specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: name}})
+	if err != nil || len(specs) == 0 || specs[0].Type != "timeseries" {
+		return nil, err
+	}
+	var o struct {
+		TimeSeries *timeSeries `bson:"timeseries"`
+	}
+	if err := bson.Unmarshal(specs[0].Options, &o); err != nil {
+		return nil, err
+	}
+	return o.TimeSeries, nil
+}
+
+// timeSeriesKeyFindings applies the shard-key-time-series rule, as the
+// manual's time-series limitations (Sharding, Shard Key Fields) say a
+// time-series collection is sharded: its key names only the metaField,
+// fields inside it, and the timeField, which must be ranged and last
+// (critical otherwise: shardCollection refuses it); a key that names the
+// timeField is a warning (deprecated from 8.0; its values grow with time).
+func timeSeriesKeyFindings(key ShardKey, fields []keyField, ts *timeSeries) []Finding {
+	if ts == nil {
+		return nil
+	}
+	base := Finding{Rule: RuleShardKeyTimeSeries, Collection: key.Collection, Query: key.String(),
+		Evidence: Evidence{{"timeField", ts.TimeField}, {"metaField", ts.MetaField}}}
+	refuse := func(field, why string) []Finding {
+		f := base
+		f.Severity, f.Field = Critical, field
+		f.Message = fmt.Sprintf("%s: shardCollection refuses this key on a time-series collection: %s", extJSON(key.Key), why)
+		f.Remedy = "shard a time-series collection on its metaField, or on fields inside it"
+		if ts.MetaField != "" {
+			f.Remedy = fmt.Sprintf("shard on the metaField: {%q: 1}, {%q: \"hashed\"}, or fields inside it", ts.MetaField, ts.MetaField)
+		}
+		return []Finding{f}
+	}
+	for i, f := range fields {
+		switch {
+		case f.Path == ts.TimeField && f.Kind != "":
+			return refuse(f.Path, fmt.Sprintf("the timeField %s can only be ranged (1)", f.Path))
+		case f.Path == ts.TimeField && i != len(fields)-1:
+			return refuse(f.Path, fmt.Sprintf("the timeField %s must be the key's last field", f.Path))
+		case f.Path == ts.TimeField:
+		case ts.MetaField != "" && (f.Path == ts.MetaField || strings.HasPrefix(f.Path, ts.MetaField+".")):
+		default:
+			return refuse(f.Path, fmt.Sprintf("%s is neither the metaField%s nor the timeField %s", f.Path, metaName(ts.MetaField), ts.TimeField))
+		}
+	}
+	if fields[len(fields)-1].Path == ts.TimeField {
+		f := base
+		f.Severity, f.Field = Warning, ts.TimeField
+		f.Message = fmt.Sprintf("%s names the timeField %s: deprecated from MongoDB 8.0, and alone its values grow with time, so every insert goes to the last chunk", extJSON(key.Key), ts.TimeField)
+		f.Remedy = "shard on the metaField, or on fields inside it, alone"
+		return []Finding{f}
+	}
+	return nil
+}
+
+// metaName returns " <name>" for a metaField, " (the collection has
+// none)" without one.
+func metaName(meta string) string {
+	if meta == "" {
+		return " (the collection has none)"
+	}
+	return " " + meta + " (or a field inside it)"
 }
 
 // shardKeyFindings turns the measurements into findings.

@@ -8,8 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// TestAttackShardKeyExtraction: the package documentation (shard.go)
-// promises the rules of mongos for "an equality on a document is also one
+// TestAttackShardKeyExtraction: the package documentation (shard.go) once
+// promised the rules of mongos for "an equality on a document is also one
 // on each of its fields, by their dotted paths", "$all ... on their
 // values" as a range, and an upsert needing "equality on every shard-key
 // field". mongos decides equality by ShardKeyPattern::extractShardKeyFromQuery,
@@ -26,8 +26,13 @@ import (
 //     actually a document element"): it is an equality on the document a,
 //     no bound on a.b, so every shard for a query, and refused (61) as an
 //     upsert.
+//
+// Where no exact key is extracted, a query still goes where the planner's
+// bounds on the key go (shard_key_pattern_query_util.cpp
+// getShardIdsForQuery): the key twice is a point, one shard; and from 7.1
+// an upsert that reaches one shard by its query goes there
+// (collection_routing_info_targeter.cpp targetUpdate).
 func TestAttackShardKeyExtraction(t *testing.T) {
-	t.Skip("skipped: open defect of issue 33 (LOW): the routing model reads these extraction cases of mongos's own tests otherwise; unskip with the fix")
 	keys := map[string]Key{
 		"s": key(bson.D{{Key: "a", Value: 1}}),
 		"d": key(bson.D{{Key: "a.b", Value: 1}}),
@@ -65,7 +70,7 @@ func TestAttackShardKeyExtraction(t *testing.T) {
 	}
 }
 
-// TestAttackNotOfARange: shard.go, bounds: "$ne, $nin, $not, $exists:
+// TestAttackNotOfARange: shard.go, bounds, once said: "$ne, $nin, $not, $exists:
 // true and an unanchored expression cover the whole range". For $not of
 // a range on a ranged (not hashed) key field the server's bounds are the
 // complement of the child's (mongodb/mongo
@@ -75,7 +80,6 @@ func TestAttackShardKeyExtraction(t *testing.T) {
 // the chunks inside (5, +inf]: the shards owning the chunks of that range,
 // not every shard (getShardIdsForCanonicalQuery routes by those bounds).
 func TestAttackNotOfARange(t *testing.T) {
-	t.Skip("skipped: open defect of issue 33 (LOW): the routing model reads these extraction cases of mongos's own tests otherwise; unskip with the fix")
 	k := key(bson.D{{Key: "a", Value: 1}})
 	got := k.Filter(bson.D{{Key: "a", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: 5}}}}}})
 	require.Equal(t, SomeShards, got.Target, "%s", got)

@@ -10,28 +10,41 @@
 //     key by one equality (a hashed field by equality too); some shards
 //     when it matches a prefix of the key by equality, a key field by an
 //     $in of several values, or a ranged (not hashed) first field by a
-//     range; every shard otherwise.
-//   - findAndModify, up to 7.0, needs equality on the full shard key: an
-//     _id alone is not enough (61 ShardKeyNotFound). From 7.1 on, mongos
-//     accepts any filter and routes it with a two-phase write (every shard).
-//   - A single update (multi: false) or delete (limit: 1), up to 7.0, needs
-//     the full shard key or an exact _id match, which is sent to every
-//     shard (72 InvalidOptions for updates, 61 for deletes). From 7.1 on any
-//     filter is accepted (two-phase write, every shard). A replacement is
-//     also targeted by the shard key the replacement document holds.
-//   - An upsert needs equality on every shard-key field (61, "Failed to
-//     target upsert by query"); a single upsert is exempt from 7.1 on, a
-//     multi upsert never.
+//     range (or, on a key without a hashed field, by the negation of a
+//     range: {$not: {$gt: 5}}); every shard otherwise.
+//   - The exact shard key, which upserts and findAndModify need, is what
+//     mongos extracts from the filter's equalities: not from a field
+//     matched by equality twice ({$and: [{a: 1}, {a: 1}]}, {a: {$all: [1,
+//     1]}}, whatever the values), nor from a value that holds a $-prefixed
+//     field ({a: {b: {$eq: 1}}} is a document, no equality on a.b). Such a
+//     filter still reaches one shard by its bounds (two different values:
+//     one shard, matching nothing). {a: {$all: [1]}} is an equality, and
+//     so is one on a parent document ({a: {b: 1}} for a.b), but the parent
+//     gives the key only: given twice, it bounds nothing.
+//   - findAndModify, up to 7.0, needs the exact shard key: an _id alone is
+//     not enough (61 ShardKeyNotFound). From 7.1 on, mongos accepts any
+//     filter and routes it with a two-phase write (every shard).
+//   - A single update (multi: false) or delete (limit: 1) goes to one shard
+//     when its filter reaches one; up to 7.0, it otherwise needs an exact
+//     _id match, which is sent to every shard (72 InvalidOptions for
+//     updates, 61 for deletes). From 7.1 on any filter is accepted
+//     (two-phase write, every shard). A replacement is also targeted by
+//     the shard key the replacement document holds.
+//   - An upsert needs the exact shard key (61, "Failed to target upsert by
+//     query"); from 7.1 on, a single upsert goes where its filter goes (one
+//     shard, or a two-phase write), a multi upsert still needs the key.
 //   - An update that changes a shard-key field must hold the full shard key
 //     in its filter (31025) and cannot be a multi-update (72).
 //   - A unique index must be prefixed by the shard key (67
-//     CannotCreateIndex); _id's own index is the exception.
+//     CannotCreateIndex), or start with _id, which suits every key.
 //   - updateMany and deleteMany go where their filter goes.
 //   - aggregate goes where its first $match goes; $lookup and $graphLookup
 //     from a sharded collection need 5.1 (28769); $merge into a sharded
-//     collection needs "on" to hold every shard-key field (51190); $out
+//     collection needs "on" to hold every shard-key field (51190), which
+//     it does when "on" is left out (it defaults to the key and _id); $out
 //     cannot write to a sharded collection (28769).
-//   - An insert goes to the shard of each document's key.
+//   - An insert goes to the shard of each document's key; a document with
+//     an array at, or above, a shard-key field is refused (61).
 //
 // The doctor's shard-key analysis and every pattern package's tests use
 // it: one implementation of the rules.
@@ -211,8 +224,8 @@ func (k Key) filter(filter, collation bson.D) Route {
 		return r
 	}
 	first := k[0]
-	eq := m.eq[first.Path]
-	rng := m.ranged[first.Path]
+	eq := m.bound(first.Path)
+	rng := k.rangedOn(m, first.Path)
 	switch {
 	case eq == nil && !rng:
 		return Route{EveryShard, 0, fmt.Sprintf("the filter does not bound %s, the shard key's first field (no equality or range on it%s)", first.Path, m.why(first.Path))}
@@ -222,7 +235,7 @@ func (k Key) filter(filter, collation bson.D) Route {
 		return Route{SomeShards, 0, fmt.Sprintf("the range on %s goes to the shards owning chunks in it", first.Path)}
 	}
 	for i, f := range k {
-		e := m.eq[f.Path]
+		e := m.bound(f.Path)
 		if e == nil {
 			return Route{SomeShards, 0, fmt.Sprintf("equality on a prefix of the key (%s); the chunks of that prefix may span shards", strings.Join(k.paths(i), ", "))}
 		}
@@ -274,14 +287,29 @@ func (k Key) values(m match) string {
 	return b.String()
 }
 
-// full reports whether the filter holds one equality on every key field.
+// full reports whether mongos extracts the exact shard key from the
+// filter (extractShardKeyFromQuery): one equality on every key field, none
+// of them inexact.
 func (k Key) full(m match) bool {
 	for _, f := range k {
-		if e := m.eq[f.Path]; e == nil || e.several {
+		if e := m.eq[f.Path]; e == nil || e.several || e.inexact {
 			return false
 		}
 	}
 	return true
+}
+
+// hashed reports whether a field of the key is hashed: mongos then plans
+// the filter against a hashed index, which bounds no negation.
+func (k Key) hashed() bool {
+	return slices.ContainsFunc(k, func(f Field) bool { return f.Hashed })
+}
+
+// rangedOn reports whether the filter bounds the key field path to part
+// of the key range without an equality: a range, or (on a key without a
+// hashed field) the negation of one.
+func (k Key) rangedOn(m match, path string) bool {
+	return m.ranged[path] || (m.notRanged[path] && !k.hashed())
 }
 
 func (k Key) paths(n int) []string {
@@ -299,6 +327,31 @@ type equality struct {
 	// collatable: a value is a string, a document or an array, which a
 	// collation compares otherwise than the simple order.
 	collatable bool
+	// inexact: the field's values are bounded to one value (or none), but
+	// mongos extracts no exact shard key from it: the path is matched by
+	// equality twice (mongodb/mongo path_support.cpp
+	// checkEqualityConflicts, "path 'a' is matched twice", whatever the
+	// values), or the value is a document holding a $-prefixed field
+	// (ShardKeyPattern::isValidShardKeyElementForStorage). A find still
+	// goes to one shard, by the bounds; an upsert or findAndModify, which
+	// need the exact key, is refused before 7.1.
+	inexact bool
+	// parent: the equality is on a parent document of the path ({a: {b:
+	// 1}} for a.b). mongos extracts the exact key from it, but the
+	// planner draws no bounds on the path from it: with inexact, it
+	// bounds nothing.
+	parent bool
+}
+
+// bound returns the equality that bounds path for routing by the key's
+// bounds (nil when none): an inexact equality on a parent document bounds
+// nothing.
+func (m match) bound(path string) *equality {
+	e := m.eq[path]
+	if e != nil && e.inexact && e.parent {
+		return nil
+	}
+	return e
 }
 
 // match is what a filter says of its top-level fields.
@@ -309,6 +362,10 @@ type match struct {
 	// ($ne, $nin, $not, $exists: true...), and collated those whose
 	// equality a collation made useless, for Route.Why.
 	unbounded, collated map[string]bool
+	// notRanged names the fields whose condition is the negation of a
+	// range ({$not: {$gt: 5}}): bounded by its complement on a key without
+	// a hashed field.
+	notRanged map[string]bool
 	// idCollated: the equality on _id is on a collatable value under a
 	// non-simple collation, so it is no exact _id.
 	idCollated bool
@@ -320,7 +377,7 @@ func (m match) why(path string) string {
 	case m.collated[path]:
 		return "; the command's collation makes its equality on a string, a document or an array unusable"
 	case m.unbounded[path]:
-		return "; $ne, $nin, $not and $exists: true bound nothing: their bounds cover the whole key range"
+		return "; $ne, $nin, $not (but of a range on a key without a hashed field) and $exists: true bound nothing: their bounds cover the whole key range"
 	}
 	return ""
 }
@@ -362,31 +419,46 @@ func simple(collation bson.D) bool {
 	return locale == "simple"
 }
 
-// matchOf reads a filter's fields: {f: v} (v neither an operator
-// document, a regular expression nor an array) and {f: {$eq: v}} are
-// equalities, as is {f: {$in: [v]}}; an $in of several values is an
-// equality on several values; an equality on a document is also one on
-// each of its fields, by their dotted paths (a key field m.a is reached by
-// {m: {a: 1}}); a condition that bounds the field's values ($gt, $lt,
-// $type, an anchored regular expression...) is a range; $ne, $nin, $not
-// and $exists: true bound nothing, and are as no condition at all. $and
-// is read into; $or, $nor, $expr and the like target nothing.
+// matchOf reads a filter's fields as mongos does (its exact shard key
+// from extractShardKeyFromQuery, its bounds from the query planner):
+// {f: v} (v neither an operator document, a regular expression nor an
+// array), {f: {$eq: v}}, {f: {$in: [v]}} and {f: {$all: [v]}} are
+// equalities; an $in of several values is an equality on several values;
+// a path matched by equality twice ($and, or $all of several values) is an
+// inexact equality (see equality); an equality on a document is also one
+// on each of its fields, by their dotted paths (a key field m.a is reached
+// by {m: {a: 1}}), but not on a field whose value is itself a document of
+// operators ({m: {a: {$eq: 1}}} is a document, no equality on m.a); a
+// condition that bounds the field's values ($gt, $lt, $type, an anchored
+// regular expression...) is a range, and so is the negation of a range
+// on a key without a hashed field; $ne, $nin, the other $not and
+// $exists: true bound nothing, and are as no condition at all. $and is
+// read into; $or, $nor, $expr and the like target nothing.
 func matchOf(filter bson.D) match {
-	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}}
+	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}}
 	var equal func(path string, v any, c *equality)
 	equal = func(path string, v any, c *equality) {
-		if m.eq[path] != nil && !m.eq[path].several {
-			return
+		lit, one := literal(v)
+		if one {
+			c.value = valueOf(lit)
+			c.inexact = c.inexact || dollar(lit)
 		}
-		if !c.several {
-			c.value = valueOf(v)
+		switch old := m.eq[path]; {
+		case old == nil || (old.several && !c.several):
+			m.eq[path] = c
+		case !old.several && !c.several:
+			// checkEqualityConflicts: no exact key, whatever the values;
+			// a direct equality still bounds the path.
+			old.inexact = true
+			old.parent = old.parent && c.parent
 		}
-		m.eq[path] = c
-		if d, ok := v.(bson.D); ok && (len(d) == 0 || !strings.HasPrefix(d[0].Key, "$")) {
+		if d, ok := lit.(bson.D); one && ok {
 			for _, sub := range d {
-				if sc := condition(sub.Value); sc != nil {
-					equal(path+"."+sub.Key, sub.Value, sc)
+				switch sub.Value.(type) {
+				case bson.A, bson.Regex:
+					continue // no key value: an array, or no value for storage
 				}
+				equal(path+"."+sub.Key, sub.Value, &equality{parent: true, collatable: collatable(sub.Value), inexact: dollar(sub.Value)})
 			}
 		}
 	}
@@ -414,6 +486,8 @@ func matchOf(filter bson.D) match {
 				equal(e.Key, e.Value, c)
 			case bounds(e.Value):
 				m.ranged[e.Key] = true
+			case notRange(e.Value):
+				m.notRanged[e.Key] = true
 			default:
 				m.unbounded[e.Key] = true
 			}
@@ -421,6 +495,74 @@ func matchOf(filter bson.D) match {
 	}
 	walk(filter)
 	return m
+}
+
+// literal returns the one value an equality condition names (v itself, or
+// the value of its $eq, its $in or $all of one value), and whether it
+// names one.
+func literal(v any) (any, bool) {
+	d, ok := v.(bson.D)
+	if !ok || len(d) == 0 || !strings.HasPrefix(d[0].Key, "$") {
+		return v, true
+	}
+	for _, op := range d {
+		switch op.Key {
+		case "$eq":
+			return op.Value, true
+		case "$in", "$all":
+			if arr, _ := op.Value.(bson.A); len(arr) > 0 && (op.Key == "$all" || len(arr) == 1) {
+				return arr[0], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// dollar reports whether a value is, or holds at any depth, a document
+// with a $-prefixed field other than a DBRef's: no shard-key value
+// (ShardKeyPattern::isValidShardKeyElementForStorage, storageValidEmbedded).
+func dollar(v any) bool {
+	switch c := v.(type) {
+	case bson.D:
+		for _, e := range c {
+			if strings.HasPrefix(e.Key, "$") && e.Key != "$ref" && e.Key != "$id" && e.Key != "$db" {
+				return true
+			}
+			if dollar(e.Value) {
+				return true
+			}
+		}
+	case bson.A:
+		return slices.ContainsFunc(c, dollar)
+	}
+	return false
+}
+
+// notRange reports whether a condition negates one range ({$not: {$gt:
+// 5}}, {$not: {$exists: true}}): the planner bounds it by the complement
+// of the range on a btree index (mongodb/mongo index_bounds_builder.cpp
+// translate, NOT: the child's bounds complemented; planner_ixselect.cpp:
+// not on a hashed index, nor a negation of $regex, $mod, $type,
+// $elemMatch or of a comparison with an array).
+func notRange(v any) bool {
+	d, _ := v.(bson.D)
+	for _, op := range d {
+		child, _ := op.Value.(bson.D)
+		if op.Key != "$not" || len(child) != 1 {
+			continue
+		}
+		switch c := child[0]; c.Key {
+		case "$gt", "$gte", "$lt", "$lte":
+			if _, isArray := c.Value.(bson.A); !isArray {
+				return true
+			}
+		case "$exists":
+			if truthy(c.Value) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // bounds reports whether a condition that is no equality bounds the
@@ -464,20 +606,8 @@ func anchored(pattern, options string) bool {
 	return (strings.HasPrefix(pattern, "^") || strings.HasPrefix(pattern, `\A`)) && !strings.ContainsAny(options, "imx")
 }
 
-// valueOf returns the BSON of the one value an equality condition names.
+// valueOf returns the BSON of a value.
 func valueOf(v any) string {
-	if d, ok := v.(bson.D); ok && len(d) > 0 && strings.HasPrefix(d[0].Key, "$") {
-		for _, op := range d {
-			switch op.Key {
-			case "$eq":
-				return valueOf(op.Value)
-			case "$in":
-				if arr, _ := op.Value.(bson.A); len(arr) == 1 {
-					return valueOf(arr[0])
-				}
-			}
-		}
-	}
 	_, b, err := bson.MarshalValue(v)
 	if err != nil {
 		return fmt.Sprint(v)
@@ -485,41 +615,70 @@ func valueOf(v any) string {
 	return string(b)
 }
 
+// collatable reports whether a collation compares a value otherwise than
+// the simple order: a string, a symbol, a document or an array.
+func collatable(v any) bool {
+	switch c := v.(type) {
+	case string, bson.Symbol, bson.D, bson.M, bson.Raw, bson.A:
+		return true
+	case bson.RawValue:
+		switch c.Type {
+		case bson.TypeString, bson.TypeEmbeddedDocument, bson.TypeSymbol, bson.TypeArray:
+			return true
+		}
+	}
+	return false
+}
+
 // condition classifies a field's condition: an equality (nil when not).
+// Two equalities in one condition ({$eq: 1, $all: [1]}, or $all of
+// several values) make an inexact one.
 func condition(v any) *equality {
 	switch c := v.(type) {
 	case bson.Regex, bson.A:
 		return nil
-	case bson.D:
-		if len(c) == 0 || !strings.HasPrefix(c[0].Key, "$") {
-			return &equality{collatable: true} // an equality with an embedded document
+	case bson.RawValue:
+		if c.Type == bson.TypeArray || c.Type == bson.TypeRegex {
+			return nil
 		}
-		var out *equality
-		for _, op := range c {
-			switch op.Key {
-			case "$eq":
-				if e := condition(op.Value); e != nil {
-					out = &equality{collatable: e.collatable}
-				}
-			case "$in":
-				if arr, ok := op.Value.(bson.A); ok && len(arr) > 0 && !slices.ContainsFunc(arr, func(x any) bool { return condition(x) == nil }) {
-					if out == nil {
-						out = &equality{several: len(arr) > 1, collatable: slices.ContainsFunc(arr, func(x any) bool { return condition(x).collatable })}
-					}
+	case bson.D:
+		if len(c) > 0 && strings.HasPrefix(c[0].Key, "$") {
+			return operators(c)
+		}
+	}
+	return &equality{collatable: collatable(v)}
+}
+
+// operators classifies a document of operators: an equality ($eq, $in,
+// $all of values), nil when none.
+func operators(c bson.D) *equality {
+	var out *equality
+	for _, op := range c {
+		var e *equality
+		switch op.Key {
+		case "$eq":
+			if x := condition(op.Value); x != nil {
+				e = &equality{collatable: x.collatable}
+			}
+		case "$in", "$all":
+			arr, _ := op.Value.(bson.A)
+			if len(arr) > 0 && !slices.ContainsFunc(arr, func(x any) bool { return condition(x) == nil }) {
+				e = &equality{
+					several:    op.Key == "$in" && len(arr) > 1,
+					inexact:    op.Key == "$all" && len(arr) > 1,
+					collatable: slices.ContainsFunc(arr, func(x any) bool { return condition(x).collatable }),
 				}
 			}
 		}
-		return out
-	case bson.RawValue:
-		switch c.Type {
-		case bson.TypeArray, bson.TypeRegex:
-			return nil
+		switch {
+		case e == nil:
+		case out == nil || (out.several && !e.several):
+			out = e
+		case !out.several && !e.several:
+			out.inexact = true
 		}
-		return &equality{collatable: c.Type == bson.TypeString || c.Type == bson.TypeEmbeddedDocument || c.Type == bson.TypeSymbol}
-	case string, bson.Raw, bson.M:
-		return &equality{collatable: true}
 	}
-	return &equality{}
+	return out
 }
 
 // exactID reports whether the filter matches _id by one equality, which
@@ -783,17 +942,17 @@ func (c Cluster) update(key Key, s bson.D) Route {
 			return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
 		}
 	}
-	if upsert && !full {
-		if multi || !c.WritesWithoutShardKey() {
-			return Route{Refused, 61, "an upsert needs equality on every shard-key field (Failed to target upsert by query)"}
-		}
-		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
+	if upsert && !full && (multi || !c.WritesWithoutShardKey()) {
+		return Route{Refused, 61, "an upsert needs the exact shard key in its filter, one equality on every shard-key field (Failed to target upsert by query :: could not extract exact shard key)"}
 	}
 	if multi {
 		return key.filter(q, coll)
 	}
-	if full {
-		return Route{OneShard, 0, "equality on every shard-key field"}
+	if r, ok := oneShard(key, q, coll, full); ok {
+		return r
+	}
+	if upsert {
+		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
 	}
 	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && (exactID(m) || !c.WritesWithoutShardKey()) {
 		return replacement(key, repl, m)
@@ -831,6 +990,23 @@ func replacement(key Key, repl bson.D, m match) Route {
 		}
 	}
 	return Route{OneShard, 0, why}
+}
+
+// oneShard routes a single write (update or delete, not findAndModify)
+// whose filter reaches one shard: mongos sends it there whatever the
+// version, before any other rule (collection_routing_info_targeter.cpp
+// targetUpdate, targetDelete: "return immediately if we are able to
+// target a single shard"), also when it extracts no exact key from the
+// filter (an $or of one key, an equality given twice). full: the filter
+// holds the exact key.
+func oneShard(key Key, q, collation bson.D, full bool) (Route, bool) {
+	if full {
+		return Route{OneShard, 0, "equality on every shard-key field"}, true
+	}
+	if r := key.filter(q, collation); r.Target == OneShard {
+		return Route{OneShard, 0, "the filter's bounds reach one shard (" + r.Why + ")"}, true
+	}
+	return Route{}, false
 }
 
 // single routes a single write (update, delete, findAndModify's exact-_id
@@ -941,8 +1117,8 @@ func (c Cluster) delete(key Key, s bson.D) Route {
 		return key.filter(q, coll)
 	}
 	m := key.matchIn(q, coll, false)
-	if key.full(m) {
-		return Route{OneShard, 0, "equality on every shard-key field"}
+	if r, ok := oneShard(key, q, coll, key.full(m)); ok {
+		return r
 	}
 	return c.single(key, m, 61, "a single delete")
 }

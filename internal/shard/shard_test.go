@@ -28,6 +28,9 @@ const (
 	srcOut             = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
 	srcMerge           = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
 	srcGetMore         = "a getMore goes to the cursor's shards, which its find chose"
+	srcExtract         = "mongodb/mongo src/mongo/s/shard_key_pattern_test.cpp ExtractQueryShardKeySingle/Nested/Hashed (the exact key: {a:{$all:[10]}} is {a:10}; {$and:[{a:10},{a:10}]}, {a:{$all:[10,10]}} and a nested {a:{b:{$eq:10}}} on a.b give none; {a:{b:10,d:40}} gives a.b); src/mongo/db/update/path_support.cpp checkEqualityConflicts (\"path 'a' is matched twice\", whatever the values)"
+	srcTargetQuery     = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util.cpp getShardIdsForQuery (the exact key first, else the planner's bounds on the key; no shard matched: one shard, SERVER-4914)"
+	srcNot             = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp translate NOT (the child's bounds, complemented); planner_ixselect.cpp (an indexed NOT on a btree index only, not of $regex, $mod, $type, $elemMatch)"
 )
 
 func raw(t *testing.T, d bson.D) bson.Raw {
@@ -179,6 +182,8 @@ func TestRules(t *testing.T) {
 		"items":    key(bson.D{{Key: "_id", Value: "hashed"}}),
 		"overflow": key(bson.D{{Key: "parent", Value: "hashed"}, {Key: "seq", Value: 1}}),
 		"dotted":   key(bson.D{{Key: "m.a", Value: 1}}),
+		// a ranged first field, a hashed second one
+		"tenanthashed": key(bson.D{{Key: "tenant", Value: 1}, {Key: "_id", Value: "hashed"}}),
 	}
 	byID := bson.D{{Key: "_id", Value: "u1"}}
 	set := bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}
@@ -253,8 +258,44 @@ func TestRules(t *testing.T) {
 			bson.D{{Key: "insert", Value: "status"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "status", Value: bson.A{"a"}}}}}}, same(Refused, 61)},
 		{"an insert with an array above a dotted key field", srcTargeter + " (targetInsert: array descendants)",
 			bson.D{{Key: "insert", Value: "dotted"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "m", Value: bson.A{bson.D{{Key: "a", Value: 1}}}}}}}}, same(Refused, 61)},
-		{"an equality on the parent of a dotted key field", srcBounds + " (ElemMatchOneField: a.b reached through a)",
+		{"an equality on the parent of a dotted key field", srcExtract,
 			find("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}), same(OneShard, 0)},
+		// The exact key against the bounds (issue 33, LOW).
+		{"$all of one value", srcExtract, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$all", Value: bson.A{"paid"}}}}}), same(OneShard, 0)},
+		{"an upsert by $all of one value", srcExtract,
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$all", Value: bson.A{"paid"}}}}}, set, false, true), same(OneShard, 0)},
+		{"the key twice by $and", srcExtract + "; " + srcTargetQuery,
+			find("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}), same(OneShard, 0)},
+		{"the key twice by $and, two values", srcExtract + "; " + srcTargetQuery,
+			find("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "due"}}}}}), same(OneShard, 0)},
+		{"an upsert with the key twice by $and, two values", srcExtract + "; " + srcTargeter,
+			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "due"}}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
+		{"an upsert by $all of two values", srcExtract + "; " + srcTargeter,
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$all", Value: bson.A{"paid", "paid"}}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
+		{"updateOne with the key twice by $and", srcTargeter + " (targetUpdate: one shard by the query, before any other rule)",
+			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}, set, false, false), same(OneShard, 0)},
+		{"deleteOne with the key twice by $and", srcTargeter + " (targetDelete: one shard by the query, before any other rule)",
+			bson.D{{Key: "delete", Value: "status"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "limit", Value: 1}}}}}, same(OneShard, 0)},
+		{"updateOne by an $or of one key", srcTargeter + " (targetUpdate: one shard by the query)",
+			upd("status", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}, {Key: "n", Value: 1}}, bson.D{{Key: "status", Value: "paid"}, {Key: "n", Value: 2}}}}}, set, false, false), same(OneShard, 0)},
+		{"findAndModify with the key twice by $and", srcExtract + "; " + srcFindAndModify + " (the exact key, or a two-phase write from 7.1)",
+			bson.D{{Key: "findAndModify", Value: "status"}, {Key: "query", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "remove", Value: true}}, [2]route{{Refused, 61}, {EveryShard, 0}}},
+		{"a nested $eq under the parent of a dotted key field", srcExtract + " (Nested $eq is actually a document element)",
+			find("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$eq", Value: 1}}}}}}), same(EveryShard, 0)},
+		{"an upsert by a nested $eq", srcExtract + "; " + srcTargeter,
+			upd("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$eq", Value: 1}}}}}}, set, false, true), [2]route{{Refused, 61}, {EveryShard, 0}}},
+		{"an upsert by the parent of a dotted key field", srcExtract,
+			upd("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}}}, set, false, true), same(OneShard, 0)},
+		{"$eq of a parent document", srcExtract + " ($eq is an equality on m, reaching m.a)",
+			find("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "$eq", Value: bson.D{{Key: "a", Value: 1}}}}}}), same(OneShard, 0)},
+		{"the parent of a dotted key field twice", srcExtract + " (no exact key); " + srcTargetQuery + " (no bounds on m.a from m)",
+			find("dotted", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}, bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}}}}), same(EveryShard, 0)},
+		{"$not of a range on a ranged key", srcNot, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "p"}}}}}}), same(SomeShards, 0)},
+		{"$not of $exists: true on a ranged key", srcNot + " (NOT of EXISTS: the null point)", find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$exists", Value: true}}}}}}), same(SomeShards, 0)},
+		{"$not of a range on a hashed key", srcNot, find("items", bson.D{{Key: "_id", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: 5}}}}}}), same(EveryShard, 0)},
+		{"$not of a range on a key with a hashed field", srcNot + " (the key's index is a hashed one)",
+			find("tenanthashed", bson.D{{Key: "tenant", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "a"}}}}}}), same(EveryShard, 0)},
+		{"$not of a regular expression", srcNot, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.Regex{Pattern: "^p"}}}}}), same(EveryShard, 0)},
 		{"a key change without the full key", srcKeyChange,
 			upd("users", byID, bson.D{{Key: "$set", Value: bson.D{{Key: "tenant", Value: "b"}}}}, false, false), same(Refused, 31025)},
 	} {
