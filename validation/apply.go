@@ -68,7 +68,9 @@ func Apply(ctx context.Context, db *mongo.Database, collection string, v *Valida
 // apply is Apply on plan p for the server named server.
 func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, level Level, action Action, p plan, server string) error {
 	op := patterns.OperationFrom(ctx)
-	op.SetPlan(p.Path())
+	if op != nil { // Path allocates: only for a hook
+		op.SetPlan(p.Path())
+	}
 	level, action, err := settings(name, level, action)
 	if err != nil {
 		return pkg.Wrap("Apply", err)
