@@ -9,6 +9,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/shard"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Config declares one extended reference. The copied fields are not listed
@@ -51,6 +52,9 @@ type Config struct {
 	// is sharded on _id. _id (or a path inside it) and a field given twice
 	// are refused.
 	ShardKey []string
+	// Hook, when set, observes every operation of the repository (see
+	// [patterns.Hook]); nil reports nothing and costs nothing.
+	Hook patterns.Hook
 }
 
 // The defaults of [Config]'s fields, used where a field is zero.

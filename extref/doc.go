@@ -72,6 +72,30 @@
 // first: see [Ref.Verify]), with one find of their sources per page;
 // [Ref.Repair] adds a Sync per source with stale copies.
 //
+// # Observing
+//
+// [Config.Hook], when set, sees every operation of a [Ref] that may send
+// a command (Of, OfMany, Sync, Update, Verify, Repair, Watch) start and
+// end, through [patterns.Hook], with the ctx its commands use: the
+// repository's collections (the source's, then the targets', each
+// once), its plan (native or portable, and the features it relies on),
+// the commands it sent, the transient failures it sent again, its lost
+// compare-and-sets (a guarded copy of the portable path that another
+// writer changed between read and write, a source that changed while
+// Sync wrote its copies, a shard-key read that Update's findAndModify no
+// longer matched: each read and written again, up to the bound the
+// method gives), the documents written (Sync, Update, Repair: the source
+// updated and the copies rewritten), and the outcome; an Update that
+// returns [ErrNotSynced] is marked [patterns.Operation].Partial. The
+// commands and documents of a sync that concurrent calls share (see
+// [Ref.Sync]) count in the operation that ran it. Watch is one operation
+// until it returns, with each event's sync, and the Repair after a lost
+// history, nested in it as operations named Sync and Repair. The
+// commands of a [TokenStore] other than [TokenCollection] are not
+// counted. A nil Hook costs nothing, and a hook sends nothing more: the
+// costs above hold either way. Verify and Repair report their progress
+// to [ScanOptions].Progress.
+//
 // # Concurrency
 //
 // A [Ref] is safe for concurrent use, and several processes may sync the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -15,6 +16,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -61,6 +63,9 @@ type Ref[S any] struct {
 
 	decided lazy.Value[decision] // the server's plan, decided on first use
 	shared  shared               // the syncs under way, by source
+
+	hook        patterns.Hook // Config.Hook
+	collections []string      // the source's and the targets' collections, for the hook
 }
 
 // target is a configured [Target] with its collection and parsed path.
@@ -104,10 +109,20 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 	if len(cfg.ShardKey) > 0 {
 		r.shardKey, r.findKey = cfg.ShardKey, options.FindOne().SetProjection(fieldsOnly(cfg.ShardKey))
 	}
+	r.hook, r.collections = cfg.Hook, []string{cfg.Source}
 	for i, t := range cfg.Targets {
 		r.targets = append(r.targets, target{Target: t, coll: db.Collection(t.Collection), path: paths[i], paths: pathsOf(paths[i], ct)})
+		if !slices.Contains(r.collections, t.Collection) {
+			r.collections = append(r.collections, t.Collection)
+		}
 	}
 	return r, nil
+}
+
+// start starts the operation name for the repository's hook (see
+// [obs.Start]).
+func (r *Ref[S]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, r.hook, &r.decided, string(pkg), name, r.collections)
 }
 
 // sourceOptions are the options of the source's collection: it is read
@@ -149,7 +164,9 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 // or when S's id field cannot hold the source's _id exactly (the copies
 // could not be found by it); [patterns.ErrNotFound] when no source has that
 // id.
-func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
+func (r *Ref[S]) Of(ctx context.Context, sourceID any) (_ S, err error) {
+	ctx, op := r.start(ctx, "Of")
+	defer func() { op.End(err) }()
 	var zero S
 	if err := txn.Refuse(ctx); err != nil {
 		return zero, pkg.Wrap("Of", err)
@@ -178,7 +195,9 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (S, error) {
 // [patterns.ErrNotFound] when some sources do not exist: the error names
 // the first 10 missing ids, and the copies of the others are returned all
 // the same, with the zero S at each missing id's place.
-func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
+func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) (_ []S, err error) {
+	ctx, op := r.start(ctx, "OfMany")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("OfMany", err)
 	}
@@ -242,12 +261,14 @@ func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) ([]S, error) {
 func (r *Ref[S]) findSources(ctx context.Context, ids bson.A, add func(id bson.RawValue, s S, c copyValue)) error {
 	// One more than can match, so that the server sees the cursor is
 	// exhausted and no getMore follows.
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.source.Find(ctx, sourcesByID(ids), options.Find().SetProjection(r.proj).SetBatchSize(int32(len(ids)+1)))
 	if err != nil {
 		return fmt.Errorf("read from %s: %w", r.source.Name(), err)
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	for cur.Next(ctx) {
+	defer obs.Close(context.WithoutCancel(ctx), op, cur)
+	for obs.Next(ctx, op, cur) {
 		s, c, err := r.copyOf(cur.Current)
 		if err != nil {
 			return err
@@ -273,6 +294,7 @@ func (r *Ref[S]) fail(op string, id any, err error) error {
 // load reads the source and returns its copy, decoded and encoded.
 func (r *Ref[S]) load(ctx context.Context, id any) (S, copyValue, error) {
 	var zero S
+	patterns.OperationFrom(ctx).Sent(1)
 	raw, err := r.source.FindOne(ctx, byID(id), r.findCopy).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return zero, copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)

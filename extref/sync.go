@@ -13,6 +13,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -118,7 +119,10 @@ const (
 // error, the counts say what was written before it, except what the
 // command that failed may have written: one whose reply was lost (the
 // connection broke after the server ran it) is not counted.
-func (r *Ref[S]) Sync(ctx context.Context, sourceID any) ([]Count, error) {
+func (r *Ref[S]) Sync(ctx context.Context, sourceID any) (_ []Count, err error) {
+	ctx, op := r.start(ctx, "Sync")
+	defer func() { op.End(err) }()
+	op.Affected(0)
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Sync", err)
 	}
@@ -151,10 +155,12 @@ func (r *Ref[S]) sync(ctx context.Context, id any) ([]Count, error) {
 // this round wrote c over it: the copies may be older than the source's
 // last value, and nothing can tell, so converge says so.
 func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]Count, error) {
+	op := patterns.OperationFrom(ctx)
 	total := r.counts()
 	for round := 1; ; round++ {
 		before := modified(total)
 		err := r.apply(ctx, p, c, total, 0)
+		op.Affected(modified(total) - before)
 		if err != nil || modified(total) == before {
 			return total, err
 		}
@@ -169,6 +175,7 @@ func (r *Ref[S]) converge(ctx context.Context, p plan, id any, c copyValue) ([]C
 		case round == syncRounds:
 			return total, fmt.Errorf("changed during each of %d rounds of writing its copies, which may hold an older value (run Sync again): %w: %w", syncRounds, errSourceChanging, patterns.ErrConflict)
 		}
+		op.Lost() // the source changed under the copies written: write again
 		c = next
 	}
 }
@@ -221,7 +228,9 @@ func (r *Ref[S]) applyMany(ctx context.Context, t target, c copyValue, n *Count)
 		opts.SetArrayFilters(u.arrayFilters)
 	}
 	var res *mongo.UpdateResult
+	op := patterns.OperationFrom(ctx)
 	err := srverr.Retry(ctx, func() (err error) {
+		op.Sent(1)
 		res, err = t.coll.UpdateMany(ctx, u.filter, u.update, opts)
 		return err
 	})
@@ -252,13 +261,15 @@ func (r *Ref[S]) applyPortable(ctx context.Context, p plan, t target, c copyValu
 // stale ones, [plan.perCommand] documents per update command; it returns
 // how many documents it did not modify (their guards failed).
 func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValue, n *Count) (lost int64, err error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := t.coll.Find(ctx, t.paths.holders(c), options.Find().
 		SetProjection(t.path.arrayOnly()).
 		SetBatchSize(int32(r.batch)))
 	if err != nil {
 		return 0, err
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer obs.Close(context.WithoutCancel(ctx), op, cur)
 	per := p.perCommand(r.batch)
 	var models []mongo.WriteModel
 	flush := func() error {
@@ -272,10 +283,15 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 		// matched and not modified was changed by another writer in
 		// between too: read it again, as one not matched.
 		lost += int64(len(models)) - modified
+		if err == nil {
+			for range int64(len(models)) - modified {
+				op.Lost() // a guard that another writer moved
+			}
+		}
 		models = models[:0]
 		return err
 	}
-	for cur.Next(ctx) {
+	for obs.Next(ctx, op, cur) {
 		arr, ok := lookup(cur.Current, t.path.array).ArrayOK()
 		if !ok {
 			continue
@@ -302,7 +318,9 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 // documents matched and modified. A transient failure is sent again: the
 // updates set values behind guards, so a repeat writes nothing twice.
 func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (matched, modified int64, err error) {
+	op := patterns.OperationFrom(ctx)
 	err = srverr.Retry(ctx, func() error {
+		op.Sent(1)
 		if len(models) == 1 {
 			m := models[0].(*mongo.UpdateOneModel)
 			res, err := coll.UpdateOne(ctx, m.Filter, m.Update)

@@ -120,7 +120,10 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // a pipeline, or [patterns.FeatureArrayFilters] for an arrayFilters
 // option, on a server without it (nothing sent); [patterns.ErrUnsupported]
 // for another option the server answers it does not implement.
-func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) ([]Count, error) {
+func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) (_ []Count, err error) {
+	ctx, op := r.start(ctx, "Update")
+	defer func() { op.End(err) }()
+	op.Affected(0)
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Update", err)
 	}
@@ -158,6 +161,7 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 			if err != nil {
 				return nil, r.fail("Update", sourceID, err)
 			}
+			op.Affected(1 + modified(counts)) // the source and its copies, committed
 			return counts, nil
 		}
 		// The transaction wrote nothing: the non-transactional path.
@@ -171,8 +175,10 @@ func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...optio
 	if err != nil {
 		return nil, r.fail("Update", sourceID, err)
 	}
+	op.Affected(1) // the source; the sync reports the copies it rewrites
 	counts, err := r.syncShared(ctx, d.plan, sourceID, bsonid.Key(c.id), &c)
 	if err != nil {
+		op.SetPartial()
 		return counts, r.fail("Update", sourceID, fmt.Errorf("%w (run Sync): %w", ErrNotSynced, err))
 	}
 	return counts, nil
@@ -191,8 +197,10 @@ const keyRounds = 5
 // up to keyRounds times.
 func (r *Ref[S]) updateSource(ctx context.Context, p plan, id, update any, opts []options.Lister[options.FindOneAndUpdateOptions]) (copyValue, error) {
 	filter := byID(id)
+	op := patterns.OperationFrom(ctx)
 	for round := 1; ; round++ {
 		if r.shardKey != nil && !p.keylessWrites {
+			op.Sent(1)
 			doc, err := r.source.FindOne(ctx, filter, r.findKey).Raw()
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return copyValue{}, fmt.Errorf("not in %s: %w", r.source.Name(), patterns.ErrNotFound)
@@ -202,9 +210,11 @@ func (r *Ref[S]) updateSource(ctx context.Context, p plan, id, update any, opts 
 			}
 			filter = keyed(id, doc, r.shardKey)
 		}
+		op.Sent(1)
 		raw, err := r.source.FindOneAndUpdate(ctx, filter, update, opts...).Raw()
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments) && len(filter) > 1 && round < keyRounds:
+			op.Lost() // the shard key's values moved since they were read
 			filter = byID(id)
 			continue
 		case errors.Is(err, mongo.ErrNoDocuments) && len(filter) > 1:
@@ -248,12 +258,14 @@ func (r *Ref[S]) updateInTransaction(ctx context.Context, p plan, updateSource f
 		defer sess.EndSession(context.WithoutCancel(ctx))
 	}
 	committing := false // the last attempt's writes all succeeded: the driver commits next
+	began := false      // the first attempt sent a command: the driver commits or aborts it
 	attempts := 0
 	res, err := sess.WithTransaction(ctx, func(ctx context.Context) (any, error) {
 		committing = false
 		if attempts++; attempts > 1 {
 			return nil, errLeaveTransaction
 		}
+		began = true
 		c, err := updateSource(ctx)
 		if err != nil {
 			return nil, err
@@ -268,6 +280,9 @@ func (r *Ref[S]) updateInTransaction(ctx context.Context, p plan, updateSource f
 		committing = true
 		return counts, nil
 	}, transactionOptions())
+	if began { // its commitTransaction or abortTransaction
+		patterns.OperationFrom(ctx).Sent(1)
+	}
 	switch {
 	case err == nil:
 		return res.([]Count), nil

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
+	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -67,6 +68,19 @@ func (c CopyID) String() string {
 	return "document " + bsonid.Text(c.Document) + ", source " + bsonid.Text(c.Source)
 }
 
+// ScanOptions tunes [Ref.Verify] and [Ref.Repair]; give at most one.
+// The zero value, as giving none, reports nothing.
+type ScanOptions struct {
+	// Progress, when set, is called after each page of target documents
+	// (once its copies are compared and, in Repair, its stale sources
+	// synced), from the goroutine of the call, with the target documents
+	// read so far, every target counted, and the total found holding
+	// copies when the scan started (grown if more turn up), as
+	// versioning's MigrateOptions.Progress is. Setting it costs one count
+	// command per target at the start.
+	Progress func(done, total int)
+}
+
 // Verify reads every copy in every target and compares it with its source,
 // field by field and with MongoDB's equality (numbers by value, a missing
 // field equal to null), the comparison Sync's filters make. It writes
@@ -97,12 +111,19 @@ func (c CopyID) String() string {
 // A failed read (a lost connection, ctx's deadline) ends Verify with an
 // error and the counts made so far, which are incomplete: a nil error
 // comes only with complete reports. Verify writes nothing, so it is safe
-// to run again.
-func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
+// to run again. opts may report progress ([ScanOptions]); more than one
+// is refused with [patterns.ErrInvalid], nothing sent.
+func (r *Ref[S]) Verify(ctx context.Context, opts ...ScanOptions) (_ []Report, err error) {
+	ctx, op := r.start(ctx, "Verify")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, r.fail("Verify", nil, err)
 	}
-	reports, err := r.scan(ctx, false)
+	o, err := scanOptions(opts)
+	if err != nil {
+		return nil, r.fail("Verify", nil, err)
+	}
+	reports, err := r.scan(ctx, false, o)
 	if err != nil {
 		return reports, r.fail("Verify", nil, err)
 	}
@@ -122,33 +143,79 @@ func (r *Ref[S]) Verify(ctx context.Context) ([]Report, error) {
 // operator can check. Orphans are counted, named and left as they are.
 // Repair is safe to run again after any error; with an error, the
 // reports are those of Verify so far, and Repaired counts what the syncs
-// wrote before it (as Sync's counts do).
-func (r *Ref[S]) Repair(ctx context.Context) ([]Report, error) {
+// wrote before it (as Sync's counts do). opts may report progress, as
+// Verify's do.
+func (r *Ref[S]) Repair(ctx context.Context, opts ...ScanOptions) (_ []Report, err error) {
+	ctx, op := r.start(ctx, "Repair")
+	defer func() { op.End(err) }()
+	op.Affected(0)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, r.fail("Repair", nil, err)
 	}
-	reports, err := r.scan(ctx, true)
+	o, err := scanOptions(opts)
+	if err != nil {
+		return nil, r.fail("Repair", nil, err)
+	}
+	reports, err := r.scan(ctx, true, o)
 	if err != nil {
 		return reports, r.fail("Repair", nil, err)
 	}
 	return reports, nil
 }
 
+// scanOptions returns the one ScanOptions given, or the zero value.
+func scanOptions(opts []ScanOptions) (ScanOptions, error) {
+	switch len(opts) {
+	case 0:
+		return ScanOptions{}, nil
+	case 1:
+		return opts[0], nil
+	}
+	return ScanOptions{}, errs.Invalid("%d ScanOptions: give at most one", len(opts))
+}
+
+// progress is where a scan stands, for ScanOptions.Progress.
+type progress struct {
+	report      func(done, total int)
+	done, total int
+}
+
+// page counts n more target documents read and reports them.
+func (p *progress) page(n int) {
+	if p.report != nil && n > 0 {
+		p.done += n
+		p.total = max(p.total, p.done)
+		p.report(p.done, p.total)
+	}
+}
+
 // scan verifies (and with repair, repairs) every target in turn.
-func (r *Ref[S]) scan(ctx context.Context, repair bool) ([]Report, error) {
+func (r *Ref[S]) scan(ctx context.Context, repair bool, o ScanOptions) ([]Report, error) {
 	reports := make([]Report, len(r.targets))
 	for i, t := range r.targets {
 		reports[i].Target = t.Target
 	}
+	prog := progress{report: o.Progress}
+	if prog.report != nil {
+		op := patterns.OperationFrom(ctx)
+		for _, t := range r.targets {
+			op.Sent(1)
+			n, err := t.coll.CountDocuments(ctx, t.path.withCopies())
+			if err != nil {
+				return reports, fmt.Errorf("%s: count the documents holding copies: %w", t.Target, err)
+			}
+			prog.total += int(n)
+		}
+	}
 	for i, t := range r.targets {
-		if err := r.scanTarget(ctx, t, i, reports, repair); err != nil {
+		if err := r.scanTarget(ctx, t, i, reports, repair, &prog); err != nil {
 			return reports, fmt.Errorf("%s: %w", t.Target, err)
 		}
 	}
 	return reports, nil
 }
 
-func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool) error {
+func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Report, repair bool, prog *progress) error {
 	for batch, err := range keyset.Pages(ctx, t.coll, t.path.withCopies(), r.batch, 0, options.Find().SetProjection(t.path.copiesOnly())) {
 		if err == nil {
 			err = r.check(ctx, t, i, batch, reports, repair)
@@ -156,6 +223,7 @@ func (r *Ref[S]) scanTarget(ctx context.Context, t target, i int, reports []Repo
 		if err != nil {
 			return err
 		}
+		prog.page(len(batch))
 	}
 	return nil
 }

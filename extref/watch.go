@@ -54,6 +54,7 @@ func (s TokenCollection) LoadToken(ctx context.Context) (bson.Raw, error) {
 	var doc struct {
 		Token bson.Raw `bson:"token"`
 	}
+	patterns.OperationFrom(ctx).Sent(1) // in a Watch's operation
 	err := s.Collection.FindOne(ctx, byID(s.Name)).Decode(&doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
@@ -74,7 +75,9 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 	if len(token) == 0 {
 		return pkg.Wrap("SaveToken", errs.Invalid("token %q: empty token", s.Name))
 	}
+	op := patterns.OperationFrom(ctx) // a Watch's
 	err := srverr.Retry(ctx, func() error {
+		op.Sent(1)
 		_, err := s.Collection.UpdateOne(ctx, byID(s.Name), saveToken(token, time.Now()), options.UpdateOne().SetUpsert(true))
 		return err
 	})
@@ -137,7 +140,9 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 // Watch returns an [*patterns.UnsupportedError] naming
 // [patterns.FeatureChangeStreams] at once; call [Ref.Repair] periodically
 // instead.
-func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.Lister[options.ChangeStreamOptions]) error {
+func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.Lister[options.ChangeStreamOptions]) (err error) {
+	ctx, op := r.start(ctx, "Watch")
+	defer func() { op.End(err) }()
 	d, err := r.decide(ctx)
 	if err != nil {
 		return r.fail("Watch", nil, err)
@@ -146,13 +151,38 @@ func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.L
 		return r.fail("Watch", nil, d.unsupported(patterns.FeatureChangeStreams))
 	}
 	open := func(ctx context.Context, token bson.Raw) (changeStream, error) {
+		op.Sent(1)
 		s, err := r.source.Watch(ctx, changes(), resumeAfter(opts, token)...)
 		if err != nil {
 			return nil, err // a nil *mongo.ChangeStream must not become a non-nil changeStream
 		}
+		if op != nil {
+			return countedStream{s, op}, nil
+		}
 		return s, nil
 	}
 	return r.watch(ctx, tokens, open, tokenInterval)
+}
+
+// countedStream is a change stream that counts in op the getMores and the
+// killCursors it sends (as [obs.Next] and [obs.Close] count a cursor's).
+type countedStream struct {
+	*mongo.ChangeStream
+	op *patterns.Operation
+}
+
+func (s countedStream) TryNext(ctx context.Context) bool {
+	if s.RemainingBatchLength() == 0 && s.ID() != 0 {
+		s.op.Sent(1)
+	}
+	return s.ChangeStream.TryNext(ctx)
+}
+
+func (s countedStream) Close(ctx context.Context) error {
+	if s.ID() != 0 {
+		s.op.Sent(1)
+	}
+	return s.ChangeStream.Close(ctx)
 }
 
 // tokenInterval is the least time between two saves of the post-batch
@@ -227,7 +257,10 @@ func (r *Ref[S]) restart(ctx context.Context, open func(context.Context, bson.Ra
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.scan(ctx, true); err != nil {
+	rctx, op := r.start(ctx, "Repair") // nested in Watch's operation
+	_, err = r.scan(rctx, true, ScanOptions{})
+	op.End(err)
+	if err != nil {
 		_ = stream.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("the change stream's history since the saved token is lost (ChangeStreamHistoryLost), and the Repair that replaces it failed: %w", err)
 	}
@@ -284,7 +317,9 @@ func (r *Ref[S]) follow(ctx context.Context, stream changeStream, tokens TokenSt
 		}
 		synced := false
 		if ev.touches(r.ct.fields) {
-			_, err := r.sync(ctx, ev.DocumentKey.ID)
+			sctx, op := r.start(ctx, "Sync") // nested in Watch's operation
+			_, err := r.sync(sctx, ev.DocumentKey.ID)
+			op.End(err)
 			if err != nil && !errors.Is(err, patterns.ErrNotFound) && !errors.Is(err, errSourceChanging) {
 				return eventError{id: ev.DocumentKey.ID, err: err}
 			}

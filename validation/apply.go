@@ -49,7 +49,9 @@ import (
 // (FerretDB 1.x) gets [patterns.ErrUnsupported] naming
 // [patterns.FeatureValidators] before anything is sent. Apply does not
 // check the documents already stored: [Check] does.
-func Apply(ctx context.Context, db *mongo.Database, collection string, v *Validator, level Level, action Action) error {
+func Apply(ctx context.Context, db *mongo.Database, collection string, v *Validator, level Level, action Action) (err error) {
+	ctx, op := start(ctx, v, "Apply", collection)
+	defer func() { op.End(err) }()
 	if db == nil {
 		return pkg.Wrap("Apply", errs.Invalid("nil database"))
 	}
@@ -65,6 +67,10 @@ func Apply(ctx context.Context, db *mongo.Database, collection string, v *Valida
 
 // apply is Apply on plan p for the server named server.
 func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, level Level, action Action, p plan, server string) error {
+	op := patterns.OperationFrom(ctx)
+	if op != nil { // Path allocates: only for a hook
+		op.SetPlan(p.Path())
+	}
 	level, action, err := settings(name, level, action)
 	if err != nil {
 		return pkg.Wrap("Apply", err)
@@ -80,6 +86,7 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 	collMod := exists || !p.CreateWithValidator
 	if !exists {
 		err := srverr.Retry(ctx, func() error {
+			op.Sent(1)
 			return db.RunCommand(ctx, p.createCommand(name, validator, level, action)).Err()
 		})
 		if err != nil {
@@ -91,6 +98,7 @@ func apply(ctx context.Context, db *mongo.Database, name string, v *Validator, l
 	}
 	if collMod {
 		err := srverr.Retry(ctx, func() error {
+			op.Sent(1)
 			return db.RunCommand(ctx, collModCommand(name, validator, level, action)).Err()
 		})
 		if err != nil {
@@ -151,6 +159,7 @@ func settings(name string, level Level, action Action) (Level, Action, error) {
 // collOptions returns the options of db's collection name as listCollections
 // gives them, and whether it exists.
 func collOptions(ctx context.Context, db *mongo.Database, name string) (bson.Raw, bool, error) {
+	patterns.OperationFrom(ctx).Sent(1)
 	specs, err := db.ListCollectionSpecifications(ctx, listFilter(name))
 	if err != nil {
 		return nil, false, fmt.Errorf("list collection %s: %w", name, srverr.Classify(err))

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -53,10 +54,12 @@ type Rejection struct {
 // without one is refused with [patterns.ErrUnsupported]; on a server
 // without validators (FerretDB 1.x), Check returns [patterns.ErrUnsupported]
 // naming [patterns.FeatureValidators] before sending anything.
-func Check(ctx context.Context, coll *mongo.Collection, v *Validator) (Report, error) {
+func Check(ctx context.Context, coll *mongo.Collection, v *Validator) (_ Report, err error) {
 	if coll == nil {
 		return Report{}, pkg.Wrap("Check", errs.Invalid("nil collection"))
 	}
+	ctx, op := start(ctx, v, "Check", coll.Name())
+	defer func() { op.End(err) }()
 	if err := v.usable(); err != nil {
 		return Report{}, pkg.Wrap("Check", err)
 	}
@@ -69,11 +72,16 @@ func Check(ctx context.Context, coll *mongo.Collection, v *Validator) (Report, e
 
 // measure is Check on plan p for the server named server.
 func measure(ctx context.Context, coll *mongo.Collection, v *Validator, p plan, server string) (Report, error) {
+	op := patterns.OperationFrom(ctx)
+	if op != nil { // Path allocates: only for a hook
+		op.SetPlan(p.Path())
+	}
 	filter, err := p.validator(v, server)
 	if err != nil {
 		return Report{}, pkg.Wrap("Check", err)
 	}
 	rejects := rejectsFilter(filter)
+	op.Sent(1)
 	n, err := coll.CountDocuments(ctx, rejects)
 	if err != nil {
 		return Report{}, pkg.Wrap("Check", fmt.Errorf("count the rejected documents of %s: %w", coll.Name(), srverr.Classify(err)))
@@ -82,12 +90,13 @@ func measure(ctx context.Context, coll *mongo.Collection, v *Validator, p plan, 
 	if n == 0 {
 		return rep, nil
 	}
+	op.Sent(1)
 	cur, err := coll.Find(ctx, rejects, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(SampleSize))
 	if err != nil {
 		return rep, pkg.Wrap("Check", fmt.Errorf("sample the rejected documents of %s: %w", coll.Name(), srverr.Classify(err)))
 	}
 	var docs []bson.Raw
-	if err := cur.All(ctx, &docs); err != nil {
+	if err := obs.All(ctx, op, cur, &docs); err != nil {
 		return rep, pkg.Wrap("Check", fmt.Errorf("sample the rejected documents of %s: %w", coll.Name(), err))
 	}
 	for _, d := range docs {

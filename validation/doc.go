@@ -114,6 +114,17 @@
 // fails unless the server kept exactly what was sent: a validator that
 // looks applied but is not (FerretDB 2.x ignores one given at create) is
 // an error, not a success.
+//
+// # Observing
+//
+// A validator made with the [Hook] option reports [Apply] and [Check]
+// with it to that [patterns.Hook]: each call's start and end, with the
+// ctx its commands use, its collection, its plan (native where the
+// server has every $jsonSchema keyword, else portable, and the features
+// it relies on), the commands sent, the transient failures sent again,
+// and the outcome. Neither writes documents, so neither reports any. A
+// validator without a hook costs nothing more, and nothing more is sent
+// either way. A Check refused for a nil collection reports nothing.
 package validation
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

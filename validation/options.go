@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Option configures [For]: an encoder setting the collection's documents
@@ -21,6 +22,7 @@ type config struct {
 	fields          []fieldConstraints
 	stamped         []stamp
 	onlyConstrained bool
+	hook            patterns.Hook
 }
 
 // stamp is a field a writer sets itself: see [Stamped].
@@ -64,6 +66,14 @@ func OmitEmpty() Option { return func(c *config) { c.enc.omitEmpty = true } }
 // field the encoder always writes. Without it every field's type is
 // checked, which is what a validator generated from a type is for.
 func OnlyConstrained() Option { return func(c *config) { c.onlyConstrained = true } }
+
+// Hook, when set, observes every operation of the validator (see
+// [patterns.Hook]): [Apply] and [Check] with it, which report their
+// start, commands, retries and end; nil reports nothing and costs
+// nothing. The validators [Validator.Only] derives keep it. It changes
+// nothing in the schema; [Validator.Validate] and the other methods send
+// nothing and report nothing.
+func Hook(h patterns.Hook) Option { return func(c *config) { c.hook = h } }
 
 // Stamped declares a top-level field that the writer sets itself on
 // every write, whatever T holds there, as a value of one of bsonTypes

@@ -1,6 +1,11 @@
 package validation
 
-import "github.com/mongopatterns/mongopatterns/patterns"
+import (
+	"context"
+
+	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
 
 // plan is how [Check] and [Apply] use a server, decided from its
 // features on each call (patterns.Capabilities caches them per client).
@@ -29,4 +34,21 @@ func planFor(srv *patterns.Server) plan {
 		FullSchema:          full,
 		CreateWithValidator: full,
 	}
+}
+
+// Path names the plan for a [patterns.Hook].
+func (p plan) Path() (string, []patterns.Feature) {
+	return lazy.Path(
+		lazy.Use{Feature: patterns.FeatureValidators, Relies: p.Validators},
+		lazy.Use{Feature: patterns.FeatureJSONSchema, Relies: p.FullSchema},
+	)
+}
+
+// start starts the operation name of v (Apply or Check) on the
+// collection named collection, for the hook of v's Hook option, if any.
+func start(ctx context.Context, v *Validator, name, collection string) (context.Context, *patterns.Operation) {
+	if v == nil || v.hook == nil {
+		return ctx, nil
+	}
+	return patterns.StartOperation(ctx, v.hook, patterns.OperationInfo{Package: string(pkg), Name: name, Collections: []string{collection}})
 }

@@ -20,6 +20,7 @@ import (
 type Validator struct {
 	root *node
 	only *guard
+	hook patterns.Hook // the Hook option
 }
 
 // guard selects the documents a validator checks: those whose field
@@ -67,7 +68,7 @@ func forType(t reflect.Type, opts []Option) (*Validator, error) {
 	if c.onlyConstrained {
 		keepConstrained(root)
 	}
-	return &Validator{root: root}, nil
+	return &Validator{root: root, hook: c.hook}, nil
 }
 
 // generatedID admits at the root the _id the driver gives a document
@@ -141,7 +142,7 @@ func (v *Validator) Only(field string, values ...any) (*Validator, error) {
 			return nil, pkg.Wrap("Only", errs.Invalid("field %q: value %v: a %s, which $in does not compare by equality", field, r, typeNames[r.Type]))
 		}
 	}
-	return &Validator{root: v.root, only: &guard{field: field, values: values}}, nil
+	return &Validator{root: v.root, only: &guard{field: field, values: values}, hook: v.hook}, nil
 }
 
 // usable refuses a nil Validator and a zero one (not made by [For]).

@@ -10,6 +10,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/shard"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Defaults of [Config] and [MigrateOptions].
@@ -89,6 +90,10 @@ type Config struct {
 	// version and the revision fields (which every write changes), and a
 	// field given twice, are refused.
 	ShardKey []string
+
+	// Hook, when set, observes every operation of the repository (see
+	// [patterns.Hook]); nil reports nothing and costs nothing.
+	Hook patterns.Hook
 }
 
 // normalize returns c with its defaults filled in and its migrations

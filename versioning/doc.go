@@ -75,6 +75,22 @@
 // returns the version index its scan needs.
 // [Repo.Validator] checks T at the current version only, so both run under validationAction "error".
 //
+// # Observing
+//
+// [Config.Hook], when set, sees every operation of a [Repo] that may send
+// a command (Get, Find, Insert, Replace, Update, Delete, MigrateAll,
+// Stats) start and end, through [patterns.Hook], with the ctx its
+// commands use: the collection, the plan (native or portable, and the
+// features it relies on), the commands sent, the transient failures sent
+// again, the lost compare-and-sets (a write-back, a guarded replacement
+// or findAndModify that another writer's revision beat, after which the
+// operation reads the document again), the documents written (Insert,
+// Replace, Update and Delete: one; Get and Find: those written back;
+// MigrateAll: those migrated), and the outcome. A Find reports one
+// operation per iteration, from its start to its end, with the last
+// error it yielded. A nil Hook costs nothing, and nothing more is sent
+// either way: the costs each method gives hold.
+//
 // # Concurrency
 //
 // A [Repo] is safe for concurrent use by goroutines and by processes

@@ -13,6 +13,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // MigrateOptions tunes [Repo.MigrateAll]. The zero value works.
@@ -133,8 +134,11 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // context's, the connection's or the server's error if the run stopped,
 // and wraps [ErrMigration] when documents failed (listed in the result)
 // or MaxFailures was reached.
-func (r *Repo[T]) MigrateAll(ctx context.Context, opts MigrateOptions) (MigrateResult, error) {
+func (r *Repo[T]) MigrateAll(ctx context.Context, opts MigrateOptions) (_ MigrateResult, err error) {
+	ctx, op := r.start(ctx, "MigrateAll")
+	defer func() { op.End(err) }()
 	res, err := r.migrateAll(ctx, opts)
+	op.Affected(int64(res.Migrated))
 	if err != nil {
 		return res, pkg.Wrap("MigrateAll", r.ofColl(err))
 	}
@@ -153,7 +157,9 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 	}
 	filter := r.scanFilter()
 	total := 0
+	op := patterns.OperationFrom(ctx)
 	if opts.Progress != nil {
+		op.Sent(1)
 		n, err := r.coll.CountDocuments(ctx, filter)
 		if err != nil {
 			return res, fmt.Errorf("count the documents to migrate: %w", err)
@@ -170,7 +176,7 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 	// flush writes what the batch read so far and reports progress. Each
 	// page is written before the next one is read.
 	flush := func() error {
-		if err := r.writeBatch(ctx, p, olds, news, &res); err != nil {
+		if err := r.writeBatch(ctx, p, op, olds, news, &res); err != nil {
 			return err
 		}
 		clear(olds) // let the documents go while the slices are reused
@@ -224,7 +230,7 @@ func (r *Repo[T]) migrateAll(ctx context.Context, opts MigrateOptions) (MigrateR
 // migrated document, one that did not lost a race, one the server refused
 // failed. An error that is not about one document (the network, the
 // context, a bulk write failing as a whole) stops the run.
-func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw, res *MigrateResult) error {
+func (r *Repo[T]) writeBatch(ctx context.Context, p plan, op *patterns.Operation, olds, news []bson.Raw, res *MigrateResult) error {
 	if len(olds) == 0 {
 		return nil
 	}
@@ -265,6 +271,7 @@ func (r *Repo[T]) writeBatch(ctx context.Context, p plan, olds, news []bson.Raw,
 		for k, i := range pending {
 			writes[k] = &mongo.ReplaceOneModel{Filter: r.casFilter(olds[i]), Replacement: news[i]}
 		}
+		op.Sent(1)
 		bw, err := r.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false))
 		bwe, isBulk := errors.AsType[mongo.BulkWriteException](err)
 		if err != nil && (!isBulk || bwe.WriteConcernError != nil) {

@@ -12,7 +12,6 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -39,7 +38,9 @@ import (
 // [ErrMigration] (a [*MigrationError] for a failing step) for a document
 // that cannot be migrated, which is left untouched. An error of the
 // write-back itself (a unique index, a validator) is returned too.
-func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
+func (r *Repo[T]) Get(ctx context.Context, id any) (_ T, err error) {
+	ctx, op := r.start(ctx, "Get")
+	defer func() { op.End(err) }()
 	var zero T
 	if err := txn.Refuse(ctx); err != nil {
 		return zero, pkg.Wrap("Get", err)
@@ -98,14 +99,14 @@ func (r *Repo[T]) Get(ctx context.Context, id any) (T, error) {
 // migrated, the others are migrated then.
 func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[options.FindOptions]) iter.Seq2[T, error] {
 	if err := txn.Refuse(ctx); err != nil {
-		return seq.Err[T](pkg.Wrap("Find", err))
+		return r.findErr(ctx, pkg.Wrap("Find", err))
 	}
 	fo, err := listers.Merged(opts)
 	if err == nil {
 		err = checkFindOptions(&fo)
 	}
 	if err != nil {
-		return seq.Err[T](pkg.Wrap("Find", err))
+		return r.findErr(ctx, pkg.Wrap("Find", err))
 	}
 	size := DefaultBatchSize
 	if fo.BatchSize != nil && *fo.BatchSize > 0 {
@@ -115,12 +116,15 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 	if fo.Limit != nil {
 		limit = max(*fo.Limit, -*fo.Limit) // the driver reads a negative limit as one batch of its size
 	}
-	pages := keyset.Pages(ctx, r.coll, filter, min(size, maxCursorBatch), limit, opts...)
 	return func(yield func(T, error) bool) {
-		for page, err := range pages {
+		ctx, op := r.start(ctx, "Find")
+		var last error // the last error yielded, which the operation ends with
+		defer func() { op.End(last) }()
+		for page, err := range keyset.Pages(ctx, r.coll, filter, min(size, maxCursorBatch), limit, opts...) {
 			if err != nil {
 				var zero T
-				yield(zero, pkg.Wrap("Find", r.ofColl(err)))
+				last = pkg.Wrap("Find", r.ofColl(err))
+				yield(zero, last)
 				return
 			}
 			for _, raw := range page {
@@ -130,12 +134,24 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 				}
 				if err != nil {
 					err = pkg.Wrap("Find", r.ofDoc(raw.Lookup("_id"), err))
+					last = err
 				}
 				if !yield(t, err) {
 					return
 				}
 			}
 		}
+	}
+}
+
+// findErr is the iterator of a Find refused before it sends anything:
+// each iteration reports an operation that yields err.
+func (r *Repo[T]) findErr(ctx context.Context, err error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		_, op := r.start(ctx, "Find")
+		defer op.End(err)
+		var zero T
+		yield(zero, err)
 	}
 }
 
@@ -175,6 +191,9 @@ func (r *Repo[T]) load(ctx context.Context, raw bson.Raw) (T, error) {
 			var zero T
 			return zero, err
 		}
+		if won {
+			patterns.OperationFrom(ctx).Affected(1)
+		}
 		if won || attempt == maxAttempts {
 			return t, nil
 		}
@@ -198,6 +217,9 @@ func (r *Repo[T]) writeBackDoc(ctx context.Context, old, migrated bson.Raw) (boo
 	won, err := r.replaceOne(ctx, r.casFilter(old), migrated)
 	if err != nil {
 		return false, fmt.Errorf("write back the migrated document: %w", err)
+	}
+	if !won {
+		patterns.OperationFrom(ctx).Lost() // a writer changed it since the read
 	}
 	return won, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -73,6 +74,9 @@ type Repo[T any] struct {
 	writeBack bool
 
 	planned lazy.Value[plan]
+
+	hook        patterns.Hook // Config.Hook
+	collections []string      // Config.Collection, for the hook
 }
 
 // New returns a repository over db's collection cfg.Collection. It checks
@@ -105,10 +109,18 @@ func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 			oldest:   cfg.oldest(),
 			shardKey: cfg.ShardKey,
 		},
-		coll:      db.Collection(cfg.Collection),
-		steps:     steps,
-		writeBack: !cfg.NoWriteBack,
+		coll:        db.Collection(cfg.Collection),
+		steps:       steps,
+		writeBack:   !cfg.NoWriteBack,
+		hook:        cfg.Hook,
+		collections: []string{cfg.Collection},
 	}, nil
+}
+
+// start starts the operation name for the repository's hook (see
+// [obs.Start]).
+func (r *Repo[T]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, r.hook, &r.planned, string(pkg), name, r.collections)
 }
 
 // Indexes returns the index that MigrateAll's scan and Stats use: the
@@ -156,6 +168,7 @@ func conflict() error {
 
 // findRaw reads the document id as stored.
 func (r *Repo[T]) findRaw(ctx context.Context, id any) (bson.Raw, error) {
+	patterns.OperationFrom(ctx).Sent(1)
 	raw, err := r.coll.FindOne(ctx, idFilter(id)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, notFound()
@@ -168,7 +181,9 @@ func (r *Repo[T]) findRaw(ctx context.Context, id any) (bson.Raw, error) {
 // so sending it again is safe), and reports whether it matched.
 func (r *Repo[T]) replaceOne(ctx context.Context, filter bson.D, doc bson.Raw) (bool, error) {
 	var res *mongo.UpdateResult
+	op := patterns.OperationFrom(ctx)
 	err := srverr.Retry(ctx, func() (err error) {
+		op.Sent(1)
 		res, err = r.coll.ReplaceOne(ctx, filter, doc)
 		return err
 	})

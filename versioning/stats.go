@@ -5,7 +5,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Stats is the number of documents at each schema version.
@@ -24,7 +26,9 @@ type Stats struct {
 // collection it is an administrative call, not one for every request.
 // Counts are as of the aggregation; concurrent writes may move documents
 // between versions while it runs.
-func (r *Repo[T]) Stats(ctx context.Context) (Stats, error) {
+func (r *Repo[T]) Stats(ctx context.Context) (_ Stats, err error) {
+	ctx, op := r.start(ctx, "Stats")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return Stats{}, pkg.Wrap("Stats", err)
 	}
@@ -36,6 +40,8 @@ func (r *Repo[T]) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (r *Repo[T]) stats(ctx context.Context) (Stats, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.coll.Aggregate(ctx, r.statsPipeline())
 	if err != nil {
 		return Stats{}, err
@@ -44,7 +50,7 @@ func (r *Repo[T]) stats(ctx context.Context) (Stats, error) {
 		Version bson.RawValue `bson:"_id"`
 		N       int64         `bson:"n"`
 	}
-	if err := cur.All(ctx, &groups); err != nil {
+	if err := obs.All(ctx, op, cur, &groups); err != nil {
 		return Stats{}, err
 	}
 	s := Stats{Versions: map[int]int64{}}

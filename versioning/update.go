@@ -82,13 +82,16 @@ import (
 // outcome. Update is safe to retry: the retry applies the update again,
 // so an update that is not idempotent ($inc) counts twice if the failed
 // call's had landed.
-func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) error {
+func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) (err error) {
+	ctx, op := r.start(ctx, "Update")
+	defer func() { op.End(err) }()
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Update", err)
 	}
 	if err := r.update(ctx, id, update, opts); err != nil {
 		return pkg.Wrap("Update", r.ofDoc(id, err))
 	}
+	op.Affected(1)
 	return nil
 }
 
@@ -129,9 +132,11 @@ func (r *Repo[T]) update(ctx context.Context, id, update any, opts []options.Lis
 // is read, migrated and written back, and the update sent again.
 func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options.Lister[options.UpdateOneOptions]) error {
 	doc := idFilter(id) // the document read after a miss, when there is one
+	op := patterns.OperationFrom(ctx)
 	return r.guarded(ctx, id, func() (bool, error) {
 		var res *mongo.UpdateResult
 		err := srverr.Retry(ctx, func() (err error) {
+			op.Sent(1)
 			res, err = r.coll.UpdateOne(ctx, r.currentFilter(doc), stamped, opts...)
 			return err
 		})
@@ -156,6 +161,7 @@ func (r *Repo[T]) updateOne(ctx context.Context, id, stamped any, opts []options
 // result, and put the document read back if the result passes 16 MiB.
 func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.ObjectID, uo *options.UpdateOneOptions) error {
 	fo := findAndModifyOptions(uo)
+	op := patterns.OperationFrom(ctx)
 	for range maxAttempts {
 		raw, err := r.findRaw(ctx, id)
 		if err != nil {
@@ -181,11 +187,13 @@ func (r *Repo[T]) updateChecked(ctx context.Context, id, stamped any, rev bson.O
 		}
 		var after bson.Raw
 		err = srverr.Retry(ctx, func() (err error) {
+			op.Sent(1)
 			after, err = r.coll.FindOneAndUpdate(ctx, r.casFilter(raw), stamped, fo).Raw()
 			return err
 		})
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
+			op.Lost()
 			continue // changed since the read
 		case err != nil && !srverr.Refused(err):
 			return r.readBack(ctx, raw, rev, err)
@@ -222,6 +230,7 @@ func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
 func (r *Repo[T]) readBack(ctx context.Context, before bson.Raw, rev bson.ObjectID, cause error) error {
 	uctx, cancel := undoContext(ctx)
 	defer cancel()
+	patterns.OperationFrom(ctx).Sent(1)
 	now, err := r.coll.FindOne(uctx, r.stampedFilter(before, rev)).Raw()
 	switch {
 	case errors.Is(err, mongo.ErrNoDocuments):
@@ -248,7 +257,10 @@ func (r *Repo[T]) restore(ctx context.Context, before bson.Raw, rev bson.ObjectI
 		err      error
 		lost     bool // a put-back was sent whose outcome is unknown
 	)
-	for range maxAttempts {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			patterns.OperationFrom(ctx).Retried(err) // its reply was lost
+		}
 		if restored, err = r.replaceOne(ctx, filter, before); err == nil || srverr.Refused(err) || ctx.Err() != nil {
 			break
 		}

@@ -24,7 +24,9 @@ import (
 // be stored: a retry with the same _id then reports the duplicate, while
 // a value without an _id gets a new one at each call and may be stored
 // twice. Give v an _id to make Insert safe to retry.
-func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
+func (r *Repo[T]) Insert(ctx context.Context, v T) (_ any, err error) {
+	ctx, op := r.start(ctx, "Insert")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("Insert", err)
 	}
@@ -34,12 +36,14 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 	}
 	var res *mongo.InsertOneResult
 	err = srverr.Retry(ctx, func() (err error) {
+		op.Sent(1)
 		res, err = r.coll.InsertOne(ctx, doc)
 		return err
 	})
 	if err != nil {
 		return nil, pkg.Wrap("Insert", r.ofValue(doc, err))
 	}
+	op.Affected(1)
 	return res.InsertedID, nil
 }
 
@@ -64,7 +68,9 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (any, error) {
 // written as v holds it (a changed value moves the document: MongoDB
 // accepts it in a retryable write or a transaction only). Two commands,
 // then; a miss re-reads the document as without ShardKey.
-func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
+func (r *Repo[T]) Replace(ctx context.Context, id any, v T) (err error) {
+	ctx, op := r.start(ctx, "Replace")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Replace", err)
 	}
@@ -97,12 +103,14 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 			if stored != nil {
 				stored = raw
 			}
+			op.Lost()
 			return nil
 		})
 	}
 	if err != nil {
 		return pkg.Wrap("Replace", r.ofDoc(id, err))
 	}
+	op.Affected(1)
 	return nil
 }
 
@@ -114,7 +122,9 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) error {
 // sent again while the document is there (FerretDB 2.x answers no match
 // for a document that a concurrent update is rewriting, and leaves it);
 // after 5 such answers Delete returns [patterns.ErrConflict].
-func (r *Repo[T]) Delete(ctx context.Context, id any) error {
+func (r *Repo[T]) Delete(ctx context.Context, id any) (err error) {
+	ctx, op := r.start(ctx, "Delete")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Delete", err)
 	}
@@ -128,6 +138,7 @@ func (r *Repo[T]) Delete(ctx context.Context, id any) error {
 	if err != nil {
 		return pkg.Wrap("Delete", r.ofDoc(id, err))
 	}
+	op.Affected(1)
 	return nil
 }
 
