@@ -157,7 +157,7 @@ func (b *Buckets[M, V]) Indexes() []patterns.Index {
 // ready returns the store's plan, deciding it on first use, and refuses a
 // configuration the server cannot serve.
 func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
-	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client())
+	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client(), false)
 	if err == nil {
 		err = d.checkTTL(b.s)
 	}

@@ -129,7 +129,7 @@ func (ts *TimeSeries[M, V]) Indexes() []patterns.Index {
 // ready returns the store's plan, deciding it on first use, refuses what
 // the server cannot serve, and creates or checks the collection once.
 func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
-	d, err := decide(ctx, &ts.planned, ts.s.coll.Database().Client())
+	d, err := decide(ctx, &ts.planned, ts.s.coll.Database().Client(), true)
 	if err != nil {
 		return d, err
 	}
