@@ -11,6 +11,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -163,3 +164,11 @@ func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
 	}
 	return d.plan, err
 }
+
+// start starts the operation name of the store for Config.Hook (see
+// [obs.Start]).
+func (b *Buckets[M, V]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, b.s.hook, &b.planned, string(pkg), name, b.s.collections)
+}
+
+func (b *Buckets[M, V]) observed() bool { return b.s.hook != nil }
