@@ -46,7 +46,9 @@ const maxAttempts = 3
 // returns [patterns.ErrInvalid]; a measurement so large that Cap of them
 // could pass 16 MiB returns [patterns.ErrTooLarge]. Nothing is written
 // then.
-func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) error {
+func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) (err error) {
+	ctx, op := b.start(ctx, "Add")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("Add", b.add(ctx, meta, v))
 }
 
@@ -58,9 +60,14 @@ func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 	if err != nil {
 		return err
 	}
+	op := patterns.OperationFrom(ctx)
 	for attempt := 1; ; attempt++ {
 		err := srverr.Retry(ctx, func() error {
-			_, err := b.s.coll.UpdateOne(ctx, filter, update, upsertOne)
+			op.Sent(1)
+			res, err := b.s.coll.UpdateOne(ctx, filter, update, upsertOne)
+			if err == nil {
+				op.Affected(res.ModifiedCount + res.UpsertedCount)
+			}
 			return err
 		})
 		switch {
@@ -71,6 +78,7 @@ func (b *Buckets[M, V]) add(ctx context.Context, meta M, v V) error {
 		case attempt == maxAttempts:
 			return conflict(attempt, err)
 		}
+		op.Retried(err)
 	}
 }
 

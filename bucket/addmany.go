@@ -19,6 +19,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // maxLostRaces is how many top-ups of one window an AddMany call may lose
@@ -165,7 +166,9 @@ const readBatch = 1 << 16
 //
 // The ids cost a bucket 17 bytes per AddMany statement that wrote to it,
 // at most Cap of them; Add writes none.
-func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) (err error) {
+	ctx, op := b.start(ctx, "AddMany")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("AddMany", b.addMany(ctx, points))
 }
 
@@ -667,8 +670,12 @@ func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *r
 		case mongo.IsDuplicateKeyError(err) && st.kind == topUp:
 			r.lost[st.g] = true
 			r.refused = append(r.refused, st.sentStatement)
+			patterns.OperationFrom(ctx).Lost()
 		case mongo.IsDuplicateKeyError(err):
 			r.conflicted[st.g] = err
+			if st.g.conflicts < maxAttempts-1 { // sent again next round (see [manyWrite.settle])
+				patterns.OperationFrom(ctx).Retried(err)
+			}
 		case st.again:
 			w.settled(st.sentStatement, uncertain)
 			if w.doubt == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -157,9 +158,17 @@ func (b *Buckets[M, V]) Indexes() []patterns.Index {
 // ready returns the store's plan, deciding it on first use, and refuses a
 // configuration the server cannot serve.
 func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
-	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client())
+	d, err := decide(ctx, &b.planned, b.s.coll.Database().Client(), false)
 	if err == nil {
 		err = d.checkTTL(b.s)
 	}
 	return d.plan, err
 }
+
+// start starts the operation name of the store for Config.Hook (see
+// [obs.Start]).
+func (b *Buckets[M, V]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, b.s.hook, &b.planned, string(pkg), name, b.s.collections)
+}
+
+func (b *Buckets[M, V]) observed() bool { return b.s.hook != nil }

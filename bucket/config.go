@@ -12,6 +12,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Config configures a [Store]: where the measurements go, how to read a
@@ -75,6 +76,10 @@ type Config struct {
 	// the store returns an [*patterns.UnsupportedError] naming
 	// [patterns.FeatureTTLIndexes].
 	TTL time.Duration
+
+	// Hook, when set, observes every operation of the repository (see
+	// [patterns.Hook]); nil reports nothing and costs nothing.
+	Hook patterns.Hook
 }
 
 // DefaultMetaField is the field that holds the series key when
@@ -179,6 +184,10 @@ type settings struct {
 	// hasRoom is the condition of a bucket with room for a measurement,
 	// {$lt: Cap}, built once: Add sends it with every measurement.
 	hasRoom bson.D
+	// hook is Config.Hook; collections the one collection's name, as
+	// the operations of the store report it.
+	hook        patterns.Hook
+	collections []string
 }
 
 type summaryPath struct{ sum, min, max string }
@@ -202,6 +211,8 @@ func newSettings(db *mongo.Database, cfg Config) (*settings, error) {
 		granularity: c.Granularity,
 		ttl:         int64(c.TTL / time.Second),
 		hasRoom:     bson.D{{Key: "$lt", Value: int32(c.Cap)}},
+		hook:        c.Hook,
+		collections: []string{c.Collection},
 	}
 	for _, f := range s.valueFields {
 		path := fieldSummary + "." + f + "."

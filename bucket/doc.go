@@ -119,6 +119,26 @@
 // compress closed buckets column by column inside the server:
 // [NewTimeSeries] uses them where the server has them.
 //
+// # Observing
+//
+// Config.Hook, when set, sees every operation of a store ([patterns.Hook]):
+// each call of Add, AddMany, Latest, DeleteBefore and DeleteSeriesBefore,
+// and each iteration of Range, Summaries and SummariesBySeries (one that
+// yields a bad-input error or nothing, sending nothing, too). It reports
+// the collection; the path of the store on its server: for a [Buckets],
+// "native" where it relies on the server's summaries, update commands of
+// several statements and TTL indexes (the features named), else
+// "portable"; for a [TimeSeries], likewise with time-series collections,
+// their custom bucketing and their deletes by time; the commands sent
+// (the server's detection on first use and a TimeSeries' create of its
+// collection included); the documents written: bucket documents inserted,
+// updated or deleted by a Buckets, measurement documents by a TimeSeries;
+// each write sent again (after FerretDB 2.x's deadlock, or a duplicate key
+// on an upsert or insert: see Add and AddMany) as a retry; each top-up of
+// AddMany refused because a concurrent writer took its room as a conflict;
+// and the outcome. Indexes sends nothing and reports nothing. Nothing
+// more is sent with a hook, and a nil Hook costs nothing: no allocation.
+//
 // # Errors
 //
 // Bad configuration and bad input wrap [patterns.ErrInvalid], and nothing

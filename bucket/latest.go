@@ -36,7 +36,9 @@ const latestHeads = 2
 // seen or not, each bucket read as one consistent document. A series
 // with no measurement returns [patterns.ErrNotFound]; a bad meta,
 // [patterns.ErrInvalid], with nothing sent.
-func (b *Buckets[M, V]) Latest(ctx context.Context, meta M) (V, error) {
+func (b *Buckets[M, V]) Latest(ctx context.Context, meta M) (_ V, err error) {
+	ctx, op := b.start(ctx, "Latest")
+	defer func() { op.End(err) }()
 	v, err := b.latest(ctx, meta)
 	return v, pkg.Wrap("Latest", err)
 }
@@ -126,7 +128,9 @@ func newest(timeField string, window []rangeBucket) (bson.Raw, error) {
 // [patterns.ErrNotFound]; a bad meta, [patterns.ErrInvalid], with nothing
 // sent. On a server without time-series collections it returns an
 // [*patterns.UnsupportedError], as every method does.
-func (ts *TimeSeries[M, V]) Latest(ctx context.Context, meta M) (V, error) {
+func (ts *TimeSeries[M, V]) Latest(ctx context.Context, meta M) (_ V, err error) {
+	ctx, op := ts.start(ctx, "Latest")
+	defer func() { op.End(err) }()
 	v, err := ts.latest(ctx, meta)
 	return v, pkg.Wrap("Latest", err)
 }
@@ -140,6 +144,7 @@ func (ts *TimeSeries[M, V]) latest(ctx context.Context, meta M) (V, error) {
 	if _, err := ts.ready(ctx); err != nil {
 		return v, err
 	}
+	patterns.OperationFrom(ctx).Sent(1)
 	err = ts.s.coll.FindOne(ctx, ts.s.seriesFilter(m), options.FindOne().SetSort(ts.s.newestByTime())).Decode(&v)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return v, notFound(m)

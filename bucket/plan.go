@@ -55,13 +55,18 @@ func planFor(srv *patterns.Server) plan {
 type decided struct {
 	plan   plan
 	server string
+	// series: the store is a [TimeSeries], whose path names the
+	// features of time-series collections ([plan.seriesPath]); else a
+	// [Buckets] ([plan.bucketsPath]).
+	series bool
 }
 
 // decide returns the plan of a store on client, deciding it on first use
-// (two commands, once per client; see [lazy.Decide]).
-func decide(ctx context.Context, v *lazy.Value[decided], client *mongo.Client) (decided, error) {
+// (two commands, once per client; see [lazy.Decide]); series says that
+// the store is a [TimeSeries].
+func decide(ctx context.Context, v *lazy.Value[decided], client *mongo.Client, series bool) (decided, error) {
 	return lazy.Decide(ctx, v, client, func(srv *patterns.Server) decided {
-		return decided{plan: planFor(srv), server: srv.String()}
+		return decided{plan: planFor(srv), server: srv.String(), series: series}
 	})
 }
 
@@ -82,13 +87,31 @@ func (d decided) checkTTL(s *settings) error {
 	return nil
 }
 
-// Path names the plan for a [patterns.Hook].
+// Path names the store's path for a [patterns.Hook]: the path of its
+// type on the plan.
 func (d decided) Path() (string, []patterns.Feature) {
-	p := d.plan
+	if d.series {
+		return d.plan.seriesPath()
+	}
+	return d.plan.bucketsPath()
+}
+
+// bucketsPath is the path of a [Buckets] on p: native where it relies on
+// the server's summaries, its update commands of several statements and
+// its TTL indexes.
+func (p plan) bucketsPath() (string, []patterns.Feature) {
 	return lazy.Path(
 		lazy.Use{Feature: patterns.FeatureGroupMinMaxAvg, Relies: p.serverSummaries},
 		lazy.Use{Feature: patterns.FeatureBatchedUpdates, Relies: p.batchedUpdates},
 		lazy.Use{Feature: patterns.FeatureTTLIndexes, Relies: p.ttlIndexes},
+	)
+}
+
+// seriesPath is the path of a [TimeSeries] on p: native where it relies
+// on the server's time-series collections, their custom bucketing and
+// their deletes by time.
+func (p plan) seriesPath() (string, []patterns.Feature) {
+	return lazy.Path(
 		lazy.Use{Feature: patterns.FeatureTimeSeries, Relies: p.timeSeries},
 		lazy.Use{Feature: patterns.FeatureTimeSeriesCustomBucketing, Relies: p.timeSeriesBucketing},
 		lazy.Use{Feature: patterns.FeatureTimeSeriesDeletes, Relies: p.timeSeriesDeletes},

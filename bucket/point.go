@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"context"
 	"iter"
 	"math"
 	"time"
@@ -8,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // zeroTime is the BSON date a zero time.Time encodes to.
@@ -166,21 +167,16 @@ type read struct {
 }
 
 // readSeq validates the arguments of Range or Summaries (op; check is the
-// step's verdict, nil for Range) and returns the iterator body builds. Bad
-// input yields one error wrapping [patterns.ErrInvalid], and an empty
-// interval nothing; neither sends anything.
-func readSeq[T any](op string, meta any, from, to time.Time, check error, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
+// step's verdict, nil for Range) of the store st and returns the iterator
+// body builds. Bad input yields one error wrapping [patterns.ErrInvalid],
+// and an empty interval nothing; neither sends anything, and each
+// iteration reports an operation op to st's hook, if it has one.
+func readSeq[T any](ctx context.Context, st observer, op string, meta any, from, to time.Time, check error, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
 	r, empty, err := newRead(meta, from, to)
 	if err == nil {
 		err = check
 	}
-	switch {
-	case err != nil:
-		return seq.Err[T](pkg.Wrap(op, err))
-	case empty:
-		return func(func(T, error) bool) {}
-	}
-	return body(r)
+	return validSeq(ctx, st, op, r, empty, err, body)
 }
 
 func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
@@ -195,16 +191,72 @@ func newRead(meta any, from, to time.Time) (r read, empty bool, err error) {
 
 // windowSeq is [readSeq] for a read of every series (SummariesBySeries):
 // the read's meta is the zero value.
-func windowSeq[T any](op string, from, to time.Time, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
+func windowSeq[T any](ctx context.Context, st observer, op string, from, to time.Time, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
 	r, empty, err := newWindow(from, to)
+	return validSeq(ctx, st, op, r, empty, err, body)
+}
+
+// validSeq is the iterator of a read op of st whose arguments gave r,
+// empty and err: body(r), or, when err or empty, one that yields err
+// (wrapped) or nothing, and reports each iteration to st's hook.
+func validSeq[T any](ctx context.Context, st observer, op string, r read, empty bool, err error, body func(read) iter.Seq2[T, error]) iter.Seq2[T, error] {
 	switch {
 	case err != nil:
-		return seq.Err[T](pkg.Wrap(op, err))
-	case empty:
+		err = pkg.Wrap(op, err)
+	case !empty:
+		return body(r)
+	case !st.observed():
 		return func(func(T, error) bool) {}
 	}
-	return body(r)
+	return func(yield func(T, error) bool) {
+		_, o := st.start(ctx, op)
+		if err != nil {
+			var zero T
+			yield(zero, err)
+		}
+		o.End(err)
+	}
 }
+
+// observer is a store whose operations report to its hook.
+type observer interface {
+	// start starts the operation name (see [obs.Start]).
+	start(ctx context.Context, name string) (context.Context, *patterns.Operation)
+	// observed reports whether the store has a hook.
+	observed() bool
+}
+
+// observe returns what an iteration of the operation op yields to, and
+// the function that ends op, deferred when the iteration starts: op ends
+// with the first error the iteration yielded, or nil. With no hook (a nil
+// op) it returns yield itself and a function that does nothing, at no
+// cost.
+func observe[T any](op *patterns.Operation, yield func(T, error) bool) (out func(T, error) bool, end func()) {
+	if op == nil {
+		return yield, noEnd
+	}
+	it := &iteration[T]{op: op, yield: yield}
+	return it.send, it.end
+}
+
+// iteration is an iteration of a read, reported to its operation.
+type iteration[T any] struct {
+	op    *patterns.Operation
+	yield func(T, error) bool
+	err   error // the first error yielded
+}
+
+func (it *iteration[T]) send(v T, err error) bool {
+	if err != nil && it.err == nil {
+		it.err = err
+	}
+	return it.yield(v, err)
+}
+
+func (it *iteration[T]) end() { it.op.End(it.err) }
+
+// noEnd is the end of an iteration without a hook.
+func noEnd() {}
 
 // newWindow validates the interval [from, to) of a read.
 func newWindow(from, to time.Time) (r read, empty bool, err error) {
@@ -224,17 +276,3 @@ func newWindow(from, to time.Time) (r read, empty bool, err error) {
 // failed is the error a read yields: the server's error classified (see
 // [srverr.Classify]) and prefixed with the package and the operation.
 func failed(op string, err error) error { return pkg.Wrap(op, srverr.Classify(err)) }
-
-// wrapErrs prefixes the errors of it as [failed] does.
-func wrapErrs[T any](op string, it iter.Seq2[T, error]) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		for v, err := range it {
-			if err != nil {
-				err = failed(op, err)
-			}
-			if !yield(v, err) {
-				return
-			}
-		}
-	}
-}

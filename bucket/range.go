@@ -46,30 +46,35 @@ import (
 // [patterns.ErrInvalid] error; from == to yields nothing and sends
 // nothing.
 func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
-	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+	return readSeq(ctx, b, "Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
 		open := func(ctx context.Context) (*mongo.Cursor, error) {
-			if _, err := b.ready(ctx); err != nil {
-				return nil, err
-			}
 			return b.s.coll.Find(ctx, b.s.overlapFilter(r), options.Find().SetSort(byStart()).SetProjection(rangeProjection()))
 		}
 		return func(yield func(V, error) bool) {
+			ctx, op := b.start(ctx, "Range")
+			out, end := observe(op, yield)
+			defer end()
+			if _, err := b.ready(ctx); err != nil {
+				var zero V
+				out(zero, failed("Range", err))
+				return
+			}
 			var window []rangeBucket // the buckets of one window
 			for bk, err := range seq.Cursor[rangeBucket](ctx, open) {
 				if err != nil {
 					var zero V
-					yield(zero, failed("Range", err))
+					out(zero, failed("Range", err))
 					return
 				}
 				if len(window) > 0 && bk.Start != window[0].Start {
-					if !yieldWindow(b.s.timeField, window, r, yield) {
+					if !yieldWindow(b.s.timeField, window, r, out) {
 						return
 					}
 					window = window[:0]
 				}
 				window = append(window, bk)
 			}
-			yieldWindow(b.s.timeField, window, r, yield)
+			yieldWindow(b.s.timeField, window, r, out)
 		}
 	})
 }

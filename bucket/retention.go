@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // DeleteBefore deletes, for every series, the buckets whose measurements
@@ -27,7 +28,9 @@ import (
 // before t may land in a bucket about to be deleted. Running it again is
 // harmless, so a delete that FerretDB 2.x aborts on a deadlock is sent
 // again (see [srverr.Retry]). A zero t returns [patterns.ErrInvalid].
-func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
+func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) (err error) {
+	ctx, op := b.start(ctx, "DeleteBefore")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("DeleteBefore", b.s.deleteBefore(ctx, nil, true, t, b.canDelete, b.s.expiredFilter))
 }
 
@@ -35,7 +38,9 @@ func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
 // with one deleteMany: {<meta>: meta, start: {$lt: t}, last: {$lt: t}},
 // whose equality on the meta and range on start are bounds of the index
 // {<meta>, start, count}. A bad meta returns [patterns.ErrInvalid].
-func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
+func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) (err error) {
+	ctx, op := b.start(ctx, "DeleteSeriesBefore")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("DeleteSeriesBefore", b.s.deleteBefore(ctx, meta, false, t, b.canDelete, b.s.expiredFilter))
 }
 
@@ -63,8 +68,13 @@ func (s *settings) deleteBefore(ctx context.Context, meta any, all bool, t time.
 		return err
 	}
 	f := filter(m, bson.NewDateTimeFromTime(t))
+	op := patterns.OperationFrom(ctx)
 	return srverr.Classify(srverr.Retry(ctx, func() error {
-		_, err := s.coll.DeleteMany(ctx, f)
+		op.Sent(1)
+		res, err := s.coll.DeleteMany(ctx, f)
+		if err == nil {
+			op.Affected(res.DeletedCount)
+		}
 		return err
 	}))
 }

@@ -14,7 +14,9 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Summaries yields, for each step [from + k*step, from + (k+1)*step) of
@@ -51,20 +53,23 @@ import (
 // positive whole number of milliseconds yield one [patterns.ErrInvalid]
 // error; from == to yields nothing and sends nothing.
 func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
-	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
+	return readSeq(ctx, b, "Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
 		g, filter := newGrid(r, step), b.s.overlapFilter(r)
 		return func(yield func(Summary, error) bool) {
+			ctx, op := b.start(ctx, "Summaries")
+			out, end := observe(op, yield)
+			defer end()
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:
-				yield(Summary{}, failed("Summaries", err))
+				out(Summary{}, failed("Summaries", err))
 			case p.serverSummaries:
-				yieldRows(ctx, "Summaries", b.s.coll, b.s.summaryPipeline(filter, g), g.stepRow(b.s.valueFields), yield)
+				yieldRows(ctx, "Summaries", b.s.coll, b.s.summaryPipeline(filter, g), g.stepRow(b.s.valueFields), out)
 			default:
 				open := func(ctx context.Context) (*mongo.Cursor, error) {
 					return b.s.coll.Find(ctx, filter, options.Find().SetSort(byStart()).SetProjection(withoutWrites()))
 				}
-				b.clientSummaries(ctx, "Summaries", open, g, false, func(_ bson.RawValue, s Summary, err error) bool { return yield(s, err) })
+				b.clientSummaries(ctx, "Summaries", open, g, false, func(_ bson.RawValue, s Summary, err error) bool { return out(s, err) })
 			}
 		}
 	})
@@ -122,28 +127,31 @@ type SeriesSummary[M any] struct {
 // bucket when it meets one.
 func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error] {
 	const op = "SummariesBySeries"
-	return windowSeq(op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
+	return windowSeq(ctx, b, op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
 		g, filter := wholeGrid(r), b.s.windowOverlap(r)
 		return func(yield func(SeriesSummary[M], error) bool) {
+			ctx, o := b.start(ctx, op)
+			out, end := observe(o, yield)
+			defer end()
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:
-				yield(SeriesSummary[M]{}, failed(op, err))
+				out(SeriesSummary[M]{}, failed(op, err))
 			case p.serverSummaries:
-				yieldRows(ctx, op, b.s.coll, b.s.seriesPipeline(filter, g), seriesRow[M](g, b.s.valueFields), yield)
+				yieldRows(ctx, op, b.s.coll, b.s.seriesPipeline(filter, g), seriesRow[M](g, b.s.valueFields), out)
 			default:
 				open := func(ctx context.Context) (*mongo.Cursor, error) {
 					return b.s.coll.Find(ctx, filter, options.Find().SetSort(b.s.byMetaThenStart()).SetProjection(withoutWrites()))
 				}
 				b.clientSummaries(ctx, op, open, g, true, func(m bson.RawValue, s Summary, err error) bool {
 					if err != nil {
-						return yield(SeriesSummary[M]{}, err)
+						return out(SeriesSummary[M]{}, err)
 					}
-					out := SeriesSummary[M]{Summary: s}
-					if err := m.Unmarshal(&out.Meta); err != nil {
-						return yield(SeriesSummary[M]{}, failed(op, fmt.Errorf("decode a meta: %w", err)))
+					ss := SeriesSummary[M]{Summary: s}
+					if err := m.Unmarshal(&ss.Meta); err != nil {
+						return out(SeriesSummary[M]{}, failed(op, fmt.Errorf("decode a meta: %w", err)))
 					}
-					return yield(out, nil)
+					return out(ss, nil)
 				})
 			}
 		}
@@ -299,16 +307,18 @@ func (g grid) summary(start bson.DateTime, fields []string, t *tally) Summary {
 // them: each of the rows of one key ({_id: {k: key, ...}}, adjacent, as
 // the pipeline sorts them by _id; keys equal as the server compares
 // them) makes one. It reads the rows raw, into
-// buffers it reuses.
+// buffers it reuses, and counts its commands in the operation of ctx.
 func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pipeline mongo.Pipeline, row func(key bson.RawValue, parts []bson.Raw) (T, error), yield func(T, error) bool) {
 	var zero T
 	fail := func(err error) { yield(zero, failed(op, err)) }
+	o := patterns.OperationFrom(ctx)
+	o.Sent(1)
 	cur, err := coll.Aggregate(ctx, pipeline)
 	if err != nil {
 		fail(err)
 		return
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer obs.Close(context.WithoutCancel(ctx), o, cur)
 	var bufs [][]byte // the rows of the key being read, then spare
 	parts := 0
 	emit := func() bool {
@@ -325,7 +335,7 @@ func yieldRows[T any](ctx context.Context, op string, coll *mongo.Collection, pi
 		parts = 0
 		return yield(v, nil)
 	}
-	for cur.Next(ctx) {
+	for obs.Next(ctx, o, cur) {
 		k, err := cur.Current.LookupErr("_id", "k")
 		if err != nil {
 			fail(fmt.Errorf("summary row without a key: %s", cur.Current))

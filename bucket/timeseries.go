@@ -13,6 +13,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -129,7 +130,7 @@ func (ts *TimeSeries[M, V]) Indexes() []patterns.Index {
 // ready returns the store's plan, deciding it on first use, refuses what
 // the server cannot serve, and creates or checks the collection once.
 func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
-	d, err := decide(ctx, &ts.planned, ts.s.coll.Database().Client())
+	d, err := decide(ctx, &ts.planned, ts.s.coll.Database().Client(), true)
 	if err != nil {
 		return d, err
 	}
@@ -153,6 +154,14 @@ func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
 	return d, err
 }
 
+// start starts the operation name of the store for Config.Hook (see
+// [obs.Start]).
+func (ts *TimeSeries[M, V]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, ts.s.hook, &ts.planned, string(pkg), name, ts.s.collections)
+}
+
+func (ts *TimeSeries[M, V]) observed() bool { return ts.s.hook != nil }
+
 // distrust forgets that the collection was created when err says that
 // it is missing, and returns err.
 func (ts *TimeSeries[M, V]) distrust(err error) error {
@@ -173,12 +182,15 @@ func indexAfterCreate(p plan, existed bool) bool { return existed || !p.timeSeri
 // create creates the collection, or checks the existing one.
 func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 	db := ts.s.coll.Database()
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	err := db.RunCommand(ctx, ts.s.createCommand()).Err()
 	existed := false
 	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeNamespaceExists {
 		existed, err = true, ts.checkExisting(ctx)
 	}
 	if err == nil && indexAfterCreate(p, existed) {
+		op.Sent(1)
 		_, err = ts.s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: ts.key})
 		if ce, ok := errors.AsType[mongo.CommandError](err); ok && (ce.Code == codeIndexOptionsConflict || ce.Code == codeIndexKeySpecsConflict) {
 			err = nil // an index of these keys exists, by another name
@@ -193,6 +205,7 @@ func (ts *TimeSeries[M, V]) create(ctx context.Context, p plan) error {
 // checkExisting checks that the existing collection is a time-series
 // collection with the configured time and meta fields.
 func (ts *TimeSeries[M, V]) checkExisting(ctx context.Context) error {
+	patterns.OperationFrom(ctx).Sent(1)
 	specs, err := ts.s.coll.Database().ListCollectionSpecifications(ctx, byName(ts.s.coll.Name()))
 	if err != nil {
 		return err
@@ -256,7 +269,9 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 // server aborted applied nothing and is sent again (see [srverr.Retry]);
 // like any insert with a driver-generated _id, a retry after an unknown
 // outcome (yours, or the driver's) may store it twice.
-func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) error {
+func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) (err error) {
+	ctx, op := ts.start(ctx, "Add")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("Add", ts.add(ctx, meta, v))
 }
 
@@ -268,8 +283,13 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 	if err != nil {
 		return err
 	}
+	op := patterns.OperationFrom(ctx)
 	return srverr.Classify(ts.distrust(srverr.Retry(ctx, func() error {
+		op.Sent(1)
 		_, err := ts.s.coll.InsertOne(ctx, doc)
+		if err == nil {
+			op.Affected(1)
+		}
 		return err
 	})))
 }
@@ -285,7 +305,9 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 // error that leaves unknown which were inserted (a network error the
 // driver could not retry, a timeout) is returned as it is. A concurrent
 // reader may see some measurements of the batch and not yet the others.
-func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) error {
+func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) (err error) {
+	ctx, op := ts.start(ctx, "AddMany")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("AddMany", ts.addMany(ctx, points))
 }
 
@@ -312,13 +334,28 @@ func (ts *TimeSeries[M, V]) addMany(ctx context.Context, points []Point[M, V]) e
 // inserted or deleted during the iteration may or may not be seen.
 // Argument errors are those of [Buckets.Range].
 func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Time) iter.Seq2[V, error] {
-	return readSeq("Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
-		return wrapErrs("Range", seq.Cursor[V](ctx, func(ctx context.Context) (*mongo.Cursor, error) {
-			if _, err := ts.ready(ctx); err != nil {
-				return nil, err
-			}
+	return readSeq(ctx, ts, "Range", meta, from, to, nil, func(r read) iter.Seq2[V, error] {
+		open := func(ctx context.Context) (*mongo.Cursor, error) {
 			return ts.s.coll.Find(ctx, ts.s.intervalFilter(r), options.Find().SetSort(ts.s.byTime()))
-		}))
+		}
+		return func(yield func(V, error) bool) {
+			ctx, op := ts.start(ctx, "Range")
+			out, end := observe(op, yield)
+			defer end()
+			if _, err := ts.ready(ctx); err != nil {
+				var zero V
+				out(zero, failed("Range", err))
+				return
+			}
+			for v, err := range seq.Cursor[V](ctx, open) {
+				if err != nil {
+					err = failed("Range", err)
+				}
+				if !out(v, err) {
+					return
+				}
+			}
+		}
 	})
 }
 
@@ -332,14 +369,17 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 // measurements inserted or deleted while it runs may or may not be
 // counted.
 func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time.Time, step time.Duration) iter.Seq2[Summary, error] {
-	return readSeq("Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
+	return readSeq(ctx, ts, "Summaries", meta, from, to, checkStep(step), func(r read) iter.Seq2[Summary, error] {
 		g := newGrid(r, step)
 		return func(yield func(Summary, error) bool) {
+			ctx, op := ts.start(ctx, "Summaries")
+			out, end := observe(op, yield)
+			defer end()
 			if _, err := ts.ready(ctx); err != nil {
-				yield(Summary{}, failed("Summaries", err))
+				out(Summary{}, failed("Summaries", err))
 				return
 			}
-			yieldRows(ctx, "Summaries", ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), g.stepRow(ts.s.valueFields), yield)
+			yieldRows(ctx, "Summaries", ts.s.coll, ts.s.timeSeriesPipeline(ts.s.intervalFilter(r), g), g.stepRow(ts.s.valueFields), out)
 		}
 	})
 }
@@ -356,14 +396,17 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 // [*patterns.UnsupportedError], as every method does.
 func (ts *TimeSeries[M, V]) SummariesBySeries(ctx context.Context, from, to time.Time) iter.Seq2[SeriesSummary[M], error] {
 	const op = "SummariesBySeries"
-	return windowSeq(op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
+	return windowSeq(ctx, ts, op, from, to, func(r read) iter.Seq2[SeriesSummary[M], error] {
 		g := wholeGrid(r)
 		return func(yield func(SeriesSummary[M], error) bool) {
+			ctx, o := ts.start(ctx, op)
+			out, end := observe(o, yield)
+			defer end()
 			if _, err := ts.ready(ctx); err != nil {
-				yield(SeriesSummary[M]{}, failed(op, err))
+				out(SeriesSummary[M]{}, failed(op, err))
 				return
 			}
-			yieldRows(ctx, op, ts.s.coll, ts.s.timeSeriesSeriesPipeline(ts.s.timeFilter(r)), seriesRow[M](g, ts.s.valueFields), yield)
+			yieldRows(ctx, op, ts.s.coll, ts.s.timeSeriesSeriesPipeline(ts.s.timeFilter(r)), seriesRow[M](g, ts.s.valueFields), out)
 		}
 	})
 }
@@ -375,12 +418,16 @@ func (ts *TimeSeries[M, V]) SummariesBySeries(ctx context.Context, from, to time
 // [*patterns.UnsupportedError]. A concurrent reader may see some of the
 // old measurements gone and others not yet. A zero t returns
 // [patterns.ErrInvalid].
-func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) error {
+func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) (err error) {
+	ctx, op := ts.start(ctx, "DeleteBefore")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
-func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) error {
+func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) (err error) {
+	ctx, op := ts.start(ctx, "DeleteSeriesBefore")
+	defer func() { op.End(err) }()
 	return pkg.Wrap("DeleteSeriesBefore", ts.s.deleteBefore(ctx, meta, false, t, ts.canDelete, ts.s.beforeFilter))
 }
 

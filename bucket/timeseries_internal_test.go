@@ -181,6 +181,6 @@ func forcedTimeSeries(t *testing.T, db *mongo.Database) *TimeSeries[string, tsRe
 	t.Helper()
 	ts, err := newTimeSeries[string, tsReading](db, Config{Collection: "readings", TimeField: "at", Granularity: "seconds"})
 	require.NoError(t, err)
-	ts.planned.Set(forced(plan{timeSeries: true, timeSeriesBucketing: true}))
+	ts.planned.Set(forcedSeries(plan{timeSeries: true, timeSeriesBucketing: true}))
 	return ts
 }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // errUnsent is the result of a model that [settings.write] did not send,
@@ -27,7 +28,9 @@ var (
 // in a way that leaves unknown which of its models applied (a network
 // error, a timeout, a write concern error), write stops there: it returns
 // that error too, [errUnknown] as the result of each model of that
-// command, and [errUnsent] for those it had not sent yet.
+// command, and [errUnsent] for those it had not sent yet. It counts its
+// commands (one per BulkWrite) and the documents they wrote in the
+// operation of ctx, if any.
 func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit int) ([]error, error) {
 	results := make([]error, len(models))
 	todo := make([]int, len(models))
@@ -39,6 +42,7 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 		limit = len(models)
 	}
 	var unknown error
+	op := patterns.OperationFrom(ctx)
 	// When Retry gives up, the transient errors left are in results.
 	_ = srverr.Retry(ctx, func() error {
 		var again []int
@@ -49,7 +53,13 @@ func (s *settings) write(ctx context.Context, models []mongo.WriteModel, limit i
 				batch[i] = models[at]
 				results[at] = nil
 			}
-			_, err := s.coll.BulkWrite(ctx, batch, options.BulkWrite().SetOrdered(false))
+			op.Sent(1)
+			res, err := s.coll.BulkWrite(ctx, batch, options.BulkWrite().SetOrdered(false))
+			if res != nil {
+				if n := res.InsertedCount + res.ModifiedCount + res.UpsertedCount; n > 0 || err == nil {
+					op.Affected(n)
+				}
+			}
 			if err == nil {
 				continue
 			}
