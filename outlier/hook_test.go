@@ -9,7 +9,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
-	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -38,12 +37,6 @@ func TestEveryOperationReports(t *testing.T) {
 		db := mongotest.DB(t)
 		r, rec := hookRepo(t, db, p)
 		require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-		path, features := p.Path()
-		const (
-			none      = -1 // a read: no documents reported
-			unchecked = -2 // the documents differ by plan
-			some      = -3 // some documents, their number by plan
-		)
 		drain := func(items func(func(comment, error) bool)) error {
 			for _, err := range items {
 				if err != nil {
@@ -52,61 +45,31 @@ func TestEveryOperationReports(t *testing.T) {
 			}
 			return nil
 		}
-		rows := []struct {
-			name         string
-			sendsNothing bool
-			call         func() error
-			docs         int64
-			outcome      error
-		}{
-			{name: "Insert", call: func() error { _, err := r.Insert(ctx, post{ID: 1}); return err }, docs: 1},
-			{name: "Insert", sendsNothing: true, call: func() error { _, err := r.Insert(ctx, post{ID: 0}); return err }, docs: none, outcome: patterns.ErrInvalid},
+		rows := []mongotest.Row{
+			{Name: "Insert", Call: func() error { _, err := r.Insert(ctx, post{ID: 1}); return err }, Docs: 1},
+			{Name: "Insert", SendsNothing: true, Call: func() error { _, err := r.Insert(ctx, post{ID: 0}); return err }, Docs: mongotest.NoDocs, Outcome: patterns.ErrInvalid},
 			// The parent takes 3, the overflow documents the others.
-			{name: "Append", call: func() error { return r.Append(ctx, 1, comments("a", 0, 6)...) }, docs: some},
-			{name: "Append", sendsNothing: true, call: func() error { return r.Append(ctx, 1) }, docs: none},
-			{name: "Append", call: func() error { return r.Append(ctx, 99, comments("b", 0, 1)...) }, docs: unchecked, outcome: patterns.ErrNotFound},
-			{name: "Get", call: func() error { _, _, err := r.Get(ctx, 1); return err }, docs: none},
-			{name: "Get", call: func() error { _, _, err := r.Get(ctx, 99); return err }, docs: none, outcome: patterns.ErrNotFound},
-			{name: "Items", call: func() error { return drain(r.Items(ctx, 1)) }, docs: none},
-			{name: "Items", sendsNothing: true, call: func() error { return drain(r.Items(ctx, nil)) }, docs: none, outcome: patterns.ErrInvalid},
-			{name: "Page", call: func() error { _, _, err := r.Page(ctx, 1, Cursor{}, 4); return err }, docs: none},
-			{name: "Count", call: func() error { _, err := r.Count(ctx, 1); return err }, docs: none},
-			{name: "Update", call: func() error { return r.Update(ctx, 1, comment{ID: "a01", Text: "x"}) }, docs: 1},
-			{name: "Update", call: func() error { return r.Update(ctx, 1, comment{ID: "a04", Text: "y"}) }, docs: 1},
-			{name: "Update", call: func() error { return r.Update(ctx, 1, comment{ID: "zz"}) }, docs: unchecked, outcome: patterns.ErrNotFound},
-			{name: "Remove", call: func() error { return r.Remove(ctx, 1, "a00") }, docs: 1},
-			{name: "Remove", call: func() error { return r.Remove(ctx, 1, "a05") }, docs: 1},
-			{name: "Remove", call: func() error { return r.Remove(ctx, 1, "zz") }, docs: unchecked, outcome: patterns.ErrNotFound},
-			{name: "Delete", call: func() error { return r.Delete(ctx, 1) }, docs: some}, // the parent and its overflow documents
-			{name: "Delete", call: func() error { return r.Delete(ctx, 1) }, docs: 0, outcome: patterns.ErrNotFound},
+			{Name: "Append", Call: func() error { return r.Append(ctx, 1, comments("a", 0, 6)...) }, Docs: mongotest.SomeDocs},
+			{Name: "Append", SendsNothing: true, Call: func() error { return r.Append(ctx, 1) }, Docs: mongotest.NoDocs},
+			{Name: "Append", Call: func() error { return r.Append(ctx, 99, comments("b", 0, 1)...) }, Docs: mongotest.AnyDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Get", Call: func() error { _, _, err := r.Get(ctx, 1); return err }, Docs: mongotest.NoDocs},
+			{Name: "Get", Call: func() error { _, _, err := r.Get(ctx, 99); return err }, Docs: mongotest.NoDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Items", Call: func() error { return drain(r.Items(ctx, 1)) }, Docs: mongotest.NoDocs},
+			{Name: "Items", SendsNothing: true, Call: func() error { return drain(r.Items(ctx, nil)) }, Docs: mongotest.NoDocs, Outcome: patterns.ErrInvalid},
+			{Name: "Page", Call: func() error { _, _, err := r.Page(ctx, 1, Cursor{}, 4); return err }, Docs: mongotest.NoDocs},
+			{Name: "Count", Call: func() error { _, err := r.Count(ctx, 1); return err }, Docs: mongotest.NoDocs},
+			{Name: "Update", Call: func() error { return r.Update(ctx, 1, comment{ID: "a01", Text: "x"}) }, Docs: 1},
+			{Name: "Update", Call: func() error { return r.Update(ctx, 1, comment{ID: "a04", Text: "y"}) }, Docs: 1},
+			{Name: "Update", Call: func() error { return r.Update(ctx, 1, comment{ID: "zz"}) }, Docs: mongotest.AnyDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Remove", Call: func() error { return r.Remove(ctx, 1, "a00") }, Docs: 1},
+			{Name: "Remove", Call: func() error { return r.Remove(ctx, 1, "a05") }, Docs: 1},
+			{Name: "Remove", Call: func() error { return r.Remove(ctx, 1, "zz") }, Docs: mongotest.AnyDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Delete", Call: func() error { return r.Delete(ctx, 1) }, Docs: mongotest.SomeDocs}, // the parent and its overflow documents
+			{Name: "Delete", Call: func() error { return r.Delete(ctx, 1) }, Docs: 0, Outcome: patterns.ErrNotFound},
 		}
-		reported := map[string]bool{}
-		for _, row := range rows {
-			reported[row.name] = true
-			op := rec.RequireReports(t, "outlier", row.name, row.sendsNothing, row.call)
-			require.ErrorIs(t, op.Outcome(), row.outcome, "%s: outcome", row.name)
-			if row.outcome == nil {
-				require.NoError(t, op.Outcome(), "%s: outcome", row.name)
-			}
-			require.Equal(t, []string{"posts", "posts_overflow"}, op.Collections, row.name)
-			require.Equal(t, path, op.Plan, row.name)
-			require.Equal(t, features, op.Features, row.name)
-			n, known := op.Documents()
-			switch row.docs {
-			case unchecked:
-			case none:
-				require.False(t, known, "%s: a read or a failed check reports no documents (%d)", row.name, n)
-			case some:
-				require.True(t, known, "%s: documents written", row.name)
-				require.Positive(t, n, "%s: documents written", row.name)
-			default:
-				require.True(t, known, "%s: documents written", row.name)
-				require.Equal(t, row.docs, n, "%s: documents written", row.name)
-			}
-			require.Zero(t, op.Retries(), row.name)
-			require.Zero(t, op.Conflicts(), row.name)
-		}
-		mongotest.RequireEveryOperation(t, r, reported, "Config", "Indexes")
+		want := patterns.OperationInfo{Package: "outlier", Collections: []string{"posts", "posts_overflow"}}
+		want.Plan, want.Features = p.Path()
+		rec.RequireRows(t, r, want, rows, "Config", "Indexes")
 	})
 }
 
@@ -136,9 +99,7 @@ func TestHookSeesLostCompareAndSet(t *testing.T) {
 	w.Close()
 	require.True(t, w.Fired())
 	require.NoError(t, otherErr)
-	require.NoError(t, op.Err)
-	require.Equal(t, 1, op.Conflicts())
-	require.Equal(t, []patterns.Event{{Kind: patterns.EventConflict}}, rec.Events(op))
+	rec.RequireConflicts(t, op, 1)
 	_, items, err := r.Get(ctx, 1)
 	require.NoError(t, err)
 	require.Equal(t, comments("a", 0, 1), items)
@@ -159,14 +120,7 @@ func TestHookSeesRetry(t *testing.T) {
 		require.NoError(t, err)
 		tp.Arm(1) // the push
 		op := rec.RequireReports(t, "outlier", "Append", false, func() error { return r.Append(ctx, 1, comments("a", 0, 2)...) })
-		_, forged := tp.Counts()
-		require.Equal(t, 1, forged)
-		require.NoError(t, op.Err)
-		require.Equal(t, 1, op.Retries())
-		events := rec.Events(op)
-		require.Len(t, events, 1)
-		require.Equal(t, patterns.EventRetry, events[0].Kind)
-		require.True(t, srverr.Transient(events[0].Err), "the event carries the transient error: %v", events[0].Err)
+		tp.RequireRetried(t, rec, op)
 		n, _ := op.Documents()
 		require.Equal(t, int64(1), n, "the parent, once")
 		_, items, err := r.Get(ctx, 1)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
-	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
 )
@@ -35,72 +34,42 @@ func TestEveryOperationReports(t *testing.T) {
 		ctx := context.Background()
 		r, rec := hookRepo(t, p)
 		insertParents(t, r.Indexes()[0].Collection.Database(), "a")
-		path, features := p.Path()
-		const none = -1      // a read: no documents reported
-		const unchecked = -2 // the documents differ by plan
-		rows := []struct {
-			name         string
-			sendsNothing bool
-			call         func() error
-			docs         int64 // none for a read
-			outcome      error
-		}{
-			{name: "Add", call: func() error { return r.Add(ctx, "a", five...) }, docs: 6}, // 5 items, the parent
-			{name: "Add", sendsNothing: true, call: func() error { return r.Add(ctx, "a") }, docs: none},
-			{name: "Add", call: func() error { return r.Add(ctx, "missing", item{ID: 50, Score: 1}) }, docs: unchecked, outcome: patterns.ErrNotFound},
-			{name: "Get", call: func() error { _, err := r.Get(ctx, "a"); return err }, docs: none},
-			{name: "Get", sendsNothing: true, call: func() error { _, err := r.Get(ctx, nil); return err }, docs: none, outcome: patterns.ErrInvalid},
-			{name: "Count", call: func() error { _, err := r.Count(ctx, "a"); return err }, docs: none},
-			{name: "Item", call: func() error { _, err := r.Item(ctx, "a", 1); return err }, docs: none},
-			{name: "Item", call: func() error { _, err := r.Item(ctx, "a", 999); return err }, docs: none, outcome: patterns.ErrNotFound},
-			{name: "Page", call: func() error { _, _, err := r.Page(ctx, "a", subset.Cursor{}, 2); return err }, docs: none},
-			{name: "All", call: func() error {
+		rows := []mongotest.Row{
+			{Name: "Add", Call: func() error { return r.Add(ctx, "a", five...) }, Docs: 6}, // 5 items, the parent
+			{Name: "Add", SendsNothing: true, Call: func() error { return r.Add(ctx, "a") }, Docs: mongotest.NoDocs},
+			{Name: "Add", Call: func() error { return r.Add(ctx, "missing", item{ID: 50, Score: 1}) }, Docs: mongotest.AnyDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Get", Call: func() error { _, err := r.Get(ctx, "a"); return err }, Docs: mongotest.NoDocs},
+			{Name: "Get", SendsNothing: true, Call: func() error { _, err := r.Get(ctx, nil); return err }, Docs: mongotest.NoDocs, Outcome: patterns.ErrInvalid},
+			{Name: "Count", Call: func() error { _, err := r.Count(ctx, "a"); return err }, Docs: mongotest.NoDocs},
+			{Name: "Item", Call: func() error { _, err := r.Item(ctx, "a", 1); return err }, Docs: mongotest.NoDocs},
+			{Name: "Item", Call: func() error { _, err := r.Item(ctx, "a", 999); return err }, Docs: mongotest.NoDocs, Outcome: patterns.ErrNotFound},
+			{Name: "Page", Call: func() error { _, _, err := r.Page(ctx, "a", subset.Cursor{}, 2); return err }, Docs: mongotest.NoDocs},
+			{Name: "All", Call: func() error {
 				for _, err := range r.All(ctx, "a") {
 					if err != nil {
 						return err
 					}
 				}
 				return nil
-			}, docs: none},
-			{name: "All", sendsNothing: true, call: func() error {
+			}, Docs: mongotest.NoDocs},
+			{Name: "All", SendsNothing: true, Call: func() error {
 				for _, err := range r.All(ctx, nil) {
 					return err
 				}
 				return nil
-			}, docs: none, outcome: patterns.ErrInvalid},
-			{name: "Update", call: func() error { return r.Update(ctx, "a", item{ID: 1, Score: 90}) }, docs: 2}, // the item, the parent
-			{name: "Update", call: func() error { return r.Update(ctx, "a", item{ID: 999, Score: 90}) }, docs: 0, outcome: patterns.ErrNotFound},
-			{name: "Remove", call: func() error { return r.Remove(ctx, "a", 2) }, docs: 2}, // the item, the parent
-			{name: "Rebuild", call: func() error { return r.Rebuild(ctx, "a") }, docs: 1},
-			{name: "Rebuild", call: func() error { return r.Rebuild(ctx, "missing") }, docs: none, outcome: patterns.ErrNotFound},
-			{name: "RebuildAll", call: func() error { _, err := r.RebuildAll(ctx, nil); return err }, docs: 1},
-			{name: "Delete", call: func() error { return r.Delete(ctx, "a") }, docs: 5}, // the parent, 4 items
-			{name: "Delete", call: func() error { return r.Delete(ctx, "a") }, docs: 0, outcome: patterns.ErrNotFound},
+			}, Docs: mongotest.NoDocs, Outcome: patterns.ErrInvalid},
+			{Name: "Update", Call: func() error { return r.Update(ctx, "a", item{ID: 1, Score: 90}) }, Docs: 2}, // the item, the parent
+			{Name: "Update", Call: func() error { return r.Update(ctx, "a", item{ID: 999, Score: 90}) }, Docs: 0, Outcome: patterns.ErrNotFound},
+			{Name: "Remove", Call: func() error { return r.Remove(ctx, "a", 2) }, Docs: 2}, // the item, the parent
+			{Name: "Rebuild", Call: func() error { return r.Rebuild(ctx, "a") }, Docs: 1},
+			{Name: "Rebuild", Call: func() error { return r.Rebuild(ctx, "missing") }, Docs: mongotest.NoDocs, Outcome: patterns.ErrNotFound},
+			{Name: "RebuildAll", Call: func() error { _, err := r.RebuildAll(ctx, nil); return err }, Docs: 1},
+			{Name: "Delete", Call: func() error { return r.Delete(ctx, "a") }, Docs: 5}, // the parent, 4 items
+			{Name: "Delete", Call: func() error { return r.Delete(ctx, "a") }, Docs: 0, Outcome: patterns.ErrNotFound},
 		}
-		reported := map[string]bool{}
-		for _, row := range rows {
-			reported[row.name] = true
-			op := rec.RequireReports(t, "subset", row.name, row.sendsNothing, row.call)
-			require.ErrorIs(t, op.Outcome(), row.outcome, "%s: outcome", row.name)
-			if row.outcome == nil {
-				require.NoError(t, op.Outcome(), "%s: outcome", row.name)
-			}
-			require.Equal(t, []string{"parents", "items"}, op.Collections, row.name)
-			require.Equal(t, path, op.Plan, row.name)
-			require.Equal(t, features, op.Features, row.name)
-			n, known := op.Documents()
-			switch {
-			case row.docs == unchecked:
-			case row.docs == none:
-				require.False(t, known, "%s: a read or a failed check reports no documents (%d)", row.name, n)
-			default:
-				require.True(t, known, "%s: documents written", row.name)
-				require.Equal(t, row.docs, n, "%s: documents written", row.name)
-			}
-			require.Zero(t, op.Retries(), row.name)
-			require.Zero(t, op.Conflicts(), row.name)
-		}
-		mongotest.RequireEveryOperation(t, r, reported, "Indexes")
+		want := patterns.OperationInfo{Package: "subset", Collections: []string{"parents", "items"}}
+		want.Plan, want.Features = p.Path()
+		rec.RequireRows(t, r, want, rows, "Indexes")
 	})
 }
 
@@ -125,9 +94,7 @@ func TestHookSeesLostCompareAndSet(t *testing.T) {
 		w.Close()
 		require.True(t, w.Fired())
 		require.NoError(t, otherErr)
-		require.NoError(t, op.Err)
-		require.Equal(t, 1, op.Conflicts())
-		require.Equal(t, []patterns.Event{{Kind: patterns.EventConflict}}, rec.Events(op))
+		rec.RequireConflicts(t, op, 1)
 		requireState(t, r, "a", five, 3)
 	})
 }
@@ -148,14 +115,7 @@ func TestHookSeesRetry(t *testing.T) {
 		r := newRepo[parent, item](t, tp.Client().Database(db.Name()), cfg, p)
 		tp.Arm(1) // the insert of the items
 		op := rec.RequireReports(t, "subset", "Add", false, func() error { return r.Add(ctx, "a", five...) })
-		_, forged := tp.Counts()
-		require.Equal(t, 1, forged)
-		require.NoError(t, op.Err)
-		require.Equal(t, 1, op.Retries())
-		events := rec.Events(op)
-		require.Len(t, events, 1)
-		require.Equal(t, patterns.EventRetry, events[0].Kind)
-		require.True(t, srverr.Transient(events[0].Err), "the event carries the transient error: %v", events[0].Err)
+		tp.RequireRetried(t, rec, op)
 		n, _ := op.Documents()
 		require.Equal(t, int64(6), n, "the items once, and the parent")
 		requireState(t, r, "a", five, 3)
