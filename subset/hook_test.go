@@ -12,12 +12,11 @@ import (
 	"github.com/mongopatterns/mongopatterns/subset"
 )
 
-// hookRepo builds a repository like config(3)'s on plan p whose Hook is
-// a new Recorder.
-func hookRepo(t *testing.T, p subset.Plan) (*subset.Repo[parent, item], *mongotest.Recorder) {
+// hookRepo builds a repository with cfg on plan p whose Hook is a new
+// Recorder.
+func hookRepo(t *testing.T, cfg subset.Config, p subset.Plan) (*subset.Repo[parent, item], *mongotest.Recorder) {
 	t.Helper()
 	rec := mongotest.NewRecorder(t)
-	cfg := config(3)
 	cfg.Hook = rec
 	r := newRepo[parent, item](t, mongotest.DB(t), cfg, p)
 	return r, rec
@@ -32,7 +31,7 @@ func hookRepo(t *testing.T, p subset.Plan) (*subset.Repo[parent, item], *mongote
 func TestEveryOperationReports(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		ctx := context.Background()
-		r, rec := hookRepo(t, p)
+		r, rec := hookRepo(t, config(3), p)
 		insertParents(t, r.Indexes()[0].Collection.Database(), "a")
 		rows := []mongotest.Row{
 			{Name: "Add", Call: func() error { return r.Add(ctx, "a", five...) }, Docs: 6}, // 5 items, the parent
@@ -81,7 +80,7 @@ func TestEveryOperationReports(t *testing.T) {
 func TestHookSeesLostCompareAndSet(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		ctx := context.Background()
-		r, rec := hookRepo(t, p)
+		r, rec := hookRepo(t, config(3), p)
 		db := r.Indexes()[0].Collection.Database()
 		insertParents(t, db, "a")
 		require.NoError(t, r.Add(ctx, "a", five...))
@@ -119,5 +118,35 @@ func TestHookSeesRetry(t *testing.T) {
 		n, _ := op.Documents()
 		require.Equal(t, int64(6), n, "the items once, and the parent")
 		requireState(t, r, "a", five, 3)
+	})
+}
+
+// TestCountedOperationsReport: with Config.CountField, the paths that
+// count the items (Count of a parent without a count, which sets it as
+// Rebuild does; Add's recomputation; Remove of an item in neither place,
+// which checks the count) report their commands as the others do.
+func TestCountedOperationsReport(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		r, rec := hookRepo(t, counted(3), p)
+		insertParents(t, r.Indexes()[0].Collection.Database(), "a")
+		for _, row := range []struct {
+			name string
+			call func() error
+			docs int64
+		}{
+			{"Count", func() error { _, err := r.Count(ctx, "a"); return err }, 1}, // the parent gets its count
+			{"Add", func() error { return r.Add(ctx, "a", five...) }, 6},
+			{"Count", func() error { _, err := r.Count(ctx, "a"); return err }, -1},
+			{"Remove", func() error { return r.Remove(ctx, "a", 999) }, -1},
+		} {
+			op := rec.RequireReports(t, "subset", row.name, false, row.call)
+			n, known := op.Documents()
+			if row.docs < 0 {
+				require.False(t, known, row.name)
+			} else {
+				require.Equal(t, row.docs, n, row.name)
+			}
+		}
 	})
 }
