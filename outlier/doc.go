@@ -145,11 +145,13 @@
 // the [patterns.Hook] as one operation ([Repo.Items]: each iteration):
 // its start, with the collections and the plan ("native" or "portable",
 // and the features it relies on); each write sent again after a
-// transient failure; each guarded write that matched nothing because a
-// concurrent writer moved what it was guarded on, after which the
-// operation reads again (the misses of Append's pushes and closes, of
-// Update's writes, and of Remove's pull of the elements as read where it
-// pulls them whole); and its end, with the commands it sent (getMores
+// transient failure; each guarded write that matched nothing, after
+// which the operation reads again, as a lost compare-and-set: a
+// concurrent writer moved what it was guarded on (or, for an Append sent
+// again, an earlier attempt stored its items): the misses of Append's
+// pushes and closes after its first read of the parent, of Update's
+// writes, and of Remove's pull of the elements as read where it pulls
+// them whole; and its end, with the commands it sent (getMores
 // and killCursors included), the documents it wrote as the server
 // reports them, and its error. An Append whose items another call's
 // batch wrote (see [Repo.Append]) reports the commands of that batch in
