@@ -10,6 +10,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -135,7 +136,9 @@ const maxMisses = 100
 // deleted parent still running when the new one first overflows can
 // write into the new parent's overflow after that; Delete the parent to
 // be rid of it.
-func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) error {
+func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) (err error) {
+	ctx, op := r.start(ctx, "Append")
+	defer func() { op.End(err) }()
 	if err := validParent("Append", parentID); err != nil {
 		return err
 	}
@@ -260,6 +263,7 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 			case out == pushed:
 				pending, misses = pending[k:], 0
 			default:
+				patterns.OperationFrom(ctx).Lost()
 				misses, missed = misses+1, true
 			}
 		}
@@ -513,6 +517,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 					return nil, err
 				}
 				if !ok {
+					patterns.OperationFrom(ctx).Lost()
 					misses, query = misses+1, true
 					continue
 				}
@@ -533,6 +538,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 			return nil, err
 		}
 		if res.MatchedCount == 0 {
+			patterns.OperationFrom(ctx).Lost()
 			st, err := r.readParent(ctx, p, parentID) // errNoParent if it is gone
 			if err != nil {
 				return nil, err
@@ -553,6 +559,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 			return nil, err
 		}
 		if !ok {
+			patterns.OperationFrom(ctx).Lost()
 			misses, query = misses+1, true
 			continue
 		}
@@ -568,8 +575,13 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 // that was read open after they were found: documents a deleted parent
 // with the same id left behind.
 func (r *Repo[P, I]) dropLeftovers(ctx context.Context, parentID any, found []bson.RawValue) error {
+	op := patterns.OperationFrom(ctx)
 	return srverr.Retry(ctx, func() error {
-		_, err := r.overflow.DeleteMany(ctx, leftoversFilter(parentID, found))
+		op.Sent(1)
+		res, err := r.overflow.DeleteMany(ctx, leftoversFilter(parentID, found))
+		if err == nil {
+			op.Affected(res.DeletedCount)
+		}
 		return err
 	})
 }
@@ -578,13 +590,15 @@ func (r *Repo[P, I]) dropLeftovers(ctx context.Context, parentID any, found []bs
 // `from` on (nil if there is none) and drops the items already stored in
 // any overflow document; found are the _ids of the documents it read.
 func (r *Repo[P, I]) findTail(ctx context.Context, parentID any, from int64, items []item) (tail *tailDoc, left []item, found []bson.RawValue, err error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.overflow.Find(ctx, r.overflowQuery(parentID, from, items),
 		options.Find().SetProjection(r.overflowQueryProjection()))
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	var docs []tailDoc
-	if err := cur.All(ctx, &docs); err != nil {
+	if err := obs.All(ctx, op, cur, &docs); err != nil {
 		return nil, nil, nil, err
 	}
 	present := map[string]bool{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/check"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // Config configures a [Repo]. Field names are BSON names, single fields
@@ -46,6 +47,10 @@ type Config struct {
 	// [DefaultBatchItems] items (DefaultBatchItems/OverflowCap, at least
 	// 1). It bounds the memory of a streaming read.
 	BatchSize int
+
+	// Hook, when set, observes every operation of the repository (see
+	// [patterns.Hook]); nil reports nothing and costs nothing.
+	Hook patterns.Hook
 }
 
 // Defaults of the optional [Config] fields.

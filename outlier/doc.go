@@ -138,6 +138,27 @@
 // reader sees between them; a transaction would make them one unit that
 // a single write conflict aborts. Call them outside the transaction. A
 // session without a transaction is joined: every command carries its id.
+//
+// # Observing
+//
+// With Config.Hook set, every method that may send a command reports to
+// the [patterns.Hook] as one operation ([Repo.Items]: each iteration):
+// its start, with the collections and the plan ("native" or "portable",
+// and the features it relies on); each write sent again after a
+// transient failure; each guarded write that matched nothing, after
+// which the operation reads again, as a lost compare-and-set: a
+// concurrent writer moved what it was guarded on (or, for an Append sent
+// again, an earlier attempt stored its items): the misses of Append's
+// pushes and closes after its first read of the parent, of Update's
+// writes, and of Remove's pull of the elements as read where it pulls
+// them whole; and its end, with the commands it sent (getMores
+// and killCursors included), the documents it wrote as the server
+// reports them, and its error. An Append whose items another call's
+// batch wrote (see [Repo.Append]) reports the commands of that batch in
+// the operation of the call that wrote it. Its commands use the context
+// the hook returns. Nothing more is sent: the costs in commands above
+// hold with a hook. A nil Hook reports nothing and costs nothing (no
+// allocation).
 package outlier
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

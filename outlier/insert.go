@@ -33,7 +33,9 @@ import (
 // Parents inserted by other means work too: a missing or null array is an
 // empty one (Append gives it an array first, one command more), a missing
 // flag is false.
-func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
+func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (_ any, err error) {
+	ctx, op := r.start(ctx, "Insert")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("Insert", err)
 	}
@@ -43,12 +45,14 @@ func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (any, error) {
 	}
 	var res *mongo.InsertOneResult
 	err = srverr.Retry(ctx, func() (err error) {
+		op.Sent(1)
 		res, err = r.parents.InsertOne(ctx, doc)
 		return err
 	})
 	if err != nil {
 		return nil, pkg.Wrap("Insert", srverr.Classify(err))
 	}
+	op.Affected(1)
 	return res.InsertedID, nil
 }
 

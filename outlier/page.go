@@ -12,8 +12,10 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // maxLimit is the largest page [Repo.Page] returns.
@@ -71,7 +73,9 @@ const maxLimit = 1 << 20
 // never read. A cursor in overflow on a parent that has none (deleted and
 // inserted again) gives an empty page and the zero Cursor. It takes the
 // same path on every server.
-func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) (_ []I, _ Cursor, err error) {
+	ctx, op := r.start(ctx, "Page")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, Cursor{}, pkg.Wrap("Page", err)
 	}
@@ -276,6 +280,8 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from int64,
 	return func(yield func(bson.Raw, error) bool) {
 		for {
 			limit := int64(max(1, size()))
+			op := patterns.OperationFrom(ctx)
+			op.Sent(1)
 			cur, err := r.overflow.Find(ctx, overflowPageFilter(parentID, from), options.Find().
 				SetSort(overflowOrder).SetProjection(overflowPageProjection).
 				SetLimit(limit).SetBatchSize(int32(min(limit+1, math.MaxInt32))))
@@ -284,7 +290,7 @@ func (r *Repo[P, I]) overflowFrom(ctx context.Context, parentID any, from int64,
 				return
 			}
 			var docs []bson.Raw
-			err = cur.All(ctx, &docs)
+			err = obs.All(ctx, op, cur, &docs)
 			if err != nil {
 				yield(nil, err)
 				return

@@ -11,8 +11,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/mongopatterns/mongopatterns/internal/seq"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // overflowItems is an overflow document decoded for reading.
@@ -42,7 +43,9 @@ type overflowItems[I any] struct {
 // no overflow item is missed; a missing parent is [patterns.ErrNotFound].
 // On an error (a getMore that fails after the first batch included) it
 // returns no items, never some of them: it is safe to call again.
-func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
+func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (_ P, _ []I, err error) {
+	ctx, op := r.start(ctx, "Get")
+	defer func() { op.End(err) }()
 	var p P
 	if err := txn.Refuse(ctx); err != nil {
 		return p, nil, pkg.Wrap("Get", err)
@@ -69,13 +72,14 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 	// The tail hint says how many documents there are (seqs 0..tail, and
 	// maybe tail+1 being opened): ask for them all in the first reply.
 	tail, _ := parent.Lookup(r.cfg.TailField).AsInt64OK()
+	op.Sent(1)
 	cur, err := r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
 		SetSort(overflowOrder).SetProjection(overflowItemsProjection).SetBatchSize(int32(min(tail+2, math.MaxInt32))))
 	if err != nil {
 		return p, nil, fail("Get", parentID, err)
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	for cur.Next(ctx) {
+	defer obs.Close(context.WithoutCancel(ctx), op, cur)
+	for obs.Next(ctx, op, cur) {
 		var doc overflowItems[I]
 		if err := cur.Decode(&doc); err != nil {
 			return p, nil, fail("Get", parentID, err)
@@ -111,17 +115,24 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (P, []I, error) {
 // and the cursor is sorted by it, so a repeat always has a seq already
 // passed, and dropping it needs no memory.
 func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error] {
-	if err := txn.Refuse(ctx); err != nil {
-		return seq.Err[I](pkg.Wrap("Items", err))
-	}
-	if err := validParent("Items", parentID); err != nil {
-		return seq.Err[I](err)
-	}
 	return func(yield func(I, error) bool) {
+		ctx, op := r.start(ctx, "Items")
+		var err error
+		defer func() { op.End(err) }()
 		var zero I
+		if err = txn.Refuse(ctx); err != nil {
+			err = pkg.Wrap("Items", err)
+			yield(zero, err)
+			return
+		}
+		if err = validParent("Items", parentID); err != nil {
+			yield(zero, err)
+			return
+		}
 		parent, items, err := r.readEmbedded(ctx, parentID, r.embeddedProjection())
 		if err != nil {
-			yield(zero, fail("Items", parentID, err))
+			err = fail("Items", parentID, err)
+			yield(zero, err)
 			return
 		}
 		for _, it := range items {
@@ -132,7 +143,7 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 		if !r.flagged(parent) {
 			return
 		}
-		if err := r.overflowItems(ctx, parentID, func(items []I) bool {
+		if err = r.overflowItems(ctx, parentID, func(items []I) bool {
 			for _, it := range items {
 				if !yield(it, nil) {
 					return false
@@ -140,7 +151,8 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 			}
 			return true
 		}); err != nil {
-			yield(zero, fail("Items", parentID, err))
+			err = fail("Items", parentID, err)
+			yield(zero, err)
 		}
 	}
 }
@@ -150,14 +162,16 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 // one cursor of Config.BatchSize documents per batch; it skips a document
 // the cursor returns again (a seq not past the last one handed over).
 func (r *Repo[P, I]) overflowItems(ctx context.Context, parentID any, use func([]I) bool) error {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.overflow.Find(ctx, overflowFilter(parentID), options.Find().
 		SetSort(overflowOrder).SetProjection(overflowPageProjection).SetBatchSize(int32(r.cfg.BatchSize)))
 	if err != nil {
 		return err
 	}
-	defer cur.Close(context.WithoutCancel(ctx))
+	defer obs.Close(context.WithoutCancel(ctx), op, cur)
 	last := int64(math.MinInt64)
-	for cur.Next(ctx) {
+	for obs.Next(ctx, op, cur) {
 		s, ok := cur.Current.Lookup(fSeq).AsInt64OK()
 		if !ok {
 			return fmt.Errorf("overflow document %v has no integer %s", cur.Current.Lookup("_id"), fSeq)
@@ -266,7 +280,9 @@ func embeddedField[P, I any](field string) []int {
 // counts of the overflow documents, $match and $group with $sum, served by
 // the {parent, seq} index), on every server. Between the two, the result
 // is as for [Repo.Get]. A missing parent is [patterns.ErrNotFound].
-func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
+func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (_ int, err error) {
+	ctx, op := r.start(ctx, "Count")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return 0, pkg.Wrap("Count", err)
 	}
@@ -285,6 +301,7 @@ func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
 	if err != nil || !r.flagged(parent) {
 		return len(vals), fail("Count", parentID, err)
 	}
+	op.Sent(1)
 	cur, err := r.overflow.Aggregate(ctx, countPipeline(parentID))
 	if err != nil {
 		return 0, fail("Count", parentID, err)
@@ -292,7 +309,7 @@ func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int, error) {
 	var sums []struct {
 		N int `bson:"n"`
 	}
-	if err := cur.All(ctx, &sums); err != nil {
+	if err := obs.All(ctx, op, cur, &sums); err != nil {
 		return 0, fail("Count", parentID, err)
 	}
 	n := len(vals)

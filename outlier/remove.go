@@ -50,7 +50,9 @@ import (
 // [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid]. Calling
 // Remove again after a failure (a lost connection) is safe: if the failed
 // call removed the item, the retry reports [patterns.ErrNotFound].
-func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
+func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
+	ctx, op := r.start(ctx, "Remove")
+	defer func() { op.End(err) }()
 	if err := validParent("Remove", parentID); err != nil {
 		return err
 	}
@@ -97,6 +99,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, p plan, parentID, itemID any) (
 		if err != nil || out != changed {
 			return out == removed, err
 		}
+		patterns.OperationFrom(ctx).Lost()
 	}
 	return false, lost("the item")
 }
@@ -137,6 +140,7 @@ func (r *Repo[P, I]) removeFromOverflow(ctx context.Context, p plan, parentID, i
 		res, err := updateOne(ctx, r.overflow, filter, update)
 		return removalOf(res, err, absent)
 	}
+	patterns.OperationFrom(ctx).Sent(1)
 	doc, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, itemID),
 		options.FindOne().SetProjection(holderProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -207,7 +211,9 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // and leaves it); after 5 such answers Delete returns
 // [patterns.ErrConflict] with the parent in place and its overflow
 // documents untouched.
-func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
+func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) (err error) {
+	ctx, op := r.start(ctx, "Delete")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Delete", err)
 	}
@@ -218,8 +224,15 @@ func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	if err != nil {
 		return fail("Delete", parentID, err)
 	}
+	if deleted {
+		op.Affected(1)
+	}
 	err = srverr.Retry(ctx, func() error {
-		_, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID))
+		op.Sent(1)
+		res, err := r.overflow.DeleteMany(ctx, overflowFilter(parentID))
+		if err == nil {
+			op.Affected(res.DeletedCount)
+		}
 		return err
 	})
 	if err != nil {

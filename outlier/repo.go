@@ -15,6 +15,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -59,8 +60,9 @@ type Repo[P, I any] struct {
 	openFields any      // see openFields
 	paths      []string // see elementPaths
 
-	planned lazy.Value[plan] // the server's path, decided on first use
-	indexed atomic.Bool      // the unique {parent, seq} index was seen
+	planned     lazy.Value[plan] // the server's path, decided on first use
+	collections []string         // Parents and Overflow, for the Hook
+	indexed     atomic.Bool      // the unique {parent, seq} index was seen
 	// appending runs one Update or batch of Appends (see queued) per
 	// parent at a time where pushes into the parent are guarded on the
 	// exact number of items read (without plan.serverSizeLimit), so that
@@ -109,7 +111,15 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 		embedded:    embeddedField[P, I](cfg.Field),
 		openFields:  openFields(cfg),
 		paths:       elementPaths(cfg),
+		collections: []string{cfg.Parents, cfg.Overflow},
 	}, nil
+}
+
+// start starts the operation name for the repository's Hook: the
+// context its commands use, and the operation to report to (nil, with
+// ctx itself, when there is no Hook).
+func (r *Repo[P, I]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.collections)
 }
 
 // encodesAsDocument checks that values of type T (or what they point to)
@@ -170,6 +180,7 @@ func (r *Repo[P, I]) checkIndexed(ctx context.Context) error {
 	if r.indexed.Load() {
 		return nil
 	}
+	patterns.OperationFrom(ctx).Sent(1)
 	specs, err := r.overflow.Indexes().ListSpecifications(ctx)
 	if err != nil {
 		return fmt.Errorf("list the indexes of %s: %w", r.overflow.Name(), err)
@@ -204,12 +215,19 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // 2.x's deadlock, which applied nothing; see [srverr.Retry]). Every update
 // of the repository is safe to send again: each is guarded by what it
 // changes (the pushes by the item ids or the room left, the removals by
-// the item's presence) or idempotent (the close, the new array).
+// the item's presence) or idempotent (the close, the new array). It
+// counts each command sent, and the documents written, in the operation
+// of ctx.
 func updateOne(ctx context.Context, coll *mongo.Collection, filter bson.D, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
+	op := patterns.OperationFrom(ctx)
 	err = srverr.Retry(ctx, func() (err error) {
+		op.Sent(1)
 		res, err = coll.UpdateOne(ctx, filter, update, opts...)
 		return err
 	})
+	if err == nil {
+		op.Affected(res.ModifiedCount + res.UpsertedCount)
+	}
 	return res, err
 }
 
@@ -217,6 +235,7 @@ func updateOne(ctx context.Context, coll *mongo.Collection, filter bson.D, updat
 // parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) findParent(ctx context.Context, parentID any, projection bson.D) (bson.Raw, error) {
 	var res *mongo.SingleResult
+	patterns.OperationFrom(ctx).Sent(1)
 	if projection == nil {
 		res = r.parents.FindOne(ctx, parentFilter(parentID))
 	} else {

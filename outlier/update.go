@@ -59,7 +59,9 @@ import (
 // then untouched. A bad parent id or item is [patterns.ErrInvalid]; an id
 // held by no item of the parent, or a missing parent, is
 // [patterns.ErrNotFound].
-func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) error {
+func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) (err error) {
+	ctx, op := r.start(ctx, "Update")
+	defer func() { op.End(err) }()
 	if err := validParent("Update", parentID); err != nil {
 		return err
 	}
@@ -93,6 +95,7 @@ func (r *Repo[P, I]) update(ctx context.Context, parentID any, in I) error {
 		if err != nil || done {
 			return err
 		}
+		patterns.OperationFrom(ctx).Lost()
 	}
 	return fmt.Errorf("%d updates of item %s in a row lost to concurrent writers: %w", maxMisses, bsonid.Text(it.id), patterns.ErrConflict)
 }
@@ -145,6 +148,7 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 // updateOverflow replaces the item in the overflow document holding it,
 // read first; false when the guarded write matched nothing.
 func (r *Repo[P, I]) updateOverflow(ctx context.Context, parentID any, it item, budget int) (bool, error) {
+	patterns.OperationFrom(ctx).Sent(1)
 	holder, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, it.id), options.FindOne().SetProjection(holderUpdateProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		// Say which is missing, the parent or the item: a read on the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -105,7 +106,9 @@ const maxAttempts = 10
 // cannot tell them from items added before): send them again without the
 // bad ones, or Remove them. Should the deletion fail, Add returns that
 // failure, not ErrInvalid.
-func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) error {
+func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err error) {
+	ctx, op := r.start(ctx, "Add")
+	defer func() { op.End(err) }()
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
 		return fail("Add", err)
@@ -227,6 +230,7 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 // recomputation, which read the parent before the push, kept as pushed
 // since), recomputes the subset from a read of the parent.
 func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
+	patterns.OperationFrom(ctx).Sent(1)
 	n, err := r.items.CountDocuments(ctx, r.cmd.itemsAsPushed(parent.id, docs(pushed)))
 	if err != nil {
 		return fmt.Errorf("count the items pushed: %w", err)
@@ -333,6 +337,7 @@ func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted,
 	if !ok || bwe.WriteConcernError != nil {
 		return nil, nil, fmt.Errorf("insert the items: %w", err)
 	}
+	defer func() { patterns.OperationFrom(ctx).Affected(int64(len(inserted))) }()
 	failed := make([]bool, len(entries))
 	var other error
 	for _, we := range bwe.WriteErrors {
@@ -361,12 +366,14 @@ var unordered = options.InsertMany().SetOrdered(false)
 // storedItems reads the items that filter matches (one find), by
 // bsonid.Key of their ids.
 func (r *Repo[P, I]) storedItems(ctx context.Context, filter bson.D) (map[string]entry, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.items.Find(ctx, filter)
 	if err != nil {
 		return nil, fmt.Errorf("read the stored items: %w", err)
 	}
 	var found []bson.Raw
-	if err := cur.All(ctx, &found); err != nil {
+	if err := obs.All(ctx, op, cur, &found); err != nil {
 		return nil, fmt.Errorf("read the stored items: %w", err)
 	}
 	out := make(map[string]entry, len(found))

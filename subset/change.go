@@ -47,7 +47,9 @@ import (
 // the subset may see the item there that the items collection no longer
 // holds (a Remove between the insert and the push of an Add on the push
 // path: the Add's recomputation takes it out before the Add returns).
-func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) error {
+func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
+	ctx, op := r.start(ctx, "Remove")
+	defer func() { op.End(err) }()
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))
 	}
@@ -70,6 +72,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 		return fmt.Errorf("delete the item: %w", srverr.Classify(err))
 	}
 	if deleted {
+		patterns.OperationFrom(ctx).Affected(1)
 		st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
 		if err != nil {
 			return err
@@ -128,7 +131,9 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // replacing the item: the items collection holds the new version, the
 // subset keeps the old one until the parent has room and [Repo.Rebuild]
 // runs. Remove and Rebuild report the same condition the same way.
-func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) error {
+func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) (err error) {
+	ctx, op := r.start(ctx, "Update")
+	defer func() { op.End(err) }()
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
 		return fail("Update", err)
@@ -169,7 +174,9 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // subset or the new one; it is safe to retry. A missing parent gives
 // [patterns.ErrNotFound]; a parent that its first Cap items would take
 // past 16 MiB gives [patterns.ErrTooLarge] and keeps its subset.
-func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) error {
+func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) (err error) {
+	ctx, op := r.start(ctx, "Rebuild")
+	defer func() { op.End(err) }()
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Rebuild", fmt.Errorf("parent id: %w", err))
 	}
@@ -207,7 +214,9 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // whose _id no scan can page past (a regular expression, undefined: no
 // MongoDB stores them as an _id) stops it with an error wrapping
 // patterns.ErrInvalid that names it, when it ends a page.
-func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (int, error) {
+func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (_ int, err error) {
+	ctx, op := r.start(ctx, "RebuildAll")
+	defer func() { op.End(err) }()
 	p, err := r.plan(ctx)
 	if err != nil {
 		return 0, fail("RebuildAll", err)

@@ -85,6 +85,10 @@ type Config struct {
 	// server) and every recomputation sends one count more: see the
 	// package documentation. The zero value keeps no count.
 	CountField string
+
+	// Hook, when set, observes every operation of the repository (see
+	// [patterns.Hook]); nil reports nothing and costs nothing.
+	Hook patterns.Hook
 }
 
 // normalize fills in the defaults and validates c; every error wraps

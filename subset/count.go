@@ -36,7 +36,9 @@ import (
 // count of the items collection for a parent without the field would run
 // ahead of the count that a first Add in flight then stores, counted
 // before another Add's item arrived: hence the write.)
-func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int64, error) {
+func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (_ int64, err error) {
+	ctx, op := r.start(ctx, "Count")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return 0, fail("Count", err)
 	}
@@ -51,10 +53,13 @@ func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (int64, error) {
 }
 
 func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
+	op := patterns.OperationFrom(ctx)
 	if r.cfg.CountField == "" {
+		op.Sent(1)
 		return r.items.CountDocuments(ctx, r.cmd.items(parentID))
 	}
 	for set := false; ; set = true {
+		op.Sent(1)
 		raw, err := r.parents.FindOne(ctx, r.cmd.parent(parentID), options.FindOne().SetProjection(r.cmd.countProjection())).Raw()
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return 0, errNoParent
@@ -101,7 +106,9 @@ func countOf(field string, v bson.RawValue) (int64, error) {
 // gives [patterns.ErrNotFound]; an invalid id gives
 // [patterns.ErrInvalid]. It takes the same path on every server, and sees
 // an item as soon as [Repo.Add]'s first step has stored it.
-func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (I, error) {
+func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (_ I, err error) {
+	ctx, op := r.start(ctx, "Item")
+	defer func() { op.End(err) }()
 	var it I
 	if err := txn.Refuse(ctx); err != nil {
 		return it, fail("Item", err)
@@ -112,7 +119,8 @@ func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (I, error) 
 	if err := patterns.ValidateID(itemID); err != nil {
 		return it, fail("Item", fmt.Errorf("parent %s: item id: %w", idOf(parentID), err))
 	}
-	err := r.items.FindOne(ctx, r.cmd.item(parentID, itemID)).Decode(&it)
+	op.Sent(1)
+	err = r.items.FindOne(ctx, r.cmd.item(parentID, itemID)).Decode(&it)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		err = fmt.Errorf("no such item: %w", patterns.ErrNotFound)
 	}

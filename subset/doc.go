@@ -207,6 +207,21 @@
 // reader sees between them; a transaction would make them one unit that
 // a single write conflict aborts. Call them outside the transaction. A
 // session without a transaction is joined: every command carries its id.
+//
+// # Observing
+//
+// With Config.Hook set, every method that may send a command reports to
+// the [patterns.Hook] as one operation ([Repo.All]: each iteration): its
+// start, with the collections and the plan (push or portable, as
+// "native" or "portable", and the features it relies on); each write
+// sent again after a transient failure; each lost compare-and-set of a
+// recomputation (a concurrent recomputation moved the revision, or
+// deleted the parent); and its
+// end, with the commands it sent (getMores and killCursors included),
+// the documents it wrote as the server reports them, and its error. Its
+// commands use the context the hook returns. Nothing more is sent:
+// the counts of commands above hold with a hook. A nil Hook reports
+// nothing and costs nothing (no allocation).
 package subset
 
 import "github.com/mongopatterns/mongopatterns/internal/errs"

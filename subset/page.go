@@ -12,8 +12,8 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
-	"github.com/mongopatterns/mongopatterns/internal/seq"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -57,45 +57,56 @@ import (
 // an item is yielded in its place or ends the iteration with that error
 // naming it, never skipped in silence.
 func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.Lister[options.FindOptions]) iter.Seq2[I, error] {
+	opts = slices.Clip(opts)
+	return func(yield func(I, error) bool) {
+		ctx, op := r.start(ctx, "All")
+		var err error
+		defer func() { op.End(err) }()
+		if err = r.all(ctx, parentID, opts, yield); err != nil {
+			var zero I
+			yield(zero, err)
+		}
+	}
+}
+
+// all yields the items of an iteration of All, and returns the error
+// that ends it, for All to yield; nil when the items ran out or yield
+// asked to stop.
+func (r *Repo[P, I]) all(ctx context.Context, parentID any, opts []options.Lister[options.FindOptions], yield func(I, error) bool) error {
 	if err := txn.Refuse(ctx); err != nil {
-		return seq.Err[I](fail("All", err))
+		return fail("All", err)
 	}
 	if err := patterns.ValidateID(parentID); err != nil {
-		return seq.Err[I](fail("All", fmt.Errorf("parent id: %w", err)))
+		return fail("All", fmt.Errorf("parent id: %w", err))
 	}
 	size, limit, err := allPages(opts)
 	if err != nil {
-		return seq.Err[I](fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err)))
+		return fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err))
 	}
-	opts = slices.Clip(opts)
-	return func(yield func(I, error) bool) {
-		var after Cursor
-		for {
-			n := size
-			if limit > 0 {
-				n = int(min(int64(n), limit))
-			}
-			page, next, err := r.page(ctx, parentID, after, n, opts...)
-			if err != nil {
-				var zero I
-				yield(zero, fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err)))
-				return
-			}
-			for _, it := range page {
-				if !yield(it, nil) {
-					return
-				}
-			}
-			if limit > 0 {
-				if limit -= int64(len(page)); limit == 0 {
-					return
-				}
-			}
-			if next.IsZero() {
-				return
-			}
-			after = next
+	var after Cursor
+	for {
+		n := size
+		if limit > 0 {
+			n = int(min(int64(n), limit))
 		}
+		page, next, err := r.page(ctx, parentID, after, n, opts...)
+		if err != nil {
+			return fail("All", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+		}
+		for _, it := range page {
+			if !yield(it, nil) {
+				return nil
+			}
+		}
+		if limit > 0 {
+			if limit -= int64(len(page)); limit == 0 {
+				return nil
+			}
+		}
+		if next.IsZero() {
+			return nil
+		}
+		after = next
 	}
 }
 
@@ -149,7 +160,9 @@ func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64
 // such items before the cursor as well as after it. The first page
 // yields them in their place.
 // It takes the same path on every server.
-func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) ([]I, Cursor, error) {
+func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) (_ []I, _ Cursor, err error) {
+	ctx, op := r.start(ctx, "Page")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, Cursor{}, fail("Page", err)
 	}
@@ -169,12 +182,14 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 // page reads the page of Page and of All's pages: opts, the caller's, come
 // before the page's sort, limit and batch size, which win.
 func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int, opts ...options.Lister[options.FindOptions]) ([]I, Cursor, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.items.Find(ctx, r.cmd.page(parentID, after), append(opts, r.cmd.firstN(limit+1))...)
 	if err != nil {
 		return nil, Cursor{}, err
 	}
 	var found []bson.Raw
-	if err := cur.All(ctx, &found); err != nil {
+	if err := obs.All(ctx, op, cur, &found); err != nil {
 		return nil, Cursor{}, err
 	}
 	if !after.IsZero() {

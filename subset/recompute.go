@@ -11,6 +11,7 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
@@ -41,6 +42,7 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	if proj := r.cmd.parentState(p); proj != nil {
 		opts.SetProjection(proj)
 	}
+	patterns.OperationFrom(ctx).Sent(1)
 	raw, err := r.parents.FindOne(ctx, filter, opts).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return st, errNoParent
@@ -93,12 +95,14 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 // top reads the parent's first Cap items in the configured order: one
 // find on the index of Indexes, in a single batch.
 func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
 	cur, err := r.items.Find(ctx, r.cmd.items(parentID), r.cmd.firstN(r.cfg.Cap))
 	if err != nil {
 		return nil, fmt.Errorf("read the first %d items: %w", r.cfg.Cap, err)
 	}
 	top := []bson.Raw{}
-	if err := cur.All(ctx, &top); err != nil {
+	if err := obs.All(ctx, op, cur, &top); err != nil {
 		return nil, fmt.Errorf("read the first %d items: %w", r.cfg.Cap, err)
 	}
 	return top, nil
@@ -159,6 +163,7 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 		if res.MatchedCount == 1 {
 			return nil
 		}
+		patterns.OperationFrom(ctx).Lost()
 		if attempt == maxAttempts {
 			return fmt.Errorf("the subset changed under %d recomputations; call Rebuild: %w", attempt, patterns.ErrConflict)
 		}
@@ -181,6 +186,7 @@ func (r *Repo[P, I]) countItems(ctx context.Context, parentID any) (int64, error
 	if r.cfg.CountField == "" {
 		return 0, nil
 	}
+	patterns.OperationFrom(ctx).Sent(1)
 	n, err := r.items.CountDocuments(ctx, r.cmd.items(parentID))
 	if err != nil {
 		return 0, fmt.Errorf("count the items: %w", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/esr"
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
+	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -54,6 +55,7 @@ type Repo[P, I any] struct {
 	sortPath       []string // cfg.SortField split at the dots
 	itemBudget     int      // see itemBudget
 	planned        lazy.Value[plan]
+	collections    []string // Parents and Items, for the Hook
 }
 
 // New returns a repository over the collections cfg names in db. It
@@ -70,13 +72,21 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 		return nil, pkg.Wrap("New", err)
 	}
 	return &Repo[P, I]{
-		parents:    db.Collection(cfg.Parents),
-		items:      db.Collection(cfg.Items),
-		cfg:        cfg,
-		cmd:        newCommands(cfg),
-		sortPath:   strings.Split(cfg.SortField, "."),
-		itemBudget: itemBudget(cfg),
+		parents:     db.Collection(cfg.Parents),
+		items:       db.Collection(cfg.Items),
+		cfg:         cfg,
+		cmd:         newCommands(cfg),
+		sortPath:    strings.Split(cfg.SortField, "."),
+		itemBudget:  itemBudget(cfg),
+		collections: []string{cfg.Parents, cfg.Items},
 	}, nil
+}
+
+// start starts the operation name for the repository's Hook: the
+// context its commands use, and the operation to report to (nil, with
+// ctx itself, when there is no Hook).
+func (r *Repo[P, I]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
+	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.collections)
 }
 
 // plan returns the repository's plan: on the first call it asks
@@ -91,14 +101,28 @@ func (r *Repo[P, I]) plan(ctx context.Context) (plan, error) {
 func fail(op string, err error) error { return pkg.Wrap(op, srverr.Classify(err)) }
 
 // write sends a write that is safe to repeat, again after a transient
-// failure ([srverr.Retry]), and classifies its error.
+// failure ([srverr.Retry]), and classifies its error. It counts each
+// command sent, and the documents the write reports written, in the
+// operation of ctx.
 func write[T any](ctx context.Context, send func() (T, error)) (T, error) {
+	op := patterns.OperationFrom(ctx)
 	var res T
 	err := srverr.Retry(ctx, func() error {
 		var err error
+		op.Sent(1)
 		res, err = send()
 		return err
 	})
+	if op != nil && err == nil {
+		switch r := any(res).(type) {
+		case *mongo.InsertManyResult:
+			op.Affected(int64(len(r.InsertedIDs)))
+		case *mongo.UpdateResult:
+			op.Affected(r.ModifiedCount + r.UpsertedCount)
+		case *mongo.DeleteResult:
+			op.Affected(r.DeletedCount)
+		}
+	}
 	return res, srverr.Classify(err)
 }
 
@@ -134,7 +158,9 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // may lag the items collection by the writes in flight: an item that
 // [Repo.Add] has stored but not yet put in the subset, or one that
 // [Repo.Remove] has deleted but not yet taken out; and no more than that.
-func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (P, error) {
+func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (_ P, err error) {
+	ctx, op := r.start(ctx, "Get")
+	defer func() { op.End(err) }()
 	var p P
 	if err := txn.Refuse(ctx); err != nil {
 		return p, fail("Get", err)
@@ -142,7 +168,8 @@ func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.List
 	if err := patterns.ValidateID(parentID); err != nil {
 		return p, fail("Get", fmt.Errorf("parent id: %w", err))
 	}
-	err := r.parents.FindOne(ctx, r.cmd.parent(parentID), opts...).Decode(&p)
+	op.Sent(1)
+	err = r.parents.FindOne(ctx, r.cmd.parent(parentID), opts...).Decode(&p)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		err = errNoParent
 	}
@@ -182,7 +209,9 @@ func idOf(id any) string {
 // (FerretDB 2.x answers no match for a document that a concurrent update
 // is rewriting, and leaves it); after 5 such answers Delete returns
 // [patterns.ErrConflict] with the parent and its items in place.
-func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
+func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) (err error) {
+	ctx, op := r.start(ctx, "Delete")
+	defer func() { op.End(err) }()
 	if err := txn.Refuse(ctx); err != nil {
 		return fail("Delete", err)
 	}
@@ -192,6 +221,9 @@ func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) error {
 	deleted, err := srverr.DeleteOne(ctx, r.parents, r.cmd.parent(parentID))
 	if err != nil {
 		return fail("Delete", fmt.Errorf("parent %s: %w", idOf(parentID), err))
+	}
+	if deleted {
+		op.Affected(1)
 	}
 	i, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.items(parentID)) })
 	if err != nil {

@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/internal/srverr"
+	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
 // The transient proxy backs the promise that a repository's writes are
@@ -257,4 +260,20 @@ func RunTransient[S any](t *testing.T, p *TransientProxy, c Case[S]) {
 			c.Check(t, db, s)
 		})
 	}
+}
+
+// RequireRetried requires of op, an operation that rec recorded while p
+// was armed, that it met the one deadlock p forged and sent the write
+// again: it succeeded, and reported one retry, an [patterns.EventRetry]
+// carrying the transient error.
+func (p *TransientProxy) RequireRetried(t testing.TB, rec *mongotest.Recorder, op *patterns.Operation) {
+	t.Helper()
+	_, forged := p.Counts()
+	require.Equal(t, 1, forged, "replies forged")
+	require.NoError(t, op.Err)
+	require.Equal(t, 1, op.Retries())
+	events := rec.Events(op)
+	require.Len(t, events, 1)
+	require.Equal(t, patterns.EventRetry, events[0].Kind)
+	require.True(t, srverr.Transient(events[0].Err), "the event carries the transient error: %v", events[0].Err)
 }

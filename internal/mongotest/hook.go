@@ -168,3 +168,71 @@ func RequireEveryOperation(t testing.TB, repo any, reported map[string]bool, pur
 		require.True(t, ok, "%v has no method %s", typ, m)
 	}
 }
+
+// Row is one call of an operation for [Recorder.RequireRows].
+type Row struct {
+	Name         string       // the method it calls
+	SendsNothing bool         // see [Recorder.RequireReports]
+	Call         func() error // calls it (draining an iterator)
+	// Docs is the number of documents it writes, or NoDocs (a read, or
+	// a call that fails before it writes), SomeDocs (at least one, the
+	// number differs by plan) or AnyDocs (not checked: it differs by
+	// plan).
+	Docs    int64
+	Outcome error // the sentinel its error wraps ([patterns.Operation.Outcome]); nil: it succeeds
+}
+
+// The values of Row.Docs that are not a number of documents.
+const (
+	NoDocs int64 = -1 - iota
+	SomeDocs
+	AnyDocs
+)
+
+// RequireRows runs each row, in order, through [Recorder.RequireReports]
+// and requires of the operation it reports the row's outcome and
+// documents, the Package, Collections, Plan and Features of want (the
+// plan's path, as the repository's plan names it), and no retry and no
+// conflict; then it requires ([RequireEveryOperation]) that the rows
+// name every exported method of repo but pure.
+func (r *Recorder) RequireRows(t testing.TB, repo any, want patterns.OperationInfo, rows []Row, pure ...string) {
+	t.Helper()
+	reported := map[string]bool{}
+	for _, row := range rows {
+		reported[row.Name] = true
+		op := r.RequireReports(t, want.Package, row.Name, row.SendsNothing, row.Call)
+		if row.Outcome == nil {
+			require.NoError(t, op.Outcome(), "%s: outcome", row.Name)
+		} else {
+			require.ErrorIs(t, op.Outcome(), row.Outcome, "%s: outcome", row.Name)
+		}
+		require.Equal(t, want.Collections, op.Collections, row.Name)
+		require.Equal(t, want.Plan, op.Plan, row.Name)
+		require.Equal(t, want.Features, op.Features, row.Name)
+		n, known := op.Documents()
+		switch row.Docs {
+		case AnyDocs:
+		case NoDocs:
+			require.False(t, known, "%s: a read or a failed check reports no documents (%d)", row.Name, n)
+		case SomeDocs:
+			require.True(t, known, "%s: documents written", row.Name)
+			require.Positive(t, n, "%s: documents written", row.Name)
+		default:
+			require.True(t, known, "%s: documents written", row.Name)
+			require.Equal(t, row.Docs, n, "%s: documents written", row.Name)
+		}
+		require.Zero(t, op.Retries(), row.Name)
+		require.Zero(t, op.Conflicts(), row.Name)
+	}
+	RequireEveryOperation(t, repo, reported, pure...)
+}
+
+// RequireConflicts requires of op, an operation r recorded, that it
+// succeeded after losing n compare-and-sets, each reported as an
+// [patterns.EventConflict] and counted.
+func (r *Recorder) RequireConflicts(t testing.TB, op *patterns.Operation, n int) {
+	t.Helper()
+	require.NoError(t, op.Err)
+	require.Equal(t, n, op.Conflicts())
+	require.Equal(t, slices.Repeat([]patterns.Event{{Kind: patterns.EventConflict}}, n), r.Events(op))
+}
