@@ -95,9 +95,7 @@ func TestRepositoryOperations(t *testing.T) {
 	require.Contains(t, []string{"native", "portable"}, a["mongopatterns.plan"].AsString())
 	require.Equal(t, "ok", a["mongopatterns.outcome"].AsString())
 	require.Equal(t, int64(1), a["mongopatterns.documents"].AsInt64())
-	insert := cmds.of("insert")
-	require.NotEmpty(t, insert)
-	require.Equal(t, add.SpanContext(), insert[0], "the insert of the review carries the Add's span")
+	require.Contains(t, cmds.of("insert"), add.SpanContext(), "the insert of the review carries the Add's span")
 
 	var gets []attribute.Value
 	for _, s := range tm.spans.Ended() {
