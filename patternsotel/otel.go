@@ -192,17 +192,7 @@ func (h *hook) spanName(op *patterns.Operation) string {
 
 // startAttrs are the attributes of op known when it starts.
 func startAttrs(op *patterns.Operation) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 5)
-	attrs = append(attrs,
-		semconv.DBSystemNameMongoDB,
-		semconv.DBOperationName(op.Name),
-		PackageKey.String(op.Package),
-		CollectionsKey.StringSlice(op.Collections),
-	)
-	if len(op.Collections) == 1 {
-		attrs = append(attrs, semconv.DBCollectionName(op.Collections[0]))
-	}
-	return attrs
+	return append(metricAttrs(op), CollectionsKey.StringSlice(op.Collections))
 }
 
 // endAttrs are the attributes of op set when it ends.
@@ -230,7 +220,8 @@ func endAttrs(op *patterns.Operation) []attribute.KeyValue {
 	return attrs
 }
 
-// metricAttrs are the attributes of every measurement of op.
+// metricAttrs are the attributes of every measurement of op, and of its
+// span.
 func metricAttrs(op *patterns.Operation) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs,
