@@ -85,7 +85,7 @@ func TestRepositoryOperations(t *testing.T) {
 	require.Equal(t, []string{"products", "reviews"}, a["mongopatterns.collections"].AsStringSlice())
 	require.Contains(t, []string{"native", "portable"}, a["mongopatterns.plan"].AsString())
 	require.Equal(t, "ok", a["mongopatterns.outcome"].AsString())
-	require.Equal(t, int64(1), a["mongopatterns.documents"].AsInt64())
+	require.Equal(t, int64(2), a["mongopatterns.documents"].AsInt64(), "the review inserted and the product updated")
 	require.Contains(t, cmds.of("insert"), add.SpanContext(), "the insert of the review carries the Add's span")
 
 	var gets []attribute.Value
