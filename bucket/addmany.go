@@ -157,7 +157,8 @@ const readBatch = 1 << 16
 // apply: its measurements are listed in Unknown, not Failed, and the
 // record goes on to the next retry. The second exception: a
 // one-measurement upsert after two lost races that the server runs only
-// after the retry has read is stored twice. The process keeps the records of the last 256
+// after a retry has read stores its measurement again (once more for each
+// such send: the first, or a retry's whose outcome was unknown too). The process keeps the records of the last 256
 // failed calls, naming at most a million measurements in all; a retry
 // after its record went, or from another process (after a crash), is not
 // exact, but sending just the measurements of Failed again always is. Two
