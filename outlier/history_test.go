@@ -401,10 +401,15 @@ func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, _ []p
 func TestHistories(t *testing.T) {
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
 		if strings.HasSuffix(t.Name(), "/portable") && os.Getenv("MONGOPATTERNS_SOAK") == "" {
-			// Seen once on the embedded server at the end of the session
-			// that built these histories, not reproduced yet: keep it
-			// out of the suite until it is explained, and in the soak.
-			t.Skip("skipped: open violation of issue 34 on outlier's portable path (MONGOPATTERNS_SEED=5813354634744272007, embedded FerretDB 1.24): runs with MONGOPATTERNS_SOAK set")
+			// The violation seen on the embedded server (seed
+			// 5813354634744272007) is the model's, fixed (a Get's second
+			// read after a Delete: TestHistoriesGetAcrossDelete). Another,
+			// the code's, is open: a Delete that failed between its two
+			// deletes leaves overflow documents, and Remove (so Update) of
+			// the parent inserted again acts on them, returning nil for an
+			// item Get does not show (FerretDB 2, 1 of 20 runs). Out of the
+			// suite until it is fixed, in the soak.
+			t.Skip("skipped: open violation of issue 34 on outlier's portable path (MONGOPATTERNS_SEED=7410713906858292459, FerretDB 2.7: Remove of a re-inserted parent removes from overflow documents a failed Delete left): runs with MONGOPATTERNS_SOAK set")
 		}
 		chaos.Run(t, outlierHistSpec(p))
 	})
