@@ -146,8 +146,9 @@ const readBatch = 1 << 16
 // again as they were before it stores the rest, so that each applies once
 // even if its first send reaches the server late: a top-up's guard
 // refuses a bucket that holds its id, and a new bucket goes again as an
-// upsert of its _id. The first exception: a statement of unknown outcome that did
-// apply, and whose bucket was removed before the retry read it, cannot be
+// upsert of its _id (which the server refuses with a duplicate key when
+// the first send lands while it runs: the retry then reads it again).
+// The first exception: a statement of unknown outcome that did apply, and whose bucket was removed before the retry read it, cannot be
 // told from one that did not (nothing of it is left to see), so it is
 // sent again and its measurements are stored again. A caller that removes
 // data (DeleteBefore) between a failed call and its retry, and must not
@@ -157,7 +158,8 @@ const readBatch = 1 << 16
 // apply: its measurements are listed in Unknown, not Failed, and the
 // record goes on to the next retry. The second exception: a
 // one-measurement upsert after two lost races that the server runs only
-// after the retry has read is stored twice. The process keeps the records of the last 256
+// after a retry has read stores its measurement again (once more for each
+// such send: the first, or a retry's whose outcome was unknown too). The process keeps the records of the last 256
 // failed calls, naming at most a million measurements in all; a retry
 // after its record went, or from another process (after a crash), is not
 // exact, but sending just the measurements of Failed again always is. Two
@@ -470,7 +472,10 @@ func (w *manyWrite) settle(r *rounds) {
 type rounds struct {
 	lost       map[*group]bool
 	conflicted map[*group]error
-	refused    []sentStatement // the top-ups refused for lack of room
+	// refused are the top-ups refused for lack of room, and the new
+	// buckets a retry sent again refused with a duplicate key: where a
+	// retry sent them, the first send of each may have applied.
+	refused []sentStatement
 }
 
 // abort ends the call on err, which left the measurements not stored yet
@@ -642,9 +647,12 @@ func (w *manyWrite) take(pts []int) (bson.RawValue, span) {
 
 // send sends the statements, at most limit per command (0: as many as
 // the driver puts in one), and records what became of each: stored;
-// refused for lack of room (a top-up that lost a race: r.lost); refused
-// with a duplicate key otherwise (r.conflicted: sent again in the next
-// round, up to maxAttempts rounds); refused for good; or, when a command
+// refused for lack of room (a top-up that lost a race: r.lost and
+// r.refused); a retry's new bucket refused with a duplicate key, its
+// first send having landed during the upsert (r.refused: the retry reads
+// which applied); refused with a duplicate key otherwise (r.conflicted:
+// sent again in the next round, up to maxAttempts rounds); refused for
+// good; or, when a command
 // failed without saying which of its statements applied, unknown. A
 // statement a retry sends again and the server refuses otherwise (a
 // statement timeout, a failover) stays unknown, never failed: the refusal
@@ -671,6 +679,11 @@ func (w *manyWrite) send(ctx context.Context, stmts []statement, limit int, r *r
 			r.lost[st.g] = true
 			r.refused = append(r.refused, st.sentStatement)
 			patterns.OperationFrom(ctx).Lost()
+		case mongo.IsDuplicateKeyError(err) && st.kind == reinsert:
+			// Its upsert matched nothing, then met a bucket with its _id:
+			// the first send, landing meanwhile. Not a conflict: the read
+			// of r.refused finds it.
+			r.refused = append(r.refused, st.sentStatement)
 		case mongo.IsDuplicateKeyError(err):
 			r.conflicted[st.g] = err
 			if st.g.conflicts < maxAttempts-1 { // sent again next round (see [manyWrite.settle])

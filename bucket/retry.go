@@ -143,8 +143,10 @@ func (w *manyWrite) key() string {
 // first send is still on its way to the server: a top-up and an upsert
 // carry their id in the bucket's writes (a top-up's guard refuses a
 // bucket that holds it), a new bucket its _id. A top-up refused then lost
-// its room, or its first send applied meanwhile: it reads those again.
-// What is left goes to the rounds.
+// its room, or its first send applied meanwhile; a new bucket refused
+// with a duplicate key met its first send, landing during the upsert
+// (which matched nothing, then found the _id taken): it reads those
+// again. What is left goes to the rounds.
 func (w *manyWrite) resume(ctx context.Context, limit int, earlier *record) error {
 	// The same measurements make the same groups; a record that does not
 	// fit (not possible but by a digest collision) is dropped.

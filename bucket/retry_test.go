@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/internal/shard"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -75,25 +76,7 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 		require.NoError(t, b.AddMany(ctx, before))
 	}
 
-	// The failed call: its statements planned as AddMany plans them, and
-	// recorded as of unknown outcome.
-	w, err := b.prepare(op)
-	require.NoError(t, err)
-	require.NoError(t, w.read(ctx, w.groups))
-	g := w.groups[0]
-	if kind == single {
-		g.lost = maxLostRaces
-	}
-	updates, inserts := w.plan(g, nil, nil)
-	stmts := append(updates, inserts...)
-	rec := &record{}
-	var models []mongo.WriteModel
-	for _, st := range stmts {
-		require.Equal(t, kind, st.kind)
-		rec.unknown = append(rec.unknown, st.sentStatement)
-		models = append(models, st.model)
-	}
-	failedCalls.put(w.key(), rec)
+	w, stmts, models := failedCall(t, b, op, kind)
 	other := mongotest.NewClient(t).Database(db.Name()).Collection("readings")
 	first := func(ctx context.Context) {
 		_, err := other.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
@@ -130,6 +113,41 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 	if kind == single && fate == "late" {
 		times = 2
 	}
+	requireStored(t, db, before, op, times)
+	require.False(t, failedCalls.active() && failedCalls.take(w.key()) != nil, "the retry took the record")
+}
+
+// failedCall records, as the failed AddMany call of op on b left it, its
+// statements (planned as AddMany plans them, all of kind) as of unknown
+// outcome; it returns the call, its statements and their writes.
+func failedCall(t *testing.T, b *Buckets[string, retryReading], op []Point[string, retryReading], kind int) (*manyWrite, []statement, []mongo.WriteModel) {
+	t.Helper()
+	w, err := b.prepare(op)
+	require.NoError(t, err)
+	require.NoError(t, w.read(context.Background(), w.groups))
+	g := w.groups[0]
+	if kind == single {
+		g.lost = maxLostRaces
+	}
+	updates, inserts := w.plan(g, nil, nil)
+	stmts := append(updates, inserts...)
+	rec := &record{}
+	var models []mongo.WriteModel
+	for _, st := range stmts {
+		require.Equal(t, kind, st.kind)
+		rec.unknown = append(rec.unknown, st.sentStatement)
+		models = append(models, st.model)
+	}
+	failedCalls.put(w.key(), rec)
+	return w, stmts, models
+}
+
+// requireStored checks the buckets of db: each within the cap, its count
+// its measurements', holding every reading of before once and every one
+// of op times times, no other.
+func requireStored(t *testing.T, db *mongo.Database, before, op []Point[string, retryReading], times int) {
+	t.Helper()
+	ctx := context.Background()
 	stored := map[time.Time]int{}
 	cur, err := db.Collection("readings").Find(ctx, bson.D{})
 	require.NoError(t, err)
@@ -153,7 +171,44 @@ func testRetry(t *testing.T, p plan, kind int, fate string) {
 		want[pt.Value.At] = times
 	}
 	require.Equal(t, want, stored)
-	require.False(t, failedCalls.active() && failedCalls.take(w.key()) != nil, "the retry took the record")
+}
+
+// TestRetryResentBucketMeetsItsFirstSend: a retry sends a new bucket of
+// unknown outcome again as an upsert by its _id. When the first send
+// lands while that upsert runs (after its filter matched nothing), the
+// server refuses the upsert with a duplicate key on _id: no server
+// retries it, its filter holds more than the _id. That proves the bucket
+// is there: the retry reads again, finds the statement's id in it, and
+// stores its readings no more. (Seen in TestFaultsAddManyUnderDeadlines
+// on FerretDB 2: the retry took the refusal for a conflict, and the next
+// round topped that very bucket up with its readings, stored twice.)
+// The first send lands in the window before the upsert, and the proxy
+// answers the upsert as the server does when it lands inside.
+func TestRetryResentBucketMeetsItsFirstSend(t *testing.T) {
+	mongotest.RunPlans(t, planFor, func(t *testing.T, p plan) {
+		ctx := context.Background()
+		tp := faults.NewTransient(t)
+		db := mongotest.DB(t)
+		b, err := New[string, retryReading](tp.Client().Database(db.Name()), retryConfig)
+		require.NoError(t, err)
+		b.planned.Set(forced(p))
+		require.NoError(t, patterns.EnsureIndexes(ctx, b.Indexes()...))
+		op := retryPoints(10, 11)
+		_, _, models := failedCall(t, b, op, insert)
+		other := mongotest.NewClient(t).Database(db.Name()).Collection("readings")
+		var once sync.Once
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			once.Do(func() {
+				_, err := other.BulkWrite(ctx, models)
+				require.NoError(t, err, "the first send, late")
+			})
+		})
+		tp.ArmDuplicateKey(1)
+		require.NoError(t, b.AddMany(ctx, op), "the retry")
+		_, forged := tp.Counts()
+		require.Equal(t, 1, forged, "the retry's upsert of the bucket met its first send")
+		requireStored(t, db, nil, op, 1)
+	})
 }
 
 // TestJournalKeepsTheLatestFailedCalls: the journal of failed calls keeps

@@ -38,7 +38,8 @@ import (
 // flag stays true with no overflow document"). Get is two reads: the
 // parent (the embedded items Get's P holds) at one instant of its call,
 // the overflow (the rest) at another ("the parent as of the first command
-// and the overflow as of the second"). The one double store the godoc
+// and the overflow as of the second"), when the parent may be deleted
+// (none then). The one double store the godoc
 // admits ("two Appends of one id that overlap ... could store it in two
 // documents only if one of them pushed into an older overflow document
 // that Remove had given room again") is allowed for an Append that
@@ -243,7 +244,8 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 			return res("ok", s.exists && out.parent == s.parent, s)
 		case "getoverflow":
 			// A parent whose flag is false has no overflow: Get reads none.
-			return res("ok", s.exists && out.overflow == s.overflow, s)
+			// Nor has a parent deleted since Get's first read.
+			return res("ok", out.overflow == s.overflow, s)
 		}
 		return []any{s} // items, page: checked at rest
 	},
@@ -399,10 +401,15 @@ func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, _ []p
 func TestHistories(t *testing.T) {
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
 		if strings.HasSuffix(t.Name(), "/portable") && os.Getenv("MONGOPATTERNS_SOAK") == "" {
-			// Seen once on the embedded server at the end of the session
-			// that built these histories, not reproduced yet: keep it
-			// out of the suite until it is explained, and in the soak.
-			t.Skip("skipped: open violation of issue 34 on outlier's portable path (MONGOPATTERNS_SEED=5813354634744272007, embedded FerretDB 1.24): runs with MONGOPATTERNS_SOAK set")
+			// The violation seen on the embedded server (seed
+			// 5813354634744272007) is the model's, fixed (a Get's second
+			// read after a Delete: TestHistoriesGetAcrossDelete). Another,
+			// the code's, is open: a Delete that failed between its two
+			// deletes leaves overflow documents, and Remove (so Update) of
+			// the parent inserted again acts on them, returning nil for an
+			// item Get does not show (FerretDB 2, 1 of 20 runs). Out of the
+			// suite until it is fixed, in the soak.
+			t.Skip("skipped: open violation of issue 34 on outlier's portable path (MONGOPATTERNS_SEED=7410713906858292459, FerretDB 2.7: Remove of a re-inserted parent removes from overflow documents a failed Delete left): runs with MONGOPATTERNS_SOAK set")
 		}
 		chaos.Run(t, outlierHistSpec(p))
 	})
@@ -428,7 +435,50 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "twice", History: append(slices.Clone(full), appendOf("c", 6, 7), get("a:a,b:b,", "c:c,c:c,")), OK: false},
 		{Name: "twice, where the godoc admits it", History: append(slices.Clone(full), appendOf("c", 6, 10), appendOf("c", 7, 9),
 			op(oop{op: "remove", parent: 1, id: "x"}, oout{res: "notfound"}, 6, 10), get("a:a,b:b,", "c:c,c:c,")), OK: true},
+		{Name: "deleted between Get's reads", History: append(slices.Clone(full),
+			op(oop{op: "delete", parent: 1}, oout{res: "ok"}, 20, 21), get("a:a,b:b,", "")), OK: true},
+		{Name: "deleted before Get began", History: append(slices.Clone(full),
+			op(oop{op: "delete", parent: 1}, oout{res: "ok"}, 10, 11), get("a:a,b:b,", "")), OK: false},
 		{Name: "removed from the parent, appended to the overflow", History: append(slices.Clone(full),
 			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), appendOf("d", 8, 9), get("b:b,", "c:c,d:d,")), OK: true},
+	})
+}
+
+// TestHistoriesGetAcrossDelete: another repository deletes the parent
+// between Get's two reads (in the window before its find of the
+// overflow). Get returns the parent as of its first read and the overflow
+// as of its second, none, as its godoc says; the model accepts that
+// history. (It required the parent to exist at Get's second read: the
+// violation seen once on the embedded server with
+// MONGOPATTERNS_SEED=5813354634744272007, whose operations have a Get of
+// parent 2 overlapping its Delete while the parent has overflow.)
+func TestHistoriesGetAcrossDelete(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		h := outlierHistSpec(p).Prepare(t, db, nil)
+		do := func(db *mongo.Database, op oop) any {
+			out, err := outlierHistDo(ctx, db, h, op)
+			require.NoError(t, err, "%+v", op)
+			return out
+		}
+		var history []porcupine.Operation
+		for i, id := range []string{"a", "b", "c"} { // c closes the parent and overflows
+			in := oop{op: "append", parent: 1, id: id, text: id}
+			history = append(history, porcupine.Operation{Input: in, Output: do(db, in), Call: int64(2 * i), Return: int64(2*i + 1)})
+		}
+		other := mongotest.NewClient(t).Database(db.Name())
+		del := oop{op: "delete", parent: 1}
+		var deleted any
+		w := mongotest.InWindow(t, db, 1, func(context.Context) { deleted = do(other, del) }, "find")
+		get := oop{op: "get", parent: 1}
+		got := do(db, get)
+		w.Close()
+		require.True(t, w.Fired(), "Get sent its second read")
+		require.Equal(t, oout{res: "ok", parent: "a:a,b:b,"}, got, "the parent as of the first read, the overflow as of the second: none")
+		history = append(history,
+			porcupine.Operation{ClientId: 1, Input: get, Output: got, Call: 6, Return: 9},
+			porcupine.Operation{ClientId: 2, Input: del, Output: deleted, Call: 7, Return: 8})
+		require.True(t, porcupine.CheckOperations(outlierHistories, history), "the model accepts what Get's godoc says: %+v", history)
 	})
 }

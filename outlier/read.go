@@ -41,6 +41,10 @@ type overflowItems[I any] struct {
 // the first command and the overflow as of the second (which may include
 // items appended in between). The flag is written before the overflow, so
 // no overflow item is missed; a missing parent is [patterns.ErrNotFound].
+// A [Repo.Delete] of the parent between the two commands is not a missing
+// parent: Get returns the parent as its first command read it, and the
+// overflow that is left when the second runs (none, once the Delete
+// ended).
 // On an error (a getMore that fails after the first batch included) it
 // returns no items, never some of them: it is safe to call again.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (_ P, _ []I, err error) {

@@ -46,9 +46,10 @@ type TransientProxy struct {
 	client *mongo.Client
 
 	mu     sync.Mutex
-	armed  int // the write to fail, counted from 1; 0: none
-	writes int // writes seen since Arm
-	forged int // replies forged since Arm
+	armed  int  // the write to fail, counted from 1; 0: none
+	dupKey bool // fail it with a duplicate key rather than a deadlock
+	writes int  // writes seen since Arm
+	forged int  // replies forged since Arm
 }
 
 // NewTransient starts a proxy in front of the server in use and connects
@@ -92,7 +93,21 @@ func (p *TransientProxy) Client() *mongo.Client { return p.client }
 func (p *TransientProxy) Arm(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.writes, p.forged = n, 0, 0
+	p.armed, p.dupKey, p.writes, p.forged = n, false, 0, 0
+}
+
+// ArmDuplicateKey makes the n-th write command the client sends from now
+// fail, once, without reaching the server, with a duplicate key on _id
+// for its first statement (a write error, code 11000, in an ok reply):
+// what a server answers an upsert that matched nothing and whose insert
+// then met a document with its _id, inserted meanwhile by a write in
+// flight. That interleaving happens inside the server, where no test can
+// force it; a test stores the document in the window before the write
+// ([mongotest.OnCommand]) and lets the proxy answer.
+func (p *TransientProxy) ArmDuplicateKey(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed, p.dupKey, p.writes, p.forged = n, true, 0, 0
 }
 
 // Counts returns the writes seen and the replies forged since Arm.
@@ -166,7 +181,8 @@ func readMessage(r io.Reader) ([]byte, error) {
 
 // forge returns the reply to send instead of forwarding msg, or nil.
 // Writes alternate between the two shapes a deadlock takes: a command
-// error (ok: 0), and a write error in an ok reply.
+// error (ok: 0), and a write error in an ok reply; a duplicate key is a
+// write error.
 func (p *TransientProxy) forge(msg []byte) []byte {
 	name := commandName(msg)
 	switch name {
@@ -181,7 +197,12 @@ func (p *TransientProxy) forge(msg []byte) []byte {
 	}
 	p.forged++
 	body := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "deadlock detected"}, {Key: "code", Value: int32(DeadlockCode)}, {Key: "codeName", Value: "InternalError"}}
-	if p.armed%2 == 0 && name != "findAndModify" {
+	switch {
+	case p.dupKey:
+		body = bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{
+			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(11000)}, {Key: "errmsg", Value: "E11000 duplicate key error, index: _id_"},
+		}}}, {Key: "ok", Value: 1.0}}
+	case p.armed%2 == 0 && name != "findAndModify":
 		body = bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{
 			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(DeadlockCode)}, {Key: "errmsg", Value: "deadlock detected"},
 		}}}, {Key: "ok", Value: 1.0}}
