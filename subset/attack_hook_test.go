@@ -2,12 +2,19 @@ package subset_test
 
 import (
 	"context"
+	"sync"
 	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
 )
 
@@ -36,6 +43,77 @@ func TestAttackDriverRetryCounted(t *testing.T) {
 			require.True(t, px.Fired())
 			require.NoError(t, op.Err)
 			t.Logf("step %d: sent %v, counted %d", step, rec.Sent(op), op.Commands())
+		}
+	})
+}
+
+// TestAttackCapabilitiesFailureCounted: patterns/hook.go:207 "Commands is
+// the number of commands the operation sent"; patterns/capabilities.go:478
+// "The first call for a client sends two commands to the admin database
+// (hello and buildInfo)". Capabilities counts both before it sends hello
+// (capabilities.go:500 op.Sent(2)): when hello is not sent or fails (an
+// expired deadline here; a reset likewise) buildInfo is never sent, yet
+// the operation that decides the plan counts two. The command monitor
+// (driver v2.10.0 event.CommandMonitor, Started for every command written)
+// sees what was really sent with the operation's context.
+func TestAttackCapabilitiesFailureCounted(t *testing.T) {
+	db := mongotest.DB(t)
+	insertParents(t, db, "a")
+	newRepo[parent, item](t, db, config(3), portable) // its indexes
+	var mu sync.Mutex
+	sent := map[*patterns.Operation][]string{}
+	client, err := mongo.Connect(options.Client().ApplyURI(mongotest.URI()).SetMonitor(&event.CommandMonitor{
+		Started: func(ctx context.Context, e *event.CommandStartedEvent) {
+			if op := patterns.OperationFrom(ctx); op != nil {
+				mu.Lock()
+				sent[op] = append(sent[op], e.CommandName)
+				mu.Unlock()
+			}
+		},
+	}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	rec := mongotest.NewRecorder(t)
+	cfg := config(3)
+	cfg.Hook = rec
+	r, err := subset.New[parent, item](client.Database(db.Name()), cfg) // no forced plan: the first Add decides it
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-ctx.Done()
+	err = r.Add(ctx, "a", five...)
+	require.Error(t, err)
+	ops := rec.Ended()
+	require.Len(t, ops, 1)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, len(sent[ops[0]]), ops[0].Commands(), "commands counted vs sent %v (error %v)", sent[ops[0]], err)
+}
+
+// TestAttackExpiredContextCounted: patterns/hook.go:207 "Commands is the
+// number of commands the operation sent"; mongotest.RequireReports: "the
+// commands it counted are the commands the monitor saw sent with its
+// context". An operation given a context whose deadline has passed sends
+// nothing (the driver fails server selection first: driver v2.10.0
+// x/mongo/driver/operation.go Execute), yet each operation counts its
+// command before sending it.
+func TestAttackExpiredContextCounted(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		r, rec := hookRepo(t, config(3), p)
+		insertParents(t, r.Indexes()[0].Collection.Database(), "a")
+		require.NoError(t, r.Add(context.Background(), "a", five...))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		defer cancel()
+		<-ctx.Done()
+		for name, call := range map[string]func() error{
+			"Get":   func() error { _, err := r.Get(ctx, "a"); return err },
+			"Count": func() error { _, err := r.Count(ctx, "a"); return err },
+			"Add":   func() error { return r.Add(ctx, "a", item{ID: 77, Score: 1}) },
+		} {
+			t.Run(name, func(t *testing.T) {
+				op := rec.RequireReports(t, "subset", name, true, call)
+				require.ErrorIs(t, op.Outcome(), context.DeadlineExceeded)
+			})
 		}
 	})
 }
