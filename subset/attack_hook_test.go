@@ -2,6 +2,7 @@ package subset_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -115,5 +116,27 @@ func TestAttackExpiredContextCounted(t *testing.T) {
 				require.ErrorIs(t, op.Outcome(), context.DeadlineExceeded)
 			})
 		}
+	})
+}
+
+// TestAttackSplitInsertCounted: subset/doc.go "Observing": "its end, with
+// the commands it sent"; patterns/hook.go:207 "Commands is the number of
+// commands the operation sent". The driver splits an insertMany whose
+// documents exceed the server's maxMessageSizeBytes (48000000) into
+// several insert commands (driver v2.10.0 x/mongo/driver/batches.go,
+// operation.go: each batch a command, each reported to the monitor);
+// Add counts one per InsertMany call (subset/repo.go write: op.Sent(1)).
+func TestAttackSplitInsertCounted(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		r, rec := hookRepo(t, config(3), p)
+		insertParents(t, r.Indexes()[0].Collection.Database(), "a")
+		body := strings.Repeat("x", 1<<20)
+		items := make([]item, 50) // 50 MiB in all
+		for i := range items {
+			items[i] = item{ID: int64(i + 1), Score: int64(i), Body: body}
+		}
+		op := rec.RequireReports(t, "subset", "Add", false, func() error { return r.Add(ctx, "a", items...) })
+		require.NoError(t, op.Err)
 	})
 }
