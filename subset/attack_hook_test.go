@@ -140,3 +140,47 @@ func TestAttackSplitInsertCounted(t *testing.T) {
 		require.NoError(t, op.Err)
 	})
 }
+
+// cancelOnRetry cancels the operation's context when it reports a retry.
+type cancelOnRetry struct{ cancel context.CancelFunc }
+
+func (h cancelOnRetry) OperationStart(ctx context.Context, _ *patterns.Operation) context.Context {
+	return ctx
+}
+func (h cancelOnRetry) OperationEvent(_ context.Context, _ *patterns.Operation, e patterns.Event) {
+	if e.Kind == patterns.EventRetry {
+		h.cancel()
+	}
+}
+func (cancelOnRetry) OperationEnd(context.Context, *patterns.Operation) {}
+
+// TestAttackRetryReportedButNotSent: patterns/hook.go:97 "EventRetry: the
+// operation sends a command again after a failure"; hook.go:211 "Retries
+// is the number of commands the operation sent again after a transient
+// failure". srverr.Retry reports the retry before its backoff; when the
+// context ends during the backoff it returns without sending the command
+// again: the monitor sees one insert, yet Retries is 1 and an EventRetry
+// was reported.
+func TestAttackRetryReportedButNotSent(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		db := mongotest.DB(t)
+		insertParents(t, db, "a")
+		tp := faults.NewTransient(t)
+		rec := mongotest.NewRecorder(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cfg := config(3)
+		cfg.Hook = patterns.Hooks(rec, cancelOnRetry{cancel})
+		r := newRepo[parent, item](t, tp.Client().Database(db.Name()), cfg, p)
+		tp.Arm(1) // the insert of the items
+		op := rec.RequireReports(t, "subset", "Add", false, func() error { return r.Add(ctx, "a", five...) })
+		inserts := 0
+		for _, c := range rec.Sent(op) {
+			if c == "insert" {
+				inserts++
+			}
+		}
+		require.ErrorIs(t, op.Err, context.Canceled)
+		require.Equal(t, inserts-1, op.Retries(), "retries vs inserts sent %v", rec.Sent(op))
+	})
+}
