@@ -48,7 +48,7 @@ const maxAttempts = 3
 // then.
 func (b *Buckets[M, V]) Add(ctx context.Context, meta M, v V) (err error) {
 	ctx, op := b.start(ctx, "Add")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("Add", b.add(ctx, meta, v))
 }
 

@@ -170,7 +170,7 @@ const readBatch = 1 << 16
 // at most Cap of them; Add writes none.
 func (b *Buckets[M, V]) AddMany(ctx context.Context, points []Point[M, V]) (err error) {
 	ctx, op := b.start(ctx, "AddMany")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("AddMany", b.addMany(ctx, points))
 }
 

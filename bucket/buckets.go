@@ -168,7 +168,7 @@ func (b *Buckets[M, V]) ready(ctx context.Context) (plan, error) {
 // start starts the operation name of the store for Config.Hook (see
 // [obs.Start]).
 func (b *Buckets[M, V]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, b.s.hook, &b.planned, string(pkg), name, b.s.collections)
+	return obs.Start(ctx, b.s.hook, &b.planned, string(pkg), name, b.s.coll.Database().Name(), b.s.collections)
 }
 
 func (b *Buckets[M, V]) observed() bool { return b.s.hook != nil }

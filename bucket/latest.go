@@ -38,7 +38,7 @@ const latestHeads = 2
 // [patterns.ErrInvalid], with nothing sent.
 func (b *Buckets[M, V]) Latest(ctx context.Context, meta M) (_ V, err error) {
 	ctx, op := b.start(ctx, "Latest")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	v, err := b.latest(ctx, meta)
 	return v, pkg.Wrap("Latest", err)
 }
@@ -130,7 +130,7 @@ func newest(timeField string, window []rangeBucket) (bson.Raw, error) {
 // [*patterns.UnsupportedError], as every method does.
 func (ts *TimeSeries[M, V]) Latest(ctx context.Context, meta M) (_ V, err error) {
 	ctx, op := ts.start(ctx, "Latest")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	v, err := ts.latest(ctx, meta)
 	return v, pkg.Wrap("Latest", err)
 }

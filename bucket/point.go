@@ -210,11 +210,11 @@ func validSeq[T any](ctx context.Context, st observer, op string, r read, empty 
 	}
 	return func(yield func(T, error) bool) {
 		_, o := st.start(ctx, op)
+		defer o.Finish(&err)
 		if err != nil {
 			var zero T
 			yield(zero, err)
 		}
-		o.End(err)
 	}
 }
 
@@ -227,21 +227,20 @@ type observer interface {
 }
 
 // observe returns what an iteration of the operation op yields to, and
-// the function that ends op, deferred when the iteration starts: op ends
-// with the first error the iteration yielded, or nil. With no hook (a nil
-// op) it returns yield itself and a function that does nothing, at no
-// cost.
-func observe[T any](op *patterns.Operation, yield func(T, error) bool) (out func(T, error) bool, end func()) {
+// where it keeps the first error yielded, for "defer op.Finish(errp)"
+// when the iteration starts: op ends with that error, or nil (or with a
+// panic of the loop body). With no hook (a nil op) it returns yield
+// itself and nil, at no cost.
+func observe[T any](op *patterns.Operation, yield func(T, error) bool) (out func(T, error) bool, errp *error) {
 	if op == nil {
-		return yield, noEnd
+		return yield, nil
 	}
-	it := &iteration[T]{op: op, yield: yield}
-	return it.send, it.end
+	it := &iteration[T]{yield: yield}
+	return it.send, &it.err
 }
 
 // iteration is an iteration of a read, reported to its operation.
 type iteration[T any] struct {
-	op    *patterns.Operation
 	yield func(T, error) bool
 	err   error // the first error yielded
 }
@@ -252,11 +251,6 @@ func (it *iteration[T]) send(v T, err error) bool {
 	}
 	return it.yield(v, err)
 }
-
-func (it *iteration[T]) end() { it.op.End(it.err) }
-
-// noEnd is the end of an iteration without a hook.
-func noEnd() {}
 
 // newWindow validates the interval [from, to) of a read.
 func newWindow(from, to time.Time) (r read, empty bool, err error) {

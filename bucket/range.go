@@ -52,8 +52,8 @@ func (b *Buckets[M, V]) Range(ctx context.Context, meta M, from, to time.Time) i
 		}
 		return func(yield func(V, error) bool) {
 			ctx, op := b.start(ctx, "Range")
-			out, end := observe(op, yield)
-			defer end()
+			out, errp := observe(op, yield)
+			defer op.Finish(errp)
 			if _, err := b.ready(ctx); err != nil {
 				var zero V
 				out(zero, failed("Range", err))

@@ -30,7 +30,7 @@ import (
 // again (see [srverr.Retry]). A zero t returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) (err error) {
 	ctx, op := b.start(ctx, "DeleteBefore")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("DeleteBefore", b.s.deleteBefore(ctx, nil, true, t, b.canDelete, b.s.expiredFilter))
 }
 
@@ -40,7 +40,7 @@ func (b *Buckets[M, V]) DeleteBefore(ctx context.Context, t time.Time) (err erro
 // {<meta>, start, count}. A bad meta returns [patterns.ErrInvalid].
 func (b *Buckets[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) (err error) {
 	ctx, op := b.start(ctx, "DeleteSeriesBefore")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("DeleteSeriesBefore", b.s.deleteBefore(ctx, meta, false, t, b.canDelete, b.s.expiredFilter))
 }
 

@@ -57,8 +57,8 @@ func (b *Buckets[M, V]) Summaries(ctx context.Context, meta M, from, to time.Tim
 		g, filter := newGrid(r, step), b.s.overlapFilter(r)
 		return func(yield func(Summary, error) bool) {
 			ctx, op := b.start(ctx, "Summaries")
-			out, end := observe(op, yield)
-			defer end()
+			out, errp := observe(op, yield)
+			defer op.Finish(errp)
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:
@@ -131,8 +131,8 @@ func (b *Buckets[M, V]) SummariesBySeries(ctx context.Context, from, to time.Tim
 		g, filter := wholeGrid(r), b.s.windowOverlap(r)
 		return func(yield func(SeriesSummary[M], error) bool) {
 			ctx, o := b.start(ctx, op)
-			out, end := observe(o, yield)
-			defer end()
+			out, errp := observe(o, yield)
+			defer o.Finish(errp)
 			p, err := b.ready(ctx)
 			switch {
 			case err != nil:

@@ -157,7 +157,7 @@ func (ts *TimeSeries[M, V]) ready(ctx context.Context) (decided, error) {
 // start starts the operation name of the store for Config.Hook (see
 // [obs.Start]).
 func (ts *TimeSeries[M, V]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, ts.s.hook, &ts.planned, string(pkg), name, ts.s.collections)
+	return obs.Start(ctx, ts.s.hook, &ts.planned, string(pkg), name, ts.s.coll.Database().Name(), ts.s.collections)
 }
 
 func (ts *TimeSeries[M, V]) observed() bool { return ts.s.hook != nil }
@@ -271,7 +271,7 @@ func (ts *TimeSeries[M, V]) document(meta M, v V) (bson.D, error) {
 // outcome (yours, or the driver's) may store it twice.
 func (ts *TimeSeries[M, V]) Add(ctx context.Context, meta M, v V) (err error) {
 	ctx, op := ts.start(ctx, "Add")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("Add", ts.add(ctx, meta, v))
 }
 
@@ -307,7 +307,7 @@ func (ts *TimeSeries[M, V]) add(ctx context.Context, meta M, v V) error {
 // reader may see some measurements of the batch and not yet the others.
 func (ts *TimeSeries[M, V]) AddMany(ctx context.Context, points []Point[M, V]) (err error) {
 	ctx, op := ts.start(ctx, "AddMany")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("AddMany", ts.addMany(ctx, points))
 }
 
@@ -340,8 +340,8 @@ func (ts *TimeSeries[M, V]) Range(ctx context.Context, meta M, from, to time.Tim
 		}
 		return func(yield func(V, error) bool) {
 			ctx, op := ts.start(ctx, "Range")
-			out, end := observe(op, yield)
-			defer end()
+			out, errp := observe(op, yield)
+			defer op.Finish(errp)
 			if _, err := ts.ready(ctx); err != nil {
 				var zero V
 				out(zero, failed("Range", err))
@@ -373,8 +373,8 @@ func (ts *TimeSeries[M, V]) Summaries(ctx context.Context, meta M, from, to time
 		g := newGrid(r, step)
 		return func(yield func(Summary, error) bool) {
 			ctx, op := ts.start(ctx, "Summaries")
-			out, end := observe(op, yield)
-			defer end()
+			out, errp := observe(op, yield)
+			defer op.Finish(errp)
 			if _, err := ts.ready(ctx); err != nil {
 				out(Summary{}, failed("Summaries", err))
 				return
@@ -400,8 +400,8 @@ func (ts *TimeSeries[M, V]) SummariesBySeries(ctx context.Context, from, to time
 		g := wholeGrid(r)
 		return func(yield func(SeriesSummary[M], error) bool) {
 			ctx, o := ts.start(ctx, op)
-			out, end := observe(o, yield)
-			defer end()
+			out, errp := observe(o, yield)
+			defer o.Finish(errp)
 			if _, err := ts.ready(ctx); err != nil {
 				out(SeriesSummary[M]{}, failed(op, err))
 				return
@@ -420,14 +420,14 @@ func (ts *TimeSeries[M, V]) SummariesBySeries(ctx context.Context, from, to time
 // [patterns.ErrInvalid].
 func (ts *TimeSeries[M, V]) DeleteBefore(ctx context.Context, t time.Time) (err error) {
 	ctx, op := ts.start(ctx, "DeleteBefore")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("DeleteBefore", ts.s.deleteBefore(ctx, nil, true, t, ts.canDelete, ts.s.beforeFilter))
 }
 
 // DeleteSeriesBefore is [TimeSeries.DeleteBefore] for the series meta only.
 func (ts *TimeSeries[M, V]) DeleteSeriesBefore(ctx context.Context, meta M, t time.Time) (err error) {
 	ctx, op := ts.start(ctx, "DeleteSeriesBefore")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	return pkg.Wrap("DeleteSeriesBefore", ts.s.deleteBefore(ctx, meta, false, t, ts.canDelete, ts.s.beforeFilter))
 }
 

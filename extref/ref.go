@@ -122,7 +122,7 @@ func New[S any](db *mongo.Database, cfg Config) (*Ref[S], error) {
 // start starts the operation name for the repository's hook (see
 // [obs.Start]).
 func (r *Ref[S]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, r.hook, &r.decided, string(pkg), name, r.collections)
+	return obs.Start(ctx, r.hook, &r.decided, string(pkg), name, r.db.Name(), r.collections)
 }
 
 // sourceOptions are the options of the source's collection: it is read
@@ -166,7 +166,7 @@ func (r *Ref[S]) Indexes() []patterns.Index {
 // id.
 func (r *Ref[S]) Of(ctx context.Context, sourceID any) (_ S, err error) {
 	ctx, op := r.start(ctx, "Of")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	var zero S
 	if err := txn.Refuse(ctx); err != nil {
 		return zero, pkg.Wrap("Of", err)
@@ -197,7 +197,7 @@ func (r *Ref[S]) Of(ctx context.Context, sourceID any) (_ S, err error) {
 // the same, with the zero S at each missing id's place.
 func (r *Ref[S]) OfMany(ctx context.Context, sourceIDs []any) (_ []S, err error) {
 	ctx, op := r.start(ctx, "OfMany")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("OfMany", err)
 	}

@@ -121,7 +121,7 @@ const (
 // connection broke after the server ran it) is not counted.
 func (r *Ref[S]) Sync(ctx context.Context, sourceID any) (_ []Count, err error) {
 	ctx, op := r.start(ctx, "Sync")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	op.Affected(0)
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Sync", err)

@@ -122,7 +122,7 @@ var ErrNotSynced = errors.New("updated, but its copies may be stale")
 // for another option the server answers it does not implement.
 func (r *Ref[S]) Update(ctx context.Context, sourceID, update any, opts ...options.Lister[options.FindOneAndUpdateOptions]) (_ []Count, err error) {
 	ctx, op := r.start(ctx, "Update")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	op.Affected(0)
 	if err := patterns.ValidateID(sourceID); err != nil {
 		return nil, pkg.Wrap("Update", err)

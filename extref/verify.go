@@ -115,7 +115,7 @@ type ScanOptions struct {
 // is refused with [patterns.ErrInvalid], nothing sent.
 func (r *Ref[S]) Verify(ctx context.Context, opts ...ScanOptions) (_ []Report, err error) {
 	ctx, op := r.start(ctx, "Verify")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, r.fail("Verify", nil, err)
 	}
@@ -147,7 +147,7 @@ func (r *Ref[S]) Verify(ctx context.Context, opts ...ScanOptions) (_ []Report, e
 // Verify's do.
 func (r *Ref[S]) Repair(ctx context.Context, opts ...ScanOptions) (_ []Report, err error) {
 	ctx, op := r.start(ctx, "Repair")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	op.Affected(0)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, r.fail("Repair", nil, err)

@@ -142,7 +142,7 @@ func (s TokenCollection) SaveToken(ctx context.Context, token bson.Raw) error {
 // instead.
 func (r *Ref[S]) Watch(ctx context.Context, tokens TokenStore, opts ...options.Lister[options.ChangeStreamOptions]) (err error) {
 	ctx, op := r.start(ctx, "Watch")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	d, err := r.decide(ctx)
 	if err != nil {
 		return r.fail("Watch", nil, err)

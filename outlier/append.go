@@ -138,7 +138,7 @@ const maxMisses = 100
 // be rid of it.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) (err error) {
 	ctx, op := r.start(ctx, "Append")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := validParent("Append", parentID); err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ import (
 // flag is false.
 func (r *Repo[P, I]) Insert(ctx context.Context, parent P) (_ any, err error) {
 	ctx, op := r.start(ctx, "Insert")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("Insert", err)
 	}

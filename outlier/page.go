@@ -75,7 +75,7 @@ const maxLimit = 1 << 20
 // same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) (_ []I, _ Cursor, err error) {
 	ctx, op := r.start(ctx, "Page")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, Cursor{}, pkg.Wrap("Page", err)
 	}

@@ -49,7 +49,7 @@ type overflowItems[I any] struct {
 // returns no items, never some of them: it is safe to call again.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any) (_ P, _ []I, err error) {
 	ctx, op := r.start(ctx, "Get")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	var p P
 	if err := txn.Refuse(ctx); err != nil {
 		return p, nil, pkg.Wrap("Get", err)
@@ -122,7 +122,7 @@ func (r *Repo[P, I]) Items(ctx context.Context, parentID any) iter.Seq2[I, error
 	return func(yield func(I, error) bool) {
 		ctx, op := r.start(ctx, "Items")
 		var err error
-		defer func() { op.End(err) }()
+		defer op.Finish(&err)
 		var zero I
 		if err = txn.Refuse(ctx); err != nil {
 			err = pkg.Wrap("Items", err)
@@ -286,7 +286,7 @@ func embeddedField[P, I any](field string) []int {
 // is as for [Repo.Get]. A missing parent is [patterns.ErrNotFound].
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (_ int, err error) {
 	ctx, op := r.start(ctx, "Count")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return 0, pkg.Wrap("Count", err)
 	}

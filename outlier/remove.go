@@ -52,7 +52,7 @@ import (
 // call removed the item, the retry reports [patterns.ErrNotFound].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
 	ctx, op := r.start(ctx, "Remove")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := validParent("Remove", parentID); err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // documents untouched.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) (err error) {
 	ctx, op := r.start(ctx, "Delete")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Delete", err)
 	}

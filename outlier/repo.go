@@ -119,7 +119,7 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 // context its commands use, and the operation to report to (nil, with
 // ctx itself, when there is no Hook).
 func (r *Repo[P, I]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.collections)
+	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.parents.Database().Name(), r.collections)
 }
 
 // encodesAsDocument checks that values of type T (or what they point to)

@@ -61,7 +61,7 @@ import (
 // [patterns.ErrNotFound].
 func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) (err error) {
 	ctx, op := r.start(ctx, "Update")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := validParent("Update", parentID); err != nil {
 		return err
 	}

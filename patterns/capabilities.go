@@ -497,7 +497,7 @@ func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 	}
 	admin := client.Database("admin")
 	op := OperationFrom(ctx) // the repository's operation that asks first counts the commands
-	op.Sent(2)
+	op.Sent(1)
 	hello, err := admin.RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if ce, ok := errors.AsType[mongo.CommandError](err); ok && ce.Code == codeCommandNotFound {
 		// Servers older than MongoDB 4.4.2 know hello as isMaster.
@@ -507,6 +507,7 @@ func Capabilities(ctx context.Context, client *mongo.Client) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("patterns: Capabilities: hello: %w", err)
 	}
+	op.Sent(1)
 	bi, err := admin.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Raw()
 	if err != nil {
 		return nil, fmt.Errorf("patterns: Capabilities: buildInfo: %w", err)

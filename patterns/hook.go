@@ -3,6 +3,7 @@ package patterns
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 )
@@ -78,6 +79,9 @@ type OperationInfo struct {
 	Package string
 	// Name is the method's name, such as "Add" or "MigrateAll".
 	Name string
+	// Database is the name of the database of the repository's
+	// collections.
+	Database string
 	// Collections are the collections the repository uses, in its
 	// Config's order (an operation may use fewer of them). Do not
 	// change the slice: it is the repository's.
@@ -103,7 +107,8 @@ type Event struct {
 type EventKind uint8
 
 const (
-	// EventRetry: the operation sends a command again after a failure
+	// EventRetry: the operation sends a command again (hands it to the
+	// driver again, as it does, after its backoff) after a failure
 	// that applied nothing and may pass at once (FerretDB 2.x's deadlock
 	// detected; see each operation's documentation for which it
 	// retries).
@@ -178,6 +183,22 @@ func (op *Operation) End(err error) {
 	}
 }
 
+// Finish is End for a deferred call, "defer op.Finish(&err)" with the
+// operation's named error result: it ends op with *errp, or, when the
+// operation panics (the loop body of an iteration, say), with an error
+// saying so, and then panics again with the same value. It does nothing
+// on a nil op.
+func (op *Operation) Finish(errp *error) {
+	if op == nil {
+		return
+	}
+	if p := recover(); p != nil {
+		op.End(fmt.Errorf("panic: %v", p))
+		panic(p)
+	}
+	op.End(*errp)
+}
+
 // SetPlan records the path the repository takes ("native" or
 // "portable") and the features it relies on. Nil-safe.
 func (op *Operation) SetPlan(plan string, features []Feature) {
@@ -193,8 +214,9 @@ func (op *Operation) SetPartial() {
 	}
 }
 
-// Sent counts n commands sent to the server (a getMore and a
-// killCursors each count). Nil-safe; safe for concurrent use.
+// Sent counts n commands handed to the driver, as the operation hands
+// them (a getMore and a killCursors each count; see
+// [Operation.Commands]). Nil-safe; safe for concurrent use.
 func (op *Operation) Sent(n int) {
 	if op != nil {
 		op.commands.Add(int64(n))
@@ -235,12 +257,19 @@ func (op *Operation) event(e Event) {
 	}
 }
 
-// Commands is the number of commands the operation sent, those of the
-// operations nested in it included.
+// Commands is the number of commands the operation handed to the driver
+// (each driver call that sends one, each getMore and killCursors of its
+// cursors), those of the operations nested in it included. It is what the
+// driver sends but for what the driver does on its own, which a command
+// monitor given the operation's context sees: a command it sends again
+// (a retryable read or write after a network error), a write it splits
+// into several commands (past 48 MB or 100,000 statements), and one it
+// never sends (the context had ended, or it refused the document).
 func (op *Operation) Commands() int { return int(op.commands.Load()) }
 
-// Retries is the number of commands the operation sent again after a
-// transient failure (see [EventRetry]).
+// Retries is the number of commands the operation handed to the driver
+// again after a transient failure (see [EventRetry]); the driver's own
+// retries are not among them (see [Operation.Commands]).
 func (op *Operation) Retries() int { return int(op.retries.Load()) }
 
 // Conflicts is the number of compare-and-sets the operation lost to
@@ -264,20 +293,29 @@ var sentinels = []error{ErrNotFound, ErrConflict, ErrInvalid, ErrUnsupported, Er
 	context.DeadlineExceeded, context.Canceled}
 
 // Outcome is what the operation's error means: nil when it succeeded;
-// else the first of [ErrNotFound], [ErrConflict], [ErrInvalid],
-// [ErrUnsupported], [ErrTooLarge], [context.DeadlineExceeded] and
-// [context.Canceled] that it wraps; else the error itself (a network
-// failure, say).
+// else [Sentinel] of the error, when it wraps one; else the error itself
+// (a network failure, say).
 func (op *Operation) Outcome() error {
-	if op.Err == nil {
+	if s := Sentinel(op.Err); s != nil {
+		return s
+	}
+	return op.Err
+}
+
+// Sentinel returns the first of [ErrNotFound], [ErrConflict],
+// [ErrInvalid], [ErrUnsupported], [ErrTooLarge],
+// [context.DeadlineExceeded] and [context.Canceled] that err wraps, or
+// nil: a value of few kinds, for a metric's attribute say.
+func Sentinel(err error) error {
+	if err == nil {
 		return nil
 	}
 	for _, s := range sentinels {
-		if errors.Is(op.Err, s) {
+		if errors.Is(err, s) {
 			return s
 		}
 	}
-	return op.Err
+	return nil
 }
 
 // Hooks returns a hook that reports to each of hs in turn (nil ones are

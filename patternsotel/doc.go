@@ -18,11 +18,16 @@
 // go.opentelemetry.io/otel/semconv, whose schema URL the tracer carries):
 //
 //	db.system.name      "mongodb"
-//	db.operation.name   the operation: "Add", "MigrateAll"
-//	db.collection.name  the repository's collection, only when it uses one:
-//	                    an operation of a repository over several collections
-//	                    may use any of them (the conventions set it for an
-//	                    operation on a single collection)
+//	db.namespace        the database of the repository's collections
+//	db.collection.name  the repository's first collection, in its Config's
+//	                    order (the parents, the source, the buckets...): the
+//	                    conventions require one, and take the first of a
+//	                    query that names several; mongopatterns.collections
+//	                    has them all
+//	db.operation.name   the operation: "Add", "MigrateAll". The conventions
+//	                    name a MongoDB command there; the span of a library
+//	                    operation covers several, whose own spans (a driver
+//	                    instrumentation's, nested below) name them
 //	error.type          when the operation failed: see Outcomes below
 //
 // and those of the library, as [patterns.LogHook] writes them:

@@ -223,13 +223,16 @@ func endAttrs(op *patterns.Operation) []attribute.KeyValue {
 // metricAttrs are the attributes of every measurement of op, and of its
 // span.
 func metricAttrs(op *patterns.Operation) []attribute.KeyValue {
-	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs := make([]attribute.KeyValue, 0, 7)
 	attrs = append(attrs,
 		semconv.DBSystemNameMongoDB,
 		semconv.DBOperationName(op.Name),
 		PackageKey.String(op.Package),
 	)
-	if len(op.Collections) == 1 {
+	if op.Database != "" {
+		attrs = append(attrs, semconv.DBNamespace(op.Database))
+	}
+	if len(op.Collections) > 0 {
 		attrs = append(attrs, semconv.DBCollectionName(op.Collections[0]))
 	}
 	return attrs
@@ -240,24 +243,16 @@ func metricAttrs(op *patterns.Operation) []attribute.KeyValue {
 // operation that gave up after writing part of its work, else the
 // error's type.
 func outcome(op *patterns.Operation) string {
-	o := op.Outcome()
-	switch {
-	case o == nil:
+	switch s := patterns.Sentinel(op.Err); {
+	case op.Err == nil:
 		return "ok"
-	case o != op.Err:
-		return o.Error()
-	case (&patterns.Operation{Err: wrapped{o}}).Outcome() == o:
-		return o.Error() // the error is a sentinel itself, unwrapped
+	case s != nil:
+		return s.Error()
 	case op.Partial:
 		return "partial"
 	}
-	return semconv.ErrorType(o).Value.AsString()
+	return semconv.ErrorType(op.Err).Value.AsString()
 }
-
-// wrapped wraps an error, for outcome to ask whether it is a sentinel.
-type wrapped struct{ error }
-
-func (w wrapped) Unwrap() error { return w.error }
 
 // errText is err's text, or "" for nil.
 func errText(err error) string {

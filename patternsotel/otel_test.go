@@ -146,6 +146,7 @@ func TestSpanOfAnOperation(t *testing.T) {
 	require.Equal(t, map[attribute.Key]attribute.Value{
 		"db.system.name":            attribute.StringValue("mongodb"),
 		"db.operation.name":         attribute.StringValue("Add"),
+		"db.collection.name":        attribute.StringValue("products"),
 		"mongopatterns.package":     attribute.StringValue("subset"),
 		"mongopatterns.collections": attribute.StringSliceValue([]string{"products", "reviews"}),
 		"mongopatterns.plan":        attribute.StringValue("native"),
@@ -155,7 +156,7 @@ func TestSpanOfAnOperation(t *testing.T) {
 		"mongopatterns.conflicts":   attribute.IntValue(2),
 		"mongopatterns.documents":   attribute.Int64Value(1),
 		"mongopatterns.outcome":     attribute.StringValue("ok"),
-	}, attrs(s.Attributes()), "no db.collection.name: the repository has two collections")
+	}, attrs(s.Attributes()), "db.collection.name: the first of the repository's two collections")
 
 	events := s.Events()
 	require.Len(t, events, 3)
@@ -173,6 +174,7 @@ func TestSpanOfAnOperation(t *testing.T) {
 	common := []attribute.KeyValue{
 		attribute.String("db.system.name", "mongodb"),
 		attribute.String("db.operation.name", "Add"),
+		attribute.String("db.collection.name", "products"),
 		attribute.String("mongopatterns.package", "subset"),
 	}
 	duration := m["db.client.operation.duration"].(metricdata.Histogram[float64])

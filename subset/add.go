@@ -108,7 +108,7 @@ const maxAttempts = 10
 // failure, not ErrInvalid.
 func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err error) {
 	ctx, op := r.start(ctx, "Add")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
 		return fail("Add", err)

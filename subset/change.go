@@ -49,7 +49,7 @@ import (
 // path: the Add's recomputation takes it out before the Add returns).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
 	ctx, op := r.start(ctx, "Remove")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Remove", fmt.Errorf("parent id: %w", err))
 	}
@@ -133,7 +133,7 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // runs. Remove and Rebuild report the same condition the same way.
 func (r *Repo[P, I]) Update(ctx context.Context, parentID any, item I) (err error) {
 	ctx, op := r.start(ctx, "Update")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	parent, err := newParentRef(r.cfg.ParentField, parentID)
 	if err != nil {
 		return fail("Update", err)
@@ -176,7 +176,7 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // past 16 MiB gives [patterns.ErrTooLarge] and keeps its subset.
 func (r *Repo[P, I]) Rebuild(ctx context.Context, parentID any) (err error) {
 	ctx, op := r.start(ctx, "Rebuild")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := patterns.ValidateID(parentID); err != nil {
 		return fail("Rebuild", fmt.Errorf("parent id: %w", err))
 	}
@@ -216,7 +216,7 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // patterns.ErrInvalid that names it, when it ends a page.
 func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int)) (_ int, err error) {
 	ctx, op := r.start(ctx, "RebuildAll")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	p, err := r.plan(ctx)
 	if err != nil {
 		return 0, fail("RebuildAll", err)

@@ -38,7 +38,7 @@ import (
 // before another Add's item arrived: hence the write.)
 func (r *Repo[P, I]) Count(ctx context.Context, parentID any) (_ int64, err error) {
 	ctx, op := r.start(ctx, "Count")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return 0, fail("Count", err)
 	}
@@ -72,6 +72,7 @@ func (r *Repo[P, I]) count(ctx context.Context, parentID any) (int64, error) {
 			return countOf(r.cfg.CountField, v)
 		}
 		if set {
+			op.Lost() // a concurrent writer removed the count it set
 			return 0, fmt.Errorf("the parent's %s was removed as it was set: %w", r.cfg.CountField, patterns.ErrConflict)
 		}
 		// No count yet: set it with the subset, in the chain of
@@ -108,7 +109,7 @@ func countOf(field string, v bson.RawValue) (int64, error) {
 // an item as soon as [Repo.Add]'s first step has stored it.
 func (r *Repo[P, I]) Item(ctx context.Context, parentID, itemID any) (_ I, err error) {
 	ctx, op := r.start(ctx, "Item")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	var it I
 	if err := txn.Refuse(ctx); err != nil {
 		return it, fail("Item", err)

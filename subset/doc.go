@@ -216,7 +216,8 @@
 // "native" or "portable", and the features it relies on); each write
 // sent again after a transient failure; each lost compare-and-set of a
 // recomputation (a concurrent recomputation moved the revision, or
-// deleted the parent); and its
+// deleted the parent) and the count that [Repo.Count] set and found
+// removed (its ErrConflict); and its
 // end, with the commands it sent (getMores and killCursors included),
 // the documents it wrote as the server reports them, and its error. Its
 // commands use the context the hook returns. Nothing more is sent:

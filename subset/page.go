@@ -61,7 +61,7 @@ func (r *Repo[P, I]) All(ctx context.Context, parentID any, opts ...options.List
 	return func(yield func(I, error) bool) {
 		ctx, op := r.start(ctx, "All")
 		var err error
-		defer func() { op.End(err) }()
+		defer op.Finish(&err)
 		if err = r.all(ctx, parentID, opts, yield); err != nil {
 			var zero I
 			yield(zero, err)
@@ -162,7 +162,7 @@ func allPages(opts []options.Lister[options.FindOptions]) (size int, limit int64
 // It takes the same path on every server.
 func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit int) (_ []I, _ Cursor, err error) {
 	ctx, op := r.start(ctx, "Page")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, Cursor{}, fail("Page", err)
 	}

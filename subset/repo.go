@@ -86,7 +86,7 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 // context its commands use, and the operation to report to (nil, with
 // ctx itself, when there is no Hook).
 func (r *Repo[P, I]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.collections)
+	return obs.Start(ctx, r.cfg.Hook, &r.planned, string(pkg), name, r.parents.Database().Name(), r.collections)
 }
 
 // plan returns the repository's plan: on the first call it asks
@@ -160,7 +160,7 @@ func (r *Repo[P, I]) Indexes() []patterns.Index {
 // [Repo.Remove] has deleted but not yet taken out; and no more than that.
 func (r *Repo[P, I]) Get(ctx context.Context, parentID any, opts ...options.Lister[options.FindOneOptions]) (_ P, err error) {
 	ctx, op := r.start(ctx, "Get")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	var p P
 	if err := txn.Refuse(ctx); err != nil {
 		return p, fail("Get", err)
@@ -211,7 +211,7 @@ func idOf(id any) string {
 // [patterns.ErrConflict] with the parent and its items in place.
 func (r *Repo[P, I]) Delete(ctx context.Context, parentID any) (err error) {
 	ctx, op := r.start(ctx, "Delete")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return fail("Delete", err)
 	}

@@ -50,8 +50,8 @@ import (
 // [patterns.FeatureValidators] before anything is sent. Apply does not
 // check the documents already stored: [Check] does.
 func Apply(ctx context.Context, db *mongo.Database, collection string, v *Validator, level Level, action Action) (err error) {
-	ctx, op := start(ctx, v, "Apply", collection)
-	defer func() { op.End(err) }()
+	ctx, op := start(ctx, v, "Apply", db, collection)
+	defer op.Finish(&err)
 	if db == nil {
 		return pkg.Wrap("Apply", errs.Invalid("nil database"))
 	}

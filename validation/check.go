@@ -58,8 +58,8 @@ func Check(ctx context.Context, coll *mongo.Collection, v *Validator) (_ Report,
 	if coll == nil {
 		return Report{}, pkg.Wrap("Check", errs.Invalid("nil collection"))
 	}
-	ctx, op := start(ctx, v, "Check", coll.Name())
-	defer func() { op.End(err) }()
+	ctx, op := start(ctx, v, "Check", coll.Database(), coll.Name())
+	defer op.Finish(&err)
 	if err := v.usable(); err != nil {
 		return Report{}, pkg.Wrap("Check", err)
 	}

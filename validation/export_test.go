@@ -16,15 +16,15 @@ var PlanFor = planFor
 
 // CheckPlan is Check taking plan p.
 func CheckPlan(ctx context.Context, coll *mongo.Collection, v *Validator, p Plan) (_ Report, err error) {
-	ctx, op := start(ctx, v, "Check", coll.Name())
-	defer func() { op.End(err) }()
+	ctx, op := start(ctx, v, "Check", coll.Database(), coll.Name())
+	defer op.Finish(&err)
 	return measure(ctx, coll, v, p, "the server")
 }
 
 // ApplyPlan is Apply taking plan p.
 func ApplyPlan(ctx context.Context, db *mongo.Database, name string, v *Validator, level Level, action Action, p Plan) (err error) {
-	ctx, op := start(ctx, v, "Apply", name)
-	defer func() { op.End(err) }()
+	ctx, op := start(ctx, v, "Apply", db, name)
+	defer op.Finish(&err)
 	return apply(ctx, db, name, v, level, action, p, "the server")
 }
 

@@ -3,6 +3,8 @@ package validation
 import (
 	"context"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/mongopatterns/mongopatterns/internal/lazy"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -45,10 +47,15 @@ func (p plan) Path() (string, []patterns.Feature) {
 }
 
 // start starts the operation name of v (Apply or Check) on the
-// collection named collection, for the hook of v's Hook option, if any.
-func start(ctx context.Context, v *Validator, name, collection string) (context.Context, *patterns.Operation) {
+// collection named collection of db (nil: unknown), for the hook of v's
+// Hook option, if any.
+func start(ctx context.Context, v *Validator, name string, db *mongo.Database, collection string) (context.Context, *patterns.Operation) {
 	if v == nil || v.hook == nil {
 		return ctx, nil
 	}
-	return patterns.StartOperation(ctx, v.hook, patterns.OperationInfo{Package: string(pkg), Name: name, Collections: []string{collection}})
+	info := patterns.OperationInfo{Package: string(pkg), Name: name, Collections: []string{collection}}
+	if db != nil {
+		info.Database = db.Name()
+	}
+	return patterns.StartOperation(ctx, v.hook, info)
 }

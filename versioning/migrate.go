@@ -136,7 +136,7 @@ func (o MigrateOptions) normalize() (MigrateOptions, error) {
 // or MaxFailures was reached.
 func (r *Repo[T]) MigrateAll(ctx context.Context, opts MigrateOptions) (_ MigrateResult, err error) {
 	ctx, op := r.start(ctx, "MigrateAll")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	res, err := r.migrateAll(ctx, opts)
 	op.Affected(int64(res.Migrated))
 	if err != nil {

@@ -40,7 +40,7 @@ import (
 // write-back itself (a unique index, a validator) is returned too.
 func (r *Repo[T]) Get(ctx context.Context, id any) (_ T, err error) {
 	ctx, op := r.start(ctx, "Get")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	var zero T
 	if err := txn.Refuse(ctx); err != nil {
 		return zero, pkg.Wrap("Get", err)
@@ -119,7 +119,7 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 	return func(yield func(T, error) bool) {
 		ctx, op := r.start(ctx, "Find")
 		var last error // the last error yielded, which the operation ends with
-		defer func() { op.End(last) }()
+		defer op.Finish(&last)
 		for page, err := range keyset.Pages(ctx, r.coll, filter, min(size, maxCursorBatch), limit, opts...) {
 			if err != nil {
 				var zero T
@@ -149,7 +149,7 @@ func (r *Repo[T]) Find(ctx context.Context, filter any, opts ...options.Lister[o
 func (r *Repo[T]) findErr(ctx context.Context, err error) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		_, op := r.start(ctx, "Find")
-		defer op.End(err)
+		defer op.Finish(&err)
 		var zero T
 		yield(zero, err)
 	}

@@ -120,7 +120,7 @@ func New[T any](db *mongo.Database, cfg Config) (*Repo[T], error) {
 // start starts the operation name for the repository's hook (see
 // [obs.Start]).
 func (r *Repo[T]) start(ctx context.Context, name string) (context.Context, *patterns.Operation) {
-	return obs.Start(ctx, r.hook, &r.planned, string(pkg), name, r.collections)
+	return obs.Start(ctx, r.hook, &r.planned, string(pkg), name, r.coll.Database().Name(), r.collections)
 }
 
 // Indexes returns the index that MigrateAll's scan and Stats use: the

@@ -28,7 +28,7 @@ type Stats struct {
 // between versions while it runs.
 func (r *Repo[T]) Stats(ctx context.Context) (_ Stats, err error) {
 	ctx, op := r.start(ctx, "Stats")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return Stats{}, pkg.Wrap("Stats", err)
 	}

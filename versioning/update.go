@@ -84,7 +84,7 @@ import (
 // call's had landed.
 func (r *Repo[T]) Update(ctx context.Context, id any, update any, opts ...options.Lister[options.UpdateOneOptions]) (err error) {
 	ctx, op := r.start(ctx, "Update")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := patterns.ValidateID(id); err != nil {
 		return pkg.Wrap("Update", err)
 	}

@@ -26,7 +26,7 @@ import (
 // twice. Give v an _id to make Insert safe to retry.
 func (r *Repo[T]) Insert(ctx context.Context, v T) (_ any, err error) {
 	ctx, op := r.start(ctx, "Insert")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return nil, pkg.Wrap("Insert", err)
 	}
@@ -70,7 +70,7 @@ func (r *Repo[T]) Insert(ctx context.Context, v T) (_ any, err error) {
 // then; a miss re-reads the document as without ShardKey.
 func (r *Repo[T]) Replace(ctx context.Context, id any, v T) (err error) {
 	ctx, op := r.start(ctx, "Replace")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Replace", err)
 	}
@@ -124,7 +124,7 @@ func (r *Repo[T]) Replace(ctx context.Context, id any, v T) (err error) {
 // after 5 such answers Delete returns [patterns.ErrConflict].
 func (r *Repo[T]) Delete(ctx context.Context, id any) (err error) {
 	ctx, op := r.start(ctx, "Delete")
-	defer func() { op.End(err) }()
+	defer op.Finish(&err)
 	if err := txn.Refuse(ctx); err != nil {
 		return pkg.Wrap("Delete", err)
 	}

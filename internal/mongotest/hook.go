@@ -121,7 +121,9 @@ func (r *Recorder) Sent(op *patterns.Operation) []string {
 // hook: it started and ended once, outermost (operations nested in it
 // may end too), with the error call returned; the commands it counted are
 // the commands the monitor saw sent with its context (so each command
-// used the context the hook returned) and there was at least one unless
+// used the context the hook returned; a call that makes the driver send
+// a command again, split a write or send nothing is outside what this
+// checks: see [patterns.Operation.Commands]) and there was at least one unless
 // sendsNothing; its plan is named once the repository decided it. It
 // returns the operation.
 func (r *Recorder) RequireReports(t testing.TB, pkg, name string, sendsNothing bool, call func() error) *patterns.Operation {

@@ -56,15 +56,15 @@ func All[T any](ctx context.Context, op *patterns.Operation, cur *mongo.Cursor, 
 }
 
 // Start starts an operation of a repository ([patterns.StartOperation])
-// with hook, the Hook of its Config, and records the repository's plan if
+// over collections of database, with hook, the Hook of its Config, and records the repository's plan if
 // it has decided it (else the operation records it when it decides: see
 // [lazy.Decide]). With a nil hook it returns ctx and a nil operation,
 // allocating nothing.
-func Start[P lazy.Plan](ctx context.Context, hook patterns.Hook, planned *lazy.Value[P], pkg, name string, collections []string) (context.Context, *patterns.Operation) {
+func Start[P lazy.Plan](ctx context.Context, hook patterns.Hook, planned *lazy.Value[P], pkg, name, database string, collections []string) (context.Context, *patterns.Operation) {
 	if hook == nil {
 		return ctx, nil
 	}
-	info := patterns.OperationInfo{Package: pkg, Name: name, Collections: collections}
+	info := patterns.OperationInfo{Package: pkg, Name: name, Database: database, Collections: collections}
 	if p, ok := planned.Known(); ok {
 		info.Plan, info.Features = p.Path()
 	}

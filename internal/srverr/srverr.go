@@ -139,7 +139,6 @@ func Retry(ctx context.Context, write func() error) error {
 		if err == nil || attempt == Attempts || !Transient(err) {
 			return err
 		}
-		patterns.OperationFrom(ctx).Retried(err)
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-ctx.Done():
@@ -147,6 +146,7 @@ func Retry(ctx context.Context, write func() error) error {
 			return errors.Join(err, ctx.Err())
 		case <-t.C:
 		}
+		patterns.OperationFrom(ctx).Retried(err) // only a write sent again is a retry
 		backoff *= 2
 	}
 }

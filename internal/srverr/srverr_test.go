@@ -128,3 +128,32 @@ func TestTimedOut(t *testing.T) {
 	}
 	require.False(t, srverr.TimedOut(context.DeadlineExceeded), "the driver's own timeout is not the server's")
 }
+
+// nopHook is a Hook that only lets an operation exist.
+type nopHook struct{}
+
+func (nopHook) OperationStart(ctx context.Context, _ *patterns.Operation) context.Context { return ctx }
+func (nopHook) OperationEvent(context.Context, *patterns.Operation, patterns.Event)       {}
+func (nopHook) OperationEnd(context.Context, *patterns.Operation)                         {}
+
+// TestRetryReportsOnlyWritesSentAgain: Retry reports a retry to the
+// operation of ctx as it sends the write again, after the backoff; a
+// context that ends during the backoff sends nothing more and reports no
+// retry (issue 37's attack: it reported one before the backoff).
+func TestRetryReportsOnlyWritesSentAgain(t *testing.T) {
+	ctx, op := patterns.StartOperation(context.Background(), nopHook{}, patterns.OperationInfo{Package: "test", Name: "Write"})
+	n := 0
+	require.NoError(t, srverr.Retry(ctx, func() error {
+		if n++; n < 3 {
+			return deadlock
+		}
+		return nil
+	}))
+	require.Equal(t, 2, op.Retries(), "two writes sent again")
+
+	ctx, op = patterns.StartOperation(context.Background(), nopHook{}, patterns.OperationInfo{Package: "test", Name: "Write"})
+	ctx, cancel := context.WithCancel(ctx)
+	err := srverr.Retry(ctx, func() error { cancel(); return deadlock })
+	require.ErrorIs(t, err, context.Canceled)
+	require.Zero(t, op.Retries(), "the context ended in the backoff: nothing sent again")
+}
