@@ -263,9 +263,16 @@ func countPipeline(parentID any) mongo.Pipeline {
 
 // removeParentNative removes the item from the parent's array by a $pull
 // condition: one command where the server has
-// [patterns.FeaturePullConditions].
+// [patterns.FeaturePullConditions]. The filter matches the parent while
+// it holds the item or its flag is true, so that the one command also
+// says whether to look in overflow: modified, the item was pulled;
+// matched and not modified, the parent has overflow and not the item;
+// not matched, neither (or no parent).
 func (r *Repo[P, I]) removeParentNative(parentID, itemID any) (filter, update bson.D) {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: itemID}},
+	return bson.D{{Key: "_id", Value: parentID}, {Key: "$or", Value: bson.A{
+			bson.D{{Key: r.idPath, Value: itemID}},
+			bson.D{{Key: r.cfg.FlagField, Value: true}},
+		}}},
 		bson.D{{Key: "$pull", Value: bson.D{{Key: r.cfg.Field, Value: bson.D{{Key: r.cfg.IDField, Value: itemID}}}}}}
 }
 
@@ -292,8 +299,9 @@ func (r *Repo[P, I]) removeOverflowNative(parentID, itemID any) (filter bson.D, 
 		}}}}
 }
 
-// arrayProjection is what the portable Remove reads of the parent: its
-// array, to find the elements holding the id.
+// arrayProjection is what Append reads of a parent whose array it could
+// not create: its array, to tell a value of another type from an array a
+// concurrent Append created first.
 func (r *Repo[P, I]) arrayProjection() bson.D {
 	return bson.D{{Key: r.cfg.Field, Value: 1}}
 }
@@ -398,9 +406,21 @@ func updateOverflowUpdate(i int, it item, delta int) bson.D {
 // updateParentNative replaces the item in the parent's array by its id,
 // every element holding it: an arrayFilters update, one command where
 // the server has [patterns.FeatureArrayFilters] (and refuses a parent
-// past 16 MiB itself).
+// past 16 MiB itself). The filter matches the parent while it holds no
+// element equal to the item and holds the item or has its flag true, so
+// that the one command also says where to look next: modified, the item
+// was replaced; matched and not modified, the parent has overflow and not
+// the item; not matched, the parent holds the item as given, or neither
+// the item nor overflow, or does not exist (read it).
 func (r *Repo[P, I]) updateParentNative(parentID any, it item) (filter, update bson.D, arrayFilters []any) {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: r.idPath, Value: it.id}},
+	return bson.D{
+			{Key: "_id", Value: parentID},
+			{Key: "$or", Value: bson.A{
+				bson.D{{Key: r.idPath, Value: it.id}},
+				bson.D{{Key: r.cfg.FlagField, Value: true}},
+			}},
+			{Key: r.cfg.Field, Value: bson.D{{Key: "$ne", Value: it.raw}}},
+		},
 		bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field + ".$[e]", Value: it.raw}}}},
 		[]any{bson.D{{Key: "e." + r.cfg.IDField, Value: it.id}}}
 }

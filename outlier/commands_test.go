@@ -147,7 +147,8 @@ func TestCommandsPerPlan(t *testing.T) {
 			old := rawValue(t, bson.D{E("cid", "a")})
 			if p.arrayFilters {
 				filter, update, af := r.updateParentNative(7, a)
-				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", a.id)}, filter)
+				require.Equal(t, bson.D{E("_id", 7), E("$or", bson.A{bson.D{E("comments.cid", a.id)}, bson.D{E("has_extra", true)}}),
+					E("comments", bson.D{E("$ne", a.raw)})}, filter, "the item or the flag, and no element stored as given")
 				require.Equal(t, bson.D{E("$set", bson.D{E("comments.$[e]", a.raw)})}, update)
 				require.Equal(t, []any{bson.D{E("e.cid", a.id)}}, af, "Update: in the parent by id, in one command")
 			}
@@ -162,10 +163,11 @@ func TestCommandsPerPlan(t *testing.T) {
 			elems := bson.A{a.raw}
 			if p.pullByCondition {
 				filter, update := r.removeParentNative(7, "a")
-				require.Equal(t, bson.D{E("_id", 7), E("comments.cid", "a")}, filter)
+				require.Equal(t, bson.D{E("_id", 7), E("$or", bson.A{bson.D{E("comments.cid", "a")}, bson.D{E("has_extra", true)}})}, filter,
+					"the item, or the flag that says to look in overflow")
 				require.Equal(t, bson.D{E("$pull", bson.D{E("comments", bson.D{E("cid", "a")})})}, update)
 			} else {
-				require.Equal(t, bson.D{E("comments", 1)}, r.arrayProjection())
+				require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1)}, r.embeddedProjection(), "Remove: the array, and the flag that says to look in overflow")
 				filter, update := r.removeParentPortable(7, elems)
 				require.Equal(t, bson.D{E("_id", 7), E("comments", bson.D{E("$all", elems)})}, filter, "the elements as read")
 				require.Equal(t, bson.D{E("$pullAll", bson.D{E("comments", elems)})}, update)

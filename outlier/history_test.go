@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -400,17 +399,6 @@ func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, _ []p
 // server path.
 func TestHistories(t *testing.T) {
 	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
-		if strings.HasSuffix(t.Name(), "/portable") && os.Getenv("MONGOPATTERNS_SOAK") == "" {
-			// The violation seen on the embedded server (seed
-			// 5813354634744272007) is the model's, fixed (a Get's second
-			// read after a Delete: TestHistoriesGetAcrossDelete). Another,
-			// the code's, is open: a Delete that failed between its two
-			// deletes leaves overflow documents, and Remove (so Update) of
-			// the parent inserted again acts on them, returning nil for an
-			// item Get does not show (FerretDB 2, 1 of 20 runs). Out of the
-			// suite until it is fixed, in the soak.
-			t.Skip("skipped: open violation of issue 34 on outlier's portable path (MONGOPATTERNS_SEED=7410713906858292459, FerretDB 2.7: Remove of a re-inserted parent removes from overflow documents a failed Delete left): runs with MONGOPATTERNS_SOAK set")
-		}
 		chaos.Run(t, outlierHistSpec(p))
 	})
 }

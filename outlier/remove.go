@@ -25,14 +25,23 @@ import (
 // A parent that Remove left with fewer than Cap items takes no new
 // items once overflowed.
 //
+// Only a parent whose flag is true has overflow: Remove looks in overflow
+// documents only after it read the flag true, so that those with the id
+// of a parent whose flag is false (a deleted parent's, left by a Delete
+// that failed between its two deletes, before the parent was inserted
+// again) are not its own: Remove leaves them, and an item held only there
+// is [patterns.ErrNotFound].
+//
 // Cost where the server has [patterns.FeaturePullConditions] and
 // [patterns.FeaturePipelineUpdates] (MongoDB, FerretDB 2.x): 1 command when
-// the item is in the parent (an update with $pull by id), 2 when it is in
-// overflow (the parent's update matches nothing, then a pipeline update of
-// the overflow document that removes the item and lowers the count by the
-// number of copies removed). Without $pull conditions (FerretDB 1.x),
-// Remove reads the parent's array first and pulls the elements holding the
-// id whole; without pipeline updates, it reads the overflow document
+// the item is in the parent (an update with $pull by id, of the parent
+// while it holds the id or its flag is true), 2 when it is in overflow
+// (the parent's update matches the parent by its flag and pulls nothing,
+// then a pipeline update of the overflow document that removes the item
+// and lowers the count by the number of copies removed). Without $pull
+// conditions (FerretDB 1.x), Remove reads the parent's array and flag
+// first and pulls the elements holding the id whole; without pipeline
+// updates, it reads the overflow document
 // holding the item (indexed) and pulls them whole with $pullAll: on a
 // server with neither, 2 commands for an item in the parent, 3 for one in
 // overflow. Each write is atomic: a reader sees the item or
@@ -47,7 +56,8 @@ import (
 // copy of the id in the place found is removed, and an overflow
 // document's count goes down by the number removed. If the
 // item is in neither place (or the parent does not exist) it returns
-// [patterns.ErrNotFound]; bad ids wrap [patterns.ErrInvalid]. Calling
+// [patterns.ErrNotFound] (after one command when the flag is false); bad
+// ids wrap [patterns.ErrInvalid]. Calling
 // Remove again after a failure (a lost connection) is safe: if the failed
 // call removed the item, the retry reports [patterns.ErrNotFound].
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
@@ -74,9 +84,10 @@ func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err erro
 type removal int
 
 const (
-	absent  removal = iota // the place does not hold the item
-	removed                // the item was removed
-	changed                // the item was found, and changed before the write (portable): read again
+	absent     removal = iota // the place does not hold the item (the parent: nor has it overflow)
+	removed                   // the item was removed
+	changed                   // the item was found, and changed before the write (portable): read again
+	overflowed                // the parent does not hold the item and its flag is true: look in its overflow
 )
 
 // remove removes the item from the parent or, if the parent does not hold
@@ -93,7 +104,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, p plan, parentID, itemID any) (
 	key := bsonid.Key(bson.RawValue{Type: t, Value: data})
 	for range maxMisses {
 		out, err := r.removeFromParent(ctx, p, parentID, itemID, key)
-		if err == nil && out == absent {
+		if err == nil && out == overflowed {
 			out, err = r.removeFromOverflow(ctx, p, parentID, itemID, key)
 		}
 		if err != nil || out != changed {
@@ -106,14 +117,26 @@ func (r *Repo[P, I]) remove(ctx context.Context, p plan, parentID, itemID any) (
 
 // removeFromParent removes the item from the parent's array, by a $pull
 // condition or, without [patterns.FeaturePullConditions], by the elements
-// read first.
+// read first. It reports overflowed when the parent does not hold the
+// item and its flag is true, and absent when the flag is false (or the
+// parent is missing): overflow documents of a parent whose flag is false
+// are a deleted parent's, left by a Delete that failed between its two
+// deletes, and hold none of its items.
 func (r *Repo[P, I]) removeFromParent(ctx context.Context, p plan, parentID, itemID any, key string) (removal, error) {
 	if p.pullByCondition {
 		filter, update := r.removeParentNative(parentID, itemID)
 		res, err := updateOne(ctx, r.parents, filter, update)
-		return removalOf(res, err, absent)
+		switch {
+		case err != nil:
+			return absent, err
+		case res.ModifiedCount == 1:
+			return removed, nil
+		case res.MatchedCount == 1:
+			return overflowed, nil // matched by the flag: nothing to pull
+		}
+		return absent, nil
 	}
-	parent, err := r.findParent(ctx, parentID, r.arrayProjection())
+	parent, err := r.findParent(ctx, parentID, r.embeddedProjection())
 	if err != nil {
 		return absent, err
 	}
@@ -122,8 +145,14 @@ func (r *Repo[P, I]) removeFromParent(ctx context.Context, p plan, parentID, ite
 		return absent, err
 	}
 	elems, err := r.matching(arr, key)
-	if err != nil || len(elems) == 0 {
+	if err != nil {
 		return absent, err
+	}
+	if len(elems) == 0 {
+		if r.flagged(parent) {
+			return overflowed, nil
+		}
+		return absent, nil
 	}
 	filter, update := r.removeParentPortable(parentID, elems)
 	res, err := updateOne(ctx, r.parents, filter, update)
@@ -202,7 +231,10 @@ func (r *Repo[P, I]) matching(arr bson.RawArray, key string) (bson.A, error) {
 // Delete again removes them (it always sends the deleteMany) and returns
 // [patterns.ErrNotFound], as it does for a parent that does not exist. A
 // parent inserted again with the same id does not take them for its own:
-// the Append that first overflows it deletes them (see [Repo.Append]).
+// until its flag is true no operation that starts after the Insert reads
+// or writes them (Get, Items, Page, Count, Update and Remove look in
+// overflow only after they read the flag true), and the Append that first
+// overflows it deletes them (see [Repo.Append]).
 // Both deletes are idempotent, and sent again after a transient failure
 // that applied nothing (FerretDB 2.x's deadlock). A delete of the parent
 // that matched nothing is checked with a find of its _id, one more

@@ -112,3 +112,54 @@ func counts(docs []overflowDoc) []int {
 	}
 	return out
 }
+
+// TestLeftoverOverflow: a Delete that failed between its two deletes
+// leaves the parent's overflow documents; the parent inserted again
+// (flag false) "does not take them for its own" (Delete's godoc), so
+// Remove and Update of an item that sits only in them are
+// patterns.ErrNotFound, as for any item the parent does not hold, and the
+// leftovers stay as they were (the next overflowing Append deletes them).
+// Found by the random histories (MONGOPATTERNS_SEED=7410713906858292459,
+// FerretDB 2.7, portable plan): Remove returned nil for an item Get and
+// Count do not show.
+func TestLeftoverOverflow(t *testing.T) {
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		ctx := context.Background()
+		r, _ := newPost(t, small(), p)
+		// parent: c00 c01 c02; seq 0: c03 c04; seq 1: c05
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 6)...))
+		_, before := stored(t, r, 1)
+		// The Delete that timed out after its deleteOne.
+		_, err := r.parents.DeleteOne(ctx, parentFilter(1))
+		require.NoError(t, err)
+		_, err = r.Insert(ctx, post{ID: 1})
+		require.NoError(t, err)
+		require.NoError(t, r.Append(ctx, 1, comment{ID: "c00", Text: "new"}))
+
+		for _, id := range []string{"c03", "c05"} {
+			require.ErrorIs(t, r.Remove(ctx, 1, id), patterns.ErrNotFound, "Remove %s: only in a leftover", id)
+			require.ErrorIs(t, r.Update(ctx, 1, comment{ID: id, Text: "edited"}), patterns.ErrNotFound, "Update %s: only in a leftover", id)
+			require.ErrorIs(t, r.Update(ctx, 1, comment{ID: id}), patterns.ErrNotFound, "Update %s as stored: only in a leftover", id)
+		}
+		_, after := stored(t, r, 1)
+		require.Equal(t, before, after, "the leftovers untouched")
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []comment{{ID: "c00", Text: "new"}}, items)
+		n, err := r.Count(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+
+		// The new parent's own item: an Update as stored changes nothing
+		// and returns nil, then an edit and a Remove act on the parent.
+		require.NoError(t, r.Update(ctx, 1, comment{ID: "c00", Text: "new"}))
+		require.NoError(t, r.Update(ctx, 1, comment{ID: "c00", Text: "edited"}))
+		_, items, err = r.Get(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []comment{{ID: "c00", Text: "edited"}}, items)
+		require.NoError(t, r.Remove(ctx, 1, "c00"))
+		require.ErrorIs(t, r.Remove(ctx, 1, "c00"), patterns.ErrNotFound)
+		_, after = stored(t, r, 1)
+		require.Equal(t, before, after, "the leftovers untouched")
+	})
+}

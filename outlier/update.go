@@ -23,19 +23,30 @@ import (
 // Cost where the server has [patterns.FeatureArrayFilters] and refuses
 // updates past 16 MiB (MongoDB, FerretDB 2.x): 1 command for an item in
 // the parent (an update by its id, {$set: {<Field>.$[e]: item}}, every
-// element holding the id), 3 for one in overflow (that update, matching
+// element holding the id, of the parent while it holds the id or its
+// flag is true and holds no element equal to item), 3 for one in
+// overflow (that update, matching the parent by its flag and changing
 // nothing; a findOne of the overflow document holding the id, by the
 // {parent, items.<IDField>} index; and the update of that document,
-// named by parent and seq, setting the element by its index). Elsewhere
+// named by parent and seq, setting the element by its index). Where that
+// update matches nothing (the item stored as given, an open parent
+// without the id, no parent) a findOne of the parent follows, and Update
+// goes on as below from what it read: 2 commands. Elsewhere
 // the parent is read first: 2 commands for an item in the parent (the
 // findOne, then an update setting the element by its index), 3 for one
 // in overflow (the findOne, then as above); where the server does not
 // refuse updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]: FerretDB
 // 1.x) the parent is read whole, to check its size, and the repository
 // runs its Updates and Appends of one parent one at a time, as Append
-// does. An item of an overflow document stored already as given costs
-// the reads only. An id held by no item costs a findOne of the parent
-// more, to say whether the parent exists.
+// does. An item stored already as given costs the reads only. An id that
+// no overflow document of an overflowed parent holds costs a findOne of
+// the parent more, to say whether the parent exists.
+//
+// Only a parent whose flag is true has overflow: overflow documents with
+// the id of a parent whose flag is false are a deleted parent's (left by
+// a [Repo.Delete] that failed between its two deletes, before the parent
+// was inserted again): Update looks in overflow only after it read the
+// flag true, and an item held only there is [patterns.ErrNotFound].
 //
 // Each write is atomic. Those that set an element by its index are
 // guarded on the element read there (and, in an overflow document, on the
@@ -112,10 +123,13 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 			return false, parentTooLarge(it, err)
 		case err != nil:
 			return false, err
-		case res.MatchedCount == 1:
+		case res.ModifiedCount == 1:
 			return true, nil
+		case res.MatchedCount == 1: // matched by the flag: not in the parent
+			return r.updateOverflow(ctx, parentID, it, budget)
 		}
-		return r.updateOverflow(ctx, parentID, it, budget)
+		// No parent, the item stored as given, or an open parent without
+		// it: read the parent to tell which, as below.
 	}
 	raw, err := r.findParent(ctx, parentID, r.updateProjection(p))
 	if err != nil {
