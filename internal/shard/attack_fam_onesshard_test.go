@@ -57,3 +57,25 @@ func TestAttackFindAndModifyOneShardByBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackUpsertByOrOfOneBranch: shard.go promises "An upsert needs the
+// exact shard key (61 ...) ... what mongos extracts from the filter's
+// equalities". mongos extracts it from the canonical query
+// (extractShardKeyFromBasicQueryWithContext canonicalizes the filter
+// first), in which an $or of one branch is that branch (the match
+// expression optimizer replaces an $or or $and of one child by the
+// child): {$or: [{status: "paid"}]} holds the exact key {status: "paid"},
+// so the upsert goes to its shard on every version, as the package routes
+// the same filter's updateOne. The package refuses it before 7.1.
+func TestAttackUpsertByOrOfOneBranch(t *testing.T) {
+	keys := map[string]Key{"status": key(bson.D{{Key: "status", Value: 1}})}
+	q := bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}}}}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 1}}}}
+	for _, c := range Clusters(keys) {
+		t.Run(fmt.Sprintf("%d.%d", c.Version.Major, c.Version.Minor)+fcvName(c), func(t *testing.T) {
+			got, err := c.Route(raw(t, upd("status", q, set, false, true)))
+			require.NoError(t, err)
+			require.Equal(t, OneShard, got.Target, "upsert by %v on %s: %s (the canonical query holds the exact key)", q, c, got)
+		})
+	}
+}
