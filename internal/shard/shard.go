@@ -218,9 +218,14 @@ func (k Key) Filter(filter bson.D) Route { return k.filter(filter, nil) }
 // is exempt on a hashed field (Cluster.Route).
 func (k Key) FilterCollated(filter, collation bson.D) Route { return k.filter(filter, collation) }
 
-func (k Key) filter(filter, collation bson.D) Route {
-	m := k.matchIn(filter, collation, false)
-	if r, ok := k.or(filter, collation, m); ok {
+func (k Key) filter(filter, collation bson.D) Route { return k.route(filter, collation, false) }
+
+// route is filter for a command that may target a hashed field by a
+// collatable value under a collation (hashedTargetable: findAndModify, see
+// matchIn).
+func (k Key) route(filter, collation bson.D, hashedTargetable bool) Route {
+	m := k.matchIn(filter, collation, hashedTargetable)
+	if r, ok := k.or(filter, collation, hashedTargetable, m); ok {
 		return r
 	}
 	first := k[0]
@@ -250,7 +255,7 @@ func (k Key) filter(filter, collation bson.D) Route {
 // $or does, as mongos does, by the union of its branches (each read with
 // the filter's other fields): one shard when every branch holds the same
 // full shard key, the worst branch's route otherwise.
-func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
+func (k Key) or(filter, collation bson.D, hashedTargetable bool, m match) (Route, bool) {
 	branches, _ := field(filter, "$or").(bson.A)
 	if len(branches) == 0 || k.full(m) {
 		return Route{}, false
@@ -261,13 +266,13 @@ func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
 	for i, b := range branches {
 		bd, _ := b.(bson.D)
 		combined := append(slices.Clone(rest), bd...)
-		r := k.filter(combined, collation)
+		r := k.route(combined, collation, hashedTargetable)
 		if r.Target != OneShard {
 			r.Why = fmt.Sprintf("$or branch %d: %s", i, r.Why)
 			out = worse(out, r)
 			continue
 		}
-		v := k.values(k.matchIn(combined, collation, false))
+		v := k.values(k.matchIn(combined, collation, hashedTargetable))
 		if i == 0 {
 			value = v
 		} else if v != value && out.Target == OneShard {
@@ -329,13 +334,24 @@ type equality struct {
 	collatable bool
 	// inexact: the field's values are bounded to one value (or none), but
 	// mongos extracts no exact shard key from it: the path is matched by
-	// equality twice (mongodb/mongo path_support.cpp
-	// checkEqualityConflicts, "path 'a' is matched twice", whatever the
-	// values), or the value is a document holding a $-prefixed field
-	// (ShardKeyPattern::isValidShardKeyElementForStorage). A find still
-	// goes to one shard, by the bounds; an upsert or findAndModify, which
-	// need the exact key, is refused before 7.1.
+	// equality twice (twice), the value is a document holding a
+	// $-prefixed field (ShardKeyPattern::isValidShardKeyElementForStorage),
+	// or the condition is no equality but bounds the field to the null
+	// point (null). A find still goes to one shard, by the bounds; an
+	// upsert, which needs the exact key, is refused before 7.1.
 	inexact bool
+	// twice: the path is matched by equality twice (mongodb/mongo
+	// path_support.cpp checkEqualityConflicts, "path 'a' is matched
+	// twice", whatever the values; "both paths 'a.b' and 'a' are
+	// matched"): an upsert cannot build the document it inserts from such
+	// a filter (54 NotSingleValueField).
+	twice bool
+	// null: no equality, but a condition the planner bounds by the one
+	// point null, as {f: null}: {$exists: false} and {$not: {$exists:
+	// true}} (index_bounds_builder.cpp, NOT of EXISTS: the null point),
+	// {$gte: null} and {$lte: null} (type bracketing: equal to {$eq:
+	// null}). Only on a key without a hashed field (matchIn).
+	null bool
 	// parent: the equality is on a parent document of the path ({a: {b:
 	// 1}} for a.b). mongos extracts the exact key from it, but the
 	// planner draws no bounds on the path from it: with inexact, it
@@ -369,6 +385,35 @@ type match struct {
 	// idCollated: the equality on _id is on a collatable value under a
 	// non-simple collation, so it is no exact _id.
 	idCollated bool
+	// nullPoint names the fields whose condition bounds them to the null
+	// point without an equality (see equality.null).
+	nullPoint map[string]bool
+}
+
+// add records an equality on path; a second one on the same path leaves
+// no exact key (checkEqualityConflicts, whatever the values), but a
+// direct equality still bounds the path.
+func (m match) add(path string, c *equality) {
+	switch old := m.eq[path]; {
+	case old == nil || (old.several && !c.several):
+		m.eq[path] = c
+	case !old.several && !c.several:
+		old.inexact = true
+		old.twice = old.twice || !old.null && !c.null
+		old.null = old.null && c.null
+		old.parent = old.parent && c.parent
+	}
+}
+
+// twice returns a path of paths (every path when nil) that the filter
+// matches by equality twice ("" when none).
+func (m match) twice(paths []string) string {
+	for _, p := range slices.Sorted(maps.Keys(m.eq)) {
+		if m.eq[p].twice && (paths == nil || slices.Contains(paths, p)) {
+			return p
+		}
+	}
+	return ""
 }
 
 // why says why a field of the key is not bounded.
@@ -391,6 +436,13 @@ func (m match) why(path string) string {
 // cluster_find_and_modify_cmd.cpp).
 func (k Key) matchIn(filter, collation bson.D, hashedTargetable bool) match {
 	m := matchOf(filter)
+	if !k.hashed() {
+		for _, f := range k {
+			if m.nullPoint[f.Path] {
+				m.add(f.Path, &equality{value: valueOf(nil), inexact: true, null: true})
+			}
+		}
+	}
 	if simple(collation) {
 		return m
 	}
@@ -435,7 +487,7 @@ func simple(collation bson.D) bool {
 // $exists: true bound nothing, and are as no condition at all. $and is
 // read into; $or, $nor, $expr and the like target nothing.
 func matchOf(filter bson.D) match {
-	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}}
+	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}, nullPoint: map[string]bool{}}
 	var equal func(path string, v any, c *equality)
 	equal = func(path string, v any, c *equality) {
 		lit, one := literal(v)
@@ -443,15 +495,7 @@ func matchOf(filter bson.D) match {
 			c.value = valueOf(lit)
 			c.inexact = c.inexact || dollar(lit)
 		}
-		switch old := m.eq[path]; {
-		case old == nil || (old.several && !c.several):
-			m.eq[path] = c
-		case !old.several && !c.several:
-			// checkEqualityConflicts: no exact key, whatever the values;
-			// a direct equality still bounds the path.
-			old.inexact = true
-			old.parent = old.parent && c.parent
-		}
+		m.add(path, c)
 		if d, ok := lit.(bson.D); one && ok {
 			for _, sub := range d {
 				switch sub.Value.(type) {
@@ -465,12 +509,13 @@ func matchOf(filter bson.D) match {
 	var walk func(d bson.D)
 	walk = func(d bson.D) {
 		for _, e := range d {
-			if e.Key == "$and" {
-				if arr, ok := e.Value.(bson.A); ok {
-					for _, sub := range arr {
-						if sd, ok := sub.(bson.D); ok {
-							walk(sd)
-						}
+			// An $or of one branch is that branch: the canonical query
+			// collapses it (ListOfMatchExpression's optimizer), mongos and
+			// the upsert's document read that.
+			if arr, _ := e.Value.(bson.A); e.Key == "$and" || e.Key == "$or" && len(arr) == 1 {
+				for _, sub := range arr {
+					if sd, ok := sub.(bson.D); ok {
+						walk(sd)
 					}
 				}
 				continue
@@ -480,6 +525,9 @@ func matchOf(filter bson.D) match {
 			}
 			if _, isArray := e.Value.(bson.A); isArray {
 				continue // matches the array or an element: no key value
+			}
+			if nullPoint(e.Value) {
+				m.nullPoint[e.Key] = true
 			}
 			switch c := condition(e.Value); {
 			case c != nil:
@@ -666,6 +714,7 @@ func operators(c bson.D) *equality {
 				e = &equality{
 					several:    op.Key == "$in" && len(arr) > 1,
 					inexact:    op.Key == "$all" && len(arr) > 1,
+					twice:      op.Key == "$all" && len(arr) > 1,
 					collatable: slices.ContainsFunc(arr, func(x any) bool { return condition(x).collatable }),
 				}
 			}
@@ -675,10 +724,35 @@ func operators(c bson.D) *equality {
 		case out == nil || (out.several && !e.several):
 			out = e
 		case !out.several && !e.several:
-			out.inexact = true
+			out.inexact, out.twice = true, true
 		}
 	}
 	return out
+}
+
+// nullPoint reports whether a condition that is no equality bounds the
+// field to the null point (see equality.null): $exists: false, $not of
+// $exists: true, $gte: null or $lte: null, alone or with other operators
+// (which can only narrow the point to nothing).
+func nullPoint(v any) bool {
+	d, _ := v.(bson.D)
+	for _, op := range d {
+		switch op.Key {
+		case "$exists":
+			if !truthy(op.Value) {
+				return true
+			}
+		case "$gte", "$lte":
+			if op.Value == nil {
+				return true
+			}
+		case "$not":
+			if child, _ := op.Value.(bson.D); len(child) == 1 && child[0].Key == "$exists" && truthy(child[0].Value) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exactID reports whether the filter matches _id by one equality, which
@@ -1063,9 +1137,10 @@ func changesKey(key Key, u any, m match) (bool, string) {
 		// A replacement whose filter holds the key keeps it only where it
 		// holds every key field; without the key in the filter, mongos
 		// targets the replacement by the key it holds.
-		// A replacement without _id keeps the document's.
+		// A replacement without _id keeps the document's; one by the
+		// null point of a field it lacks keeps the field missing.
 		for _, f := range key {
-			if _, ok := lookupOK(doc, f.Path); !ok && m.eq[f.Path] != nil && f.Path != "_id" {
+			if _, ok := lookupOK(doc, f.Path); !ok && m.eq[f.Path] != nil && !m.eq[f.Path].null && f.Path != "_id" {
 				return true, f.Path
 			}
 		}

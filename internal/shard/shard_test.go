@@ -30,6 +30,8 @@ const (
 	srcGetMore         = "a getMore goes to the cursor's shards, which its find chose"
 	srcExtract         = "mongodb/mongo src/mongo/s/shard_key_pattern_test.cpp ExtractQueryShardKeySingle/Nested/Hashed (the exact key: {a:{$all:[10]}} is {a:10}; {$and:[{a:10},{a:10}]}, {a:{$all:[10,10]}} and a nested {a:{b:{$eq:10}}} on a.b give none; {a:{b:10,d:40}} gives a.b); src/mongo/db/update/path_support.cpp checkEqualityConflicts (\"path 'a' is matched twice\", whatever the values)"
 	srcTargetQuery     = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util.cpp getShardIdsForQuery (the exact key first, else the planner's bounds on the key; no shard matched: one shard, SERVER-4914)"
+	srcNull            = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp (NOT of EXISTS: a point interval on [null, null], makeNullPointInterval; {$gte: null} and {$lte: null} are {$eq: null} by type bracketing); planner_ixselect.cpp (no NOT on a hashed index); a point lies in one chunk"
+	srcCanonical       = "mongodb/mongo src/mongo/db/matcher/expression_tree.cpp ListOfMatchExpression::getOptimizer (an AND or OR of one child is that child); update_driver.cpp populateDocumentWithQueryFields and extractShardKeyFromBasicQueryWithContext read the canonical query"
 	srcNot             = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp translate NOT (the child's bounds, complemented); planner_ixselect.cpp (an indexed NOT on a btree index only, not of $regex, $mod, $type, $elemMatch)"
 )
 
@@ -291,7 +293,19 @@ func TestRules(t *testing.T) {
 		{"the parent of a dotted key field twice", srcExtract + " (no exact key); " + srcTargetQuery + " (no bounds on m.a from m)",
 			find("dotted", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}, bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}}}}), same(EveryShard, 0)},
 		{"$not of a range on a ranged key", srcNot, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "p"}}}}}}), same(SomeShards, 0)},
-		{"$not of $exists: true on a ranged key", srcNot + " (NOT of EXISTS: the null point)", find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$exists", Value: true}}}}}}), same(SomeShards, 0)},
+		{"$not of $exists: true on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$exists", Value: true}}}}}}), same(OneShard, 0)},
+		{"$exists: false on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}), same(OneShard, 0)},
+		{"$gte: null on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$gte", Value: nil}}}}), same(OneShard, 0)},
+		{"$lte: null after an equality on a compound key", srcNull, find("users", bson.D{{Key: "tenant", Value: "a"}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: nil}}}}), same(OneShard, 0)},
+		{"$exists: false on a hashed key", srcNull + " (a NOT on a hashed index: no bounds)", find("items", bson.D{{Key: "_id", Value: bson.D{{Key: "$exists", Value: false}}}}), same(EveryShard, 0)},
+		{"an upsert by $exists: false", srcNull + "; " + srcExtract + " (no exact key: no equality)",
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
+		{"a replacement by $exists: false lacking the key field", srcNull + "; " + srcTargeter + " (one shard by the query; the document keeps its missing key)",
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}, bson.D{{Key: "n", Value: 1}}, false, false), same(OneShard, 0)},
+		{"an upsert by an $or of one branch", srcCanonical,
+			upd("status", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}}}}, set, false, true), same(OneShard, 0)},
+		{"find by an $or of one branch with a prefix", srcCanonical,
+			find("users", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "tenant", Value: "a"}}}}}), same(SomeShards, 0)},
 		{"$not of a range on a hashed key", srcNot, find("items", bson.D{{Key: "_id", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: 5}}}}}}), same(EveryShard, 0)},
 		{"$not of a range on a key with a hashed field", srcNot + " (the key's index is a hashed one)",
 			find("tenanthashed", bson.D{{Key: "tenant", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "a"}}}}}}), same(EveryShard, 0)},
