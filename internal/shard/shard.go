@@ -1019,6 +1019,9 @@ func (c Cluster) update(key Key, s bson.D) Route {
 	if upsert && !full && (multi || !c.WritesWithoutShardKey()) {
 		return Route{Refused, 61, "an upsert needs the exact shard key in its filter, one equality on every shard-key field (Failed to target upsert by query :: could not extract exact shard key)"}
 	}
+	if r, ok := upsertTwice(key, m, upsert, u); ok {
+		return r
+	}
 	if multi {
 		return key.filter(q, coll)
 	}
@@ -1026,12 +1029,44 @@ func (c Cluster) update(key Key, s bson.D) Route {
 		return r
 	}
 	if upsert {
-		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
+		return twoPhase(key, q, coll, false, "an upsert without the full shard key")
 	}
 	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && (exactID(m) || !c.WritesWithoutShardKey()) {
 		return replacement(key, repl, m)
 	}
-	return c.single(key, m, 72, "a single update")
+	return c.single(key, q, coll, m, 72, "a single update")
+}
+
+// upsertTwice refuses an upsert whose filter matches a path by equality
+// twice: when nothing matches, the shard (or, in a two-phase write, mongos:
+// write_without_shard_key_util.cpp generateUpsertDocument) builds the
+// document to insert from the filter's equalities and fails (54
+// NotSingleValueField, "cannot infer query fields to set, path 'a' is
+// matched twice"; update_driver.cpp populateDocumentWithQueryFields,
+// path_support.cpp checkEqualityConflicts). A replacement takes only _id
+// and the shard key's fields from the filter (its immutable paths).
+func upsertTwice(key Key, m match, upsert bool, u any) (Route, bool) {
+	if !upsert {
+		return Route{}, false
+	}
+	var paths []string // every path, for an update by operators
+	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) {
+		paths = append(key.paths(len(key)), "_id")
+	}
+	if p := m.twice(paths); p != "" {
+		return Route{Refused, 54, fmt.Sprintf("an upsert whose filter matches %s by equality twice cannot build the document it inserts (cannot infer query fields to set, path '%s' is matched twice): refused whenever nothing matches", p, p)}, true
+	}
+	return Route{}, false
+}
+
+// twoPhase routes a write by the two-phase protocol of 7.1 (mongodb/mongo
+// write_without_shard_key_util.h runTwoPhaseWriteProtocol): its read phase
+// sends the filter to the shards it reaches (a subset of shards for a
+// partial shard key), its write phase to the one shard that holds the
+// matched document, both in an internal transaction.
+func twoPhase(key Key, q, collation bson.D, hashedTargetable bool, what string) Route {
+	r := key.route(q, collation, hashedTargetable)
+	return Route{r.Target, 0, what + " is routed by a two-phase write (7.1+), whose read phase goes where its filter goes: " + r.Why}
 }
 
 // replacement routes a replacement whose filter does not hold the full
@@ -1083,14 +1118,15 @@ func oneShard(key Key, q, collation bson.D, full bool) (Route, bool) {
 	return Route{}, false
 }
 
-// single routes a single write (update, delete, findAndModify's exact-_id
-// case) whose filter lacks the full shard key.
-func (c Cluster) single(key Key, m match, code int32, what string) Route {
+// single routes a single update or delete whose filter lacks the full
+// shard key and reaches several shards.
+func (c Cluster) single(key Key, q, collation bson.D, m match, code int32, what string) Route {
 	switch {
-	case c.WritesWithoutShardKey():
-		return Route{EveryShard, 0, what + " without the full shard key is routed by a two-phase write (7.1+)"}
+	case c.WritesWithoutShardKey() && !exactID(m):
+		return twoPhase(key, q, collation, false, what+" without the full shard key")
 	case exactID(m):
-		return Route{EveryShard, 0, what + " by exact _id without the shard key is sent to every shard"}
+		r := key.filter(q, collation)
+		return Route{r.Target, 0, what + " by exact _id without the shard key is sent to the shards its filter reaches (targetUpdate, targetDelete): " + r.Why}
 	case m.eq[key[0].Path] != nil || m.ranged[key[0].Path]:
 		return Route{Refused, code, what + " by part of the shard key (before 7.1, or an FCV below 7.1) is accepted only while the chunks it may reach sit on one shard, and refused once the balancer spreads them: refused, as it is in production"}
 	}
@@ -1195,7 +1231,7 @@ func (c Cluster) delete(key Key, s bson.D) Route {
 	if r, ok := oneShard(key, q, coll, key.full(m)); ok {
 		return r
 	}
-	return c.single(key, m, 61, "a single delete")
+	return c.single(key, q, coll, m, 61, "a single delete")
 }
 
 // findAndModify routes a findAndModify command.
@@ -1204,18 +1240,26 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(d, "query").(bson.D)
-	m := key.matchIn(q, collationOf(d), true)
+	coll := collationOf(d)
+	m := key.matchIn(q, coll, true)
 	full := key.full(m)
 	if changes, path := changesKey(key, field(d, "update"), m); changes && field(d, "update") != nil && !full {
 		return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
+	}
+	if r, ok := upsertTwice(key, m, truthy(field(d, "upsert")), field(d, "update")); ok {
+		return r
 	}
 	switch {
 	case full:
 		return Route{OneShard, 0, "equality on every shard-key field"}
 	case c.WritesWithoutShardKey():
-		return Route{EveryShard, 0, "findAndModify without the full shard key is routed by a two-phase write (7.1+)"}
+		return twoPhase(key, q, coll, true, "findAndModify without the exact shard key")
 	}
-	return Route{Refused, 61, "findAndModify on a sharded collection must contain the shard key (before 7.1; an _id alone is not enough)"}
+	r := key.route(q, coll, true)
+	if r.Target == OneShard {
+		return Route{OneShard, 0, "the filter's bounds reach one shard (cluster_find_and_modify_cmd.cpp targetSingleShard; SERVER-44422, in 6.0 and 7.0 patch releases since 2023): " + r.Why}
+	}
+	return Route{Refused, 61, "findAndModify on a sharded collection must reach one shard by its filter (before 7.1; an _id alone is not enough; a part of the key is accepted only while its chunks sit on one shard, refused once the balancer spreads them): " + r.Why}
 }
 
 // createIndex routes one index of createIndexes: a unique index must be
