@@ -7,32 +7,47 @@
 // targeting code):
 //
 //   - A filter reaches one shard when it matches every field of the shard
-//     key by one equality (a hashed field by equality too); some shards
-//     when it matches a prefix of the key by equality, a key field by an
-//     $in of several values, or a ranged (not hashed) first field by a
-//     range (or, on a key without a hashed field, by the negation of a
-//     range: {$not: {$gt: 5}}); every shard otherwise.
-//   - The exact shard key, which upserts and findAndModify need, is what
-//     mongos extracts from the filter's equalities: not from a field
-//     matched by equality twice ({$and: [{a: 1}, {a: 1}]}, {a: {$all: [1,
-//     1]}}, whatever the values), nor from a value that holds a $-prefixed
-//     field ({a: {b: {$eq: 1}}} is a document, no equality on a.b). Such a
-//     filter still reaches one shard by its bounds (two different values:
-//     one shard, matching nothing). {a: {$all: [1]}} is an equality, and
-//     so is one on a parent document ({a: {b: 1}} for a.b), but the parent
-//     gives the key only: given twice, it bounds nothing.
-//   - findAndModify, up to 7.0, needs the exact shard key: an _id alone is
-//     not enough (61 ShardKeyNotFound). From 7.1 on, mongos accepts any
-//     filter and routes it with a two-phase write (every shard).
+//     key by one equality (a hashed field by equality too), or, on a key
+//     without a hashed field, bounds a field to the null point as {a:
+//     null} does ({$exists: false}, {$not: {$exists: true}}, {$gte: null},
+//     {$lte: null}); some shards when it matches a prefix of the key so, a
+//     key field by an $in of several values, or a ranged (not hashed)
+//     first field by a range (or, on a key without a hashed field, by the
+//     negation of a range: {$not: {$gt: 5}}); every shard otherwise. An
+//     $or of one branch is that branch.
+//   - The exact shard key, which upserts need before 7.1, is what mongos
+//     extracts from the filter's equalities: not from a field matched by
+//     equality twice ({$and: [{a: 1}, {a: 1}]}, {a: {$all: [1, 1]}},
+//     whatever the values), nor from a value that holds a $-prefixed field
+//     ({a: {b: {$eq: 1}}} is a document, no equality on a.b), nor from a
+//     null point that is no equality. Such a filter still reaches one
+//     shard by its bounds (two different values: one shard, matching
+//     nothing). {a: {$all: [1]}} is an equality, and so is one on a parent
+//     document ({a: {b: 1}} for a.b), but the parent gives the key only:
+//     given twice, it bounds nothing.
+//   - findAndModify goes to the shard of its exact shard key. Without it,
+//     up to 7.0 (6.0 and 7.0 patch releases since 2023, SERVER-44422),
+//     it goes to the one shard its filter reaches, and is refused when
+//     the filter reaches several (61 ShardKeyNotFound; an _id alone is not
+//     enough); from 7.1 on, mongos accepts any filter and routes it with a
+//     two-phase write.
 //   - A single update (multi: false) or delete (limit: 1) goes to one shard
 //     when its filter reaches one; up to 7.0, it otherwise needs an exact
-//     _id match, which is sent to every shard (72 InvalidOptions for
-//     updates, 61 for deletes). From 7.1 on any filter is accepted
-//     (two-phase write, every shard). A replacement is also targeted by
-//     the shard key the replacement document holds.
+//     _id match, which is sent to the shards its filter reaches (72
+//     InvalidOptions for updates, 61 for deletes). From 7.1 on any filter
+//     is accepted (two-phase write). A replacement is also targeted by the
+//     shard key the replacement document holds.
+//   - A two-phase write (7.1+) reads on the shards its filter reaches
+//     (some shards for a prefix of the key, every shard without one), then
+//     writes on the one shard holding the document it found: its route is
+//     its filter's.
 //   - An upsert needs the exact shard key (61, "Failed to target upsert by
 //     query"); from 7.1 on, a single upsert goes where its filter goes (one
-//     shard, or a two-phase write), a multi upsert still needs the key.
+//     shard, or a two-phase write), a multi upsert still needs the key. An
+//     upsert whose filter matches a path by equality twice (a key field,
+//     or any path for an update by operators) cannot build the document
+//     it inserts: refused (54 NotSingleValueField) whenever nothing
+//     matches, on every version.
 //   - An update that changes a shard-key field must hold the full shard key
 //     in its filter (31025) and cannot be a multi-update (72).
 //   - A unique index must be prefixed by the shard key (67
@@ -484,8 +499,10 @@ func simple(collation bson.D) bool {
 // condition that bounds the field's values ($gt, $lt, $type, an anchored
 // regular expression...) is a range, and so is the negation of a range
 // on a key without a hashed field; $ne, $nin, the other $not and
-// $exists: true bound nothing, and are as no condition at all. $and is
-// read into; $or, $nor, $expr and the like target nothing.
+// $exists: true bound nothing, and are as no condition at all; a
+// condition that bounds the field to the null point is noted (nullPoint),
+// for matchIn. $and, and an $or of one branch, are read into; the other
+// $or, $nor, $expr and the like target nothing.
 func matchOf(filter bson.D) match {
 	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}, nullPoint: map[string]bool{}}
 	var equal func(path string, v any, c *equality)
