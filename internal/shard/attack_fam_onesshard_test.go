@@ -36,6 +36,11 @@ import (
 // canonicalized (ListOfMatchExpression's optimizer replaces an $or of one
 // child by the child), from which extractShardKeyFromQuery takes the exact
 // key: one shard, as the package routes the same updateOne.
+//
+// (Checked when fixed: SERVER-78385 was closed Won't Do; from 7.1
+// cluster_find_and_modify_cmd.cpp sends a filter without the exact key,
+// such as the key twice, through the two-phase write, whose read phase
+// reaches the filter's one shard, so the route is one shard still.)
 func TestAttackFindAndModifyOneShardByBounds(t *testing.T) {
 	keys := map[string]Key{"status": key(bson.D{{Key: "status", Value: 1}})}
 	for _, tc := range []struct {

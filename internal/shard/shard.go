@@ -407,15 +407,15 @@ type match struct {
 
 // add records an equality on path; a second one on the same path leaves
 // no exact key (checkEqualityConflicts, whatever the values), but a
-// direct equality still bounds the path.
+// direct equality still bounds the path. A null point beside an equality
+// only narrows it: the equality stands, exact or not.
 func (m match) add(path string, c *equality) {
 	switch old := m.eq[path]; {
-	case old == nil || (old.several && !c.several):
+	case old == nil || (old.several && !c.several) || (old.null && !c.null):
 		m.eq[path] = c
+	case c.null:
 	case !old.several && !c.several:
-		old.inexact = true
-		old.twice = old.twice || !old.null && !c.null
-		old.null = old.null && c.null
+		old.inexact, old.twice = true, true
 		old.parent = old.parent && c.parent
 	}
 }
