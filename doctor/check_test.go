@@ -432,3 +432,23 @@ func TestCheckServedQueriesOnAnyPlan(t *testing.T) {
 		require.Equal(t, true, scan, "a served shape is a warning only when a readable plan scans: %v", f)
 	}
 }
+
+// TestCheckIndexesTellsScaledDirectionsApart: an existing {n: 2} is not a
+// declared {n: 1} (createIndexes builds {n: 1} beside it: another key
+// pattern), while {n: 1.0} is (CheckIndexes' godoc: directions compared by
+// value). FerretDB 1.24 refuses the index {n: 2}: the test skips there.
+func TestCheckIndexesTellsScaledDirectionsApart(t *testing.T) {
+	ctx := context.Background()
+	coll := mongotest.DB(t).Collection("scaled")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "n", Value: 2}}}); err != nil {
+		t.Skipf("the server refuses the index {n: 2}: %v", err)
+	}
+	for _, tc := range []struct {
+		dir     any
+		missing bool
+	}{{1, true}, {1.0, true}, {2, false}, {int64(2), false}} {
+		rep, err := doctor.CheckIndexes(ctx, patterns.Index{Collection: coll, Model: mongo.IndexModel{Keys: bson.D{{Key: "n", Value: tc.dir}}}})
+		require.NoError(t, err)
+		require.Equal(t, tc.missing, len(has(rep, doctor.RuleMissingIndex, "scaled")) == 1, "declared {n: %v} against the existing {n: 2}: %v", tc.dir, rep.Findings)
+	}
+}

@@ -20,7 +20,9 @@ import (
 //
 // An existing index matches a declared one when their keys are the same
 // fields in the same order with the same directions, compared by value (1,
-// 1.0 and int64(1) are one direction; "hashed", "2dsphere" and text
+// 1.0 and int64(1) are one direction; a number other than 1 and -1, such
+// as 2, differs from them, as the server tells those keys apart, though
+// two such numbers are taken as one; "hashed", "2dsphere" and text
 // fields by name), and their options agree: unique, sparse,
 // expireAfterSeconds (TTL), partialFilterExpression (compared by value)
 // and the collation's locale and strength; a hidden index does not match,

@@ -30,6 +30,10 @@ type keyField struct {
 	Path string
 	Dir  int    // 1 or -1 for an ordinary field, 0 for a special one
 	Kind string // "" for an ordinary field; "hashed", "text", "2dsphere", "2d", "wildcard"
+	// Scaled: an ordinary field whose direction is a number other than 1
+	// and -1 by value ({a: 2}, {a: 0.5}): the same order as 1 or -1, but
+	// another key value (shardCollection compares the values).
+	Scaled bool
 }
 
 // regular reports whether every field of the key is ordinary (ascending or
@@ -60,7 +64,8 @@ func keyString(key []keyField) string {
 }
 
 // parseKey reads an index key document. Directions are compared by value:
-// 1, 1.0 and int64(1) are the same direction.
+// 1, 1.0 and int64(1) are the same direction; 2 is ascending too, but
+// Scaled.
 func parseKey(raw bson.Raw) ([]keyField, error) {
 	elems, err := raw.Elements()
 	if err != nil {
@@ -82,6 +87,7 @@ func parseKey(raw bson.Raw) ([]keyField, error) {
 			if f < 0 {
 				k.Dir = -1
 			}
+			k.Scaled = f != 1 && f != -1
 		case v.Type == bson.TypeString:
 			k.Kind = v.StringValue()
 		default:

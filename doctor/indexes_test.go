@@ -15,9 +15,14 @@ import (
 )
 
 func TestParseKeyComparesDirectionsByValue(t *testing.T) {
-	for _, v := range []any{1, int64(1), 1.0, int32(1), 0.5} {
+	for _, v := range []any{1, int64(1), 1.0, int32(1)} {
 		require.Equal(t, []keyField{{Path: "a", Dir: 1}}, key("a", v), "%T %v", v, v)
 	}
+	// Ascending or descending, but another key value than 1 or -1.
+	for _, v := range []any{0.5, 2, int64(2)} {
+		require.Equal(t, []keyField{{Path: "a", Dir: 1, Scaled: true}}, key("a", v), "%T %v", v, v)
+	}
+	require.Equal(t, []keyField{{Path: "a", Dir: -1, Scaled: true}}, key("a", -2.5))
 	for _, v := range []any{-1, int64(-1), -1.0} {
 		require.Equal(t, []keyField{{Path: "a", Dir: -1}}, key("a", v))
 	}

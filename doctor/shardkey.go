@@ -348,15 +348,17 @@ func (c *checker) shardKey(ctx context.Context, key ShardKey) error {
 // shardCollection requires (the manual's "Shard Key Indexes"; mongodb/mongo
 // src/mongo/db/s/shard_key_index_util.cpp isCompatibleWithShardKey and
 // findShardKeyPrefixedIndex): its key starts with the shard key's fields
-// in order, each with the same value (1, or "hashed"), and it is neither
-// sparse, partial nor hidden, with the simple collation.
+// in order, each with the same value (1, or "hashed"), compared by value
+// as BSONObj::isPrefixOf does (1, 1.0 and int64(1) are one value; 2 is
+// another, though ascending), and it is neither sparse, partial nor
+// hidden, with the simple collation.
 func supports(ix indexSpec, key []keyField) bool {
 	locale, _ := ix.Collation.Lookup("locale").StringValueOK()
 	if ix.Sparse || ix.Hidden || len(ix.Partial) > 0 || (len(ix.Collation) > 0 && locale != "simple") || len(ix.Key) < len(key) {
 		return false
 	}
 	for i, f := range key {
-		if k := ix.Key[i]; k.Path != f.Path || k.Kind != f.Kind || k.Dir != f.Dir {
+		if k := ix.Key[i]; k.Path != f.Path || k.Kind != f.Kind || k.Dir != f.Dir || k.Scaled {
 			return false
 		}
 	}

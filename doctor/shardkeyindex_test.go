@@ -16,7 +16,7 @@ import (
 
 // The sources of the shard-key index and time-series rules.
 const (
-	srcKeyIndex      = "https://www.mongodb.com/docs/v7.0/core/sharding-shard-key-indexes/ (an index on the shard key, or a compound index the key prefixes); mongodb/mongo src/mongo/db/s/shard_key_index_util.cpp isCompatibleWithShardKey (not partial, not sparse, the key a prefix by value, simple collation), findShardKeyPrefixedIndex (not hidden)"
+	srcKeyIndex      = "https://www.mongodb.com/docs/v7.0/core/sharding-shard-key-indexes/ (an index on the shard key, or a compound index the key prefixes); mongodb/mongo src/mongo/db/s/shard_key_index_util.cpp isCompatibleWithShardKey (not partial, not sparse, the key a prefix by value: BSONObj::isPrefixOf with SimpleBSONElementComparator, so {a: 2} is no {a: 1}; simple collation), findShardKeyPrefixedIndex (not hidden)"
 	srcTimeSeriesKey = "https://www.mongodb.com/docs/v8.0/core/timeseries/timeseries-limitations/ (Sharding, Shard Key Fields: the metaField, its subfields, the timeField ranged and last; the timeField deprecated in 8.0); mongodb/mongo shardsvr_create_collection_command.cpp (5914000: the time field only at the end; 5914001: only the time field or meta field)"
 	srcBucketKey     = "mongodb/mongo src/mongo/db/timeseries timeseries_index_schema_conversion_functions.h createBucketsShardKeySpecFromTimeseriesShardKeySpec, and its use in chunk_manager_targeter_test.cpp (meta and its subfields; control.min.<timeField>)"
 )
@@ -53,6 +53,9 @@ func TestSupportsShardKey(t *testing.T) {
 		{"a prefix of the key", ab, ix(bson.D{{Key: "a", Value: 1}}), false},
 		{"another order", ab, ix(bson.D{{Key: "b", Value: 1}, {Key: "a", Value: 1}}), false},
 		{"a descending field", ab, ix(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: -1}}), false},
+		{"an ascending field of another value", ab, ix(bson.D{{Key: "a", Value: 2}, {Key: "b", Value: 1}}), false},
+		{"an ascending field of a fractional value", ab, ix(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 0.5}}), false},
+		{"another value after the key", bson.D{{Key: "a", Value: 1}}, ix(bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 2}}), true},
 		{"a hashed key, its hashed index", bson.D{{Key: "a", Value: "hashed"}}, ix(bson.D{{Key: "a", Value: "hashed"}}), true},
 		{"a hashed key, a ranged index", bson.D{{Key: "a", Value: "hashed"}}, ix(bson.D{{Key: "a", Value: 1}}), false},
 		{"a ranged key, a hashed index", bson.D{{Key: "a", Value: 1}}, ix(bson.D{{Key: "a", Value: "hashed"}}), false},

@@ -49,8 +49,10 @@ func TestAttackShardKeyExtraction(t *testing.T) {
 		want [2]route // old, new
 	}{
 		{"$all of one value is an equality", find("s", bson.D{{Key: "a", Value: bson.D{{Key: "$all", Value: bson.A{10}}}}}), same(OneShard, 0)},
+		// From 7.1 it reaches one shard, which cannot build the document
+		// to insert from it (54; TestAttackUpsertKeyMatchedTwice).
 		{"an upsert with the key twice by $and", upd("s", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "a", Value: 10}}, bson.D{{Key: "a", Value: 10}}}}}, set, false, true),
-			[2]route{{Refused, 61}, {OneShard, 0}}},
+			[2]route{{Refused, 61}, {Refused, 54}}},
 		{"a nested $eq is a document, not an equality on a.b", find("d", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.D{{Key: "$eq", Value: 10}}}}}}), same(EveryShard, 0)},
 		{"an upsert by a nested $eq", upd("d", bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.D{{Key: "$eq", Value: 10}}}}}}, set, false, true),
 			[2]route{{Refused, 61}, {EveryShard, 0}}},

@@ -7,32 +7,47 @@
 // targeting code):
 //
 //   - A filter reaches one shard when it matches every field of the shard
-//     key by one equality (a hashed field by equality too); some shards
-//     when it matches a prefix of the key by equality, a key field by an
-//     $in of several values, or a ranged (not hashed) first field by a
-//     range (or, on a key without a hashed field, by the negation of a
-//     range: {$not: {$gt: 5}}); every shard otherwise.
-//   - The exact shard key, which upserts and findAndModify need, is what
-//     mongos extracts from the filter's equalities: not from a field
-//     matched by equality twice ({$and: [{a: 1}, {a: 1}]}, {a: {$all: [1,
-//     1]}}, whatever the values), nor from a value that holds a $-prefixed
-//     field ({a: {b: {$eq: 1}}} is a document, no equality on a.b). Such a
-//     filter still reaches one shard by its bounds (two different values:
-//     one shard, matching nothing). {a: {$all: [1]}} is an equality, and
-//     so is one on a parent document ({a: {b: 1}} for a.b), but the parent
-//     gives the key only: given twice, it bounds nothing.
-//   - findAndModify, up to 7.0, needs the exact shard key: an _id alone is
-//     not enough (61 ShardKeyNotFound). From 7.1 on, mongos accepts any
-//     filter and routes it with a two-phase write (every shard).
+//     key by one equality (a hashed field by equality too), or, on a key
+//     without a hashed field, bounds a field to the null point as {a:
+//     null} does ({$exists: false}, {$not: {$exists: true}}, {$gte: null},
+//     {$lte: null}); some shards when it matches a prefix of the key so, a
+//     key field by an $in of several values, or a ranged (not hashed)
+//     first field by a range (or, on a key without a hashed field, by the
+//     negation of a range: {$not: {$gt: 5}}); every shard otherwise. An
+//     $or of one branch is that branch.
+//   - The exact shard key, which upserts need before 7.1, is what mongos
+//     extracts from the filter's equalities: not from a field matched by
+//     equality twice ({$and: [{a: 1}, {a: 1}]}, {a: {$all: [1, 1]}},
+//     whatever the values), nor from a value that holds a $-prefixed field
+//     ({a: {b: {$eq: 1}}} is a document, no equality on a.b), nor from a
+//     null point that is no equality. Such a filter still reaches one
+//     shard by its bounds (two different values: one shard, matching
+//     nothing). {a: {$all: [1]}} is an equality, and so is one on a parent
+//     document ({a: {b: 1}} for a.b), but the parent gives the key only:
+//     given twice, it bounds nothing.
+//   - findAndModify goes to the shard of its exact shard key. Without it,
+//     up to 7.0 (6.0 and 7.0 patch releases since 2023, SERVER-44422),
+//     it goes to the one shard its filter reaches, and is refused when
+//     the filter reaches several (61 ShardKeyNotFound; an _id alone is not
+//     enough); from 7.1 on, mongos accepts any filter and routes it with a
+//     two-phase write.
 //   - A single update (multi: false) or delete (limit: 1) goes to one shard
 //     when its filter reaches one; up to 7.0, it otherwise needs an exact
-//     _id match, which is sent to every shard (72 InvalidOptions for
-//     updates, 61 for deletes). From 7.1 on any filter is accepted
-//     (two-phase write, every shard). A replacement is also targeted by
-//     the shard key the replacement document holds.
+//     _id match, which is sent to the shards its filter reaches (72
+//     InvalidOptions for updates, 61 for deletes). From 7.1 on any filter
+//     is accepted (two-phase write). A replacement is also targeted by the
+//     shard key the replacement document holds.
+//   - A two-phase write (7.1+) reads on the shards its filter reaches
+//     (some shards for a prefix of the key, every shard without one), then
+//     writes on the one shard holding the document it found: its route is
+//     its filter's.
 //   - An upsert needs the exact shard key (61, "Failed to target upsert by
 //     query"); from 7.1 on, a single upsert goes where its filter goes (one
-//     shard, or a two-phase write), a multi upsert still needs the key.
+//     shard, or a two-phase write), a multi upsert still needs the key. An
+//     upsert whose filter matches a path by equality twice (a key field,
+//     or any path for an update by operators) cannot build the document
+//     it inserts: refused (54 NotSingleValueField) whenever nothing
+//     matches, on every version.
 //   - An update that changes a shard-key field must hold the full shard key
 //     in its filter (31025) and cannot be a multi-update (72).
 //   - A unique index must be prefixed by the shard key (67
@@ -218,9 +233,14 @@ func (k Key) Filter(filter bson.D) Route { return k.filter(filter, nil) }
 // is exempt on a hashed field (Cluster.Route).
 func (k Key) FilterCollated(filter, collation bson.D) Route { return k.filter(filter, collation) }
 
-func (k Key) filter(filter, collation bson.D) Route {
-	m := k.matchIn(filter, collation, false)
-	if r, ok := k.or(filter, collation, m); ok {
+func (k Key) filter(filter, collation bson.D) Route { return k.route(filter, collation, false) }
+
+// route is filter for a command that may target a hashed field by a
+// collatable value under a collation (hashedTargetable: findAndModify, see
+// matchIn).
+func (k Key) route(filter, collation bson.D, hashedTargetable bool) Route {
+	m := k.matchIn(filter, collation, hashedTargetable)
+	if r, ok := k.or(filter, collation, hashedTargetable, m); ok {
 		return r
 	}
 	first := k[0]
@@ -250,7 +270,7 @@ func (k Key) filter(filter, collation bson.D) Route {
 // $or does, as mongos does, by the union of its branches (each read with
 // the filter's other fields): one shard when every branch holds the same
 // full shard key, the worst branch's route otherwise.
-func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
+func (k Key) or(filter, collation bson.D, hashedTargetable bool, m match) (Route, bool) {
 	branches, _ := field(filter, "$or").(bson.A)
 	if len(branches) == 0 || k.full(m) {
 		return Route{}, false
@@ -261,13 +281,13 @@ func (k Key) or(filter, collation bson.D, m match) (Route, bool) {
 	for i, b := range branches {
 		bd, _ := b.(bson.D)
 		combined := append(slices.Clone(rest), bd...)
-		r := k.filter(combined, collation)
+		r := k.route(combined, collation, hashedTargetable)
 		if r.Target != OneShard {
 			r.Why = fmt.Sprintf("$or branch %d: %s", i, r.Why)
 			out = worse(out, r)
 			continue
 		}
-		v := k.values(k.matchIn(combined, collation, false))
+		v := k.values(k.matchIn(combined, collation, hashedTargetable))
 		if i == 0 {
 			value = v
 		} else if v != value && out.Target == OneShard {
@@ -329,13 +349,24 @@ type equality struct {
 	collatable bool
 	// inexact: the field's values are bounded to one value (or none), but
 	// mongos extracts no exact shard key from it: the path is matched by
-	// equality twice (mongodb/mongo path_support.cpp
-	// checkEqualityConflicts, "path 'a' is matched twice", whatever the
-	// values), or the value is a document holding a $-prefixed field
-	// (ShardKeyPattern::isValidShardKeyElementForStorage). A find still
-	// goes to one shard, by the bounds; an upsert or findAndModify, which
-	// need the exact key, is refused before 7.1.
+	// equality twice (twice), the value is a document holding a
+	// $-prefixed field (ShardKeyPattern::isValidShardKeyElementForStorage),
+	// or the condition is no equality but bounds the field to the null
+	// point (null). A find still goes to one shard, by the bounds; an
+	// upsert, which needs the exact key, is refused before 7.1.
 	inexact bool
+	// twice: the path is matched by equality twice (mongodb/mongo
+	// path_support.cpp checkEqualityConflicts, "path 'a' is matched
+	// twice", whatever the values; "both paths 'a.b' and 'a' are
+	// matched"): an upsert cannot build the document it inserts from such
+	// a filter (54 NotSingleValueField).
+	twice bool
+	// null: no equality, but a condition the planner bounds by the one
+	// point null, as {f: null}: {$exists: false} and {$not: {$exists:
+	// true}} (index_bounds_builder.cpp, NOT of EXISTS: the null point),
+	// {$gte: null} and {$lte: null} (type bracketing: equal to {$eq:
+	// null}). Only on a key without a hashed field (matchIn).
+	null bool
 	// parent: the equality is on a parent document of the path ({a: {b:
 	// 1}} for a.b). mongos extracts the exact key from it, but the
 	// planner draws no bounds on the path from it: with inexact, it
@@ -369,6 +400,35 @@ type match struct {
 	// idCollated: the equality on _id is on a collatable value under a
 	// non-simple collation, so it is no exact _id.
 	idCollated bool
+	// nullPoint names the fields whose condition bounds them to the null
+	// point without an equality (see equality.null).
+	nullPoint map[string]bool
+}
+
+// add records an equality on path; a second one on the same path leaves
+// no exact key (checkEqualityConflicts, whatever the values), but a
+// direct equality still bounds the path. A null point beside an equality
+// only narrows it: the equality stands, exact or not.
+func (m match) add(path string, c *equality) {
+	switch old := m.eq[path]; {
+	case old == nil || (old.several && !c.several) || (old.null && !c.null):
+		m.eq[path] = c
+	case c.null:
+	case !old.several && !c.several:
+		old.inexact, old.twice = true, true
+		old.parent = old.parent && c.parent
+	}
+}
+
+// twice returns a path of paths (every path when nil) that the filter
+// matches by equality twice ("" when none).
+func (m match) twice(paths []string) string {
+	for _, p := range slices.Sorted(maps.Keys(m.eq)) {
+		if m.eq[p].twice && (paths == nil || slices.Contains(paths, p)) {
+			return p
+		}
+	}
+	return ""
 }
 
 // why says why a field of the key is not bounded.
@@ -391,6 +451,13 @@ func (m match) why(path string) string {
 // cluster_find_and_modify_cmd.cpp).
 func (k Key) matchIn(filter, collation bson.D, hashedTargetable bool) match {
 	m := matchOf(filter)
+	if !k.hashed() {
+		for _, f := range k {
+			if m.nullPoint[f.Path] {
+				m.add(f.Path, &equality{value: valueOf(nil), inexact: true, null: true})
+			}
+		}
+	}
 	if simple(collation) {
 		return m
 	}
@@ -432,10 +499,12 @@ func simple(collation bson.D) bool {
 // condition that bounds the field's values ($gt, $lt, $type, an anchored
 // regular expression...) is a range, and so is the negation of a range
 // on a key without a hashed field; $ne, $nin, the other $not and
-// $exists: true bound nothing, and are as no condition at all. $and is
-// read into; $or, $nor, $expr and the like target nothing.
+// $exists: true bound nothing, and are as no condition at all; a
+// condition that bounds the field to the null point is noted (nullPoint),
+// for matchIn. $and, and an $or of one branch, are read into; the other
+// $or, $nor, $expr and the like target nothing.
 func matchOf(filter bson.D) match {
-	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}}
+	m := match{eq: map[string]*equality{}, ranged: map[string]bool{}, unbounded: map[string]bool{}, collated: map[string]bool{}, notRanged: map[string]bool{}, nullPoint: map[string]bool{}}
 	var equal func(path string, v any, c *equality)
 	equal = func(path string, v any, c *equality) {
 		lit, one := literal(v)
@@ -443,15 +512,7 @@ func matchOf(filter bson.D) match {
 			c.value = valueOf(lit)
 			c.inexact = c.inexact || dollar(lit)
 		}
-		switch old := m.eq[path]; {
-		case old == nil || (old.several && !c.several):
-			m.eq[path] = c
-		case !old.several && !c.several:
-			// checkEqualityConflicts: no exact key, whatever the values;
-			// a direct equality still bounds the path.
-			old.inexact = true
-			old.parent = old.parent && c.parent
-		}
+		m.add(path, c)
 		if d, ok := lit.(bson.D); one && ok {
 			for _, sub := range d {
 				switch sub.Value.(type) {
@@ -465,12 +526,13 @@ func matchOf(filter bson.D) match {
 	var walk func(d bson.D)
 	walk = func(d bson.D) {
 		for _, e := range d {
-			if e.Key == "$and" {
-				if arr, ok := e.Value.(bson.A); ok {
-					for _, sub := range arr {
-						if sd, ok := sub.(bson.D); ok {
-							walk(sd)
-						}
+			// An $or of one branch is that branch: the canonical query
+			// collapses it (ListOfMatchExpression's optimizer), mongos and
+			// the upsert's document read that.
+			if arr, _ := e.Value.(bson.A); e.Key == "$and" || e.Key == "$or" && len(arr) == 1 {
+				for _, sub := range arr {
+					if sd, ok := sub.(bson.D); ok {
+						walk(sd)
 					}
 				}
 				continue
@@ -480,6 +542,9 @@ func matchOf(filter bson.D) match {
 			}
 			if _, isArray := e.Value.(bson.A); isArray {
 				continue // matches the array or an element: no key value
+			}
+			if nullPoint(e.Value) {
+				m.nullPoint[e.Key] = true
 			}
 			switch c := condition(e.Value); {
 			case c != nil:
@@ -666,6 +731,7 @@ func operators(c bson.D) *equality {
 				e = &equality{
 					several:    op.Key == "$in" && len(arr) > 1,
 					inexact:    op.Key == "$all" && len(arr) > 1,
+					twice:      op.Key == "$all" && len(arr) > 1,
 					collatable: slices.ContainsFunc(arr, func(x any) bool { return condition(x).collatable }),
 				}
 			}
@@ -675,10 +741,35 @@ func operators(c bson.D) *equality {
 		case out == nil || (out.several && !e.several):
 			out = e
 		case !out.several && !e.several:
-			out.inexact = true
+			out.inexact, out.twice = true, true
 		}
 	}
 	return out
+}
+
+// nullPoint reports whether a condition that is no equality bounds the
+// field to the null point (see equality.null): $exists: false, $not of
+// $exists: true, $gte: null or $lte: null, alone or with other operators
+// (which can only narrow the point to nothing).
+func nullPoint(v any) bool {
+	d, _ := v.(bson.D)
+	for _, op := range d {
+		switch op.Key {
+		case "$exists":
+			if !truthy(op.Value) {
+				return true
+			}
+		case "$gte", "$lte":
+			if op.Value == nil {
+				return true
+			}
+		case "$not":
+			if child, _ := op.Value.(bson.D); len(child) == 1 && child[0].Key == "$exists" && truthy(child[0].Value) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // exactID reports whether the filter matches _id by one equality, which
@@ -945,6 +1036,9 @@ func (c Cluster) update(key Key, s bson.D) Route {
 	if upsert && !full && (multi || !c.WritesWithoutShardKey()) {
 		return Route{Refused, 61, "an upsert needs the exact shard key in its filter, one equality on every shard-key field (Failed to target upsert by query :: could not extract exact shard key)"}
 	}
+	if r, ok := upsertTwice(key, m, upsert, u); ok {
+		return r
+	}
 	if multi {
 		return key.filter(q, coll)
 	}
@@ -952,12 +1046,44 @@ func (c Cluster) update(key Key, s bson.D) Route {
 		return r
 	}
 	if upsert {
-		return Route{EveryShard, 0, "an upsert without the full shard key is routed by a two-phase write (7.1+)"}
+		return twoPhase(key, q, coll, false, "an upsert without the full shard key")
 	}
 	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) && (exactID(m) || !c.WritesWithoutShardKey()) {
 		return replacement(key, repl, m)
 	}
-	return c.single(key, m, 72, "a single update")
+	return c.single(key, q, coll, m, 72, "a single update")
+}
+
+// upsertTwice refuses an upsert whose filter matches a path by equality
+// twice: when nothing matches, the shard (or, in a two-phase write, mongos:
+// write_without_shard_key_util.cpp generateUpsertDocument) builds the
+// document to insert from the filter's equalities and fails (54
+// NotSingleValueField, "cannot infer query fields to set, path 'a' is
+// matched twice"; update_driver.cpp populateDocumentWithQueryFields,
+// path_support.cpp checkEqualityConflicts). A replacement takes only _id
+// and the shard key's fields from the filter (its immutable paths).
+func upsertTwice(key Key, m match, upsert bool, u any) (Route, bool) {
+	if !upsert {
+		return Route{}, false
+	}
+	var paths []string // every path, for an update by operators
+	if repl, ok := u.(bson.D); ok && (len(repl) == 0 || !strings.HasPrefix(repl[0].Key, "$")) {
+		paths = append(key.paths(len(key)), "_id")
+	}
+	if p := m.twice(paths); p != "" {
+		return Route{Refused, 54, fmt.Sprintf("an upsert whose filter matches %s by equality twice cannot build the document it inserts (cannot infer query fields to set, path '%s' is matched twice): refused whenever nothing matches", p, p)}, true
+	}
+	return Route{}, false
+}
+
+// twoPhase routes a write by the two-phase protocol of 7.1 (mongodb/mongo
+// write_without_shard_key_util.h runTwoPhaseWriteProtocol): its read phase
+// sends the filter to the shards it reaches (a subset of shards for a
+// partial shard key), its write phase to the one shard that holds the
+// matched document, both in an internal transaction.
+func twoPhase(key Key, q, collation bson.D, hashedTargetable bool, what string) Route {
+	r := key.route(q, collation, hashedTargetable)
+	return Route{r.Target, 0, what + " is routed by a two-phase write (7.1+), whose read phase goes where its filter goes: " + r.Why}
 }
 
 // replacement routes a replacement whose filter does not hold the full
@@ -1009,14 +1135,15 @@ func oneShard(key Key, q, collation bson.D, full bool) (Route, bool) {
 	return Route{}, false
 }
 
-// single routes a single write (update, delete, findAndModify's exact-_id
-// case) whose filter lacks the full shard key.
-func (c Cluster) single(key Key, m match, code int32, what string) Route {
+// single routes a single update or delete whose filter lacks the full
+// shard key and reaches several shards.
+func (c Cluster) single(key Key, q, collation bson.D, m match, code int32, what string) Route {
 	switch {
-	case c.WritesWithoutShardKey():
-		return Route{EveryShard, 0, what + " without the full shard key is routed by a two-phase write (7.1+)"}
+	case c.WritesWithoutShardKey() && !exactID(m):
+		return twoPhase(key, q, collation, false, what+" without the full shard key")
 	case exactID(m):
-		return Route{EveryShard, 0, what + " by exact _id without the shard key is sent to every shard"}
+		r := key.filter(q, collation)
+		return Route{r.Target, 0, what + " by exact _id without the shard key is sent to the shards its filter reaches (targetUpdate, targetDelete): " + r.Why}
 	case m.eq[key[0].Path] != nil || m.ranged[key[0].Path]:
 		return Route{Refused, code, what + " by part of the shard key (before 7.1, or an FCV below 7.1) is accepted only while the chunks it may reach sit on one shard, and refused once the balancer spreads them: refused, as it is in production"}
 	}
@@ -1063,9 +1190,10 @@ func changesKey(key Key, u any, m match) (bool, string) {
 		// A replacement whose filter holds the key keeps it only where it
 		// holds every key field; without the key in the filter, mongos
 		// targets the replacement by the key it holds.
-		// A replacement without _id keeps the document's.
+		// A replacement without _id keeps the document's; one by the
+		// null point of a field it lacks keeps the field missing.
 		for _, f := range key {
-			if _, ok := lookupOK(doc, f.Path); !ok && m.eq[f.Path] != nil && f.Path != "_id" {
+			if _, ok := lookupOK(doc, f.Path); !ok && m.eq[f.Path] != nil && !m.eq[f.Path].null && f.Path != "_id" {
 				return true, f.Path
 			}
 		}
@@ -1120,7 +1248,7 @@ func (c Cluster) delete(key Key, s bson.D) Route {
 	if r, ok := oneShard(key, q, coll, key.full(m)); ok {
 		return r
 	}
-	return c.single(key, m, 61, "a single delete")
+	return c.single(key, q, coll, m, 61, "a single delete")
 }
 
 // findAndModify routes a findAndModify command.
@@ -1129,18 +1257,26 @@ func (c Cluster) findAndModify(key Key, d bson.D) Route {
 		return Route{OneShard, 0, "the collection is not sharded"}
 	}
 	q, _ := field(d, "query").(bson.D)
-	m := key.matchIn(q, collationOf(d), true)
+	coll := collationOf(d)
+	m := key.matchIn(q, coll, true)
 	full := key.full(m)
 	if changes, path := changesKey(key, field(d, "update"), m); changes && field(d, "update") != nil && !full {
 		return Route{Refused, 31025, fmt.Sprintf("an update of the shard-key field %s needs the full shard key in its filter", path)}
+	}
+	if r, ok := upsertTwice(key, m, truthy(field(d, "upsert")), field(d, "update")); ok {
+		return r
 	}
 	switch {
 	case full:
 		return Route{OneShard, 0, "equality on every shard-key field"}
 	case c.WritesWithoutShardKey():
-		return Route{EveryShard, 0, "findAndModify without the full shard key is routed by a two-phase write (7.1+)"}
+		return twoPhase(key, q, coll, true, "findAndModify without the exact shard key")
 	}
-	return Route{Refused, 61, "findAndModify on a sharded collection must contain the shard key (before 7.1; an _id alone is not enough)"}
+	r := key.route(q, coll, true)
+	if r.Target == OneShard {
+		return Route{OneShard, 0, "the filter's bounds reach one shard (cluster_find_and_modify_cmd.cpp targetSingleShard; SERVER-44422, in 6.0 and 7.0 patch releases since 2023): " + r.Why}
+	}
+	return Route{Refused, 61, "findAndModify on a sharded collection must reach one shard by its filter (before 7.1; an _id alone is not enough; a part of the key is accepted only while its chunks sit on one shard, refused once the balancer spreads them): " + r.Why}
 }
 
 // createIndex routes one index of createIndexes: a unique index must be

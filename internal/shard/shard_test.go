@@ -15,22 +15,27 @@ func key(d bson.D) Key { return MustParseKey(d) }
 // The sources of the routing rules: the manual's pages, and the server's
 // own targeting code and tests (mongodb/mongo, read, not copied).
 const (
-	srcQuery           = "mongodb/mongo src/mongo/s/chunk_manager_query_test.cpp (EqualityRange*, SetRange*, GTRange*, OrEqualities, CollationStrings/Numbers*)"
-	srcBounds          = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util_index_bounds_test.cpp (AllValue, NegativeGT, Regex, HashedRange, ArrayEquality)"
-	srcTargeter        = "mongodb/mongo src/mongo/s/collection_routing_info_targeter.cpp (targetUpdate, targetDelete, targetInsert, isExactIdQuery); 4.4's src/mongo/s/write_ops/chunk_manager_targeter.cpp alike"
-	srcReplacement     = "mongodb/mongo collection_routing_info_targeter.cpp targetUpdate: a replacement not targeted by its query is targeted by the replacement document (emplaceMissingShardKeyValuesForDocument: missing fields as null; _id from an exact _id of the query), without the feature flag or with an exact _id"
-	srcHashedCollation = "mongodb/mongo src/mongo/s/chunk_manager.cpp findIntersectingChunk (a hashed field under a non-simple collation throws ShardKeyNotFound unless bypassIsFieldHashedCheck, which only cluster_find_and_modify_cmd.cpp passes); shard_key_pattern_query_util.cpp then takes the bounds under a null collator"
-	srcFCV             = "mongodb/mongo collection_routing_info_targeter.cpp: gFeatureFlagUpdateOneWithoutShardKey.isEnabled(featureCompatibility) gates the writes without the shard key"
-	srcFindAndModify   = "https://www.mongodb.com/docs/manual/reference/command/findAndModify/#sharded-collections"
-	srcKeyChange       = "https://www.mongodb.com/docs/manual/core/sharding-change-shard-key-value/"
-	srcUnique          = "mongodb/mongo src/mongo/s/shard_key_pattern.h (isUniqueIndexCompatible: a unique index starting with _id suits every key; else prefixed by the key)"
-	srcLookup          = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/#sharded-collections"
-	srcOut             = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
-	srcMerge           = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
-	srcGetMore         = "a getMore goes to the cursor's shards, which its find chose"
-	srcExtract         = "mongodb/mongo src/mongo/s/shard_key_pattern_test.cpp ExtractQueryShardKeySingle/Nested/Hashed (the exact key: {a:{$all:[10]}} is {a:10}; {$and:[{a:10},{a:10}]}, {a:{$all:[10,10]}} and a nested {a:{b:{$eq:10}}} on a.b give none; {a:{b:10,d:40}} gives a.b); src/mongo/db/update/path_support.cpp checkEqualityConflicts (\"path 'a' is matched twice\", whatever the values)"
-	srcTargetQuery     = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util.cpp getShardIdsForQuery (the exact key first, else the planner's bounds on the key; no shard matched: one shard, SERVER-4914)"
-	srcNot             = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp translate NOT (the child's bounds, complemented); planner_ixselect.cpp (an indexed NOT on a btree index only, not of $regex, $mod, $type, $elemMatch)"
+	srcQuery               = "mongodb/mongo src/mongo/s/chunk_manager_query_test.cpp (EqualityRange*, SetRange*, GTRange*, OrEqualities, CollationStrings/Numbers*)"
+	srcBounds              = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util_index_bounds_test.cpp (AllValue, NegativeGT, Regex, HashedRange, ArrayEquality)"
+	srcTargeter            = "mongodb/mongo src/mongo/s/collection_routing_info_targeter.cpp (targetUpdate, targetDelete, targetInsert, isExactIdQuery); 4.4's src/mongo/s/write_ops/chunk_manager_targeter.cpp alike"
+	srcReplacement         = "mongodb/mongo collection_routing_info_targeter.cpp targetUpdate: a replacement not targeted by its query is targeted by the replacement document (emplaceMissingShardKeyValuesForDocument: missing fields as null; _id from an exact _id of the query), without the feature flag or with an exact _id"
+	srcHashedCollation     = "mongodb/mongo src/mongo/s/chunk_manager.cpp findIntersectingChunk (a hashed field under a non-simple collation throws ShardKeyNotFound unless bypassIsFieldHashedCheck, which only cluster_find_and_modify_cmd.cpp passes); shard_key_pattern_query_util.cpp then takes the bounds under a null collator"
+	srcFCV                 = "mongodb/mongo collection_routing_info_targeter.cpp: gFeatureFlagUpdateOneWithoutShardKey.isEnabled(featureCompatibility) gates the writes without the shard key"
+	srcFindAndModify       = "https://www.mongodb.com/docs/manual/reference/command/findAndModify/#sharded-collections"
+	srcKeyChange           = "https://www.mongodb.com/docs/manual/core/sharding-change-shard-key-value/"
+	srcUnique              = "mongodb/mongo src/mongo/s/shard_key_pattern.h (isUniqueIndexCompatible: a unique index starting with _id suits every key; else prefixed by the key)"
+	srcLookup              = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/lookup/#sharded-collections"
+	srcOut                 = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/out/ (cannot output to a sharded collection)"
+	srcMerge               = "https://www.mongodb.com/docs/manual/reference/operator/aggregation/merge/#std-label-merge-on (on defaults to the shard key and _id; an explicit on holds every key field)"
+	srcGetMore             = "a getMore goes to the cursor's shards, which its find chose"
+	srcExtract             = "mongodb/mongo src/mongo/s/shard_key_pattern_test.cpp ExtractQueryShardKeySingle/Nested/Hashed (the exact key: {a:{$all:[10]}} is {a:10}; {$and:[{a:10},{a:10}]}, {a:{$all:[10,10]}} and a nested {a:{b:{$eq:10}}} on a.b give none; {a:{b:10,d:40}} gives a.b); src/mongo/db/update/path_support.cpp checkEqualityConflicts (\"path 'a' is matched twice\", whatever the values)"
+	srcTargetQuery         = "mongodb/mongo src/mongo/s/shard_key_pattern_query_util.cpp getShardIdsForQuery (the exact key first, else the planner's bounds on the key; no shard matched: one shard, SERVER-4914)"
+	srcNull                = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp (NOT of EXISTS: a point interval on [null, null], makeNullPointInterval; {$gte: null} and {$lte: null} are {$eq: null} by type bracketing); planner_ixselect.cpp (no NOT on a hashed index); a point lies in one chunk"
+	srcUpsertDoc           = "mongodb/mongo src/mongo/db/update/update_driver.cpp populateDocumentWithQueryFields (an update by operators takes every equality, a replacement its immutable paths), path_support.cpp checkEqualityConflicts (54 NotSingleValueField, \"path 'a' is matched twice\"); write_without_shard_key_util.cpp generateUpsertDocument (the same, in a two-phase write); FerretDB 2.7 refuses it too (doctor TestAttackUpsertKeyMatchedTwiceLive)"
+	srcFindAndModifyBounds = "mongodb/mongo src/mongo/s/commands/cluster_find_and_modify_cmd.cpp targetSingleShard (getShardIdsForQuery, ShardKeyNotFound unless one shard) and useTwoPhaseProtocol (no exact key: two-phase from 7.1); SERVER-44422 (backported to 7.0, 6.0, 5.0: DOCS-16308; SERVER-80224 on its 6.0 backport); SERVER-78385 (one shard without the two-phase write) closed Won't Do"
+	srcTwoPhase            = "mongodb/mongo src/mongo/s/write_ops/write_without_shard_key_util.h runTwoPhaseWriteProtocol (the read phase goes to all shards, a subset for a partial shard key)"
+	srcCanonical           = "mongodb/mongo src/mongo/db/matcher/expression_tree.cpp ListOfMatchExpression::getOptimizer (an AND or OR of one child is that child); update_driver.cpp populateDocumentWithQueryFields and extractShardKeyFromBasicQueryWithContext read the canonical query"
+	srcNot                 = "mongodb/mongo src/mongo/db/query/index_bounds_builder.cpp translate NOT (the child's bounds, complemented); planner_ixselect.cpp (an indexed NOT on a btree index only, not of $regex, $mod, $type, $elemMatch)"
 )
 
 func raw(t *testing.T, d bson.D) bson.Raw {
@@ -225,7 +230,15 @@ func TestRules(t *testing.T) {
 			upd("items", bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, bson.D{{Key: "parent", Value: "p"}, {Key: "sku", Value: "s"}}, false, false), [2]route{{OneShard, 0}, {EveryShard, 0}}},
 		// MED 5: a single write by part of the key.
 		{"updateOne by parent alone on {parent: hashed, seq: 1}", srcTargeter,
-			upd("overflow", bson.D{{Key: "parent", Value: "p"}}, set, false, false), [2]route{{Refused, 72}, {EveryShard, 0}}},
+			upd("overflow", bson.D{{Key: "parent", Value: "p"}}, set, false, false), [2]route{{Refused, 72}, {SomeShards, 0}}},
+		{"deleteOne by parent alone on {parent: hashed, seq: 1}", srcTargeter + "; " + srcTwoPhase,
+			bson.D{{Key: "delete", Value: "overflow"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "parent", Value: "p"}}}, {Key: "limit", Value: 1}}}}}, [2]route{{Refused, 61}, {SomeShards, 0}}},
+		{"findAndModify by parent alone on {parent: hashed, seq: 1}", srcFindAndModifyBounds + "; " + srcTwoPhase,
+			bson.D{{Key: "findAndModify", Value: "overflow"}, {Key: "query", Value: bson.D{{Key: "parent", Value: "p"}}}, {Key: "update", Value: set}}, [2]route{{Refused, 61}, {SomeShards, 0}}},
+		{"an upsert by parent alone on {parent: hashed, seq: 1}", srcTargeter + "; " + srcTwoPhase,
+			upd("overflow", bson.D{{Key: "parent", Value: "p"}}, set, false, true), [2]route{{Refused, 61}, {SomeShards, 0}}},
+		{"updateOne by exact _id and a key prefix", srcTargeter + " (an exact _id is sent to the shards of the query)",
+			upd("overflow", bson.D{{Key: "parent", Value: "p"}, {Key: "_id", Value: 1}}, set, false, false), same(SomeShards, 0)},
 		// MED 7: negations bound nothing.
 		{"$ne on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$ne", Value: "paid"}}}}), same(EveryShard, 0)},
 		{"$nin on the key", srcBounds, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$nin", Value: bson.A{"paid"}}}}}), same(EveryShard, 0)},
@@ -269,17 +282,25 @@ func TestRules(t *testing.T) {
 		{"the key twice by $and, two values", srcExtract + "; " + srcTargetQuery,
 			find("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "due"}}}}}), same(OneShard, 0)},
 		{"an upsert with the key twice by $and, two values", srcExtract + "; " + srcTargeter,
-			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "due"}}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
-		{"an upsert by $all of two values", srcExtract + "; " + srcTargeter,
-			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$all", Value: bson.A{"paid", "paid"}}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
+			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "due"}}}}}, set, false, true), [2]route{{Refused, 61}, {Refused, 54}}},
+		{"an upsert by $all of two values", srcExtract + "; " + srcTargeter + "; " + srcUpsertDoc,
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$all", Value: bson.A{"paid", "paid"}}}}}, set, false, true), [2]route{{Refused, 61}, {Refused, 54}}},
+		{"an upsert by the full key matching another path twice", srcUpsertDoc,
+			upd("status", bson.D{{Key: "status", Value: "paid"}, {Key: "$and", Value: bson.A{bson.D{{Key: "n", Value: 1}}, bson.D{{Key: "n", Value: 1}}}}}, set, false, true), same(Refused, 54)},
+		{"a replacement upsert by the full key matching another path twice", srcUpsertDoc + " (a replacement takes only _id and the key's fields from the filter)",
+			upd("status", bson.D{{Key: "status", Value: "paid"}, {Key: "n", Value: bson.D{{Key: "$all", Value: bson.A{1, 2}}}}}, bson.D{{Key: "status", Value: "paid"}}, false, true), same(OneShard, 0)},
+		{"a findAndModify upsert with the key twice by $and", srcUpsertDoc + "; " + srcFindAndModifyBounds,
+			bson.D{{Key: "findAndModify", Value: "status"}, {Key: "query", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "update", Value: set}, {Key: "upsert", Value: true}}, same(Refused, 54)},
 		{"updateOne with the key twice by $and", srcTargeter + " (targetUpdate: one shard by the query, before any other rule)",
 			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}, set, false, false), same(OneShard, 0)},
 		{"deleteOne with the key twice by $and", srcTargeter + " (targetDelete: one shard by the query, before any other rule)",
 			bson.D{{Key: "delete", Value: "status"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "limit", Value: 1}}}}}, same(OneShard, 0)},
 		{"updateOne by an $or of one key", srcTargeter + " (targetUpdate: one shard by the query)",
 			upd("status", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}, {Key: "n", Value: 1}}, bson.D{{Key: "status", Value: "paid"}, {Key: "n", Value: 2}}}}}, set, false, false), same(OneShard, 0)},
-		{"findAndModify with the key twice by $and", srcExtract + "; " + srcFindAndModify + " (the exact key, or a two-phase write from 7.1)",
-			bson.D{{Key: "findAndModify", Value: "status"}, {Key: "query", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "remove", Value: true}}, [2]route{{Refused, 61}, {EveryShard, 0}}},
+		{"findAndModify with the key twice by $and", srcExtract + "; " + srcFindAndModifyBounds + "; " + srcTwoPhase + " (from 7.1, no exact key: a two-phase write, its read phase on the one shard)",
+			bson.D{{Key: "findAndModify", Value: "status"}, {Key: "query", Value: bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}, bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "remove", Value: true}}, same(OneShard, 0)},
+		{"findAndModify by an $or of one branch", srcCanonical + "; " + srcFindAndModifyBounds,
+			bson.D{{Key: "findAndModify", Value: "status"}, {Key: "query", Value: bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}}}}}, {Key: "remove", Value: true}}, same(OneShard, 0)},
 		{"a nested $eq under the parent of a dotted key field", srcExtract + " (Nested $eq is actually a document element)",
 			find("dotted", bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: bson.D{{Key: "$eq", Value: 1}}}}}}), same(EveryShard, 0)},
 		{"an upsert by a nested $eq", srcExtract + "; " + srcTargeter,
@@ -291,7 +312,23 @@ func TestRules(t *testing.T) {
 		{"the parent of a dotted key field twice", srcExtract + " (no exact key); " + srcTargetQuery + " (no bounds on m.a from m)",
 			find("dotted", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}, bson.D{{Key: "m", Value: bson.D{{Key: "a", Value: 1}}}}}}}), same(EveryShard, 0)},
 		{"$not of a range on a ranged key", srcNot, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "p"}}}}}}), same(SomeShards, 0)},
-		{"$not of $exists: true on a ranged key", srcNot + " (NOT of EXISTS: the null point)", find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$exists", Value: true}}}}}}), same(SomeShards, 0)},
+		{"$not of $exists: true on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$exists", Value: true}}}}}}), same(OneShard, 0)},
+		{"$exists: false on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}), same(OneShard, 0)},
+		{"$gte: null on a ranged key", srcNull, find("status", bson.D{{Key: "status", Value: bson.D{{Key: "$gte", Value: nil}}}}), same(OneShard, 0)},
+		{"$lte: null after an equality on a compound key", srcNull, find("users", bson.D{{Key: "tenant", Value: "a"}, {Key: "_id", Value: bson.D{{Key: "$lte", Value: nil}}}}), same(OneShard, 0)},
+		{"$exists: false on a hashed key", srcNull + " (a NOT on a hashed index: no bounds)", find("items", bson.D{{Key: "_id", Value: bson.D{{Key: "$exists", Value: false}}}}), same(EveryShard, 0)},
+		{"an upsert by $exists: false", srcNull + "; " + srcExtract + " (no exact key: no equality)",
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}, set, false, true), [2]route{{Refused, 61}, {OneShard, 0}}},
+		{"a replacement by $exists: false lacking the key field", srcNull + "; " + srcTargeter + " (one shard by the query; the document keeps its missing key)",
+			upd("status", bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}, bson.D{{Key: "n", Value: 1}}, false, false), same(OneShard, 0)},
+		{"an upsert by null and $exists: false", srcNull + "; " + srcExtract + " (the exact key is read from the equalities alone)",
+			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: nil}}, bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}}}}, set, false, true), same(OneShard, 0)},
+		{"an upsert by $exists: false and null", srcNull + "; " + srcExtract + " (the exact key is read from the equalities alone)",
+			upd("status", bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "status", Value: bson.D{{Key: "$exists", Value: false}}}}, bson.D{{Key: "status", Value: nil}}}}}, set, false, true), same(OneShard, 0)},
+		{"an upsert by an $or of one branch", srcCanonical,
+			upd("status", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "status", Value: "paid"}}}}}, set, false, true), same(OneShard, 0)},
+		{"find by an $or of one branch with a prefix", srcCanonical,
+			find("users", bson.D{{Key: "$or", Value: bson.A{bson.D{{Key: "tenant", Value: "a"}}}}}), same(SomeShards, 0)},
 		{"$not of a range on a hashed key", srcNot, find("items", bson.D{{Key: "_id", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: 5}}}}}}), same(EveryShard, 0)},
 		{"$not of a range on a key with a hashed field", srcNot + " (the key's index is a hashed one)",
 			find("tenanthashed", bson.D{{Key: "tenant", Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$gt", Value: "a"}}}}}}), same(EveryShard, 0)},
