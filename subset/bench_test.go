@@ -375,3 +375,71 @@ func hotParent(b *testing.B, countField string) {
 	b.ReportMetric(one.Seconds()/many.Seconds(), "hot-x")
 	b.ReportMetric(0.5, "hot-goal-x")
 }
+
+// scaleReviews is the data of the scaling benchmarks at size n: n
+// reviews, ten per product, of n/10 products; the operations work on the
+// first product, p0000000, whose ten reviews are its subset.
+func scaleReviews(b *testing.B, op func(r *subset.Repo[Product, Review], n int) func(i int), writes bool) {
+	db := mongotest.DB(b)
+	r, err := subset.New[Product, Review](db, reviewsConfig)
+	require.NoError(b, err)
+	require.NoError(b, patterns.EnsureIndexes(context.Background(), r.Indexes()...))
+	productID := func(i int) string { return fmt.Sprintf("p%07d", i) }
+	mongotest.Scaling(b, mongotest.Growth{
+		Grow: func(b *testing.B, from, to int) {
+			mongotest.InsertN(b, db.Collection("products"), from/10, to/10, func(i int) any {
+				return Product{ID: productID(i), Name: "product"}
+			})
+			mongotest.InsertN(b, db.Collection("reviews"), from, to, func(i int) any {
+				rv := review(i)
+				rv.ProductID = productID(i / 10)
+				return rv
+			})
+			if from == 0 {
+				require.NoError(b, r.Rebuild(context.Background(), productID(0)))
+			}
+		},
+		Op:     func(_ *testing.B, n int) func(int) { return op(r, n) },
+		Bound:  mongotest.Flat,
+		Writes: writes,
+	})
+}
+
+// BenchmarkScaleAdd measures how Add of one review to a product grows
+// with the number of reviews (and products) stored: flat, as its reads
+// and guarded writes go through indexes.
+func BenchmarkScaleAdd(b *testing.B) {
+	scaleReviews(b, func(r *subset.Repo[Product, Review], n int) func(int) {
+		return func(i int) {
+			rv := review(n + i) // after the data: a new review, newest
+			rv.ID = fmt.Sprintf("s%07d-%07d", n, i)
+			require.NoError(b, r.Add(context.Background(), "p0000000", rv))
+		}
+	}, true)
+}
+
+// BenchmarkScaleGet measures how Get of a product with its subset grows
+// with the number of reviews and products stored: flat (by _id).
+func BenchmarkScaleGet(b *testing.B) {
+	scaleReviews(b, func(r *subset.Repo[Product, Review], _ int) func(int) {
+		return func(int) {
+			p, err := r.Get(context.Background(), "p0000000")
+			if err != nil || len(p.Reviews) == 0 {
+				b.Fatal(p, err)
+			}
+		}
+	}, false)
+}
+
+// BenchmarkScalePage measures how Page of a product's first ten reviews
+// grows with the number of reviews stored: flat (the items' index).
+func BenchmarkScalePage(b *testing.B) {
+	scaleReviews(b, func(r *subset.Repo[Product, Review], _ int) func(int) {
+		return func(int) {
+			items, _, err := r.Page(context.Background(), "p0000000", subset.Cursor{}, 10)
+			if err != nil || len(items) != 10 {
+				b.Fatal(len(items), err)
+			}
+		}
+	}, false)
+}
