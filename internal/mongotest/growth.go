@@ -28,7 +28,10 @@ const (
 	// index: slope at most [FlatMax].
 	Flat Bound = iota + 1
 	// Linear bounds a scan, whose time grows in proportion to what it
-	// reads: slope within [LinearMin, LinearMax].
+	// reads: slope within [LinearMin, LinearMax]. Its sizes must start
+	// where the time of what it reads outweighs the call's fixed cost
+	// (a + b·n has slope b·n/(a+b·n) on log-log axes, below 0.5 while
+	// b·n < a).
 	Linear
 )
 
