@@ -381,9 +381,7 @@ func hotParent(b *testing.B, countField string) {
 // first product, p0000000, whose ten reviews are its subset.
 func scaleReviews(b *testing.B, op func(r *subset.Repo[Product, Review], n int) func(i int), writes bool) {
 	db := mongotest.DB(b)
-	r, err := subset.New[Product, Review](db, reviewsConfig)
-	require.NoError(b, err)
-	require.NoError(b, patterns.EnsureIndexes(context.Background(), r.Indexes()...))
+	r := benchRepo(b, db, subset.PlanFor(mongotest.Server()))
 	productID := func(i int) string { return fmt.Sprintf("p%07d", i) }
 	mongotest.Scaling(b, mongotest.Growth{
 		Grow: func(b *testing.B, from, to int) {
@@ -409,13 +407,19 @@ func scaleReviews(b *testing.B, op func(r *subset.Repo[Product, Review], n int) 
 // with the number of reviews (and products) stored: flat, as its reads
 // and guarded writes go through indexes.
 func BenchmarkScaleAdd(b *testing.B) {
-	scaleReviews(b, func(r *subset.Repo[Product, Review], n int) func(int) {
+	scaleReviews(b, addNewest(b), true)
+}
+
+// addNewest is the operation of the scaling benchmarks of Add at size n:
+// Add of a new review to p0000000, newer than the data's.
+func addNewest(b *testing.B) func(r *subset.Repo[Product, Review], n int) func(int) {
+	return func(r *subset.Repo[Product, Review], n int) func(int) {
 		return func(i int) {
-			rv := review(n + i) // after the data: a new review, newest
+			rv := review(n + i)
 			rv.ID = fmt.Sprintf("s%07d-%07d", n, i)
 			require.NoError(b, r.Add(context.Background(), "p0000000", rv))
 		}
-	}, true)
+	}
 }
 
 // BenchmarkScaleGet measures how Get of a product with its subset grows
@@ -449,10 +453,8 @@ func BenchmarkScalePage(b *testing.B) {
 // after each growth.
 func scaleParent(b *testing.B, op func(r *subset.Repo[Product, Review], n int) func(i int), writes bool) {
 	db := mongotest.DB(b)
-	r, err := subset.New[Product, Review](db, reviewsConfig)
-	require.NoError(b, err)
-	require.NoError(b, patterns.EnsureIndexes(context.Background(), r.Indexes()...))
-	_, err = db.Collection("products").InsertOne(context.Background(), Product{ID: "p0000000", Name: "product"})
+	r := benchRepo(b, db, subset.PlanFor(mongotest.Server()))
+	_, err := db.Collection("products").InsertOne(context.Background(), Product{ID: "p0000000", Name: "product"})
 	require.NoError(b, err)
 	mongotest.Scaling(b, mongotest.Growth{
 		Sizes: []int{10, 100, 1000, 10000},
@@ -474,13 +476,7 @@ func scaleParent(b *testing.B, op func(r *subset.Repo[Product, Review], n int) f
 // number of reviews of its product (10..10^4): flat (the recomputation of
 // the subset reads its ten newest by the index).
 func BenchmarkScaleAddToParent(b *testing.B) {
-	scaleParent(b, func(r *subset.Repo[Product, Review], n int) func(int) {
-		return func(i int) {
-			rv := review(n*2 + i) // after the data: a new review, newest
-			rv.ID = fmt.Sprintf("s%07d-%07d", n, i)
-			require.NoError(b, r.Add(context.Background(), "p0000000", rv))
-		}
-	}, true)
+	scaleParent(b, addNewest(b), true)
 }
 
 // BenchmarkScalePageDeep measures how Page of the ten oldest reviews of a
