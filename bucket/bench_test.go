@@ -564,7 +564,7 @@ func BenchmarkScaleSummaries(b *testing.B) {
 // all. From 10^3 buckets, where their reading outweighs the call's fixed
 // cost (mongotest.Linear). On FerretDB 2.7 it measured 1.47 [1.26, 1.53]
 // (2026-12-02, 20 runs a size, loaded machine: 10.6 ms at 10^3, 125 ms at
-// 3,000, 317 ms at 10^4): MISSED, faster than linear growth, open
+// 3,000, 317 ms at 10^4): MISSED (it grows faster than in proportion), open
 // (issue 36); one other run measured 1.11 [0.98, 1.25].
 func BenchmarkScaleSummariesBySeries(b *testing.B) {
 	scaleBuckets(b, []int{1000, 3000, 10000}, mongotest.Linear, false, func(s *bucket.Buckets[string, reading], n int) func(int) {
