@@ -77,8 +77,9 @@ func GrowthSizes() []int {
 }
 
 // scalingRuns keeps each Scaling benchmark's metrics, so that the testing
-// package's later calls of the same benchmark (with a larger b.N) report
-// them again instead of growing the data again.
+// package's later calls of the same benchmark with a larger b.N report
+// them again instead of growing the data again. A call with b.N = 1 starts
+// a measurement: each of -count's runs begins with one.
 var scalingRuns sync.Map // b.Name() -> []metric
 
 type metric struct {
@@ -101,14 +102,14 @@ type metric struct {
 //
 // At each size the operation runs for -benchtime (a duration: until it has
 // elapsed, at least 10 times; a count "Nx": N times), whatever b.N: the
-// data is grown once per benchmark and the testing package's later calls
-// of it with larger b.N report the same metrics. scripts/bench reads these
+// data is grown once per run (each of -count's) and the testing package's
+// later calls of the benchmark with larger b.N report the same metrics. scripts/bench reads these
 // metrics and prints the scaling table with a verdict per row: met when
 // [slope-lo, slope-hi] lies within the bound, MISSED when it lies outside,
 // undecided when it straddles it (run longer).
 func Scaling(b *testing.B, g Growth) {
 	b.Helper()
-	if ms, ok := scalingRuns.Load(b.Name()); ok {
+	if ms, ok := scalingRuns.Load(b.Name()); ok && b.N > 1 {
 		for _, m := range ms.([]metric) {
 			b.ReportMetric(m.v, m.unit)
 		}

@@ -51,8 +51,8 @@ func TestSlope(t *testing.T) {
 
 // TestScaling runs Scaling on an operation that sleeps in proportion to
 // the size and checks what it reports: the sizes grown in turn, a median
-// per size, a slope near 1, the bound, and the same metrics again on the
-// testing package's second call.
+// per size, a slope near 1, the bound, the same metrics again on the
+// testing package's second call, and a new measurement on a new run.
 func TestScaling(t *testing.T) {
 	f := flag.Lookup("test.benchtime")
 	old := f.Value.String()
@@ -60,7 +60,7 @@ func TestScaling(t *testing.T) {
 	t.Cleanup(func() { _ = f.Value.Set(old) })
 	var grown [][2]int
 	calls := 0
-	res := testing.Benchmark(func(b *testing.B) {
+	bench := func(b *testing.B) {
 		calls++
 		mongotest.Scaling(b, mongotest.Growth{
 			Sizes: []int{10, 100, 1000},
@@ -70,7 +70,8 @@ func TestScaling(t *testing.T) {
 			},
 			Bound: mongotest.Linear,
 		})
-	})
+	}
+	res := testing.Benchmark(bench)
 	require.Equal(t, [][2]int{{0, 10}, {10, 100}, {100, 1000}}, grown, "grown once, size after size")
 	require.GreaterOrEqual(t, calls, 2, "the testing package calls a benchmark with b.N = 1 first, then again")
 	for _, u := range []string{"ns@10", "lo-ns@10", "hi-ns@10", "ns@1000", "slope", "slope-lo", "slope-hi"} {
@@ -82,4 +83,9 @@ func TestScaling(t *testing.T) {
 	require.GreaterOrEqual(t, res.Extra["slope-hi"], res.Extra["slope"])
 	require.Equal(t, mongotest.LinearMin, res.Extra["slope-min"])
 	require.Equal(t, mongotest.LinearMax, res.Extra["slope-max"])
+
+	// Another run (as -count's) measures again, from its call with b.N = 1.
+	grown = nil
+	testing.Benchmark(bench)
+	require.Equal(t, [][2]int{{0, 10}, {10, 100}, {100, 1000}}, grown, "a new run grows its data again")
 }
