@@ -438,14 +438,20 @@ func BenchmarkScaleGet(b *testing.B) {
 // BenchmarkScalePage measures how Page of a product's first ten reviews
 // grows with the number of reviews stored: flat (the items' index).
 func BenchmarkScalePage(b *testing.B) {
-	scaleReviews(b, func(r *subset.Repo[Product, Review], _ int) func(int) {
+	scaleReviews(b, firstPage(b), false)
+}
+
+// firstPage is the operation of the scaling benchmarks of the first Page:
+// the ten newest reviews of p0000000.
+func firstPage(b *testing.B) func(r *subset.Repo[Product, Review], n int) func(int) {
+	return func(r *subset.Repo[Product, Review], _ int) func(int) {
 		return func(int) {
 			items, _, err := r.Page(context.Background(), "p0000000", subset.Cursor{}, 10)
 			if err != nil || len(items) != 10 {
 				b.Fatal(len(items), err)
 			}
 		}
-	}, false)
+	}
 }
 
 // scaleParent is the data of the scaling benchmarks over the size of one
@@ -513,12 +519,5 @@ func BenchmarkScalePageDeep(b *testing.B) {
 // product (a deep page's $or on at and _id goes to the heap scan's
 // Filter).
 func BenchmarkScalePageFirst(b *testing.B) {
-	scaleParent(b, func(r *subset.Repo[Product, Review], _ int) func(int) {
-		return func(int) {
-			items, _, err := r.Page(context.Background(), "p0000000", subset.Cursor{}, 10)
-			if err != nil || len(items) != 10 {
-				b.Fatal(len(items), err)
-			}
-		}
-	}, false)
+	scaleParent(b, firstPage(b), false)
 }
