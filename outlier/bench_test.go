@@ -437,3 +437,124 @@ func BenchmarkUpdate(b *testing.B) {
 		})
 	}
 }
+
+// scalePosts is the data of the scaling benchmarks over the number of
+// posts: at size n, posts 1..n with ten embedded comments each (no
+// overflow), as the repository stores them.
+func scalePosts(b *testing.B, op func(r *Repo[post, comment], n int) func(i int), writes bool) {
+	db := mongotest.DB(b)
+	r := benchRepo[post](b, db)
+	mongotest.Scaling(b, mongotest.Growth{
+		Grow: func(b *testing.B, from, to int) {
+			mongotest.InsertN(b, db.Collection("posts"), from, to, func(i int) any {
+				cs := make([]comment, 10)
+				for j := range cs {
+					cs[j] = comment{ID: fmt.Sprintf("c%02d", j), Text: "hello"}
+				}
+				return benchPost{ID: i + 1, Title: "post", Comments: cs}
+			})
+		},
+		Op:     func(_ *testing.B, n int) func(int) { return op(r, n) },
+		Bound:  mongotest.Flat,
+		Writes: writes,
+	})
+}
+
+// BenchmarkScaleAppend measures how Append of one comment grows with the
+// number of posts: flat (the guarded $push finds the post by _id). Each
+// append goes to another post, so that none nears Cap.
+func BenchmarkScaleAppend(b *testing.B) {
+	scalePosts(b, func(r *Repo[post, comment], n int) func(int) {
+		return func(i int) {
+			c := comment{ID: fmt.Sprintf("a%07d-%07d", n, i), Text: "hello"}
+			if err := r.Append(context.Background(), i%n+1, c); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}, true)
+}
+
+// BenchmarkScaleGet measures how Get of a post with its ten comments
+// grows with the number of posts: flat (by _id).
+func BenchmarkScaleGet(b *testing.B) {
+	scalePosts(b, func(r *Repo[post, comment], _ int) func(int) {
+		return func(int) {
+			if _, cs, err := r.Get(context.Background(), 1); err != nil || len(cs) != 10 {
+				b.Fatal(len(cs), err)
+			}
+		}
+	}, false)
+}
+
+// BenchmarkScalePage measures how Page of a post's first five comments
+// grows with the number of posts: flat (by _id).
+func BenchmarkScalePage(b *testing.B) {
+	scalePosts(b, func(r *Repo[post, comment], _ int) func(int) {
+		return func(int) {
+			if cs, _, err := r.Page(context.Background(), 1, Cursor{}, 5); err != nil || len(cs) != 5 {
+				b.Fatal(len(cs), err)
+			}
+		}
+	}, false)
+}
+
+// scaleOutlier is the data of the scaling benchmarks over the size of one
+// outlier: at size n, post 1 holding n comments (the first 50 embedded,
+// the rest 100 per overflow document), appended by the repository in
+// batches of 100 as the data grows.
+func scaleOutlier(b *testing.B, sizes []int, bound mongotest.Bound, op func(r *Repo[post, comment], n int) func(i int)) {
+	db := mongotest.DB(b)
+	r := benchRepo[post](b, db)
+	ctx := context.Background()
+	if _, err := r.Insert(ctx, post{ID: 1, Title: "viral"}); err != nil {
+		b.Fatal(err)
+	}
+	mongotest.Scaling(b, mongotest.Growth{
+		Sizes: sizes,
+		Grow: func(b *testing.B, from, to int) {
+			for i := from; i < to; i += 100 {
+				cs := make([]comment, min(100, to-i))
+				for j := range cs {
+					cs[j] = comment{ID: fmt.Sprintf("c%06d", i+j), Text: strings.Repeat("x", 80)}
+				}
+				if err := r.Append(ctx, 1, cs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Op:    func(_ *testing.B, n int) func(int) { return op(r, n) },
+		Bound: bound,
+	})
+}
+
+// BenchmarkScaleGetOutlier measures how Get of a post grows with its
+// number of comments: linear, as it reads them all (its godoc: one find
+// of the overflow documents, in batches). From 10^3 comments: below, the
+// fixed cost of the call (about 3 ms on FerretDB 2, loaded, the time of
+// some 500 comments) hides the growth (10^2..10^4 measured 0.61).
+func BenchmarkScaleGetOutlier(b *testing.B) {
+	scaleOutlier(b, []int{1000, 3000, 10000}, mongotest.Linear, func(r *Repo[post, comment], n int) func(int) {
+		return func(int) {
+			if _, cs, err := r.Get(context.Background(), 1); err != nil || len(cs) != n {
+				b.Fatal(len(cs), err)
+			}
+		}
+	})
+}
+
+// BenchmarkScalePageDeep measures how Page of the last 20 comments of a
+// post grows with its number of comments: flat (one find from the
+// overflow document holding the cursor's item, by {parent, seq}).
+func BenchmarkScalePageDeep(b *testing.B) {
+	scaleOutlier(b, []int{100, 1000, 10000}, mongotest.Flat, func(r *Repo[post, comment], n int) func(int) {
+		_, after, err := r.Page(context.Background(), 1, Cursor{}, n-20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(int) {
+			if cs, _, err := r.Page(context.Background(), 1, after, 20); err != nil || len(cs) != 20 {
+				b.Fatal(len(cs), err)
+			}
+		}
+	})
+}

@@ -166,3 +166,27 @@ func BenchmarkMigrateAll(b *testing.B) {
 		Speed: 5,
 	})
 }
+
+// BenchmarkScaleGet measures how Get of a current document grows with the
+// number of documents: flat (by _id). At size n the collection holds
+// users u0000000 ... at the current version, written in large batches.
+func BenchmarkScaleGet(b *testing.B) {
+	db := mongotest.DB(b)
+	r := newUsers(b, db, serverPlan())
+	id := func(i int) string { return fmt.Sprintf("u%07d", i) }
+	mongotest.Scaling(b, mongotest.Growth{
+		Grow: func(b *testing.B, from, to int) {
+			mongotest.InsertN(b, db.Collection("users"), from, to, func(i int) any {
+				return v3(id(i), "Ada", "Lovelace", fmt.Sprintf("%s@example.com", id(i)))
+			})
+		},
+		Op: func(_ *testing.B, n int) func(int) {
+			return func(i int) {
+				if _, err := r.Get(context.Background(), id(i*7919%n)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		},
+		Bound: mongotest.Flat,
+	})
+}
