@@ -117,8 +117,9 @@
 // part of the key, and MongoDB 6.0, 7.0, and 7.1 or 8.0 at FCV 7.0 accept
 // such a single write only while the parent's chunks sit on one shard: it
 // works in testing, and is refused (72) once the balancer spreads them,
-// in production. At FCV 7.1 or later it is a two-phase write to every
-// shard. The portable Remove (servers without
+// in production. At FCV 7.1 or later it is a two-phase write whose read
+// phase goes to the shards of the parent's chunks (its filter's part of
+// the key). The portable Remove (servers without
 // [patterns.FeaturePullConditions], never MongoDB) pulls from an overflow
 // document by its _id: sent to every shard.
 //

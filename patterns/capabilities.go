@@ -128,7 +128,8 @@ const (
 	// Single writes and findAndModify without the full shard key, on a
 	// sharded cluster (mongos 7.1+): an updateOne, replaceOne, deleteOne or
 	// findAndModify whose filter lacks the shard key is accepted and routed
-	// by a two-phase write to every shard, where 6.0 and 7.0 refuse it
+	// by a two-phase write (its read phase goes to the shards the filter
+	// reaches: every shard for a filter without any of the key), where 6.0 and 7.0 refuse it
 	// (61 ShardKeyNotFound, 72 InvalidOptions) unless it is an updateOne or
 	// deleteOne by exact _id. The binaries are not enough: the cluster's
 	// featureCompatibilityVersion must be 7.1 or later too, and an 8.0
