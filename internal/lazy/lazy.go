@@ -82,8 +82,8 @@ func Decide[P Plan](ctx context.Context, v *Value[P], client *mongo.Client, plan
 		}
 		return planFor(srv), nil
 	})
-	if op := patterns.OperationFrom(ctx); op != nil && err == nil {
-		op.SetPlan(p.Path())
+	if op := patterns.OperationFrom(ctx); op != nil && err == nil && op.Plan == "" {
+		op.SetPlan(p.Path()) // once per operation: Path builds its features' slice
 	}
 	return p, err
 }
