@@ -22,7 +22,9 @@
 //  3. The embedded dev server (FerretDB v1.24.2 on SQLite, module
 //     devserver/), built with the go command (the build cache makes later
 //     builds take seconds) and run on a free port with a temporary data
-//     directory, stopped when the tests end.
+//     directory, stopped when the tests end. MONGOTEST_DEVSERVER names an
+//     executable built already (scripts/test builds it once for every
+//     test binary of the run).
 //
 // MONGOTEST_SERVER=container or MONGOTEST_SERVER=embedded forces step 2 or 3.
 // If no server can be started, Main fails with the reasons: tests never

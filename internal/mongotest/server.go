@@ -112,24 +112,14 @@ func devserverDir() (string, error) {
 	return dir, nil
 }
 
-// startEmbedded builds the dev server command with the go command and runs
-// it on a free port; the server keeps its data in a temporary directory
-// that it removes when it stops.
+// startEmbedded builds the dev server command with the go command (or
+// takes the one MONGOTEST_DEVSERVER names) and runs it on a free port; the
+// server keeps its data in a temporary directory that it removes when it
+// stops.
 func startEmbedded(ctx context.Context) (*started, error) {
-	dir, err := devserverDir()
+	exe, bin, err := devserverExe(ctx)
 	if err != nil {
 		return nil, err
-	}
-	bin, err := os.MkdirTemp("", "mongotest-bin-")
-	if err != nil {
-		return nil, err
-	}
-	exe := filepath.Join(bin, "devserver")
-	build := exec.CommandContext(ctx, "go", "build", "-o", exe, "./cmd/devserver")
-	build.Dir = dir
-	if out, err := build.CombinedOutput(); err != nil {
-		_ = os.RemoveAll(bin)
-		return nil, fmt.Errorf("go build ./cmd/devserver in %s: %w\n%s", dir, err, out)
 	}
 	cmd := exec.Command(exe, "-watch-stdin", "-log-level", "error")
 	// With -watch-stdin the server also stops when this process dies
@@ -179,4 +169,34 @@ func startEmbedded(ctx context.Context) (*started, error) {
 	case <-time.After(time.Minute):
 		return nil, errors.Join(errors.New("dev server printed no URI within a minute"), stop())
 	}
+}
+
+// devserverExe returns the dev server's executable: the one
+// MONGOTEST_DEVSERVER names, or one built now with the go command into a
+// new temporary directory, bin, which the caller removes ("" when nothing
+// was built). Linking FerretDB costs a few seconds of CPU in every test
+// binary; scripts/test builds it once and names it for all of them.
+func devserverExe(ctx context.Context) (exe, bin string, err error) {
+	if exe := os.Getenv("MONGOTEST_DEVSERVER"); exe != "" {
+		if _, err := os.Stat(exe); err != nil {
+			return "", "", fmt.Errorf("MONGOTEST_DEVSERVER: %w", err)
+		}
+		return exe, "", nil
+	}
+	dir, err := devserverDir()
+	if err != nil {
+		return "", "", err
+	}
+	bin, err = os.MkdirTemp("", "mongotest-bin-")
+	if err != nil {
+		return "", "", err
+	}
+	exe = filepath.Join(bin, "devserver")
+	build := exec.CommandContext(ctx, "go", "build", "-o", exe, "./cmd/devserver")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		_ = os.RemoveAll(bin)
+		return "", "", fmt.Errorf("go build ./cmd/devserver in %s: %w\n%s", dir, err, out)
+	}
+	return exe, bin, nil
 }
