@@ -144,3 +144,71 @@ func TestAppendAfterDeleteLeftOverflow(t *testing.T) {
 		require.Equal(t, len(again), n)
 	})
 }
+
+// TestAppendWhileParentReinserted: another repository deletes the parent
+// and inserts it again, empty, in the window before an Append's first
+// write after its read of the parent: the close of a parent read open
+// and full, or the overflow write of a parent read closed (an upsert
+// after the close when the newest overflow document is full, a push into
+// it when it has room, which then matches nothing, the Delete having
+// removed it). Issue 34 (MONGOPATTERNS_SEED=7410713906858292459 on
+// FerretDB 2.7): the close, filtered on the _id and the items alone, set
+// the flag of the new, empty parent, and the item went to its overflow.
+// No order of the calls gives that: after the Insert the item goes into
+// the open parent. (One database for every plan and a parent per case:
+// a database and its indexes cost a few hundred milliseconds on FerretDB
+// 2.)
+func TestAppendWhileParentReinserted(t *testing.T) {
+	db := mongotest.DB(t)
+	indexed, err := New[post, comment](db, small())
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(context.Background(), indexed.Indexes()...))
+	parents := 0 // the parents of the plans run so far
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		other := otherRepo(t, db.Name(), small(), p)
+		for _, tc := range []struct {
+			name   string
+			stored int // items appended before: Cap 3, OverflowCap 2
+		}{
+			{"read open and full", 3},
+			{"read closed, newest overflow full", 5},
+			{"read closed, newest overflow with room", 4},
+		} {
+			parents++
+			id := parents
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				_, err := r.Insert(ctx, post{ID: id})
+				require.NoError(t, err)
+				require.NoError(t, r.Append(ctx, id, comments("c", 0, tc.stored)...))
+				// The Append's first update after its read of the parent:
+				// with the server's size limit, the second (the first is
+				// the push that misses).
+				at := 1
+				if p.serverSizeLimit {
+					at = 2
+				}
+				updates := 0
+				mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+					if updates++; updates == at {
+						require.NoError(t, other.Delete(hook, id))
+						_, err := other.Insert(hook, post{ID: id})
+						require.NoError(t, err)
+					}
+				})
+				require.NoError(t, r.Append(ctx, id, comment{ID: "x"}))
+				require.GreaterOrEqual(t, updates, at, "the window fired")
+				parent, docs := stored(t, r, id)
+				require.Equal(t, []string{"x"}, embedded(t, parent), "the item went into the new, open parent")
+				require.False(t, r.flagged(parent), "the new parent stays open")
+				require.Empty(t, docs, "no overflow document")
+				_, all, err := r.Get(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, []string{"x"}, idsOf(all), "Get")
+			})
+		}
+	})
+}
