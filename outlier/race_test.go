@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -35,6 +36,30 @@ func eachWindow(t *testing.T, test func(t *testing.T, at int) (fired bool)) {
 		fired = false // a test that fails before its window ends the loop
 		t.Run(fmt.Sprintf("before command %d", at), func(t *testing.T) { fired = test(t, at) })
 	}
+}
+
+// atUpdate runs fn once, in the window before the at-th (from 1) update
+// command sent to db (see mongotest.OnCommand); it returns the number of
+// updates sent so far.
+func atUpdate(t *testing.T, db *mongo.Database, at int, fn func(hook context.Context)) *int {
+	t.Helper()
+	updates := 0
+	mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+		if updates++; updates == at {
+			fn(hook)
+		}
+	})
+	return &updates
+}
+
+// missedPush is the number of updates an Append to a parent that cannot
+// take its item sends before it reads the parent: with the server's size
+// limit, its first push, which misses; none without.
+func missedPush(p Plan) int {
+	if p.serverSizeLimit {
+		return 1
+	}
+	return 0
 }
 
 // requireOnce asserts that the parent holds want, in order, each once,
@@ -184,23 +209,15 @@ func TestAppendWhileParentReinserted(t *testing.T) {
 				_, err := r.Insert(ctx, post{ID: id})
 				require.NoError(t, err)
 				require.NoError(t, r.Append(ctx, id, comments("c", 0, tc.stored)...))
-				// The Append's first update after its read of the parent:
-				// with the server's size limit, the second (the first is
-				// the push that misses).
-				at := 1
-				if p.serverSizeLimit {
-					at = 2
-				}
-				updates := 0
-				mongotest.OnCommand(t, db, "update", func(hook context.Context) {
-					if updates++; updates == at {
-						require.NoError(t, other.Delete(hook, id))
-						_, err := other.Insert(hook, post{ID: id})
-						require.NoError(t, err)
-					}
+				// The Append's first update after its read of the parent.
+				at := missedPush(p) + 1
+				updates := atUpdate(t, db, at, func(hook context.Context) {
+					require.NoError(t, other.Delete(hook, id))
+					_, err := other.Insert(hook, post{ID: id})
+					require.NoError(t, err)
 				})
 				require.NoError(t, r.Append(ctx, id, comment{ID: "x"}))
-				require.GreaterOrEqual(t, updates, at, "the window fired")
+				require.GreaterOrEqual(t, *updates, at, "the window fired")
 				parent, docs := stored(t, r, id)
 				require.Equal(t, []string{"x"}, embedded(t, parent), "the item went into the new, open parent")
 				require.False(t, r.flagged(parent), "the new parent stays open")
