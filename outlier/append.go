@@ -33,6 +33,12 @@ const maxMisses = 100
 // items: one that another process pushed into the parent while it was
 // open (after a Remove made room) is not stored again in overflow, and
 // Append writes the others after it, into the parent while it has room.
+// It is also guarded on the parent being as Append last read it: closed,
+// if read closed; if read open, holding at least the items read, with
+// those the Append pushed since. When it matches nothing because the
+// parent is open (a Remove made room in it, or it was deleted and
+// inserted again), the items go into it, as they would for an Append
+// that began then.
 // Every push leaves room in the parent for the write that
 // closes it, so that a parent full in bytes can always be closed. Overflow
 // documents are filled in seq order: items go to the newest document while
@@ -86,8 +92,9 @@ const maxMisses = 100
 // item ids, a find of the newest overflow documents and of any holding
 // the items (indexed), and the guarded push. An item that opens a new
 // overflow document adds 1, the update of the parent's flag and tail hint
-// (guarded on the parent holding none of the items; a read of the parent
-// more when it does) before the upsert that creates the document. On other servers (FerretDB
+// (guarded as above: when it matches nothing, a read of the parent more,
+// and if the parent is open, the items left go into it as after a push
+// that missed) before the upsert that creates the document. On other servers (FerretDB
 // 1.x), the parent is read whole first, to size the push: an open parent
 // costs 2 and an overflowed one 3, and the repository's Appends and
 // Updates of one parent take turns, since each push is guarded on the
@@ -136,6 +143,16 @@ const maxMisses = 100
 // deleted parent still running when the new one first overflows can
 // write into the new parent's overflow after that; Delete the parent to
 // be rid of it.
+//
+// Nor does an Append that read the deleted parent, still running when
+// the new one is inserted, close the new one for its items: its close
+// matches nothing on a new parent that is open, if it read the old one
+// closed, or that holds fewer items than it read, if it read it open,
+// and the items go into the new parent, after a read of it. It closes
+// the new parent only if that one was inserted with at least as many
+// items as the old one held when the Append read it full: then full by
+// count too (Cap items), but, for an Append that found the old one full
+// in bytes, perhaps not in bytes.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) (err error) {
 	ctx, op := r.start(ctx, "Append")
 	defer op.Finish(&err)
@@ -211,13 +228,16 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 				return nil
 			}
 		}
-		// over: the items that go to overflow documents, if any.
+		// over: the items that go to overflow documents, if any; held:
+		// what the close is guarded on (see appendOverflow), the items the
+		// parent holds as far as Append knows (those read and those it
+		// pushed since), or readClosed.
 		var over []item
-		if !st.open {
-			_, err := r.appendOverflow(ctx, p, parentID, false, st.tail, pending, budget)
-			return err
-		}
-		if st.noArray {
+		held := readClosed
+		switch {
+		case !st.open:
+			over = pending
+		case st.noArray:
 			if st.size > patterns.MaxDocumentSize {
 				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
 			}
@@ -226,54 +246,59 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 			}
 			misses++ // read again: the array is there now
 			continue
-		}
-		k := r.fitParent(st, pending)
-		if one {
-			k = min(k, 1)
-		}
-		if k < len(pending) {
-			// Some items go to overflow: check, before writing any, that
-			// Append can overflow.
-			if err := r.checkIndexed(ctx); err != nil {
-				return err
+		default:
+			k := r.fitParent(st, pending)
+			if one {
+				k = min(k, 1)
 			}
-		}
-		if k == 0 {
-			if st.size > patterns.MaxDocumentSize {
-				// A parent written by other means, too full for the fields
-				// the close writes: on MongoDB the server would refuse it.
-				return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
-					st.size, r.cfg.FlagField, r.cfg.TailField)
+			held = len(st.items)
+			if k < len(pending) {
+				// Some items go to overflow: check, before writing any,
+				// that Append can overflow.
+				if err := r.checkIndexed(ctx); err != nil {
+					return err
+				}
 			}
-			over = pending // closes the parent
-		} else {
-			out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
-			switch {
-			case err != nil:
-				return err
-			case out == refused && k == 1:
-				over = pending
-			case out == refused:
-				one = true
-			case out == pushed && k == len(pending):
-				return nil
-			case out == pushed && !one:
-				// The parent took all it could: it is full for the next item.
-				over, misses = pending[k:], 0
-			case out == pushed:
-				pending, misses = pending[k:], 0
-			default:
-				patterns.OperationFrom(ctx).Lost()
-				misses, missed = misses+1, true
+			if k == 0 {
+				if st.size > patterns.MaxDocumentSize {
+					// A parent written by other means, too full for the
+					// fields the close writes: on MongoDB the server would
+					// refuse it.
+					return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
+						st.size, r.cfg.FlagField, r.cfg.TailField)
+				}
+				over = pending // closes the parent
+			} else {
+				out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
+				switch {
+				case err != nil:
+					return err
+				case out == refused && k == 1:
+					over = pending
+				case out == refused:
+					one = true
+				case out == pushed && k == len(pending):
+					return nil
+				case out == pushed && !one:
+					// The parent took all it could: it is full for the
+					// next item.
+					over, misses, held = pending[k:], 0, held+k
+				case out == pushed:
+					pending, misses = pending[k:], 0
+				default:
+					patterns.OperationFrom(ctx).Lost()
+					misses, missed = misses+1, true
+				}
 			}
 		}
 		if over != nil {
-			rest, err := r.appendOverflow(ctx, p, parentID, true, st.tail, over, budget)
+			rest, err := r.appendOverflow(ctx, p, parentID, held, st.tail, over, budget)
 			if err != nil || len(rest) == 0 {
 				return err
 			}
 			// The parent took some of them meanwhile (another process
-			// made room and appended them): the rest go after them.
+			// made room and appended them), or is open again (deleted and
+			// inserted again): the rest go into it, after them.
 			pending, misses, missed = rest, misses+1, true
 		}
 	}
@@ -450,6 +475,10 @@ func outcomeOf(res *mongo.UpdateResult, err error) (outcome, error) {
 	return missed, nil
 }
 
+// readClosed is the held of [Repo.appendOverflow] (and of
+// [Repo.closeFilter]) for a parent that Append read closed.
+const readClosed = -1
+
 // tailDoc is what Append knows of the newest overflow document. Its
 // numbers are lower bounds once others may have written: the guards of the
 // writes check the real ones.
@@ -462,13 +491,18 @@ type tailDoc struct {
 }
 
 // appendOverflow appends items to the parent's overflow documents, from
-// seq `from` (the parent's tail hint) onwards; see Append. open says
-// that the parent was read open, so that others may push into it until
-// it is closed: before it writes an overflow document, appendOverflow
-// closes it, guarded on the parent holding none of the items, and if
-// that matches nothing because the parent, still open, took some of them
-// meanwhile, it returns the others (rest), which go back to the parent.
-func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, open bool, from int64, items []item, budget int) (rest []item, err error) {
+// seq `from` (the parent's tail hint) onwards; see Append. held is what
+// Append last read of the parent: readClosed, or, read open, how many
+// items it holds (with those Append pushed since), so that others may
+// push into it until it is closed. Before it writes a new overflow
+// document, appendOverflow closes the parent, guarded (see
+// [Repo.closeFilter]) on the parent holding none of the items and still
+// being the parent read: closed if read closed, holding at least held
+// items if read open. If that matches nothing because the parent is open
+// (it took some of the items meanwhile, another process removed items
+// from it, or it was deleted and inserted again), it returns the items
+// it does not hold (rest), which go back to the parent.
+func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, held int, from int64, items []item, budget int) (rest []item, err error) {
 	if err := r.checkIndexed(ctx); err != nil {
 		return nil, err
 	}
@@ -480,7 +514,7 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 			if err != nil {
 				return nil, err
 			}
-			if open && len(found) > 0 {
+			if held != readClosed && len(found) > 0 {
 				// The parent was read open, when it had no overflow
 				// document (the flag is set before the first is written):
 				// another appender has closed it since, or these are left
@@ -493,13 +527,15 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 				if st.open {
 					// Still open, so no document is this parent's: each
 					// found was there before the read that shows it open.
+					// (If it holds fewer than held items now, the close
+					// misses and the items go back to the parent.)
 					if err := r.dropLeftovers(ctx, parentID, found); err != nil {
 						return nil, err
 					}
 				} else {
 					// Closed by another appender: what the parent holds
 					// now, it held before the flag was set.
-					items, open, from = without(items, r.present(st)), false, st.tail
+					items, held, from = without(items, r.present(st)), readClosed, st.tail
 				}
 				misses++
 				continue
@@ -532,8 +568,9 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 		}
 		// Open the document seq `from`: announce it on the parent first,
 		// unless the parent holds one of the items (pushed into it, while
-		// it was open, by another process).
-		res, err := updateOne(ctx, r.parents, r.closeFilter(parentID, items), r.closeUpdate(from))
+		// it was open, by another process) or is not the parent read (see
+		// closeFilter).
+		res, err := updateOne(ctx, r.parents, r.closeFilter(parentID, held, items), r.closeUpdate(from))
 		if err != nil {
 			return nil, err
 		}
@@ -549,10 +586,10 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, o
 			if st.open {
 				return items, nil
 			}
-			misses, query = misses+1, true
+			misses, query, held = misses+1, true, readClosed
 			continue
 		}
-		open = false
+		held = readClosed
 		k, size := r.fitOverflow(&tailDoc{}, items, budget) // >= 1: encodeItems checked it
 		ok, err := r.pushOverflow(ctx, parentID, from, items[:k], size, budget, true)
 		if err != nil {

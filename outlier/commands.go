@@ -76,6 +76,7 @@ var (
 	neTrue    any = bson.D{{Key: "$ne", Value: true}}
 	neNull    any = bson.D{{Key: "$ne", Value: nil}}
 	notExists any = bson.D{{Key: "$exists", Value: false}}
+	exists    any = bson.D{{Key: "$exists", Value: true}}
 )
 
 // pushParentUpdate appends items to the parent's array and sets the flag
@@ -96,16 +97,29 @@ func openFields(cfg Config) any {
 	return bson.D{{Key: cfg.FlagField, Value: false}, {Key: cfg.TailField, Value: int64(0)}}
 }
 
-// closeFilter matches the parent while it holds none of the items: the
-// guard of the write that announces an overflow document, so that an
-// item another process pushed into the parent while it was open is not
-// stored again in overflow. "Holds none" is $nor of $in, as in
-// [Repo.pushParentFilter].
-func (r *Repo[P, I]) closeFilter(parentID any, items []item) bson.D {
-	return bson.D{
-		{Key: "_id", Value: parentID},
-		{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
+// closeFilter matches the parent while it holds none of the items and is
+// still the parent Append read: the guard of the write that announces an
+// overflow document, so that an item another process pushed into the
+// parent while it was open is not stored again in overflow, and so that
+// the flag of a parent deleted and inserted again since the read is not
+// set for an item that goes into it. held is readClosed for a parent read
+// closed: the filter requires the flag true, which only a new parent with
+// the same id can lack. For a parent read open, held is how many items it
+// holds (those read, with those the Append pushed since): the filter
+// requires an element at index held-1, which a new parent holding fewer
+// items lacks, as does one that a Remove gave room (for held 0, nothing:
+// a parent too full in bytes for one item). "Holds none" is $nor of $in,
+// as in [Repo.pushParentFilter].
+func (r *Repo[P, I]) closeFilter(parentID any, held int, items []item) bson.D {
+	f := make(bson.D, 0, 3)
+	f = append(f, bson.E{Key: "_id", Value: parentID})
+	switch {
+	case held == readClosed:
+		f = append(f, bson.E{Key: r.cfg.FlagField, Value: true})
+	case held > 0:
+		f = append(f, bson.E{Key: r.elementPath(held - 1), Value: exists})
 	}
+	return append(f, bson.E{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}})
 }
 
 // closeUpdate marks the parent as overflowed and raises its tail hint to

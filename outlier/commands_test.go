@@ -47,10 +47,13 @@ func TestCommands(t *testing.T) {
 		E("$set", bson.D{E("has_extra", true)}),
 		E("$max", bson.D{E("extra_tail", int64(3))}),
 	}, r.closeUpdate(3))
-	require.Equal(t, bson.D{
-		E("_id", 7),
-		E("$nor", bson.A{bson.D{E("comments.cid", bson.D{E("$in", bson.A{a.id, b.id})})}}),
-	}, r.closeFilter(7, items), "the close: while the parent holds none of the items")
+	none := E("$nor", bson.A{bson.D{E("comments.cid", bson.D{E("$in", bson.A{a.id, b.id})})}})
+	require.Equal(t, bson.D{E("_id", 7), E("has_extra", true), none}, r.closeFilter(7, readClosed, items),
+		"the close of a parent read closed: while it is closed and holds none of the items")
+	require.Equal(t, bson.D{E("_id", 7), E("comments.2", bson.D{E("$exists", true)}), none}, r.closeFilter(7, 3, items),
+		"the close of a parent read open with 3 items: while it holds 3 or more, none of them the items")
+	require.Equal(t, bson.D{E("_id", 7), none}, r.closeFilter(7, 0, items),
+		"the close of a parent read open and empty: while it holds none of the items")
 	require.Equal(t, bson.D{E("parent", 7), E("_id", bson.D{E("$in", []bson.RawValue{a.id})})},
 		leftoversFilter(7, []bson.RawValue{a.id}), "the documents found left over, by _id")
 

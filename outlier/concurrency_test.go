@@ -225,18 +225,12 @@ func deleteDuringAppend(t *testing.T, p Plan) *Repo[post, comment] {
 	other := otherRepo(t, db.Name(), small(), p)
 	// The Append's updates: (with the server's size limit, a push that
 	// misses,) the close, the upsert.
-	upsert := 2
-	if p.serverSizeLimit {
-		upsert = 3
-	}
-	updates := 0
-	mongotest.OnCommand(t, db, "update", func(hook context.Context) {
-		if updates++; updates == upsert {
-			require.NoError(t, other.Delete(hook, 1))
-		}
+	upsert := missedPush(p) + 2
+	updates := atUpdate(t, db, upsert, func(hook context.Context) {
+		require.NoError(t, other.Delete(hook, 1))
 	})
 	require.NoError(t, r.Append(ctx, 1, comment{ID: "c03"}))
-	require.Equal(t, upsert, updates)
+	require.Equal(t, upsert, *updates)
 	left, err := r.overflow.CountDocuments(ctx, overflowFilter(1))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, left, "the overflow document the Append wrote after the Delete")
@@ -259,18 +253,12 @@ func TestOverlappingAppendsOfOneID(t *testing.T) {
 		ForcePlan(other, p)
 		// The Append's updates: (with the server's size limit, a push into
 		// the parent that misses,) the push into overflow document 0.
-		push := 1
-		if p.serverSizeLimit {
-			push = 2
-		}
-		updates := 0
-		mongotest.OnCommand(t, db, "update", func(hook context.Context) {
-			if updates++; updates == push {
-				require.NoError(t, other.Append(hook, 1, comment{ID: "x"}))
-			}
+		push := missedPush(p) + 1
+		updates := atUpdate(t, db, push, func(hook context.Context) {
+			require.NoError(t, other.Append(hook, 1, comment{ID: "x"}))
 		})
 		require.NoError(t, r.Append(ctx, 1, comment{ID: "x"}))
-		require.GreaterOrEqual(t, updates, push, "the other Append ran in the window")
+		require.GreaterOrEqual(t, *updates, push, "the other Append ran in the window")
 
 		_, items, err := r.Get(ctx, 1)
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -35,6 +36,30 @@ func eachWindow(t *testing.T, test func(t *testing.T, at int) (fired bool)) {
 		fired = false // a test that fails before its window ends the loop
 		t.Run(fmt.Sprintf("before command %d", at), func(t *testing.T) { fired = test(t, at) })
 	}
+}
+
+// atUpdate runs fn once, in the window before the at-th (from 1) update
+// command sent to db (see mongotest.OnCommand); it returns the number of
+// updates sent so far.
+func atUpdate(t *testing.T, db *mongo.Database, at int, fn func(hook context.Context)) *int {
+	t.Helper()
+	updates := 0
+	mongotest.OnCommand(t, db, "update", func(hook context.Context) {
+		if updates++; updates == at {
+			fn(hook)
+		}
+	})
+	return &updates
+}
+
+// missedPush is the number of updates an Append to a parent that cannot
+// take its item sends before it reads the parent: with the server's size
+// limit, its first push, which misses; none without.
+func missedPush(p Plan) int {
+	if p.serverSizeLimit {
+		return 1
+	}
+	return 0
 }
 
 // requireOnce asserts that the parent holds want, in order, each once,
@@ -142,5 +167,65 @@ func TestAppendAfterDeleteLeftOverflow(t *testing.T) {
 		n, err := r.Count(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, len(again), n)
+	})
+}
+
+// TestAppendWhileParentReinserted: another repository deletes the parent
+// and inserts it again, empty, in the window before an Append's first
+// write after its read of the parent: the close of a parent read open
+// and full, or the overflow write of a parent read closed (an upsert
+// after the close when the newest overflow document is full, a push into
+// it when it has room, which then matches nothing, the Delete having
+// removed it). Issue 34 (MONGOPATTERNS_SEED=7410713906858292459 on
+// FerretDB 2.7): the close, filtered on the _id and the items alone, set
+// the flag of the new, empty parent, and the item went to its overflow.
+// No order of the calls gives that: after the Insert the item goes into
+// the open parent. (One database for every plan and a parent per case:
+// a database and its indexes cost a few hundred milliseconds on FerretDB
+// 2.)
+func TestAppendWhileParentReinserted(t *testing.T) {
+	db := mongotest.DB(t)
+	indexed, err := New[post, comment](db, small())
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(context.Background(), indexed.Indexes()...))
+	parents := 0 // the parents of the plans run so far
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		other := otherRepo(t, db.Name(), small(), p)
+		for _, tc := range []struct {
+			name   string
+			stored int // items appended before: Cap 3, OverflowCap 2
+		}{
+			{"read open and full", 3},
+			{"read closed, newest overflow full", 5},
+			{"read closed, newest overflow with room", 4},
+		} {
+			parents++
+			id := parents
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := context.Background()
+				_, err := r.Insert(ctx, post{ID: id})
+				require.NoError(t, err)
+				require.NoError(t, r.Append(ctx, id, comments("c", 0, tc.stored)...))
+				// The Append's first update after its read of the parent.
+				at := missedPush(p) + 1
+				updates := atUpdate(t, db, at, func(hook context.Context) {
+					require.NoError(t, other.Delete(hook, id))
+					_, err := other.Insert(hook, post{ID: id})
+					require.NoError(t, err)
+				})
+				require.NoError(t, r.Append(ctx, id, comment{ID: "x"}))
+				require.GreaterOrEqual(t, *updates, at, "the window fired")
+				parent, docs := stored(t, r, id)
+				require.Equal(t, []string{"x"}, embedded(t, parent), "the item went into the new, open parent")
+				require.False(t, r.flagged(parent), "the new parent stays open")
+				require.Empty(t, docs, "no overflow document")
+				_, all, err := r.Get(ctx, id)
+				require.NoError(t, err)
+				require.Equal(t, []string{"x"}, idsOf(all), "Get")
+			})
+		}
 	})
 }
