@@ -28,8 +28,9 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Push path (MongoDB 5.2+, FerretDB 2.x): three commands. An unordered
-// insertMany; one updateOne on the parent that pushes the items with
+// Push path (MongoDB 5.2+, FerretDB 2.x): four commands. A read of the
+// parent (that it exists: see below); an unordered insertMany; one
+// updateOne on the parent that pushes the items with
 // $each, $sort (the configured order) and $slice (Cap), which leaves the
 // revision alone, so that pushes never make a recomputation start again
 // (see the package documentation); and a count of the items pushed
@@ -78,12 +79,16 @@ const maxAttempts = 10
 // that such a compare-and-set matches nothing and reads again.
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
-// the portable path checks it before inserting; the push path finds it
-// when the push matches nothing and deletes the items it inserted (a
-// reader may see them until then). A parent deleted concurrently is
-// handled the same way; see [Repo.Delete]. Should that deletion fail (the
-// connection broke), Add returns that failure, not ErrNotFound, since
-// the items may remain: Add again deletes them.
+// both paths read the parent before inserting, so that an Add that
+// returns nil found its parent before its items were stored, and takes
+// effect then (an Add that started before the parent was created could
+// otherwise insert its items as orphans, see them deleted as such by
+// another call, and push into the parent created meanwhile). A parent
+// deleted concurrently, after that read, is found by the push path when
+// the push matches nothing, and Add deletes the items it inserted (a
+// reader may see them until then); see [Repo.Delete]. Should that
+// deletion fail (the connection broke), Add returns that failure, not
+// ErrNotFound, since the items may remain: Add again deletes them.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -186,6 +191,16 @@ func leftBehind(cause error, what, remedy string, err error) error {
 }
 
 func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entries []entry) error {
+	// The parent is read before the insert: an Add that found it takes
+	// effect then, whatever happens to its items before the push. Without
+	// the read, an Add that started with the parent missing could insert
+	// its items as orphans, see them deleted as such (a Delete, a Remove
+	// of one, another Add that found the parent missing), then push into
+	// the parent created meanwhile and, its count finding them gone as
+	// after a Remove, return nil with them stored nowhere (issue 34).
+	if _, err := r.readParent(ctx, p, r.cmd.parent(parent.id)); err != nil {
+		return err
+	}
 	pending, err := r.insert(ctx, parent, entries)
 	if err != nil {
 		return err

@@ -524,3 +524,78 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
 	})
 }
+
+// TestAddToAParentCreatedDuringIt is the regression test of a history's
+// violation (seed 13116070797207252469 on FerretDB 2.7, native plan):
+// an Add(x) starts while its parent is missing and inserts x, an orphan;
+// another call deletes x as an item of a missing parent (a Remove of x,
+// which reports ErrNotFound; the Delete of the parent; an Add of x that
+// finds the parent missing and deletes what it met); then the
+// application creates the parent, and the Add's push matches it. The
+// Add's count finds x gone, as after a Remove between its insert and its
+// push, and the Add returned nil with x stored nowhere. No order of the
+// calls explains it: the Add takes effect only once the parent exists,
+// and then x is stored. Each row must end as one order gives: Add
+// returns ErrNotFound and stores nothing, or nil and x is stored and in
+// the subset. (One database for the rows, a parent each: the test is
+// short.)
+func TestAddToAParentCreatedDuringIt(t *testing.T) {
+	type deleter = func(ctx context.Context, other *subset.Repo[parent, item], x item) error
+	rows := []struct {
+		name string
+		del  deleter
+		want error // the deleter's outcome
+	}{
+		{"a Remove of the item", func(ctx context.Context, o *subset.Repo[parent, item], x item) error {
+			return o.Remove(ctx, x.Parent, x.ID)
+		}, patterns.ErrNotFound},
+		{"the Delete of the parent", func(ctx context.Context, o *subset.Repo[parent, item], x item) error {
+			return o.Delete(ctx, x.Parent)
+		}, nil},
+		{"an Add of the item", func(ctx context.Context, o *subset.Repo[parent, item], x item) error {
+			return o.Add(ctx, x.Parent, x)
+		}, patterns.ErrNotFound},
+	}
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(histCap), p)
+		odb := mongotest.NewClient(t).Database(db.Name())
+		other, err := subset.New[parent, item](odb, config(histCap))
+		require.NoError(t, err)
+		subset.ForcePlan(other, p)
+		// Before the Add's first update (its push, or its
+		// compare-and-set), once it has inserted x, the row's deleter
+		// deletes x as an orphan, then the parent is created.
+		var hook atomic.Pointer[func(ctx context.Context)]
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if fn := hook.Swap(nil); fn != nil {
+				(*fn)(ctx)
+			}
+		})
+		for i, row := range rows {
+			t.Run(row.name, func(t *testing.T) {
+				x := item{ID: int64(i + 1), Parent: fmt.Sprintf("p%d", i+1), Score: 3}
+				fn := func(ctx context.Context) {
+					if err := row.del(ctx, other, x); row.want != nil {
+						require.ErrorIs(t, err, row.want, "the deleter")
+					} else {
+						require.NoError(t, err, "the deleter")
+					}
+					insertParents(t, odb, x.Parent)
+				}
+				hook.Store(&fn)
+				err := r.Add(ctx, x.Parent, x)
+				if hook.Swap(nil) != nil {
+					insertParents(t, db, x.Parent) // the Add sent no update
+				}
+				if errors.Is(err, patterns.ErrNotFound) {
+					requireState(t, r, x.Parent, nil, histCap)
+					return
+				}
+				require.NoError(t, err)
+				requireState(t, r, x.Parent, []item{x}, histCap)
+			})
+		}
+	})
+}
