@@ -28,8 +28,9 @@ const maxAttempts = 10
 // all the parent's items, whatever the order in which they arrive. Adding
 // no items sends nothing.
 //
-// Push path (MongoDB 5.2+, FerretDB 2.x): three commands. An unordered
-// insertMany; one updateOne on the parent that pushes the items with
+// Push path (MongoDB 5.2+, FerretDB 2.x): four commands. A read of the
+// parent (that it exists: see below); an unordered insertMany; one
+// updateOne on the parent that pushes the items with
 // $each, $sort (the configured order) and $slice (Cap), which leaves the
 // revision alone, so that pushes never make a recomputation start again
 // (see the package documentation); and a count of the items pushed
@@ -78,12 +79,19 @@ const maxAttempts = 10
 // that such a compare-and-set matches nothing and reads again.
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
-// the portable path checks it before inserting; the push path finds it
-// when the push matches nothing and deletes the items it inserted (a
-// reader may see them until then). A parent deleted concurrently is
-// handled the same way; see [Repo.Delete]. Should that deletion fail (the
-// connection broke), Add returns that failure, not ErrNotFound, since
-// the items may remain: Add again deletes them.
+// both paths read the parent before inserting, so that an Add that
+// returns nil found its parent before its items were stored, and takes
+// effect then (an Add that started before the parent was created could
+// otherwise insert its items as orphans, see them deleted as such by
+// another call, and push into the parent created meanwhile). A parent
+// deleted concurrently, after that read, is found by a later step (the
+// push that matches nothing, the compare-and-set of a recomputation):
+// the Add took effect before the deletion (another call may have read,
+// replaced or removed its items by then), so it returns nil, after
+// deleting the items it inserted, which go with the parent (a reader may
+// see them until then); see [Repo.Delete]. Should that deletion fail
+// (the connection broke), Add returns that failure, since the items may
+// remain: Add again deletes them, and reports ErrNotFound.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -131,14 +139,33 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 	}
 	if err != nil {
 		err = r.takeBack(ctx, p, parent, entries, err)
+		if errors.Is(err, errParentGone) {
+			return nil // its items went with the parent
+		}
 		return fail("Add", fmt.Errorf("%s: %w", parent, err))
 	}
 	return nil
 }
 
+// errParentGone is what a step of Add that found no parent returns,
+// after Add's read had found it: the parent was deleted meanwhile, and
+// Add took effect before the deletion (its items may have been read,
+// replaced or removed by then), so it returns nil once its items are
+// deleted with the parent (takeBack).
+var errParentGone = errors.New("the parent was deleted after Add found it")
+
+// gone returns errParentGone for the patterns.ErrNotFound of a step of
+// Add after its read of the parent, and any other err as it is.
+func gone(err error) error {
+	if errors.Is(err, patterns.ErrNotFound) {
+		return errParentGone
+	}
+	return err
+}
+
 // takeBack deletes what an Add that failed for want of a parent, or for a
 // parent too large, stored: every one of its items when the parent is
-// missing; when the parent would be too large, those the subset does not
+// missing, or was deleted after Add found it (errParentGone); when the parent would be too large, those the subset does not
 // hold (read once more), so that no later recomputation meets them. It
 // returns cause, or, when it cannot delete them, its own failure (see
 // leftBehind).
@@ -146,7 +173,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	const remedy = "Add again deletes them"
 	var drop []bson.RawValue
 	switch {
-	case errors.Is(cause, patterns.ErrNotFound):
+	case errors.Is(cause, patterns.ErrNotFound), errors.Is(cause, errParentGone):
 		drop = ids(entries)
 	case errors.Is(cause, patterns.ErrTooLarge):
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
@@ -186,6 +213,22 @@ func leftBehind(cause error, what, remedy string, err error) error {
 }
 
 func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entries []entry) error {
+	// The parent is read before the insert: an Add that found it takes
+	// effect then, whatever happens to its items before the push. Without
+	// the read, an Add that started with the parent missing could insert
+	// its items as orphans, see them deleted as such (a Delete, a Remove
+	// of one, another Add that found the parent missing), then push into
+	// the parent created meanwhile and, its count finding them gone as
+	// after a Remove, return nil with them stored nowhere (issue 34).
+	if _, err := r.readParent(ctx, p, r.cmd.parent(parent.id)); err != nil {
+		return err
+	}
+	return gone(r.push(ctx, p, parent, entries))
+}
+
+// push is the push path's Add after its read of the parent: the insert,
+// the guarded push and its count, or a recomputation.
+func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries []entry) error {
 	pending, err := r.insert(ctx, parent, entries)
 	if err != nil {
 		return err
@@ -253,7 +296,7 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 	if _, err := r.insert(ctx, parent, entries); err != nil {
 		return err
 	}
-	return r.recompute(ctx, p, parent.id, st, false)
+	return gone(r.recompute(ctx, p, parent.id, st, false))
 }
 
 // insert stores the entries in the items collection with an unordered

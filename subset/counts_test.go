@@ -20,7 +20,7 @@ func TestRoundTrips(t *testing.T) {
 		insertParents(t, db, "a")
 		c := mongotest.NewCounter(t, db)
 
-		add := []string{"insert", "update", "aggregate"}
+		add := []string{"find", "insert", "update", "aggregate"}
 		if plan != pushPlan {
 			add = []string{"find", "insert", "find", "update"}
 		}

@@ -54,7 +54,8 @@
 // the server's features ([patterns.Capabilities]):
 //
 //   - Push path, on MongoDB 5.2 and later and on FerretDB 2.x: Add sends
-//     three commands, an
+//     four commands, a read of the parent (that it exists, before its
+//     items are stored: see [Repo.Add]), an
 //     unordered insertMany of the items, one update of the parent
 //     that pushes them with $each, $sort and $slice, so the server keeps
 //     the subset sorted and capped atomically, whatever the order in which
@@ -132,12 +133,12 @@
 //
 // # Costs
 //
-// In round trips: [Repo.Get] 1; [Repo.Add] 3 on the push path, 4 on the
-// portable one; [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3;
-// [Repo.Page], [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of
-// items (see its godoc). A lost race adds 3 to a recomputation (at most
-// once after a fresh read, see above). With Config.CountField, every recomputation counts the
-// parent's items (one aggregate more, which reads the parent's entries of
+// In round trips: [Repo.Get] 1; [Repo.Add] 4 on either path;
+// [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page],
+// [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of items (see its
+// godoc). A lost race adds 3 to a recomputation (at most once after a
+// fresh read, see above). With Config.CountField, every recomputation
+// counts the parent's items (one aggregate more, which reads the parent's entries of
 // the index) and every Add takes the portable path, 5 round trips: a
 // count kept by increments would be applied twice by a retry, or by a
 // recomputation that counted the items a push then added again. On

@@ -524,3 +524,111 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
 	})
 }
+
+// TestAddWhileItsParentComesAndGoes holds the regression tests of two
+// histories' violations, where another client acts in an Add's window
+// (before its first update: its push, or its compare-and-set), once the
+// Add has inserted x:
+//   - the parent created during the Add (seed 13116070797207252469 on
+//     FerretDB 2.7, native plan): the Add starts while its parent is
+//     missing and inserts x, an orphan; another call deletes x as an item
+//     of a missing parent (a Remove of x, which reports ErrNotFound; the
+//     Delete of the parent; an Add of x that finds the parent missing and
+//     deletes what it met); then the application creates the parent, and
+//     the Add's push matches it. Its count found x gone, as after a Remove
+//     between its insert and its push, and the Add returned nil with x
+//     stored nowhere. No order of the calls explains it: the Add takes
+//     effect only once the parent exists, and then x is stored. It must
+//     return ErrNotFound and store nothing, or nil with x stored and in
+//     the subset.
+//   - the parent deleted during the Add (seeds 7035268088449287983 and
+//     17177906585838646444 native, 5524665535612602684 portable): an
+//     Update or a Remove of x returns nil, then the parent is deleted;
+//     the Add found no parent at its push (or compare-and-set) and
+//     returned ErrNotFound, which no order explains (the Update, or the
+//     Remove, read x the Add stored). It must return nil, and no item of
+//     the parent remain.
+//
+// One database for the rows, a parent each: the test is short.
+func TestAddWhileItsParentComesAndGoes(t *testing.T) {
+	type repo = *subset.Repo[parent, item]
+	created := func(t *testing.T, r repo, items *mongo.Collection, x item, err error) {
+		if errors.Is(err, patterns.ErrNotFound) {
+			require.Zero(t, count(t, items, bson.D{{Key: "parent", Value: x.Parent}}), "no item stored")
+			if p, err := r.Get(context.Background(), x.Parent); err == nil {
+				require.Empty(t, p.Top)
+			}
+			return
+		}
+		require.NoError(t, err)
+		requireState(t, r, x.Parent, []item{x}, histCap)
+	}
+	deleted := func(t *testing.T, r repo, items *mongo.Collection, x item, err error) {
+		require.NoError(t, err, "the Add took effect before the Delete")
+		require.Zero(t, count(t, items, bson.D{{Key: "parent", Value: x.Parent}}), "no item of the deleted parent")
+		_, err = r.Get(context.Background(), x.Parent)
+		require.ErrorIs(t, err, patterns.ErrNotFound)
+	}
+	must := func(t *testing.T, want, err error, what string) {
+		if want != nil {
+			require.ErrorIs(t, err, want, what)
+		} else {
+			require.NoError(t, err, what)
+		}
+	}
+	rows := []struct {
+		name   string
+		parent bool // the parent exists when the Add starts
+		inner  func(t *testing.T, ctx context.Context, other repo, odb *mongo.Database, x item)
+		check  func(t *testing.T, r repo, items *mongo.Collection, x item, err error)
+	}{
+		{"created, after a Remove of the item", false, func(t *testing.T, ctx context.Context, o repo, odb *mongo.Database, x item) {
+			must(t, patterns.ErrNotFound, o.Remove(ctx, x.Parent, x.ID), "Remove")
+			insertParents(t, odb, x.Parent)
+		}, created},
+		{"created, after a Delete of the parent", false, func(t *testing.T, ctx context.Context, o repo, odb *mongo.Database, x item) {
+			must(t, nil, o.Delete(ctx, x.Parent), "Delete")
+			insertParents(t, odb, x.Parent)
+		}, created},
+		{"created, after an Add of the item", false, func(t *testing.T, ctx context.Context, o repo, odb *mongo.Database, x item) {
+			must(t, patterns.ErrNotFound, o.Add(ctx, x.Parent, x), "Add")
+			insertParents(t, odb, x.Parent)
+		}, created},
+		{"deleted, after an Update of the item", true, func(t *testing.T, ctx context.Context, o repo, _ *mongo.Database, x item) {
+			must(t, nil, o.Update(ctx, x.Parent, item{ID: x.ID, Parent: x.Parent, Score: x.Score + 1}), "Update")
+			must(t, nil, o.Delete(ctx, x.Parent), "Delete")
+		}, deleted},
+		{"deleted, after a Remove of the item", true, func(t *testing.T, ctx context.Context, o repo, _ *mongo.Database, x item) {
+			must(t, nil, o.Remove(ctx, x.Parent, x.ID), "Remove")
+			must(t, nil, o.Delete(ctx, x.Parent), "Delete")
+		}, deleted},
+	}
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(histCap), p)
+		odb := mongotest.NewClient(t).Database(db.Name())
+		other, err := subset.New[parent, item](odb, config(histCap))
+		require.NoError(t, err)
+		subset.ForcePlan(other, p)
+		var hook atomic.Pointer[func(ctx context.Context)]
+		mongotest.OnCommand(t, db, "update", func(ctx context.Context) {
+			if fn := hook.Swap(nil); fn != nil {
+				(*fn)(ctx)
+			}
+		})
+		for i, row := range rows {
+			t.Run(row.name, func(t *testing.T) {
+				x := item{ID: int64(i + 1), Parent: fmt.Sprintf("p%d", i+1), Score: 3}
+				if row.parent {
+					insertParents(t, db, x.Parent)
+				}
+				fn := func(ctx context.Context) { row.inner(t, ctx, other, odb, x) }
+				hook.Store(&fn)
+				err := r.Add(ctx, x.Parent, x)
+				hook.Store(nil)
+				row.check(t, r, db.Collection("items"), x, err)
+			})
+		}
+	})
+}
