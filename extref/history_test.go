@@ -67,7 +67,8 @@ type refHistState struct {
 // return, which its godoc allows: separate documents read by one find are
 // no snapshot). Writes of the source are a register, as each is one
 // single-document command: a put, a delete, Update's findAndModify (an
-// Update that reports ErrNotSynced or ErrConflict changed the source).
+// Update that reports ErrNotSynced or ErrConflict changed the source, as
+// did one that found it deleted while it wrote the copies).
 // Sync's first read is a read of the register: nil when the source
 // existed then, ErrNotFound when it did not. Of reads the register. A read
 // of the copies returns values the source has had, in any order (Sync's
@@ -274,6 +275,13 @@ func refHistDo(ctx context.Context, db *mongo.Database, h *refHistory, op hop) (
 		return outcome(err)
 	case "update":
 		_, err := r.Update(ctx, op.id, setName(fmt.Sprintf("v%d", op.value)))
+		if errors.Is(err, extref.ErrNotSynced) && errors.Is(err, patterns.ErrNotFound) {
+			// Update's godoc: the source was updated, then deleted while
+			// its copies were written (by a delete of this history), which
+			// may have left them older than its last value: the update
+			// took effect, and promises nothing of the copies.
+			return hout{res: "deleted"}, nil
+		}
 		return outcome(err)
 	case "sync":
 		_, err := r.Sync(ctx, op.id)
@@ -484,6 +492,8 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an older copy", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{0, 5}}, 2, 3)}, OK: true},
 		{Name: "a copy never had", History: []porcupine.Operation{put, op(hop{op: "copies", id: 1}, hout{res: "ok", values: []int{6}}, 2, 3)}, OK: false},
 		{Name: "a delete that matched nothing", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "nomatch"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, OK: true},
+		{Name: "an Update that found its source deleted while it wrote the copies", History: []porcupine.Operation{put, op(hop{op: "update", id: 1, value: 6}, hout{res: "deleted"}, 2, 5), op(hop{op: "delete", id: 1}, hout{res: "ok"}, 3, 4), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{-1}}, 6, 7)}, OK: true},
+		{Name: "an Update that updated a source deleted before it", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "update", id: 1, value: 6}, hout{res: "deleted"}, 2, 3)}, OK: false},
 		{Name: "Sync of a deleted source", History: []porcupine.Operation{op(hop{op: "delete", id: 1}, hout{res: "ok"}, 0, 1), op(hop{op: "sync", id: 1}, hout{res: "ok"}, 2, 3)}, OK: false},
 		{Name: "an unknown Update that applied", History: []porcupine.Operation{op(hop{op: "update", id: 1, value: 7}, linear.Unknown{Err: errors.New("reset")}, 0, math.MaxInt64), op(hop{op: "of", id: 1}, hout{res: "ok", values: []int{7}}, 2, 3)}, OK: true},
 	})
