@@ -43,7 +43,8 @@ const maxAttempts = 10
 // Add then recomputes the subset (three commands more), so that it keeps
 // no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
-// without omitempty) is replaced by a recomputation, three commands more.
+// without omitempty) is replaced by a recomputation in place of the
+// count: six commands in all.
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
