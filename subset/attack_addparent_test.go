@@ -18,7 +18,7 @@ import (
 // first; an Add whose parent is deleted after that read returns nil and
 // deletes its items).
 
-// atRest asserts the package promise (subset/doc.go:29-31): "So the
+// atRest asserts the package promise (subset/doc.go:31-33): "So the
 // subset is, whenever no write is in flight, exactly the first N items
 // that [Repo.All] yields", and returns the stored items.
 func atRest(t *testing.T, r *subset.Repo[parent, item], pid string, capacity int) []item {
@@ -55,18 +55,18 @@ func onNth(t *testing.T, db *mongo.Database, name string, n int32, fn func(ctx c
 // TestAttackAddCleanupDeletesAnotherAddsItem: Add's clean-up deletes
 // the items of its parent by id ({parent, _id: {$in: ids}}), whoever
 // stored them, after it found the parent missing. When the application
-// creates the parent again (doc.go:33-34: "The application creates its
+// creates the parent again (doc.go:35-36: "The application creates its
 // parents as it likes") and another Add stores the same item before the
 // clean-up lands, the clean-up deletes that other Add's item, which the
 // other Add's push had put in the subset: the subset holds an item the
 // items collection does not, at rest, and an Add that returned nil (the
 // other one) has its item stored nowhere.
 //
-// Promises: add.go:86-94 "it returns nil, after deleting the items it
-// inserted" (it deletes items it did not insert); add.go:80 "A missing
+// Promises: add.go:87-92 "it returns nil, after deleting the items it
+// inserted" (it deletes items it did not insert); add.go:81 "A missing
 // parent gives [patterns.ErrNotFound] and leaves no item behind"; doc.go
-// 29-31 (the subset is the first N of All whenever no write is in
-// flight); doc.go:45-48 "the subset a [Repo.Get] returns is the first N
+// 31-33 (the subset is the first N of All whenever no write is in
+// flight); doc.go:45-47 "the subset a [Repo.Get] returns is the first N
 // items of a linearization of the writes". No order of Delete, the
 // creation, the other Add (nil) and this Add leaves x in the subset and
 // not stored: whichever Add comes last finds or stores x under the
@@ -126,17 +126,17 @@ func TestAttackAddCleanupDeletesAnotherAddsItem(t *testing.T) {
 // recomputation is filtered on the revision read ({_id, rev: {$exists:
 // false}} before any recomputation). A parent deleted ([Repo.Delete]:
 // the parent, then its items) and created again by the application
-// (doc.go:33-34: "with the subset field absent or an empty array", no
+// (doc.go:35-36: "with the subset field absent or an empty array", no
 // revision) between the Add's find of the first Cap items and its
 // compare-and-set matches that filter: the Add writes into the new
 // parent the items it read from the old one, which Delete has deleted,
 // and returns nil.
 //
-// Promises: add.go:80-94 (an Add whose parent is deleted after its read
+// Promises: add.go:81-94 (an Add whose parent is deleted after its read
 // "took effect before the deletion ... returns nil, after deleting the
-// items it inserted, which go with the parent"); doc.go:29-31 (the
+// items it inserted, which go with the parent"); doc.go:31-33 (the
 // subset is the first N items of All whenever no write is in flight);
-// doc.go:45-48 (a linearization of the writes). Ordered before Delete,
+// doc.go:45-47 (a linearization of the writes). Ordered before Delete,
 // the Add leaves nothing; ordered after the creation, it leaves x stored
 // and in the subset. The run leaves x in the subset and stored nowhere.
 //
@@ -217,14 +217,14 @@ func TestAttackAddCleanupFailsThenRetry(t *testing.T) {
 }
 
 // TestAttackAddCommandCounts: Add's round trips against its godoc.
-//   - add.go:38-44 (push path): "The count ... finds an item that a
+//   - add.go:37-43 (push path): "The count ... finds an item that a
 //     concurrent [Repo.Remove] deleted ... between the insert and the
 //     push ...: Add then recomputes the subset (three commands more)":
 //     4 + 3 = 7.
 //   - doc.go:136 "[Repo.Add] 4 on either path"; doc.go:140-142 "With
 //     Config.CountField ... every Add takes the portable path, 5 round
 //     trips".
-//   - add.go:44-45 "A subset field that $push cannot extend (null, say
+//   - add.go:45-46 "A subset field that $push cannot extend (null, say
 //     ...) is replaced by a recomputation, three commands more": 4 + 3.
 //
 // The other writer is a client outside the harness, so that its
@@ -274,7 +274,7 @@ func TestAttackAddCommandCounts(t *testing.T) {
 			require.NoError(t, err)
 			c := mongotest.NewCounter(t, db)
 			got := c.Count(func() { require.NoError(t, r.Add(ctx, "n", item{ID: 1, Score: 1})) })
-			require.Len(t, got, 4+3, "add.go:44-45 three commands more: %v", got)
+			require.Len(t, got, 4+3, "add.go:45-46 three commands more: %v", got)
 		})
 	})
 }
@@ -314,7 +314,7 @@ func TestAttackAddHookParentGone(t *testing.T) {
 // between its find of the first Cap items and its update. Rebuild
 // (change.go:197-205, "to fill it for parents whose items were loaded
 // without the repository") of a parent whose items were loaded directly
-// writes the deleted items into the new parent. Promise: doc.go:29-31.
+// writes the deleted items into the new parent. Promise: doc.go:31-33.
 func TestAttackRebuildCASOnARecreatedParent(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		ctx := context.Background()
