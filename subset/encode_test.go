@@ -3,12 +3,14 @@ package subset
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -117,6 +119,8 @@ func TestItemLimitCountsTheOverhead(t *testing.T) {
 			p, err := newParentRef("productId", parentID)
 			require.NoError(t, err)
 			limit := r.itemLimit(p)
+			small := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: 1}}), raw(t, bson.D{{Key: "_id", Value: 2}, {Key: "text", Value: "x"}})}
+			require.Equal(t, raw(t, bson.D{{Key: "_id", Value: parentID}, {Key: "reviews", Value: small}, {Key: "reviewsRev", Value: int64(1)}}), fullParent(t, parentID, small), "fullParent encodes as Marshal does")
 			item := func(i, size int) review {
 				rv := review{ID: int64(i), ProductID: parentID, Stars: 1}
 				base := len(raw(t, bson.D{{Key: "_id", Value: int64(i)}, {Key: "productId", Value: parentID}, {Key: "stars", Value: 1}, {Key: "text", Value: ""}}))
@@ -130,13 +134,39 @@ func TestItemLimitCountsTheOverhead(t *testing.T) {
 				require.Len(t, e.doc, limit)
 				full = append(full, e.doc)
 			}
-			parent := raw(t, bson.D{{Key: "_id", Value: parentID}, {Key: "reviews", Value: full}, {Key: "reviewsRev", Value: int64(1)}})
+			parent := fullParent(t, parentID, full)
 			require.LessOrEqual(t, len(parent), patterns.MaxDocumentSize, "cap %d", capacity)
 			require.Greater(t, len(parent)+capacity, patterns.MaxDocumentSize, "cap %d: the limit is the largest that fits", capacity)
 			_, err = r.encode(item(1, limit+1), p, true)
 			require.ErrorIs(t, err, patterns.ErrTooLarge)
 		}
 	}
+}
+
+// fullParent returns the parent {_id: id, reviews: items, reviewsRev:
+// int64(1)} as bson.Marshal encodes it, built in a buffer of its final
+// size: one copy of the items where Marshal's growing buffer makes three,
+// which the race detector charges by the byte (16 MiB here).
+func fullParent(t *testing.T, id any, items []bson.Raw) bson.Raw {
+	t.Helper()
+	typ, val, err := bson.MarshalValue(id)
+	require.NoError(t, err)
+	size := 64 + len(val)
+	for _, it := range items {
+		size += len(it) + 16
+	}
+	start, doc := bsoncore.AppendDocumentStart(make([]byte, 0, size))
+	doc = bsoncore.AppendValueElement(doc, "_id", bsoncore.Value{Type: bsoncore.Type(typ), Data: val})
+	arr, doc := bsoncore.AppendArrayElementStart(doc, "reviews")
+	for i, it := range items {
+		doc = bsoncore.AppendDocumentElement(doc, strconv.Itoa(i), it)
+	}
+	doc, err = bsoncore.AppendArrayEnd(doc, arr)
+	require.NoError(t, err)
+	doc = bsoncore.AppendInt64Element(doc, "reviewsRev", 1)
+	doc, err = bsoncore.AppendDocumentEnd(doc, start)
+	require.NoError(t, err)
+	return doc
 }
 
 // TestEncodeAllRejectsOneIDTwice rejects two items with one id, as the

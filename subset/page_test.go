@@ -432,6 +432,7 @@ func TestAllYieldsEachItemOnceWhileOthersWrite(t *testing.T) {
 // value the server does not store (FerretDB 1.x stores few of the odd
 // types) is left out with its parent.
 func TestPageNeverSkipsAStoredItem(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	ctx := context.Background()
 	// The values the server stores, tried once: FerretDB 1.x refuses a
 	// Decimal128 by closing the connection, which costs half a second.

@@ -209,17 +209,32 @@ func requireFaultError(t *testing.T, op string, err error) {
 	faults.Saw(t, "versioning: "+op+": ", err, versioning.ErrNewerSchema, versioning.ErrMigration)
 }
 
+// TestFaults breaks every operation at every step (the groups below:
+// Get and Find of old documents, Update, Replace, Insert and Delete,
+// MigrateAll, and the undo of an Update past 16 MiB), the groups side by
+// side (faults.Concurrently), each through a proxy of its own: they spend
+// most of their time waiting on stalls, and as parallel tests of their
+// own no more than -parallel (the number of cores) of them waited at a
+// time.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	groups := []struct {
+		name string
+		run  func(t *testing.T)
+	}{{"GetOldDocument", faultsGetOldDocument}, {"FindOldDocuments", faultsFindOldDocuments}, {"Update", faultsUpdate}, {"Replace", faultsReplace}, {"InsertAndDelete", faultsInsertAndDelete}, {"MigrateAll", faultsMigrateAll}, {"UpdatePast16MiB", faultsUpdatePast16MiB}}
+	faults.Concurrently(t, len(groups), func(i int) string { return groups[i].name }, func(t *testing.T, i int) { groups[i].run(t) })
+}
+
 var (
 	adaV1   = func() bson.D { return oldV1("a", "Ada Lovelace", "ada@example.com", 7) }
 	adaWant = migratedUser("a", "Ada", "Lovelace", "ada@example.com", 7, "1>2", "2>3")
 )
 
-// TestFaultsGetOldDocument breaks Get of an old document at each step
+// faultsGetOldDocument breaks Get of an old document at each step
 // (the find, the write-back): the caller sees the document migrated or an
 // error, and after the retry it is stored at the current version, each
 // step applied once.
-func TestFaultsGetOldDocument(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsGetOldDocument(t *testing.T) {
 	p := faults.New(t)
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		faults.Run(t, p, faults.Case[*calls[TracedUser]]{
@@ -257,12 +272,11 @@ type found struct {
 	errs []error
 }
 
-// TestFaultsFindOldDocuments breaks Find over three old documents (read
+// faultsFindOldDocuments breaks Find over three old documents (read
 // in pages of two: a find per page), at each step: each find, each
 // write-back. Every document yielded is the migrated one;
 // after the retry all are stored at the current version, each step once.
-func TestFaultsFindOldDocuments(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsFindOldDocuments(t *testing.T) {
 	p := faults.New(t)
 	want := threeOldWant
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
@@ -316,7 +330,7 @@ type updated struct {
 // which must land together, once per call that lands.
 var incLocale = bson.D{{Key: "$inc", Value: bson.D{{Key: "visits", Value: 1}}}, {Key: "$set", Value: bson.D{{Key: "locale", Value: "de"}}}}
 
-// TestFaultsUpdate breaks Update at each step: of an old document (the
+// faultsUpdate breaks Update at each step: of an old document (the
 // update that misses, the read, the write-back, the update again where
 // the server limits sizes; the read, the write-back, the findAndModify
 // elsewhere) and, where Update checks sizes itself, of a current one (the
@@ -324,8 +338,7 @@ var incLocale = bson.D{{Key: "$inc", Value: bson.D{{Key: "visits", Value: 1}}}, 
 // holds its update whole or not at all, never on an old shape; the retry
 // applies it once more: an increment is not idempotent, so the final
 // count is the seed plus one per call that landed, exactly.
-func TestFaultsUpdate(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsUpdate(t *testing.T) {
 	p := faults.New(t)
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		type fixture struct {
@@ -393,7 +406,7 @@ type replaced struct {
 	routes *mongotest.Counter
 }
 
-// TestFaultsReplace breaks Replace at each step: its replaceOne when it
+// faultsReplace breaks Replace at each step: its replaceOne when it
 // matches (an old document, replaced by the current shape), and on its
 // miss path the replaceOne that matches nothing and the find that tells
 // why: a document newer than this code (ErrNewerSchema, untouched) or no
@@ -402,8 +415,7 @@ type replaced struct {
 // collection sharded on {tenant: 1, _id: 1}, named by Config.ShardKey,
 // and route every command of the struck call and of its retry on each
 // cluster of shard.Clusters: nothing refused (issue 33).
-func TestFaultsReplace(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsReplace(t *testing.T) {
 	p := faults.New(t)
 	grace := TracedUser{User: User{ID: "a", First: "Grace", Last: "Hopper", Email: "grace@example.com", Locale: "en", Visits: 9}, Applied: []string{}}
 	cases := map[string]struct {
@@ -469,14 +481,13 @@ func TestFaultsReplace(t *testing.T) {
 	})
 }
 
-// TestFaultsInsertAndDelete breaks the one-command writes, for what their
+// faultsInsertAndDelete breaks the one-command writes, for what their
 // callers see: after a fault inside Insert the document may be stored, so
 // that the retry of an Insert with an _id reports a duplicate key (the
 // document stored is the one inserted, once); after a fault inside
 // Delete the document may be gone, so that the retry reports ErrNotFound
 // (and the other documents stay).
-func TestFaultsInsertAndDelete(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsInsertAndDelete(t *testing.T) {
 	p := faults.New(t)
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, plan versioning.Plan) {
 		ada := TracedUser{User: User{ID: "a", First: "Ada", Last: "Lovelace", Email: "ada@example.com", Locale: "en", Visits: 1}, Applied: []string{}}
@@ -562,7 +573,7 @@ type migrated struct {
 	between   int
 }
 
-// TestFaultsMigrateAll breaks MigrateAll over three old documents, in
+// faultsMigrateAll breaks MigrateAll over three old documents, in
 // batches of two with Progress, at each step: the count, the find, each
 // write (a bulk write per batch, or a replaceOne per document), the
 // find of the next page. The struck run returns an error, lists no document as failed
@@ -572,8 +583,7 @@ type migrated struct {
 // Every document ends at the current version with each of its steps
 // applied once, no field lost; the current and the newer documents are
 // untouched.
-func TestFaultsMigrateAll(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsMigrateAll(t *testing.T) {
 	p := faults.New(t)
 	want := threeOldWant
 	const batch = 2
@@ -637,21 +647,20 @@ func TestFaultsMigrateAll(t *testing.T) {
 	})
 }
 
-// TestFaultsUpdatePast16MiB breaks Update where it checks sizes itself
+// faultsUpdatePast16MiB breaks Update where it checks sizes itself
 // and the server stores what it is given (FerretDB 1.x), at the steps of
 // its undo: inside the findAndModify that stores a document past 16 MiB
 // (the reply, with the result, is lost), and before and inside the
 // replaceOne that puts back the document read. The read and the
 // findAndModify before it reaches the server are the steps of
-// TestFaultsUpdate's current document, which run the same code. Each step
+// faultsUpdate's current document, which run the same code. Each step
 // costs seconds on the embedded server (a document of 16 MiB), so the
 // faults are the two that close the connection at once (reset, timeout),
 // not a stall, and Run's baseline is TestUpdatePast16MiBIsUndone. The
 // call struck must report ErrTooLarge with the document put back (or a
 // fault's error, and then its retry must), and no document past 16 MiB
 // may stay.
-func TestFaultsUpdatePast16MiB(t *testing.T) {
-	t.Parallel() // the stalls of the fault tests wait side by side
+func faultsUpdatePast16MiB(t *testing.T) {
 	if mongotest.Server().Has(patterns.FeatureUpdateSizeLimit) {
 		t.Skipf("skipped: %s refuses an update past 16 MiB itself: there is nothing to put back", mongotest.Server())
 	}

@@ -77,6 +77,7 @@ func TestEightUpdatersUnderDeadlinesOnOneOldDocument(t *testing.T) {
 // most once, each migration step is recorded once in every document, and
 // no update of the previous release is lost.
 func TestEightWritersAroundTwoMigrateAlls(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
 		db := mongotest.DB(t)

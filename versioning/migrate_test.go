@@ -33,6 +33,7 @@ type TracedUser struct {
 // finishes. All end at v3 and every stored document went through each of
 // its steps exactly once.
 func TestMigrateAllCancelledThenResumed(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
 		db, coll := usersDB(t)

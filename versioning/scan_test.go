@@ -50,6 +50,7 @@ func whileScanning(t *testing.T, write func(i int) error, scan func()) int {
 // One cursor over the collection returned 362 results for 300 documents
 // on FerretDB 2.x, whose cursors return rewritten documents again.
 func TestFindYieldsEachDocumentOnce(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
 		db, coll := usersDB(t)
@@ -150,6 +151,7 @@ func TestFindRefusesOptionsThatBreakItsOrder(t *testing.T) {
 // One cursor returned Migrated 500 and Skipped 20 for 500 documents on
 // FerretDB 2.x.
 func TestMigrateAllCountsEachDocumentOnce(t *testing.T) {
+	t.Parallel() // beside TestFaults, which waits on its stalls
 	mongotest.RunPlans(t, versioning.PlanFor, func(t *testing.T, p versioning.Plan) {
 		ctx := context.Background()
 		db, coll := usersDB(t)
