@@ -59,27 +59,41 @@ func voteIDs(vs []vote) []string {
 // parent holding fewer items than read, closes it, and the item goes to
 // overflow: issue 34's result, which the change says cannot happen.
 func TestAttackCloseGuardNumericField(t *testing.T) {
+	// One database for every plan and a parent per case (a database costs
+	// a few hundred milliseconds on FerretDB 2).
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	indexed, err := New[poll, vote](db, small())
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(ctx, indexed.Indexes()...))
+	parents := 0
 	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[poll, vote](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		other, err := New[poll, vote](mongotest.NewClient(t).Database(db.Name()), small())
+		require.NoError(t, err)
+		ForcePlan(other, p)
 		for _, tc := range []struct {
 			name   string
 			before []vote // the parent, full (Cap 3), when the Append reads it
-			window func(ctx context.Context, other *Repo[poll, vote], numeric bool)
+			window func(ctx context.Context, other *Repo[poll, vote], id int, numeric bool)
 			want   []string // what the open parent holds after the Append
 		}{
 			{
 				name:   "a Remove made room",
 				before: []vote{{ID: "a"}, {ID: "b"}, {ID: "c", Opt2: true}},
-				window: func(ctx context.Context, other *Repo[poll, vote], _ bool) {
-					require.NoError(t, other.Remove(ctx, 1, "a"))
+				window: func(ctx context.Context, other *Repo[poll, vote], id int, _ bool) {
+					require.NoError(t, other.Remove(ctx, id, "a"))
 				},
 				want: []string{"b", "c", "x"},
 			},
 			{
 				name:   "deleted and inserted again with one item",
 				before: []vote{{ID: "a"}, {ID: "b"}, {ID: "c"}},
-				window: func(ctx context.Context, other *Repo[poll, vote], numeric bool) {
-					require.NoError(t, other.Delete(ctx, 1))
-					_, err := other.Insert(ctx, poll{ID: 1, Comments: []vote{{ID: "n", Opt2: numeric}}})
+				window: func(ctx context.Context, other *Repo[poll, vote], id int, numeric bool) {
+					require.NoError(t, other.Delete(ctx, id))
+					_, err := other.Insert(ctx, poll{ID: id, Comments: []vote{{ID: "n", Opt2: numeric}}})
 					require.NoError(t, err)
 				},
 				want: []string{"n", "x"},
@@ -98,33 +112,25 @@ func TestAttackCloseGuardNumericField(t *testing.T) {
 						before[i] = vote{ID: v.ID}
 					}
 				}
+				parents++
+				id := parents
 				t.Run(name, func(t *testing.T) {
-					ctx := context.Background()
-					cfg := small()
-					db := mongotest.DB(t)
-					r, err := New[poll, vote](db, cfg)
+					_, err := r.Insert(ctx, poll{ID: id, Comments: before})
 					require.NoError(t, err)
-					require.NoError(t, patterns.EnsureIndexes(ctx, r.Indexes()...))
-					ForcePlan(r, p)
-					_, err = r.Insert(ctx, poll{ID: 1, Comments: before})
-					require.NoError(t, err)
-					other, err := New[poll, vote](mongotest.NewClient(t).Database(db.Name()), cfg)
-					require.NoError(t, err)
-					ForcePlan(other, p)
 
 					// The close: the Append's first update after its read
 					// of the full parent.
 					at := missedPush(p) + 1
-					updates := atUpdate(t, db, at, func(hook context.Context) { tc.window(hook, other, numeric) })
-					require.NoError(t, r.Append(ctx, 1, vote{ID: "x"}))
+					updates := atUpdate(t, db, at, func(hook context.Context) { tc.window(hook, other, id, numeric) })
+					require.NoError(t, r.Append(ctx, id, vote{ID: "x"}))
 					require.GreaterOrEqual(t, *updates, at, "the window fired")
 
 					var parent struct {
 						Comments []vote `bson:"comments"`
 						Flag     bool   `bson:"has_extra"`
 					}
-					require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&parent))
-					n, err := r.overflow.CountDocuments(ctx, overflowFilter(1))
+					require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
+					n, err := r.overflow.CountDocuments(ctx, overflowFilter(id))
 					require.NoError(t, err)
 					t.Logf("parent holds %v, flag %v; %d overflow documents", voteIDs(parent.Comments), parent.Flag, n)
 					require.Equal(t, tc.want, voteIDs(parent.Comments), "the item goes into the open parent, which has room")
