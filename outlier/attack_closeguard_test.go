@@ -141,3 +141,38 @@ func TestAttackCloseGuardNumericField(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackPushGuardNumericField: the same path semantics against the
+// push guard, which this change did not touch but which the close guard
+// copies (commands.go, pushParentFilter: "'Can take' is a count ... no
+// element at index Cap-k" / "no element at index n"). A parent holding
+// two votes, one of them for option 2, has room for a third (Cap 3), but
+// {"comments.2": {$exists: false}} never matches it: every push misses,
+// and Append gives up with ErrConflict although no other writer ran
+// (append.go: "maxMisses is how many guarded writes in a row an Append
+// lets concurrent writers win ... Every miss means another writer made
+// progress on the same parent").
+func TestAttackPushGuardNumericField(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	indexed, err := New[poll, vote](db, small())
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(ctx, indexed.Indexes()...))
+	parents := 0
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[poll, vote](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		parents++
+		id := parents
+		_, err = r.Insert(ctx, poll{ID: id, Comments: []vote{{ID: "a"}, {ID: "b", Opt2: true}}})
+		require.NoError(t, err)
+		err = r.Append(ctx, id, vote{ID: "x"})
+		require.NoError(t, err, "no other writer: the parent, with room for one, takes x")
+		var parent struct {
+			Comments []vote `bson:"comments"`
+		}
+		require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
+		require.Equal(t, []string{"a", "b", "x"}, voteIDs(parent.Comments))
+	})
+}
