@@ -176,3 +176,28 @@ func TestAttackPushGuardNumericField(t *testing.T) {
 		require.Equal(t, []string{"a", "b", "x"}, voteIDs(parent.Comments))
 	})
 }
+
+// TestAttackUpdateGuardNumericField: the same path semantics against
+// Update's guard where the server does not check sizes (update.go,
+// updateParentFilter: "also while it holds the n items read (no element
+// at index n)"). Not this change's code: the close guard shares its
+// reading of "comments.<n>". A parent holding a vote for option 2 at
+// index 1 never matches {"comments.2": {$exists: false}}: Update of an
+// item it holds ends in ErrConflict with no other writer (update.go:
+// "a concurrent Remove ... makes it match nothing, and Update reads
+// again (after 100 misses in a row, [patterns.ErrConflict])").
+func TestAttackUpdateGuardNumericField(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	parents := 0
+	mongotest.RunPlans(t, PlanFor, func(t *testing.T, p Plan) {
+		r, err := New[poll, vote](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		parents++
+		id := parents
+		_, err = r.Insert(ctx, poll{ID: id, Comments: []vote{{ID: "a"}, {ID: "b", Opt2: true}}})
+		require.NoError(t, err)
+		require.NoError(t, r.Update(ctx, id, vote{ID: "a", Opt2: true}), "no other writer: a is replaced")
+	})
+}
