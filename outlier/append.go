@@ -34,11 +34,18 @@ const maxMisses = 100
 // open (after a Remove made room) is not stored again in overflow, and
 // Append writes the others after it, into the parent while it has room.
 // It is also guarded on the parent being as Append last read it: closed,
-// if read closed; if read open, holding at least the items read, with
-// those the Append pushed since. When it matches nothing because the
-// parent is open (a Remove made room in it, or it was deleted and
-// inserted again), the items go into it, as they would for an Append
-// that began then.
+// if read closed; if read open, holding exactly as many items as read,
+// with those the Append pushed since. When it matches nothing because the
+// parent is open (a Remove made room in it, another process pushed into
+// it, or it was deleted and inserted again), the items go into it while
+// it has room, as they would for an Append that began then.
+//
+// Append's guards count the items of the parent's array by its size ($size)
+// or by an element's index (Field.<i>); MongoDB also reads such a path as
+// the field named i of any element, so an item with a field named by a
+// number could make a guard on an index match nothing. None of them
+// relies on that path alone: such an item may cost a push one miss (a
+// read and a push more), never an item, a wrong close or an error.
 // Every push leaves room in the parent for the write that
 // closes it, so that a parent full in bytes can always be closed. Overflow
 // documents are filled in seq order: items go to the newest document while
@@ -203,7 +210,7 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 	// of the items already (a retried Append): drop those first.
 	missed := false
 	if p.serverSizeLimit && len(pending) <= r.cfg.Cap {
-		switch out, err := r.pushParent(ctx, p, parentID, 0, pending); {
+		switch out, err := r.pushParent(ctx, p, parentID, unread, pending); {
 		case err != nil:
 			return err
 		case out == refused:

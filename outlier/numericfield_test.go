@@ -33,32 +33,22 @@ func voteIDs(vs []vote) []string {
 	return out
 }
 
-// TestAttackCloseGuardNumericField attacks the guard the change put on
-// the close of a parent read open (commands.go, closeFilter: "the filter
-// requires an element at index held-1, which a new parent holding fewer
-// items lacks, as does one that a Remove gave room") and the promises
-// built on it, append.go:
-//
-//	"It is also guarded on the parent being as Append last read it: ...
-//	if read open, holding at least the items read ... When it matches
-//	nothing because the parent is open (a Remove made room in it, or it
-//	was deleted and inserted again), the items go into it" (Append godoc)
-//
-//	"It closes the new parent only if that one was inserted with at least
-//	as many items as the old one held when the Append read it full"
-//	(Append godoc, the Delete/re-Insert paragraph)
-//
-// The guard is {"comments.<held-1>": {$exists: true}}. On MongoDB a
-// numeric path component over an array of documents names both the
-// element at that index and the field of that name in every element:
-// src/mongo/db/matcher/path_test.cpp, TEST(Path, ArrayIndex3): path "a.1"
-// over {a: [5, {"1": 4}, 3]} yields 4 (the field "1" of an element) as
-// well as the element at index 1. So an item with a field named "2" (a
-// vote for option 2) makes "comments.2" exist in a parent holding one
-// item: the close matches a parent that a Remove gave room, or a new
-// parent holding fewer items than read, closes it, and the item goes to
-// overflow: issue 34's result, which the change says cannot happen.
-func TestAttackCloseGuardNumericField(t *testing.T) {
+// TestCloseGuardItemWithNumericField: the close of a parent read open
+// is guarded on the parent holding the items Append counted (append.go,
+// Append: "if read open, holding exactly as many items as read ... When
+// it matches nothing because the parent is open (a Remove made room in
+// it, ..., or it was deleted and inserted again), the items go into it
+// while it has room"). The guard was {"comments.<held-1>": {$exists:
+// true}}, which MongoDB (and FerretDB 1.x and 2.x) read both as the
+// element at that index and as the field of that name in any element
+// (mongodb/mongo src/mongo/db/matcher/path_test.cpp, TEST(Path,
+// ArrayIndex3): path "a.1" over {a: [5, {"1": 4}, 3]} yields the field
+// "1" of an element as well as the element at index 1). An item with a
+// field named "2" (a vote for option 2) made it match a parent holding
+// one item, which it then closed with room, its item going to overflow.
+// The guard is {comments: {$size: held}} now. Each case runs with items
+// without the field "2" too, the control.
+func TestCloseGuardItemWithNumericField(t *testing.T) {
 	// One database for every plan and a parent per case (a database costs
 	// a few hundred milliseconds on FerretDB 2).
 	ctx := context.Background()
@@ -142,17 +132,16 @@ func TestAttackCloseGuardNumericField(t *testing.T) {
 	})
 }
 
-// TestAttackPushGuardNumericField: the same path semantics against the
-// push guard, which this change did not touch but which the close guard
-// copies (commands.go, pushParentFilter: "'Can take' is a count ... no
-// element at index Cap-k" / "no element at index n"). A parent holding
-// two votes, one of them for option 2, has room for a third (Cap 3), but
-// {"comments.2": {$exists: false}} never matches it: every push misses,
-// and Append gives up with ErrConflict although no other writer ran
-// (append.go: "maxMisses is how many guarded writes in a row an Append
-// lets concurrent writers win ... Every miss means another writer made
-// progress on the same parent").
-func TestAttackPushGuardNumericField(t *testing.T) {
+// TestPushGuardItemWithNumericField: the push into a parent with room
+// succeeds whatever its items' field names (append.go, Append: "such an
+// item may cost a push one miss (a read and a push more), never an item,
+// a wrong close or an error"). The guard was {"comments.<i>": {$exists:
+// false}} alone (i = Cap-k, or n read), which a parent holding a vote for
+// option 2 never matched (Cap 3, two items: "comments.2" exists as the
+// field of an element), so every push missed and Append ended in
+// ErrConflict with no other writer. Portable pushes are guarded on
+// {$size: n} now; native ones, after the first, on either.
+func TestPushGuardItemWithNumericField(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	indexed, err := New[poll, vote](db, small())
@@ -177,16 +166,13 @@ func TestAttackPushGuardNumericField(t *testing.T) {
 	})
 }
 
-// TestAttackUpdateGuardNumericField: the same path semantics against
-// Update's guard where the server does not check sizes (update.go,
-// updateParentFilter: "also while it holds the n items read (no element
-// at index n)"). Not this change's code: the close guard shares its
-// reading of "comments.<n>". A parent holding a vote for option 2 at
-// index 1 never matches {"comments.2": {$exists: false}}: Update of an
-// item it holds ends in ErrConflict with no other writer (update.go:
-// "a concurrent Remove ... makes it match nothing, and Update reads
-// again (after 100 misses in a row, [patterns.ErrConflict])").
-func TestAttackUpdateGuardNumericField(t *testing.T) {
+// TestUpdateGuardItemWithNumericField: Update of an item of a parent
+// holding a vote for option 2 replaces it (update.go: "The size is
+// guarded exactly ($size)"). Where the server does not check sizes the
+// guard on the n items read was {"comments.<n>": {$exists: false}},
+// which the field "2" of an element made match nothing: ErrConflict after
+// 100 misses with no other writer.
+func TestUpdateGuardItemWithNumericField(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	parents := 0
