@@ -534,11 +534,16 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, h
 				if st.open {
 					// Still open, so no document is this parent's: each
 					// found was there before the read that shows it open.
-					// (If it holds fewer than held items now, the close
-					// misses and the items go back to the parent.)
+					// (If it holds another number than held items now, the
+					// close misses and the items go back to the parent.)
+					// Once they are gone, what the find saw of this
+					// parent's overflow is nothing: no need to find again
+					// (a document another appender writes after the read
+					// is met by the guarded writes, as after any find).
 					if err := r.dropLeftovers(ctx, parentID, found); err != nil {
 						return nil, err
 					}
+					tail, query = nil, false
 				} else {
 					// Closed by another appender: what the parent holds
 					// now, it held before the flag was set.

@@ -11,7 +11,7 @@ import (
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
 
-// TestAttackLeftoverCost counts the commands of the Append that first
+// TestAppendLeftoverCost counts the commands of the Append that first
 // overflows a parent inserted again over overflow documents a Delete left
 // behind, against append.go's Append godoc:
 //
@@ -20,10 +20,11 @@ import (
 //	the parent and a deleteMany more)."
 //
 // with "An item that opens a new overflow document adds 1, the update of
-// the parent's flag and tail hint ... before the upsert". After the
-// deleteMany, appendOverflow finds the tail again (a second find of the
-// overflow documents): three commands more, not two.
-func TestAttackLeftoverCost(t *testing.T) {
+// the parent's flag and tail hint ... before the upsert". It found the
+// overflow documents again after the deleteMany, a needless find (what it
+// found first, all deleted, is nothing of this parent's): three commands
+// more, not two.
+func TestAppendLeftoverCost(t *testing.T) {
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	indexed, err := New[post, comment](db, small())
