@@ -129,7 +129,14 @@ const maxMisses = 100
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
-// multi-item Append's writes and not the others. The flag (and the tail
+// multi-item Append's writes and not the others. An Append of several
+// items is a sequence of such writes: a [Repo.Delete] of the parent
+// between two of them removes the items written before it, and if the
+// parent is inserted again meanwhile, the Append writes the rest into the
+// new parent (or its overflow) and returns nil, so that the new parent
+// holds the Append's later items without its earlier ones, as after
+// Appends of the earlier items before the Delete and of the later ones
+// after the Insert. (An Append of one item is not split.) The flag (and the tail
 // hint) are written before the overflow document they announce, so a
 // reader may see the flag true while the overflow is still empty or lacks
 // the items being written; it never sees an overflow item while the flag
