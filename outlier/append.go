@@ -161,12 +161,16 @@ const maxMisses = 100
 // Nor does an Append that read the deleted parent, still running when
 // the new one is inserted, close the new one for its items: its close
 // matches nothing on a new parent that is open, if it read the old one
-// closed, or that holds fewer items than it read, if it read it open,
+// closed, or that holds another number of items than it counted in the
+// old one (those read, with those it pushed since), if it read it open,
 // and the items go into the new parent, after a read of it. It closes
-// the new parent only if that one was inserted with at least as many
-// items as the old one held when the Append read it full: then full by
-// count too (Cap items), but, for an Append that found the old one full
-// in bytes, perhaps not in bytes.
+// the new parent only if that one holds exactly as many items as it
+// counted, none of them its items. For an Append that found the old
+// parent full by count, that is a new parent full by count too (Cap
+// items); for one that found the old parent full in bytes, a new parent
+// of that many items, which may have room, by count and in bytes: the
+// Append's items then go to overflow, after the new parent's items, in
+// order and each once, and the new parent takes no more items.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) (err error) {
 	ctx, op := r.start(ctx, "Append")
 	defer op.Finish(&err)
