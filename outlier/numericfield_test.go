@@ -33,7 +33,17 @@ func voteIDs(vs []vote) []string {
 	return out
 }
 
-// TestCloseGuardItemWithNumericField: the close of a parent read open
+// TestAppendItemWithNumericField: the push into a parent with room
+// succeeds whatever its items' field names (append.go, Append: "such an
+// item may cost a push one miss (a read and a push more), never an item,
+// a wrong close or an error"). The push guard was {"comments.<i>":
+// {$exists: false}} alone (i = Cap-k, or n read), which a parent holding
+// a vote for option 2 never matched (Cap 3, two items: "comments.2"
+// exists as the field of an element), so every push missed and Append
+// ended in ErrConflict with no other writer. Portable pushes are guarded
+// on {$size: n} now; native ones, after the first, on either.
+//
+// And the close of a parent read open
 // is guarded on the parent holding the items Append counted (append.go,
 // Append: "if read open, holding exactly as many items as read ... When
 // it matches nothing because the parent is open (a Remove made room in
@@ -48,7 +58,7 @@ func voteIDs(vs []vote) []string {
 // one item, which it then closed with room, its item going to overflow.
 // The guard is {comments: {$size: held}} now. Each case runs with items
 // without the field "2" too, the control.
-func TestCloseGuardItemWithNumericField(t *testing.T) {
+func TestAppendItemWithNumericField(t *testing.T) {
 	// One database for every plan and a parent per case (a database costs
 	// a few hundred milliseconds on FerretDB 2).
 	ctx := context.Background()
@@ -129,40 +139,18 @@ func TestCloseGuardItemWithNumericField(t *testing.T) {
 				})
 			}
 		}
-	})
-}
-
-// TestPushGuardItemWithNumericField: the push into a parent with room
-// succeeds whatever its items' field names (append.go, Append: "such an
-// item may cost a push one miss (a read and a push more), never an item,
-// a wrong close or an error"). The guard was {"comments.<i>": {$exists:
-// false}} alone (i = Cap-k, or n read), which a parent holding a vote for
-// option 2 never matched (Cap 3, two items: "comments.2" exists as the
-// field of an element), so every push missed and Append ended in
-// ErrConflict with no other writer. Portable pushes are guarded on
-// {$size: n} now; native ones, after the first, on either.
-func TestPushGuardItemWithNumericField(t *testing.T) {
-	ctx := context.Background()
-	db := mongotest.DB(t)
-	indexed, err := New[poll, vote](db, small())
-	require.NoError(t, err)
-	require.NoError(t, patterns.EnsureIndexes(ctx, indexed.Indexes()...))
-	parents := 0
-	appendPlans(t, func(t *testing.T, p Plan) {
-		r, err := New[poll, vote](db, small())
-		require.NoError(t, err)
-		ForcePlan(r, p)
 		parents++
 		id := parents
-		_, err = r.Insert(ctx, poll{ID: id, Comments: []vote{{ID: "a"}, {ID: "b", Opt2: true}}})
-		require.NoError(t, err)
-		err = r.Append(ctx, id, vote{ID: "x"})
-		require.NoError(t, err, "no other writer: the parent, with room for one, takes x")
-		var parent struct {
-			Comments []vote `bson:"comments"`
-		}
-		require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
-		require.Equal(t, []string{"a", "b", "x"}, voteIDs(parent.Comments))
+		t.Run("a parent with room holding an item with a field \"2\"", func(t *testing.T) {
+			_, err = r.Insert(ctx, poll{ID: id, Comments: []vote{{ID: "a"}, {ID: "b", Opt2: true}}})
+			require.NoError(t, err)
+			require.NoError(t, r.Append(ctx, id, vote{ID: "x"}), "no other writer: the parent, with room for one, takes x")
+			var parent struct {
+				Comments []vote `bson:"comments"`
+			}
+			require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
+			require.Equal(t, []string{"a", "b", "x"}, voteIDs(parent.Comments))
+		})
 	})
 }
 
