@@ -25,14 +25,6 @@ type poll struct {
 	Comments []vote `bson:"comments,omitempty"`
 }
 
-func voteIDs(vs []vote) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v.ID
-	}
-	return out
-}
-
 // TestAppendItemWithNumericField: the push into a parent with room
 // succeeds whatever its items' field names (append.go, Append: "such an
 // item may cost a push one miss (a read and a push more), never an item,
@@ -126,14 +118,14 @@ func TestAppendItemWithNumericField(t *testing.T) {
 					require.GreaterOrEqual(t, *updates, at, "the window fired")
 
 					var parent struct {
-						Comments []vote `bson:"comments"`
-						Flag     bool   `bson:"has_extra"`
+						Comments []comment `bson:"comments"` // their ids
+						Flag     bool      `bson:"has_extra"`
 					}
 					require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
 					n, err := r.overflow.CountDocuments(ctx, overflowFilter(id))
 					require.NoError(t, err)
-					t.Logf("parent holds %v, flag %v; %d overflow documents", voteIDs(parent.Comments), parent.Flag, n)
-					require.Equal(t, tc.want, voteIDs(parent.Comments), "the item goes into the open parent, which has room")
+					t.Logf("parent holds %v, flag %v; %d overflow documents", idsOf(parent.Comments), parent.Flag, n)
+					require.Equal(t, tc.want, idsOf(parent.Comments), "the item goes into the open parent, which has room")
 					require.False(t, parent.Flag, "the parent, with room, stays open")
 					require.Zero(t, n, "no overflow document")
 				})
@@ -146,10 +138,10 @@ func TestAppendItemWithNumericField(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, r.Append(ctx, id, vote{ID: "x"}), "no other writer: the parent, with room for one, takes x")
 			var parent struct {
-				Comments []vote `bson:"comments"`
+				Comments []comment `bson:"comments"` // their ids
 			}
 			require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&parent))
-			require.Equal(t, []string{"a", "b", "x"}, voteIDs(parent.Comments))
+			require.Equal(t, []string{"a", "b", "x"}, idsOf(parent.Comments))
 		})
 	})
 }
