@@ -34,11 +34,18 @@ const maxMisses = 100
 // open (after a Remove made room) is not stored again in overflow, and
 // Append writes the others after it, into the parent while it has room.
 // It is also guarded on the parent being as Append last read it: closed,
-// if read closed; if read open, holding at least the items read, with
-// those the Append pushed since. When it matches nothing because the
-// parent is open (a Remove made room in it, or it was deleted and
-// inserted again), the items go into it, as they would for an Append
-// that began then.
+// if read closed; if read open, holding exactly as many items as read,
+// with those the Append pushed since. When it matches nothing because the
+// parent is open (a Remove made room in it, another process pushed into
+// it, or it was deleted and inserted again), the items go into it while
+// it has room, as they would for an Append that began then.
+//
+// Append's guards count the items of the parent's array by its size ($size)
+// or by an element's index (Field.<i>); MongoDB also reads such a path as
+// the field named i of any element, so an item with a field named by a
+// number could make a guard on an index match nothing. None of them
+// relies on that path alone: such an item may cost a push one miss (a
+// read and a push more), never an item, a wrong close or an error.
 // Every push leaves room in the parent for the write that
 // closes it, so that a parent full in bytes can always be closed. Overflow
 // documents are filled in seq order: items go to the newest document while
@@ -122,7 +129,14 @@ const maxMisses = 100
 //
 // What others see between the steps: each write is atomic, so a reader
 // sees all or none of the items one command wrote, but may see some of a
-// multi-item Append's writes and not the others. The flag (and the tail
+// multi-item Append's writes and not the others. An Append of several
+// items is a sequence of such writes: a [Repo.Delete] of the parent
+// between two of them removes the items written before it, and if the
+// parent is inserted again meanwhile, the Append writes the rest into the
+// new parent (or its overflow) and returns nil, so that the new parent
+// holds the Append's later items without its earlier ones, as after
+// Appends of the earlier items before the Delete and of the later ones
+// after the Insert. (An Append of one item is not split.) The flag (and the tail
 // hint) are written before the overflow document they announce, so a
 // reader may see the flag true while the overflow is still empty or lacks
 // the items being written; it never sees an overflow item while the flag
@@ -147,12 +161,16 @@ const maxMisses = 100
 // Nor does an Append that read the deleted parent, still running when
 // the new one is inserted, close the new one for its items: its close
 // matches nothing on a new parent that is open, if it read the old one
-// closed, or that holds fewer items than it read, if it read it open,
+// closed, or that holds another number of items than it counted in the
+// old one (those read, with those it pushed since), if it read it open,
 // and the items go into the new parent, after a read of it. It closes
-// the new parent only if that one was inserted with at least as many
-// items as the old one held when the Append read it full: then full by
-// count too (Cap items), but, for an Append that found the old one full
-// in bytes, perhaps not in bytes.
+// the new parent only if that one holds exactly as many items as it
+// counted, none of them its items. For an Append that found the old
+// parent full by count, that is a new parent full by count too (Cap
+// items); for one that found the old parent full in bytes, a new parent
+// of that many items, which may have room, by count and in bytes: the
+// Append's items then go to overflow, after the new parent's items, in
+// order and each once, and the new parent takes no more items.
 func (r *Repo[P, I]) Append(ctx context.Context, parentID any, items ...I) (err error) {
 	ctx, op := r.start(ctx, "Append")
 	defer op.Finish(&err)
@@ -203,7 +221,7 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 	// of the items already (a retried Append): drop those first.
 	missed := false
 	if p.serverSizeLimit && len(pending) <= r.cfg.Cap {
-		switch out, err := r.pushParent(ctx, p, parentID, 0, pending); {
+		switch out, err := r.pushParent(ctx, p, parentID, unread, pending); {
 		case err != nil:
 			return err
 		case out == refused:
@@ -527,11 +545,16 @@ func (r *Repo[P, I]) appendOverflow(ctx context.Context, p plan, parentID any, h
 				if st.open {
 					// Still open, so no document is this parent's: each
 					// found was there before the read that shows it open.
-					// (If it holds fewer than held items now, the close
-					// misses and the items go back to the parent.)
+					// (If it holds another number than held items now, the
+					// close misses and the items go back to the parent.)
+					// Once they are gone, what the find saw of this
+					// parent's overflow is nothing: no need to find again
+					// (a document another appender writes after the read
+					// is met by the guarded writes, as after any find).
 					if err := r.dropLeftovers(ctx, parentID, found); err != nil {
 						return nil, err
 					}
+					tail, query = nil, false
 				} else {
 					// Closed by another appender: what the parent holds
 					// now, it held before the flag was set.

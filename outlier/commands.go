@@ -50,23 +50,48 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 // same on MongoDB but which FerretDB 1.x reads, on the ids of an array of
 // documents, as "some element's id is not among them": there a retried
 // push, after one whose reply was lost, would store its items twice.
-// "Can take" is a count. With the server's size limit, at most
-// Cap-k items (no element at index Cap-k), whatever others pushed
-// meanwhile: the server refuses the push if it does not fit in bytes.
-// Without it, exactly the n items Append read and sized the push for (no
-// element at index n): a concurrent push makes it match nothing.
+// "Can take" is a count, n the number of items Append read (unread: it
+// has not read the parent). Without the server's size limit, exactly the
+// n items read, which Append sized the push for ({$size: n}): a
+// concurrent push makes it match nothing. With it, at most Cap-k items,
+// whatever others pushed meanwhile (the server refuses the push if it
+// does not fit in bytes): no element at index Cap-k, or, once read,
+// exactly the n items read. The "or" is what makes it exact: MongoDB (and
+// FerretDB) read the path Field.<Cap-k> both as the element at that index
+// and as the field of that name in any element (mongodb/mongo
+// src/mongo/db/matcher/path_test.cpp, ArrayIndex3), so an item with a
+// field named "<Cap-k>" makes {Field.<Cap-k>: {$exists: false}} match
+// nothing, never something it should not: the push then misses once, and
+// the push after the read matches by the count. ($size takes one number,
+// not a range; $expr would, but FerretDB 1.x lacks it.)
 func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item) bson.D {
-	at := n
-	if p.serverSizeLimit {
-		at = r.cfg.Cap - len(items)
-	}
-	return bson.D{
+	f := bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: r.cfg.FlagField, Value: neTrue},
-		{Key: r.cfg.Field, Value: neNull},
-		{Key: r.elementPath(at), Value: notExists},
-		{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}},
 	}
+	switch {
+	case !p.serverSizeLimit:
+		f = append(f, bson.E{Key: r.cfg.Field, Value: sizeIs(n)})
+	case n == unread:
+		f = append(f, bson.E{Key: r.cfg.Field, Value: neNull}, bson.E{Key: r.elementPath(r.cfg.Cap - len(items)), Value: notExists})
+	default:
+		f = append(f, bson.E{Key: r.cfg.Field, Value: neNull}, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: r.elementPath(r.cfg.Cap - len(items)), Value: notExists}},
+			bson.D{{Key: r.cfg.Field, Value: sizeIs(n)}},
+		}})
+	}
+	return append(f, bson.E{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}})
+}
+
+// unread is the n of [Repo.pushParentFilter] for a push sent before
+// Append read the parent.
+const unread = -1
+
+// sizeIs is the condition that an array holds exactly n elements: {$size:
+// n}, which matches arrays only (not null, absent or other values) and,
+// unlike a path through an element's index, no field of an element.
+func sizeIs(n int) bson.D {
+	return bson.D{{Key: "$size", Value: n}}
 }
 
 // Conditions that never change, shared by every filter that uses them
@@ -76,7 +101,6 @@ var (
 	neTrue    any = bson.D{{Key: "$ne", Value: true}}
 	neNull    any = bson.D{{Key: "$ne", Value: nil}}
 	notExists any = bson.D{{Key: "$exists", Value: false}}
-	exists    any = bson.D{{Key: "$exists", Value: true}}
 )
 
 // pushParentUpdate appends items to the parent's array and sets the flag
@@ -106,18 +130,19 @@ func openFields(cfg Config) any {
 // closed: the filter requires the flag true, which only a new parent with
 // the same id can lack. For a parent read open, held is how many items it
 // holds (those read, with those the Append pushed since): the filter
-// requires an element at index held-1, which a new parent holding fewer
-// items lacks, as does one that a Remove gave room (for held 0, nothing:
-// a parent too full in bytes for one item). "Holds none" is $nor of $in,
-// as in [Repo.pushParentFilter].
+// requires an array of exactly held items ({$size: held}), which a new
+// parent holding another number lacks, as does one that a Remove gave
+// room or that another process pushed into. (Not an element at index
+// held-1: MongoDB reads that path as a field of that name in any element
+// too; see [Repo.pushParentFilter].) "Holds none" is $nor of $in, as in
+// [Repo.pushParentFilter].
 func (r *Repo[P, I]) closeFilter(parentID any, held int, items []item) bson.D {
 	f := make(bson.D, 0, 3)
 	f = append(f, bson.E{Key: "_id", Value: parentID})
-	switch {
-	case held == readClosed:
+	if held == readClosed {
 		f = append(f, bson.E{Key: r.cfg.FlagField, Value: true})
-	case held > 0:
-		f = append(f, bson.E{Key: r.elementPath(held - 1), Value: exists})
+	} else {
+		f = append(f, bson.E{Key: r.cfg.Field, Value: sizeIs(held)})
 	}
 	return append(f, bson.E{Key: "$nor", Value: bson.A{bson.D{{Key: r.idPath, Value: bson.D{{Key: "$in", Value: ids(items)}}}}}})
 }
@@ -374,13 +399,14 @@ func (r *Repo[P, I]) updateProjection(p plan) bson.D {
 // updateParentFilter matches the parent while its element at index i is
 // old, the element Update read there: a concurrent Remove, which shifts
 // the elements, or Update, makes it match nothing. Without the server's
-// size limit, also while it holds the n items read (no element at index
-// n), so that a concurrent Append, which would make the size Update
-// checked wrong, makes it match nothing too.
+// size limit, also while it holds the n items read ({$size: n}: exact,
+// where "no element at index n" is defeated by an item's field named
+// "<n>"; see [Repo.pushParentFilter]), so that a concurrent Append, which
+// would make the size Update checked wrong, makes it match nothing too.
 func (r *Repo[P, I]) updateParentFilter(p plan, parentID any, i int, old bson.RawValue, n int) bson.D {
 	f := bson.D{{Key: "_id", Value: parentID}, {Key: r.elementPath(i), Value: old}}
 	if !p.serverSizeLimit {
-		f = append(f, bson.E{Key: r.elementPath(n), Value: notExists})
+		f = append(f, bson.E{Key: r.cfg.Field, Value: sizeIs(n)})
 	}
 	return f
 }

@@ -34,7 +34,8 @@
 //	{parent: 7, seq: 3, count: 9, bytes: 2170, items: [...9...]}
 //
 // [Repo.Append] pushes into the parent under an atomic guard on its size
-// ({"comments.49": {$exists: false}} for one item) and, once the parent is
+// ({"comments.49": {$exists: false}} for one item, or, once read, the
+// count read: {"comments": {$size: n}}) and, once the parent is
 // full, into the newest overflow document under a guard on its count and
 // bytes, opening the next one by an upsert that the unique {parent, seq}
 // index arbitrates. The flag (has_extra, configured in Config.FlagField and

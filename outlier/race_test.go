@@ -180,9 +180,19 @@ func TestAppendAfterDeleteLeftOverflow(t *testing.T) {
 // FerretDB 2.7): the close, filtered on the _id and the items alone, set
 // the flag of the new, empty parent, and the item went to its overflow.
 // No order of the calls gives that: after the Insert the item goes into
-// the open parent. (One database for every plan and a parent per case:
-// a database and its indexes cost a few hundred milliseconds on FerretDB
-// 2.)
+// the open parent.
+//
+// An Append of several items, x1 then x2, whose window is after it wrote
+// x1 (into the parent or its newest overflow document): x1 goes with the
+// deleted parent and x2 into the new one, and Append returns nil, as the
+// Append godoc says ("An Append of several items is a sequence of such
+// writes: a [Repo.Delete] of the parent between two of them removes the
+// items written before it, and if the parent is inserted again
+// meanwhile, the Append writes the rest into the new parent ... and
+// returns nil"). (An outside attack found it returning nil so, against
+// "Append appends items to the parent, in order"; the godoc now says it.)
+// (One database for every plan and a parent per case: a database and its
+// indexes cost a few hundred milliseconds on FerretDB 2.)
 func TestAppendWhileParentReinserted(t *testing.T) {
 	db := mongotest.DB(t)
 	indexed, err := New[post, comment](db, small())
@@ -196,11 +206,17 @@ func TestAppendWhileParentReinserted(t *testing.T) {
 		other := otherRepo(t, db.Name(), small(), p)
 		for _, tc := range []struct {
 			name   string
-			stored int // items appended before: Cap 3, OverflowCap 2
+			stored int      // items appended before: Cap 3, OverflowCap 2
+			items  []string // appended in the window's Append
+			at     int      // its updates after the read, the window's included
+			want   []string // what the new parent holds
 		}{
-			{"read open and full", 3},
-			{"read closed, newest overflow full", 5},
-			{"read closed, newest overflow with room", 4},
+			{"read open and full", 3, []string{"x"}, 1, []string{"x"}},
+			{"read closed, newest overflow full", 5, []string{"x"}, 1, []string{"x"}},
+			{"read closed, newest overflow with room", 4, []string{"x"}, 1, []string{"x"}},
+			// The push of x1, then the close for x2.
+			{"two items, read open with room for one", 2, []string{"x1", "x2"}, 2, []string{"x2"}},
+			{"two items, read closed, newest overflow with room for one", 4, []string{"x1", "x2"}, 2, []string{"x2"}},
 		} {
 			parents++
 			id := parents
@@ -209,22 +225,27 @@ func TestAppendWhileParentReinserted(t *testing.T) {
 				_, err := r.Insert(ctx, post{ID: id})
 				require.NoError(t, err)
 				require.NoError(t, r.Append(ctx, id, comments("c", 0, tc.stored)...))
-				// The Append's first update after its read of the parent.
-				at := missedPush(p) + 1
+				// The Append's tc.at-th update after its read of the
+				// parent.
+				at := missedPush(p) + tc.at
 				updates := atUpdate(t, db, at, func(hook context.Context) {
 					require.NoError(t, other.Delete(hook, id))
 					_, err := other.Insert(hook, post{ID: id})
 					require.NoError(t, err)
 				})
-				require.NoError(t, r.Append(ctx, id, comment{ID: "x"}))
+				items := make([]comment, len(tc.items))
+				for i, x := range tc.items {
+					items[i] = comment{ID: x}
+				}
+				require.NoError(t, r.Append(ctx, id, items...))
 				require.GreaterOrEqual(t, *updates, at, "the window fired")
 				parent, docs := stored(t, r, id)
-				require.Equal(t, []string{"x"}, embedded(t, parent), "the item went into the new, open parent")
+				require.Equal(t, tc.want, embedded(t, parent), "the items written after the Insert went into the new, open parent")
 				require.False(t, r.flagged(parent), "the new parent stays open")
 				require.Empty(t, docs, "no overflow document")
 				_, all, err := r.Get(ctx, id)
 				require.NoError(t, err)
-				require.Equal(t, []string{"x"}, idsOf(all), "Get")
+				require.Equal(t, tc.want, idsOf(all), "Get")
 			})
 		}
 	})

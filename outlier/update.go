@@ -54,7 +54,12 @@ import (
 // concurrent Remove that shifts the elements, a concurrent Update of the
 // item, or an Append that changes the size checked (on FerretDB 1.x),
 // makes it match nothing, and Update reads again (after 100 misses in a
-// row, [patterns.ErrConflict]). A reader sees the old item or the new
+// row, [patterns.ErrConflict]). The size is guarded exactly ($size). The
+// element is guarded by its path, Field.<i>, which MongoDB also reads as
+// the field named i of any element: the guard could match after a
+// concurrent Remove shifted the elements only if another item held, under
+// a field named by that index, a value equal to the element read (a copy
+// of a whole item, id included). A reader sees the old item or the new
 // one. Two Updates of one item leave one of the two, whole. Update is
 // retry-safe: after a failure (a lost connection, a timeout), calling it
 // again finds the item as given and sends nothing more; the failed call
