@@ -1,0 +1,92 @@
+package outlier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
+	"github.com/mongopatterns/mongopatterns/patterns"
+)
+
+// TestAttackAppendArrayWithNullElements: a parent written by other means
+// whose array holds null elements (a []*comment with nil pointers, as the
+// driver encodes it) beside an item. The native plan reads the parent
+// through the projection {comments._id: 1} (commands.go,
+// stateProjection: "the item ids (the length of the array follows from
+// them)"), and MongoDB's inclusion projection of a dotted path drops the
+// array's non-document elements (manual, "Project Specific Array
+// Elements in the Returned Array" / path projection semantics), so the
+// count read is lower than the {$size: n} the guards compare with. The
+// push after the read ({$or: [{comments.<Cap-k>: {$exists: false}},
+// {comments: {$size: n}}]}) and the close ({comments: {$size: held}})
+// then never match, and Append loops to ErrConflict with no other
+// writer.
+//
+// Promises: append.go Append godoc "after 100 misses in a row Append gives
+// up with [patterns.ErrConflict]" after "A push that matches nothing
+// (another process appended first, or a retried Append finds its items
+// there)", and maxMisses' doc "Every miss means another writer made
+// progress on the same parent"; commands.go pushParentFilter: "once
+// read, exactly the n items read. The "or" is what makes it exact".
+// The portable plan (whole parent read, n = 3) closes the parent and
+// appends to overflow.
+func TestAttackAppendArrayWithNullElements(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	indexed, err := New[post, comment](db, small())
+	require.NoError(t, err)
+	require.NoError(t, patterns.EnsureIndexes(ctx, indexed.Indexes()...))
+	parents := 0
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		parents++
+		id := parents
+		_, err = r.parents.InsertOne(ctx, bson.D{{Key: "_id", Value: id},
+			{Key: "comments", Value: bson.A{nil, nil, bson.D{{Key: "_id", Value: "a"}}}}})
+		require.NoError(t, err)
+		c := mongotest.NewCounter(t, db)
+		var aerr error
+		got := c.Count(func() { aerr = r.Append(ctx, id, comment{ID: "x"}) })
+		t.Logf("Append: %v; %d commands", aerr, len(got))
+		require.False(t, errors.Is(aerr, patterns.ErrConflict), "ErrConflict with no other writer: %v", aerr)
+		require.NoError(t, aerr)
+		require.LessOrEqual(t, len(got), 6, "commands: %v", got)
+	})
+}
+
+// TestAttackAppendArrayIsDocument: a parent written by other means whose
+// array field holds a document ({"0": {...}}, an array saved as a map).
+// commands.go, array: "an error wrapping [patterns.ErrInvalid] when the
+// field holds something else" (and newArray: "If that matches nothing,
+// the field holds a value that is not an array (an error wrapping
+// [patterns.ErrInvalid])"). The portable plan reads it first and says
+// ErrInvalid; the native plan's first push is guarded by {comments:
+// {$ne: null}} and {comments.<Cap-1>: {$exists: false}}, which a
+// document matches, so the server's $push error comes back instead
+// (MongoDB: "The field 'comments' must be an array but is of type
+// object", code 2 BadValue).
+func TestAttackAppendArrayIsDocument(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	parents := 0
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		parents++
+		id := parents
+		_, err = r.parents.InsertOne(ctx, bson.D{{Key: "_id", Value: id},
+			{Key: "comments", Value: bson.D{{Key: "0", Value: bson.D{{Key: "_id", Value: "a"}}}}}})
+		require.NoError(t, err)
+		aerr := r.Append(ctx, id, comment{ID: "x"})
+		t.Logf("Append: %v", aerr)
+		require.ErrorIs(t, aerr, patterns.ErrInvalid, fmt.Sprint(aerr))
+	})
+}
