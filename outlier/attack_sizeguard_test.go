@@ -90,3 +90,40 @@ func TestAttackAppendArrayIsDocument(t *testing.T) {
 		require.ErrorIs(t, aerr, patterns.ErrInvalid, fmt.Sprint(aerr))
 	})
 }
+
+// TestAttackAppendNullArrayCost counts the commands of an Append of one
+// item to a parent whose array is null (written by other means), against
+// append.go's Append godoc: "a parent whose array is null or absent gets
+// an empty one first (one command more)", on "an open parent, 1 (the
+// guarded push)" (native) or 2 (portable: "the parent is read whole
+// first ... an open parent costs 2"). appendItems reads the parent
+// again after the newArray (misses++; continue: "read again: the array is
+// there now"), and on the native plan the first push misses ({comments:
+// {$ne: null}}) and costs its read: even counting that miss as the godoc
+// prices one, the null array costs two commands more (the newArray and a
+// second read), not one.
+func TestAttackAppendNullArrayCost(t *testing.T) {
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	parents := 0
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, err := New[post, comment](db, small())
+		require.NoError(t, err)
+		ForcePlan(r, p)
+		parents++
+		id := parents
+		_, err = r.parents.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "comments", Value: nil}})
+		require.NoError(t, err)
+		c := mongotest.NewCounter(t, db)
+		got := c.Count(func() { require.NoError(t, r.Append(ctx, id, comment{ID: "x"})) })
+		t.Logf("sent %v", got)
+		want := 3 // portable: read, newArray, push
+		if p.serverSizeLimit {
+			// native, generously: the push that misses on null and what
+			// the godoc charges a miss ("a read and a push more"), plus
+			// the newArray: push, find, newArray, push
+			want = 4
+		}
+		require.Len(t, got, want, "sent %v", got)
+	})
+}
