@@ -19,8 +19,9 @@ import (
 // through the projection {comments._id: 1} (commands.go,
 // stateProjection: "the item ids (the length of the array follows from
 // them)"), and MongoDB's inclusion projection of a dotted path drops the
-// array's non-document elements (manual, "Project Specific Array
-// Elements in the Returned Array" / path projection semantics), so the
+// array's non-document elements (jira.mongodb.org DOCS-13322 /
+// SERVER-6527: {'a.b': 1} over {a: [1, {b: 2}, {c: 3}]} returns
+// {a: [{b: 2}, {}]}; FerretDB 1.24 and 2.7 do the same), so the
 // count read is lower than the {$size: n} the guards compare with. The
 // push after the read ({$or: [{comments.<Cap-k>: {$exists: false}},
 // {comments: {$size: n}}]}) and the close ({comments: {$size: held}})
