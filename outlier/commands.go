@@ -396,24 +396,51 @@ func (r *Repo[P, I]) updateProjection(p plan) bson.D {
 	return r.embeddedProjection()
 }
 
-// updateParentFilter matches the parent while its element at index i is
-// old, the element Update read there: a concurrent Remove, which shifts
-// the elements, or Update, makes it match nothing. Without the server's
-// size limit, also while it holds the n items read ({$size: n}: exact,
-// where "no element at index n" is defeated by an item's field named
-// "<n>"; see [Repo.pushParentFilter]), so that a concurrent Append, which
-// would make the size Update checked wrong, makes it match nothing too.
+// updateParentFilter matches the parent while it holds old, the element
+// Update read at index i of its array of n items (see [elementGuard]).
 func (r *Repo[P, I]) updateParentFilter(p plan, parentID any, i int, old bson.RawValue, n int) bson.D {
-	f := bson.D{{Key: "_id", Value: parentID}, {Key: r.elementPath(i), Value: old}}
-	if !p.serverSizeLimit {
-		f = append(f, bson.E{Key: r.cfg.Field, Value: sizeIs(n)})
-	}
-	return f
+	return append(bson.D{{Key: "_id", Value: parentID}}, elementGuard(p, r.cfg.Field, i, n, old)...)
 }
 
-// updateParentUpdate sets the parent's element at index i to the item.
-func (r *Repo[P, I]) updateParentUpdate(i int, it item) bson.D {
-	return bson.D{{Key: "$set", Value: bson.D{{Key: r.elementPath(i), Value: it.raw}}}}
+// updateParentUpdate replaces old, the element Update read at index i of
+// the parent's array, with the item (see [elementSet]).
+func (r *Repo[P, I]) updateParentUpdate(p plan, i int, old bson.RawValue, it item) (update bson.D, arrayFilters []any) {
+	path, af := elementSet(p, r.cfg.Field, i, old)
+	return bson.D{{Key: "$set", Value: bson.D{{Key: path, Value: it.raw}}}}, af
+}
+
+// elementGuard is the condition of Update's write of the element it read,
+// old, at index i of the array at path field, of n elements: what makes
+// a concurrent Remove (which shifts the elements), Update of the item,
+// or Append (which changes the size Update checked, where it checks it)
+// make the write match nothing. Where the write names the element by its
+// value (see [elementSet]), that the array holds old ({field: {$eq: old}},
+// exact: no index in the path). Elsewhere, the element at index i is old
+// and the array holds the n elements read. The path field.<i> alone is
+// not exact: MongoDB reads it also as the field named i of any element,
+// and, where that field holds a list, as any element of the list
+// (mongodb/mongo src/mongo/db/matcher/path_test.cpp, ArrayIndex3; the
+// manual, "Query an Array"), so an item holding under "<i>" a copy of
+// old, or a list with one, would let it match after a Remove shifted the
+// elements; {$size: n} makes a Remove alone miss it.
+func elementGuard(p plan, field string, i, n int, old bson.RawValue) bson.D {
+	if p.arrayFilters {
+		return bson.D{{Key: field, Value: bson.D{{Key: "$eq", Value: old}}}}
+	}
+	return bson.D{{Key: field + "." + strconv.Itoa(i), Value: old}, {Key: field, Value: sizeIs(n)}}
+}
+
+// elementSet returns the path that Update's $set writes the item to, in
+// place of old, the element it read at index i of the array at path
+// field, and the arrayFilters that path needs: where the server has
+// [patterns.FeatureArrayFilters], every element equal to old, by value
+// ({e: {$eq: old}}), wherever a concurrent write moved it; elsewhere the
+// element at index i.
+func elementSet(p plan, field string, i int, old bson.RawValue) (path string, arrayFilters []any) {
+	if p.arrayFilters {
+		return field + ".$[e]", []any{bson.D{{Key: "e", Value: bson.D{{Key: "$eq", Value: old}}}}}
+	}
+	return field + "." + strconv.Itoa(i), nil
 }
 
 // holderUpdateProjection is what Update reads of the overflow document
@@ -422,25 +449,26 @@ func (r *Repo[P, I]) updateParentUpdate(i int, it item) bson.D {
 var holderUpdateProjection = bson.D{{Key: fSeq, Value: 1}, {Key: fBytes, Value: 1}, {Key: fItems, Value: 1}}
 
 // updateOverflowFilter matches the overflow document seq of the parent
-// while its element at index i is old, the element Update read there,
-// and, when the item grows by delta > 0 bytes, while its bytes leave room
-// for them within budget.
-func updateOverflowFilter(parentID any, seq int64, i int, old bson.RawValue, delta, budget int) bson.D {
-	f := bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: seq}, {Key: fItems + "." + strconv.Itoa(i), Value: old}}
+// while it holds old, the element Update read at index i of its n items
+// (see [elementGuard]), and, when the item grows by delta > 0 bytes,
+// while its bytes leave room for them within budget.
+func updateOverflowFilter(p plan, parentID any, seq int64, i, n int, old bson.RawValue, delta, budget int) bson.D {
+	f := append(bson.D{{Key: fParent, Value: parentID}, {Key: fSeq, Value: seq}}, elementGuard(p, fItems, i, n, old)...)
 	if delta > 0 {
 		f = append(f, bson.E{Key: fBytes, Value: bson.D{{Key: "$lte", Value: int64(budget - delta)}}})
 	}
 	return f
 }
 
-// updateOverflowUpdate sets the element at index i of an overflow
-// document to the item and changes its bytes by delta, the difference in
-// size between the item and the element it replaces.
-func updateOverflowUpdate(i int, it item, delta int) bson.D {
+// updateOverflowUpdate replaces old, the element Update read at index i
+// of an overflow document (see [elementSet]), with the item and changes
+// its bytes by delta, the difference in size between the item and old.
+func updateOverflowUpdate(p plan, i int, old bson.RawValue, it item, delta int) (update bson.D, arrayFilters []any) {
+	path, af := elementSet(p, fItems, i, old)
 	return bson.D{
-		{Key: "$set", Value: bson.D{{Key: fItems + "." + strconv.Itoa(i), Value: it.raw}}},
+		{Key: "$set", Value: bson.D{{Key: path, Value: it.raw}}},
 		{Key: "$inc", Value: bson.D{{Key: fBytes, Value: int64(delta)}}},
-	}
+	}, af
 }
 
 // updateParentNative replaces the item in the parent's array by its id,

@@ -95,18 +95,6 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, bson.D{E("has_extra", 1)}, r.flagProjection())
 
 	require.Equal(t, bson.D{E("seq", 1), E("bytes", 1), E("items", 1)}, holderUpdateProjection)
-	old := rawValue(t, bson.D{E("cid", "a"), E("text", "old")})
-	require.Equal(t, bson.D{
-		E("parent", 7), E("seq", int64(2)), E("items.4", old),
-		E("bytes", bson.D{E("$lte", int64(1000-30))}),
-	}, updateOverflowFilter(7, 2, 4, old, 30, 1000), "a growing item: room for it")
-	require.Equal(t, bson.D{E("parent", 7), E("seq", int64(2)), E("items.4", old)},
-		updateOverflowFilter(7, 2, 4, old, -3, 1000), "a shrinking one: none needed")
-	require.Equal(t, bson.D{
-		E("$set", bson.D{E("items.4", a.raw)}),
-		E("$inc", bson.D{E("bytes", int64(-3))}),
-	}, updateOverflowUpdate(4, a, -3))
-	require.Equal(t, bson.D{E("$set", bson.D{E("comments.1", a.raw)})}, r.updateParentUpdate(1, a))
 
 	ix := r.Indexes()
 	require.Len(t, ix, 2)
@@ -176,11 +164,49 @@ func TestCommandsPerPlan(t *testing.T) {
 			}
 			if p.serverSizeLimit {
 				require.Equal(t, bson.D{E("comments", 1), E("has_extra", 1)}, r.updateProjection(p), "Update: the array and the flag")
-				require.Equal(t, bson.D{E("_id", 7), E("comments.1", old)}, r.updateParentFilter(p, 7, 1, old, 3))
 			} else {
 				require.Nil(t, r.updateProjection(p), "Update: the whole parent, to size the write")
+			}
+			// Update's write of the element it read, old: by its value
+			// where the server has arrayFilters; elsewhere by its index,
+			// with the size read (Field.<i> also reads the field "<i>" of
+			// any element: attack_updategap_test.go).
+			oldItem := rawValue(t, bson.D{E("cid", "a"), E("text", "old")})
+			parentUpdate, parentAF := r.updateParentUpdate(p, 1, old, a)
+			overflowUpdate, overflowAF := updateOverflowUpdate(p, 4, oldItem, a, -3)
+			if p.arrayFilters {
+				byValue := []any{bson.D{E("e", bson.D{E("$eq", old)})}}
+				require.Equal(t, bson.D{E("_id", 7), E("comments", bson.D{E("$eq", old)})}, r.updateParentFilter(p, 7, 1, old, 3),
+					"the element as read, anywhere in the array")
+				require.Equal(t, bson.D{E("$set", bson.D{E("comments.$[e]", a.raw)})}, parentUpdate)
+				require.Equal(t, byValue, parentAF, "every element equal to the one read")
+				require.Equal(t, bson.D{
+					E("parent", 7), E("seq", int64(2)), E("items", bson.D{E("$eq", oldItem)}),
+					E("bytes", bson.D{E("$lte", int64(1000-30))}),
+				}, updateOverflowFilter(p, 7, 2, 4, 5, oldItem, 30, 1000), "a growing item: room for it")
+				require.Equal(t, bson.D{E("parent", 7), E("seq", int64(2)), E("items", bson.D{E("$eq", oldItem)})},
+					updateOverflowFilter(p, 7, 2, 4, 5, oldItem, -3, 1000), "a shrinking one: none needed")
+				require.Equal(t, bson.D{
+					E("$set", bson.D{E("items.$[e]", a.raw)}),
+					E("$inc", bson.D{E("bytes", int64(-3))}),
+				}, overflowUpdate)
+				require.Equal(t, []any{bson.D{E("e", bson.D{E("$eq", oldItem)})}}, overflowAF)
+			} else {
 				require.Equal(t, bson.D{E("_id", 7), E("comments.1", old), E("comments", bson.D{E("$size", 3)})},
-					r.updateParentFilter(p, 7, 1, old, 3), "and no item appended since the read")
+					r.updateParentFilter(p, 7, 1, old, 3), "the element at its index, in the array as read")
+				require.Equal(t, bson.D{E("$set", bson.D{E("comments.1", a.raw)})}, parentUpdate)
+				require.Nil(t, parentAF)
+				require.Equal(t, bson.D{
+					E("parent", 7), E("seq", int64(2)), E("items.4", oldItem), E("items", bson.D{E("$size", 5)}),
+					E("bytes", bson.D{E("$lte", int64(1000-30))}),
+				}, updateOverflowFilter(p, 7, 2, 4, 5, oldItem, 30, 1000), "a growing item: room for it")
+				require.Equal(t, bson.D{E("parent", 7), E("seq", int64(2)), E("items.4", oldItem), E("items", bson.D{E("$size", 5)})},
+					updateOverflowFilter(p, 7, 2, 4, 5, oldItem, -3, 1000), "a shrinking one: none needed")
+				require.Equal(t, bson.D{
+					E("$set", bson.D{E("items.4", a.raw)}),
+					E("$inc", bson.D{E("bytes", int64(-3))}),
+				}, overflowUpdate)
+				require.Nil(t, overflowAF)
 			}
 			elems := bson.A{a.raw}
 			if p.pullByCondition {

@@ -33,8 +33,10 @@ type plan struct {
 	// arrayFilters: the server has [patterns.FeatureArrayFilters] and
 	// checks the 16 MiB limit itself (serverSizeLimit), so Update replaces
 	// an item in the parent in one command, by its id, without reading
-	// the parent first. Without it, Update reads the parent and sets the
-	// element by its index.
+	// the parent first, and replaces the element it read (in an overflow
+	// document, or in the parent after a read) by its value. Without it,
+	// Update reads the parent and sets the element by its index, guarded
+	// on the array's size too.
 	arrayFilters bool
 }
 

@@ -28,13 +28,15 @@ import (
 // overflow (that update, matching the parent by its flag and changing
 // nothing; a findOne of the overflow document holding the id, by the
 // {parent, items.<IDField>} index; and the update of that document,
-// named by parent and seq, setting the element by its index). Where that
+// named by parent and seq, replacing the element read by its value:
+// every element equal to it, wherever it is by then). Where that
 // update matches nothing (the item stored as given, an open parent
 // without the id, no parent) a findOne of the parent follows, and Update
-// goes on as below from what it read: 2 commands. Elsewhere
+// goes on as below from what it read, writing by value: 2 commands. Elsewhere
 // the parent is read first: 2 commands for an item in the parent (the
 // findOne, then an update setting the element by its index), 3 for one
-// in overflow (the findOne, then as above); where the server does not
+// in overflow (the findOne, then the holder's findOne and its update, by
+// index); where the server does not
 // refuse updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]: FerretDB
 // 1.x) the parent is read whole, to check its size, and the repository
 // runs its Updates and Appends of one parent one at a time, as Append
@@ -48,19 +50,24 @@ import (
 // was inserted again): Update looks in overflow only after it read the
 // flag true, and an item held only there is [patterns.ErrNotFound].
 //
-// Each write is atomic. Those that set an element by its index are
-// guarded on the element read there (and, in an overflow document, on the
-// room its bytes leave): a
-// concurrent Remove that shifts the elements, a concurrent Update of the
-// item, or an Append that changes the size checked (on FerretDB 1.x),
-// makes it match nothing, and Update reads again (after 100 misses in a
-// row, [patterns.ErrConflict]). The size is guarded exactly ($size). The
-// element is guarded by its path, Field.<i>, which MongoDB also reads as
-// the field named i of any element: the guard could match after a
-// concurrent Remove shifted the elements only if another item held, under
-// a field named by that index, a value equal to the element read (a copy
-// of a whole item, id included). A reader sees the old item or the new
-// one. Two Updates of one item leave one of the two, whole. Update is
+// Each write is atomic. Those that replace the element read are guarded
+// on it (and, in an overflow document, on the room its bytes leave): a
+// concurrent Update of the item, or a Remove of it, makes the write match
+// nothing, and Update reads again (after 100 misses in a row,
+// [patterns.ErrConflict]). Where the server has
+// [patterns.FeatureArrayFilters], the write names the element by its
+// value, compared whole, so a concurrent Remove or Append of other items
+// changes nothing of it. Elsewhere it names the element by its index and
+// is also guarded on the size of the array read ($size): a concurrent
+// Remove, which shifts the elements, or Append, which changes the size
+// checked, makes it match nothing too. The element is guarded there by its
+// path, Field.<i>, which MongoDB also reads as the field named i of any
+// element (and, if that field holds a list, as any element of the list):
+// the guard could match after concurrent writes shifted the elements only
+// if both a Remove and an Append ran between the read and the write, in
+// that array, and another item held, under a field named by that index, a
+// copy of the element read (a whole item, id included) or a list with
+// one. A reader sees the old item or the new one. Two Updates of one item leave one of the two, whole. Update is
 // retry-safe: after a failure (a lost connection, a timeout), calling it
 // again finds the item as given and sends nothing more; the failed call
 // replaced it or not. It is also sent again after a transient failure
@@ -131,7 +138,7 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 		case res.ModifiedCount == 1:
 			return true, nil
 		case res.MatchedCount == 1: // matched by the flag: not in the parent
-			return r.updateOverflow(ctx, parentID, it, budget)
+			return r.updateOverflow(ctx, p, parentID, it, budget)
 		}
 		// No parent, the item stored as given, or an open parent without
 		// it: read the parent to tell which, as below.
@@ -152,7 +159,8 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 		if st.size >= 0 && st.size+delta > patterns.MaxDocumentSize {
 			return false, errs.TooLarge("item %s encodes to %d bytes; the parent would be %d bytes, over %d", bsonid.Text(it.id), len(it.raw), st.size+delta, patterns.MaxDocumentSize)
 		}
-		res, err := updateOne(ctx, r.parents, r.updateParentFilter(p, parentID, i, old, len(st.items)), r.updateParentUpdate(i, it))
+		update, af := r.updateParentUpdate(p, i, old, it)
+		res, err := updateOne(ctx, r.parents, r.updateParentFilter(p, parentID, i, old, len(st.items)), update, withArrayFilters(af))
 		if srverr.TooLarge(err) {
 			return false, parentTooLarge(it, err)
 		}
@@ -161,12 +169,12 @@ func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it it
 	if st.open {
 		return false, r.noItem(it)
 	}
-	return r.updateOverflow(ctx, parentID, it, budget)
+	return r.updateOverflow(ctx, p, parentID, it, budget)
 }
 
 // updateOverflow replaces the item in the overflow document holding it,
 // read first; false when the guarded write matched nothing.
-func (r *Repo[P, I]) updateOverflow(ctx context.Context, parentID any, it item, budget int) (bool, error) {
+func (r *Repo[P, I]) updateOverflow(ctx context.Context, p plan, parentID any, it item, budget int) (bool, error) {
 	patterns.OperationFrom(ctx).Sent(1)
 	holder, err := r.overflow.FindOne(ctx, r.holderFilter(parentID, it.id), options.FindOne().SetProjection(holderUpdateProjection)).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -206,8 +214,20 @@ func (r *Repo[P, I]) updateOverflow(ctx context.Context, parentID any, it item, 
 	if delta > 0 && doc.Bytes+delta > budget {
 		return false, errs.TooLarge("item %s encodes to %d bytes; overflow document %d has room for %d more bytes of items", bsonid.Text(it.id), len(it.raw), doc.Seq, max(budget-doc.Bytes, 0))
 	}
-	res, err := updateOne(ctx, r.overflow, updateOverflowFilter(parentID, doc.Seq, i, old, delta, budget), updateOverflowUpdate(i, it, delta))
+	update, af := updateOverflowUpdate(p, i, old, it, delta)
+	res, err := updateOne(ctx, r.overflow, updateOverflowFilter(p, parentID, doc.Seq, i, len(vals), old, delta, budget), update, withArrayFilters(af))
 	return err == nil && res.MatchedCount == 1, err
+}
+
+// withArrayFilters is the option of an update with the arrayFilters
+// given, if any: none on the plans that set an element by its index,
+// whose servers may lack [patterns.FeatureArrayFilters].
+func withArrayFilters(af []any) *options.UpdateOneOptionsBuilder {
+	o := options.UpdateOne()
+	if af != nil {
+		o.SetArrayFilters(af)
+	}
+	return o
 }
 
 // find returns the index and the value of the first element of vals
