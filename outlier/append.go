@@ -1,8 +1,10 @@
 package outlier
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -91,7 +93,18 @@ const maxMisses = 100
 // parent written by other means with no room for the flag and tail hint
 // cannot be closed: [patterns.ErrTooLarge]. A missing parent is
 // [patterns.ErrNotFound]; a parent whose array is null or absent gets an
-// empty one first (one command more).
+// empty one first: one command more, and, where the server checks the
+// size, the read and the push after the push sent before any read, which
+// misses on it (4 commands in all). A parent whose field holds something
+// other than an array, or an array with an element that is not a document
+// (written by other means: [Repo.Insert] refuses both), is
+// [patterns.ErrInvalid] once Append reads it, naming the field or the
+// element, and nothing is written. Where the server checks the size, the
+// push sent before any read may still store the items after such an
+// element (as into any array with room); if it misses, Append reads only
+// the ids of the items, which do not show the element, and finds it once
+// a push missed and the parent read after it is the parent read before
+// it, by a read of the whole array (5 commands in all).
 //
 // Cost in commands where the server refuses updates past 16 MiB (MongoDB,
 // FerretDB 2.x): an open parent, 1 (the guarded push). An overflowed
@@ -232,10 +245,22 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 			missed = true
 		}
 	}
+	// last: the items of the read before, once a write missed (see
+	// checkElements); read: there was one.
+	var last []bson.RawValue
+	read := false
 	for misses := 0; misses < maxMisses; {
 		st, err := r.readParent(ctx, p, parentID)
 		if err != nil {
 			return err
+		}
+		if p.serverSizeLimit && missed {
+			if read && st.open && !st.noArray && sameValues(last, st.items) {
+				if err := r.checkElements(ctx, parentID); err != nil {
+					return err
+				}
+			}
+			last, read = st.items, true
 		}
 		// The ids of the items in the parent matter only where the guard
 		// on them may have made a push miss, and before items go to
@@ -250,20 +275,25 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 		// what the close is guarded on (see appendOverflow), the items the
 		// parent holds as far as Append knows (those read and those it
 		// pushed since), or readClosed.
+		if st.open && st.noArray {
+			if st.size > patterns.MaxDocumentSize {
+				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
+			}
+			created, err := r.newArray(ctx, parentID)
+			if err != nil {
+				return err
+			}
+			if !created {
+				misses++ // a concurrent Append gave it one first: read again
+				continue
+			}
+			st.noArray = false // the parent as read, with an empty array
+		}
 		var over []item
 		held := readClosed
 		switch {
 		case !st.open:
 			over = pending
-		case st.noArray:
-			if st.size > patterns.MaxDocumentSize {
-				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
-			}
-			if err := r.newArray(ctx, parentID); err != nil {
-				return err
-			}
-			misses++ // read again: the array is there now
-			continue
 		default:
 			k := r.fitParent(st, pending)
 			if one {
@@ -340,7 +370,8 @@ type parentState struct {
 	items []bson.RawValue // the items in the array, as many as it holds (as read: with the server's size limit, their ids only)
 	// noArray: the array field is null or absent (with the server's size
 	// limit, where the ids are read, it may also hold a value of another
-	// type), so nothing can be pushed to it before newArray.
+	// type, which newArray reports), so nothing can be pushed to it before
+	// newArray gives it one.
 	noArray bool
 }
 
@@ -377,8 +408,63 @@ func (r *Repo[P, I]) stateOf(p plan, raw bson.Raw) (parentState, error) {
 	if err != nil {
 		return parentState{}, err
 	}
+	if err := r.documents(vals); err != nil {
+		return parentState{}, err
+	}
 	st.items = vals
 	return st, nil
+}
+
+// documents returns an error wrapping [patterns.ErrInvalid] naming the
+// first of the parent's elements, vals, that is not a document: written by
+// other means ([Repo.Insert] refuses it), it is no item, the reads cannot
+// decode it, and where Append reads the ids only it does not see it (see
+// [Repo.checkElements]).
+func (r *Repo[P, I]) documents(vals []bson.RawValue) error {
+	for i, v := range vals {
+		if v.Type != bson.TypeEmbeddedDocument {
+			return r.notDocument(i, v)
+		}
+	}
+	return nil
+}
+
+// notDocument is the error of element i of the array, v, that is not a
+// document.
+func (r *Repo[P, I]) notDocument(i int, v bson.RawValue) error {
+	return errs.Invalid("%s.%d is a BSON %s, not a document", r.cfg.Field, i, v.Type)
+}
+
+// checkElements reads the parent's array whole and checks that its
+// elements are documents (see [Repo.documents]). Where the server checks
+// the size, Append reads the ids of the items only ({Field.<IDField>: 1}),
+// a projection that drops the elements that are not documents (MongoDB:
+// SERVER-6527; FerretDB does the same), so it counts fewer items than
+// the guards' $size and index paths see, and its writes would miss until
+// it gave up. Append reads the array only when a write missed and the
+// parent read after it is the parent read before it: no write that Append
+// can see made it miss.
+func (r *Repo[P, I]) checkElements(ctx context.Context, parentID any) error {
+	raw, err := r.findParent(ctx, parentID, r.arrayProjection())
+	if err != nil {
+		return err
+	}
+	arr, err := r.array(raw)
+	if err != nil {
+		return err
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return err
+	}
+	return r.documents(vals)
+}
+
+// sameValues reports whether a and b hold the same values, byte for byte.
+func sameValues(a, b []bson.RawValue) bool {
+	return slices.EqualFunc(a, b, func(x, y bson.RawValue) bool {
+		return x.Type == y.Type && bytes.Equal(x.Value, y.Value)
+	})
 }
 
 // present returns the keys (see [bsonid.Key]) of the ids of the items in
@@ -396,20 +482,20 @@ func (r *Repo[P, I]) present(st parentState) map[string]bool {
 }
 
 // newArray gives the parent an empty array where its array field is null
-// or absent. If that matches nothing, the field holds a value that is not
-// an array (an error wrapping [patterns.ErrInvalid]) or a concurrent
-// Append gave it one first.
-func (r *Repo[P, I]) newArray(ctx context.Context, parentID any) error {
+// or absent, and reports whether it did. If that matches nothing, the
+// field holds a value that is not an array (an error wrapping
+// [patterns.ErrInvalid]) or a concurrent Append gave it one first (false).
+func (r *Repo[P, I]) newArray(ctx context.Context, parentID any) (bool, error) {
 	res, err := updateOne(ctx, r.parents, r.newArrayFilter(parentID), r.newArrayUpdate())
 	if err != nil || res.MatchedCount == 1 {
-		return err
+		return err == nil, err
 	}
 	raw, err := r.findParent(ctx, parentID, r.arrayProjection())
 	if err != nil {
-		return err
+		return false, err
 	}
 	_, err = r.array(raw)
-	return err
+	return false, err
 }
 
 // growth is how many bytes setting the field key of doc to a value of n

@@ -44,7 +44,8 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 }
 
 // pushParentFilter matches the parent while it is open (flag not true),
-// has an array (not null or absent: $push fails on null), can take the k
+// has an array ({$type: "array"}: $push fails on null and on a value of
+// another type, which Append reads to say so), can take the k
 // items and holds none of them: the atomic guard of a push into the
 // parent. "Holds none" is $nor of $in rather than $nin, which means the
 // same on MongoDB but which FerretDB 1.x reads, on the ids of an array of
@@ -73,9 +74,9 @@ func (r *Repo[P, I]) pushParentFilter(p plan, parentID any, n int, items []item)
 	case !p.serverSizeLimit:
 		f = append(f, bson.E{Key: r.cfg.Field, Value: sizeIs(n)})
 	case n == unread:
-		f = append(f, bson.E{Key: r.cfg.Field, Value: neNull}, bson.E{Key: r.elementPath(r.cfg.Cap - len(items)), Value: notExists})
+		f = append(f, bson.E{Key: r.cfg.Field, Value: isArray}, bson.E{Key: r.elementPath(r.cfg.Cap - len(items)), Value: notExists})
 	default:
-		f = append(f, bson.E{Key: r.cfg.Field, Value: neNull}, bson.E{Key: "$or", Value: bson.A{
+		f = append(f, bson.E{Key: r.cfg.Field, Value: isArray}, bson.E{Key: "$or", Value: bson.A{
 			bson.D{{Key: r.elementPath(r.cfg.Cap - len(items)), Value: notExists}},
 			bson.D{{Key: r.cfg.Field, Value: sizeIs(n)}},
 		}})
@@ -99,7 +100,7 @@ func sizeIs(n int) bson.D {
 // values so that using one allocates nothing.
 var (
 	neTrue    any = bson.D{{Key: "$ne", Value: true}}
-	neNull    any = bson.D{{Key: "$ne", Value: nil}}
+	isArray   any = bson.D{{Key: "$type", Value: "array"}}
 	notExists any = bson.D{{Key: "$exists", Value: false}}
 )
 

@@ -126,7 +126,7 @@ func TestCommandsPerPlan(t *testing.T) {
 				require.Equal(t, bson.D{
 					E("_id", 7),
 					E("has_extra", bson.D{E("$ne", true)}),
-					E("comments", bson.D{E("$ne", nil)}),
+					E("comments", bson.D{E("$type", "array")}),
 					E("$or", bson.A{
 						bson.D{E("comments.48", bson.D{E("$exists", false)})},
 						bson.D{E("comments", bson.D{E("$size", 5)})},
@@ -136,7 +136,7 @@ func TestCommandsPerPlan(t *testing.T) {
 				require.Equal(t, bson.D{
 					E("_id", 7),
 					E("has_extra", bson.D{E("$ne", true)}),
-					E("comments", bson.D{E("$ne", nil)}),
+					E("comments", bson.D{E("$type", "array")}),
 					E("comments.48", bson.D{E("$exists", false)}),
 					nor,
 				}, r.pushParentFilter(p, 7, unread, []item{a, b}), "the push before any read")

@@ -127,7 +127,7 @@ func (r *Repo[P, I]) checkEmbedded(v bson.RawValue) error {
 	for i, v := range vals {
 		doc, ok := v.DocumentOK()
 		if !ok {
-			return errs.Invalid("%s.%d is a BSON %s, not a document", r.cfg.Field, i, v.Type)
+			return r.notDocument(i, v)
 		}
 		it, err := r.itemOf(doc)
 		if err != nil {
