@@ -102,6 +102,7 @@ var (
 	neTrue    any = bson.D{{Key: "$ne", Value: true}}
 	isArray   any = bson.D{{Key: "$type", Value: "array"}}
 	notExists any = bson.D{{Key: "$exists", Value: false}}
+	exists    any = bson.D{{Key: "$exists", Value: true}}
 )
 
 // pushParentUpdate appends items to the parent's array and sets the flag
@@ -480,7 +481,13 @@ func updateOverflowUpdate(p plan, i int, old bson.RawValue, it item, delta int) 
 // that the one command also says where to look next: modified, the item
 // was replaced; matched and not modified, the parent has overflow and not
 // the item; not matched, the parent holds the item as given, or neither
-// the item nor overflow, or does not exist (read it).
+// the item nor overflow, or does not exist (read it). It also requires an
+// element in the array (Field.0 exists: an element with a field "0" is
+// one too): on an empty array FerretDB 2.7 writes [null] for
+// {$set: {Field.$[e]: item}} and answers that it modified the parent
+// (MongoDB modifies nothing), and on a null or missing one the server
+// refuses the update; a closed parent whose array is empty is read, as
+// one that does not match.
 func (r *Repo[P, I]) updateParentNative(parentID any, it item) (filter, update bson.D, arrayFilters []any) {
 	return bson.D{
 			{Key: "_id", Value: parentID},
@@ -489,6 +496,7 @@ func (r *Repo[P, I]) updateParentNative(parentID any, it item) (filter, update b
 				bson.D{{Key: r.cfg.FlagField, Value: true}},
 			}},
 			{Key: r.cfg.Field, Value: bson.D{{Key: "$ne", Value: it.raw}}},
+			{Key: r.elementPath(0), Value: exists},
 		},
 		bson.D{{Key: "$set", Value: bson.D{{Key: r.cfg.Field + ".$[e]", Value: it.raw}}}},
 		[]any{bson.D{{Key: "e." + r.cfg.IDField, Value: it.id}}}

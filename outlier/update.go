@@ -31,7 +31,8 @@ import (
 // named by parent and seq, replacing the element read by its value:
 // every element equal to it, wherever it is by then). Where that
 // update matches nothing (the item stored as given, an open parent
-// without the id, no parent) a findOne of the parent follows, and Update
+// without the id, a closed one whose array is empty, no parent) a findOne
+// of the parent follows, and Update
 // goes on as below from what it read, writing by value: 2 commands. Elsewhere
 // the parent is read first: 2 commands for an item in the parent (the
 // findOne, then an update setting the element by its index), 3 for one

@@ -150,3 +150,52 @@ func TestUpdateParentPast16MiB(t *testing.T) {
 		require.Equal(t, []comment{{ID: "a"}}, items, "untouched")
 	})
 }
+
+// TestUpdateOverflowItemOfEmptiedParent: an Update of an item in overflow
+// when Remove has emptied the closed parent's array. Found by the soak of
+// TestHistories on FerretDB 2.7 (native plan, seed
+// 10591309083278278361: a Page at rest met "item 0 of the parent is a
+// BSON null, not a document"). Update's first command, {$set:
+// {comments.$[e]: item}} with arrayFilters [{e._id: id}], matched the
+// closed parent by its flag; on an empty array FerretDB 2.7 writes [null]
+// and answers nModified 1 (MongoDB modifies nothing: no element matches
+// the filter), so Update returned nil without touching the overflow item
+// and left a null that Get and Page cannot decode.
+//
+// Promises: Update godoc, "3 for one in overflow (that update, matching
+// the parent by its flag and changing nothing ...)", "Each write is
+// atomic", the item replaced "wherever it lives"; Page and Get decode every
+// item.
+func TestUpdateOverflowItemOfEmptiedParent(t *testing.T) {
+	ctx := context.Background()
+	appendPlans(t, func(t *testing.T, p Plan) {
+		r, db := newPost(t, small(), p)
+		require.NoError(t, r.Append(ctx, 1, comments("c", 0, 4)...)) // 3 embedded, [3]
+		for _, id := range []string{"c00", "c01", "c02"} {
+			require.NoError(t, r.Remove(ctx, 1, id))
+		}
+		c := mongotest.NewCounter(t, db)
+		cmds := c.Count(func() { require.NoError(t, r.Update(ctx, 1, comment{ID: "c03", Text: "edited"})) })
+		t.Logf("sent %v", cmds)
+		if p.arrayFilters {
+			require.Equal(t, []string{"update", "find", "find", "update"}, cmds,
+				"the update by id matches nothing on an empty array: a read of the parent says to look in overflow")
+		} else {
+			require.Equal(t, []string{"find", "find", "update"}, cmds)
+		}
+
+		var parent bson.Raw
+		require.NoError(t, r.parents.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&parent))
+		arr, ok := parent.Lookup("comments").ArrayOK()
+		require.True(t, ok, "%s", parent)
+		vals, err := arr.Values()
+		require.NoError(t, err)
+		require.Empty(t, vals, "the parent's array stays empty: %s", parent)
+		_, items, err := r.Get(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, []comment{{ID: "c03", Text: "edited"}}, items)
+		page, _, err := r.Page(ctx, 1, Cursor{}, 3)
+		require.NoError(t, err)
+		require.Equal(t, items, page)
+	})
+}
