@@ -227,34 +227,29 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 	if held != nil {
 		defer r.appending.unlock(key, held)
 	}
-	// one: the server refused a push as too large, so push one item at a
-	// time to find how many the parent still takes.
-	one := false
-	// missed: a push matched nothing, maybe because the parent holds some
-	// of the items already (a retried Append): drop those first.
-	missed := false
+	b := &appendRun{pending: pending}
 	if p.serverSizeLimit && len(pending) <= r.cfg.Cap {
 		switch out, err := r.pushParent(ctx, p, parentID, unread, pending); {
 		case err != nil:
 			return err
 		case out == refused:
-			one = true
+			b.one = true
 		case out == pushed:
 			return nil
 		default:
-			missed = true
+			b.missed = true
 		}
 	}
 	// last: the items of the read before, once a write missed (see
 	// checkElements); read: there was one.
 	var last []bson.RawValue
 	read := false
-	for misses := 0; misses < maxMisses; {
+	for b.misses < maxMisses {
 		st, err := r.readParent(ctx, p, parentID)
 		if err != nil {
 			return err
 		}
-		if p.serverSizeLimit && missed {
+		if p.serverSizeLimit && b.missed {
 			if read && st.open && !st.noArray && sameValues(last, st.items) {
 				if err := r.checkElements(ctx, parentID); err != nil {
 					return err
@@ -266,15 +261,11 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 		// on them may have made a push miss, and before items go to
 		// overflow, where nothing guards on the parent's ids: reading them
 		// costs a key per item, so the common push skips it.
-		if missed || one || !st.open || r.fitParent(st, pending) < len(pending) {
-			if pending = without(pending, r.present(st)); len(pending) == 0 {
+		if b.missed || b.one || !st.open || r.fitParent(st, b.pending) < len(b.pending) {
+			if b.pending = without(b.pending, r.present(st)); len(b.pending) == 0 {
 				return nil
 			}
 		}
-		// over: the items that go to overflow documents, if any; held:
-		// what the close is guarded on (see appendOverflow), the items the
-		// parent holds as far as Append knows (those read and those it
-		// pushed since), or readClosed.
 		if st.open && st.noArray {
 			if st.size > patterns.MaxDocumentSize {
 				return errs.TooLarge("the parent is %d bytes once its %s is an empty array", st.size, r.cfg.Field)
@@ -284,59 +275,20 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 				return err
 			}
 			if !created {
-				misses++ // a concurrent Append gave it one first: read again
+				b.misses++ // a concurrent Append gave it one first: read again
 				continue
 			}
 			st.noArray = false // the parent as read, with an empty array
 		}
-		var over []item
-		held := readClosed
-		switch {
-		case !st.open:
-			over = pending
-		default:
-			k := r.fitParent(st, pending)
-			if one {
-				k = min(k, 1)
-			}
-			held = len(st.items)
-			if k < len(pending) {
-				// Some items go to overflow: check, before writing any,
-				// that Append can overflow.
-				if err := r.checkIndexed(ctx); err != nil {
-					return err
-				}
-			}
-			if k == 0 {
-				if st.size > patterns.MaxDocumentSize {
-					// A parent written by other means, too full for the
-					// fields the close writes: on MongoDB the server would
-					// refuse it.
-					return errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
-						st.size, r.cfg.FlagField, r.cfg.TailField)
-				}
-				over = pending // closes the parent
-			} else {
-				out, err := r.pushParent(ctx, p, parentID, len(st.items), pending[:k])
-				switch {
-				case err != nil:
-					return err
-				case out == refused && k == 1:
-					over = pending
-				case out == refused:
-					one = true
-				case out == pushed && k == len(pending):
-					return nil
-				case out == pushed && !one:
-					// The parent took all it could: it is full for the
-					// next item.
-					over, misses, held = pending[k:], 0, held+k
-				case out == pushed:
-					pending, misses = pending[k:], 0
-				default:
-					patterns.OperationFrom(ctx).Lost()
-					misses, missed = misses+1, true
-				}
+		// over: the items that go to overflow documents, if any; held:
+		// what the close is guarded on (see appendOverflow), the items the
+		// parent holds as far as Append knows (those read and those it
+		// pushed since), or readClosed.
+		over, held := b.pending, readClosed
+		if st.open {
+			var done bool
+			if over, held, done, err = r.intoOpen(ctx, p, parentID, st, b); err != nil || done {
+				return err
 			}
 		}
 		if over != nil {
@@ -347,10 +299,74 @@ func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, 
 			// The parent took some of them meanwhile (another process
 			// made room and appended them), or is open again (deleted and
 			// inserted again): the rest go into it, after them.
-			pending, misses, missed = rest, misses+1, true
+			b.pending, b.misses, b.missed = rest, b.misses+1, true
 		}
 	}
 	return lost("the parent")
+}
+
+// appendRun is what appendItems knows between its reads of the parent.
+type appendRun struct {
+	pending []item // the items not stored yet, as far as it knows
+	// one: the server refused a push as too large, so push one item at a
+	// time to find how many the parent still takes.
+	one bool
+	// missed: a push matched nothing, maybe because the parent holds some
+	// of the items already (a retried Append): drop those first.
+	missed bool
+	misses int // guarded writes in a row that matched nothing
+}
+
+// intoOpen writes b's items into the parent, read open (st), while it
+// takes them: it pushes as many as fit, or, once the parent cannot take
+// the next item, returns the items that go to overflow (over, which
+// closes the parent) with held, the items the parent holds as far as
+// Append knows (those read and those it pushed). done: every item is
+// stored. Neither: read the parent again (a push missed, or was refused,
+// or took some of the items one at a time).
+func (r *Repo[P, I]) intoOpen(ctx context.Context, p plan, parentID any, st parentState, b *appendRun) (over []item, held int, done bool, err error) {
+	k := r.fitParent(st, b.pending)
+	if b.one {
+		k = min(k, 1)
+	}
+	held = len(st.items)
+	if k < len(b.pending) {
+		// Some items go to overflow: check, before writing any, that
+		// Append can overflow.
+		if err := r.checkIndexed(ctx); err != nil {
+			return nil, 0, false, err
+		}
+	}
+	if k == 0 {
+		if st.size > patterns.MaxDocumentSize {
+			// A parent written by other means, too full for the fields the
+			// close writes: on MongoDB the server would refuse it.
+			return nil, 0, false, errs.TooLarge("the parent is %d bytes once its %s and %s are written, so it cannot be marked overflowed",
+				st.size, r.cfg.FlagField, r.cfg.TailField)
+		}
+		return b.pending, held, false, nil // closes the parent
+	}
+	out, err := r.pushParent(ctx, p, parentID, held, b.pending[:k])
+	switch {
+	case err != nil:
+		return nil, 0, false, err
+	case out == refused && k == 1:
+		return b.pending, held, false, nil
+	case out == refused:
+		b.one = true
+	case out == pushed && k == len(b.pending):
+		return nil, 0, true, nil
+	case out == pushed && !b.one:
+		// The parent took all it could: it is full for the next item.
+		b.misses = 0
+		return b.pending[k:], held + k, false, nil
+	case out == pushed:
+		b.pending, b.misses = b.pending[k:], 0
+	default:
+		patterns.OperationFrom(ctx).Lost()
+		b.misses, b.missed = b.misses+1, true
+	}
+	return nil, held, false, nil
 }
 
 // lost is the error of an Append that lost too many races.
