@@ -515,7 +515,7 @@ func (w *manyWrite) fail(pts []int, err error) {
 // maxSeriesPerRead series.
 func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 	byKey := map[windowKey]*group{}
-	var series []windows
+	var series []seriesWindows
 	at := map[string]int{} // series -> index in series
 	for _, g := range groups {
 		g.open = g.open[:0]
@@ -527,14 +527,15 @@ func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 		if !ok {
 			i = len(series)
 			at[g.series] = i
-			series = append(series, windows{meta: g.meta})
+			series = append(series, seriesWindows{meta: g.meta})
 		}
 		series[i].starts = append(series[i].starts, g.start)
 	}
 	for chunk := range slices.Chunk(series, maxSeriesPerRead) {
+		filter := w.s.openFilter(sameWindows(chunk))
 		open := func(ctx context.Context) (*mongo.Cursor, error) {
 			// The whole answer in the first batch: its documents are small.
-			return w.s.coll.Find(ctx, w.s.openFilter(chunk), options.Find().
+			return w.s.coll.Find(ctx, filter, options.Find().
 				SetProjection(w.s.openProjection()).SetBatchSize(readBatch))
 		}
 		for doc, err := range seq.Cursor[bson.Raw](ctx, open) {
@@ -551,6 +552,40 @@ func (w *manyWrite) read(ctx context.Context, groups []*group) error {
 		}
 	}
 	return nil
+}
+
+// seriesWindows are the windows of one series that AddMany writes to.
+type seriesWindows struct {
+	meta   bson.RawValue
+	starts []bson.DateTime
+}
+
+// sameWindows groups the series by their set of windows, in the order
+// first seen: the read of the buckets with room asks for each set of
+// series with its windows, exactly the pairs written to.
+func sameWindows(series []seriesWindows) []windows {
+	var sets []windows
+	at := map[string]int{} // the windows, as a key -> index in sets
+	var key []byte
+	for _, sw := range series {
+		slices.Sort(sw.starts)
+		key = key[:0]
+		for _, s := range sw.starts {
+			key = binary.LittleEndian.AppendUint64(key, uint64(s))
+		}
+		i, ok := at[string(key)]
+		if !ok {
+			i = len(sets)
+			at[string(key)] = i
+			starts := make(bson.A, len(sw.starts))
+			for j, s := range sw.starts {
+				starts[j] = s
+			}
+			sets = append(sets, windows{starts: starts})
+		}
+		sets[i].metas = append(sets[i].metas, sw.meta)
+	}
+	return sets
 }
 
 // plan appends the statements that store g's pending measurements: the

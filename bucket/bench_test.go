@@ -101,8 +101,9 @@ func BenchmarkAddManyVsInsertOne(b *testing.B) {
 
 // BenchmarkAddManyVsInsertMany: AddMany of an hour of ten series against
 // the same buckets built by hand (measurements, count, first, last and
-// summaries) and stored with one InsertMany: what AddMany does, without
-// its read of the buckets with room. Goal: half as fast at least.
+// summaries) and stored with one InsertMany into a collection with the
+// same indexes: what AddMany does, without its read of the buckets with
+// room (1.0x is the limit). Goal: 0.8x.
 func BenchmarkAddManyVsInsertMany(b *testing.B) {
 	ctx := context.Background()
 	mongotest.Compare(b, mongotest.Comparison{
@@ -115,14 +116,15 @@ func BenchmarkAddManyVsInsertMany(b *testing.B) {
 			}
 		},
 		Baseline: func(b *testing.B) func(int) {
-			coll := mongotest.DB(b).Collection("readings")
+			_, db := newBenchStore(b) // the same indexes
+			coll := db.Collection("readings")
 			return func(i int) {
 				if _, err := coll.InsertMany(ctx, readyBuckets(benchPoints(i))); err != nil {
 					b.Fatal(err)
 				}
 			}
 		},
-		Speed: 0.5,
+		Speed: 0.8,
 	})
 }
 

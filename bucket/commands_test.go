@@ -291,7 +291,7 @@ func TestEveryFilterHasAnIndex(t *testing.T) {
 	t0 := date("2026-03-01T10:00:00Z")
 	filters := map[string]bson.D{
 		"Add":                 b.s.addFilter(m, t0),
-		"AddMany's read":      b.s.openFilter([]windows{{meta: m, starts: bson.A{t0}}}),
+		"AddMany's read":      b.s.openFilter([]windows{{metas: bson.A{m}, starts: bson.A{t0}}}),
 		"AddMany's top-up":    b.s.topUpFilter(bson.RawValue{Type: bson.TypeObjectID, Value: make([]byte, 12)}, m, t0, 3, bson.NewObjectID()),
 		"AddMany's retry":     b.s.writtenFilter([]window{{meta: m, start: t0, writes: bson.A{bson.NewObjectID()}}}),
 		"Range and Summaries": b.s.overlapFilter(read{meta: m, from: t0, to: t0 + 3600000}),
@@ -391,15 +391,30 @@ func TestAddManyCommandsPinned(t *testing.T) {
 	m2, err := metaValue("s-2")
 	require.NoError(t, err)
 	room := bson.D{{Key: "$lt", Value: int32(200)}}
-	one := windows{meta: m, starts: bson.A{start, start + 3600000}}
+	one := windows{metas: bson.A{m}, starts: bson.A{start, start + 3600000}}
 	require.Equal(t, bson.D{
 		{Key: "sensor", Value: m}, {Key: "start", Value: bson.D{{Key: "$in", Value: one.starts}}}, {Key: "count", Value: room},
-	}, s.openFilter([]windows{one}))
-	two := windows{meta: m2, starts: bson.A{start}}
+	}, s.openFilter([]windows{one}), "one series: an equality on its meta")
+	both := windows{metas: bson.A{m, m2}, starts: bson.A{start}}
+	require.Equal(t, bson.D{
+		{Key: "sensor", Value: bson.D{{Key: "$in", Value: both.metas}}}, {Key: "start", Value: bson.D{{Key: "$in", Value: both.starts}}}, {Key: "count", Value: room},
+	}, s.openFilter([]windows{both}), "series written to in the same windows: the set of their metas")
+	two := windows{metas: bson.A{m2}, starts: bson.A{start}}
 	require.Equal(t, bson.D{{Key: "$or", Value: bson.A{
 		bson.D{{Key: "sensor", Value: m}, {Key: "start", Value: bson.D{{Key: "$in", Value: one.starts}}}, {Key: "count", Value: room}},
 		bson.D{{Key: "sensor", Value: m2}, {Key: "start", Value: bson.D{{Key: "$in", Value: two.starts}}}, {Key: "count", Value: room}},
-	}}}, s.openFilter([]windows{one, two}))
+	}}}, s.openFilter([]windows{one, two}), "sets of series in other windows: a branch each")
+	m3, err := metaValue("s-3")
+	require.NoError(t, err)
+	h := start + 3600000
+	require.Equal(t, []windows{
+		{metas: bson.A{m, m3}, starts: bson.A{start, h}},
+		{metas: bson.A{m2}, starts: bson.A{start}},
+	}, sameWindows([]seriesWindows{
+		{meta: m, starts: []bson.DateTime{h, start}},
+		{meta: m2, starts: []bson.DateTime{start}},
+		{meta: m3, starts: []bson.DateTime{start, h}},
+	}), "series grouped by their set of windows (in any order), exactly the pairs written to, in the order first seen")
 	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}}, s.openProjection())
 
 	w1, w2 := bson.NewObjectID(), bson.NewObjectID()

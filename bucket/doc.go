@@ -152,10 +152,11 @@
 // goes to one shard; the hashed meta spreads the series over the shards
 // while start, which grows with time, only orders the buckets of one
 // series, so that a long series splits into chunks rather than growing
-// one jumbo chunk. Range, Summaries, the $or read of the open buckets and
-// DeleteSeriesBefore name one series, a prefix of the key, and go to the
-// shards owning its chunks; AddMany's one insert and one update command
-// for several series go to the shards of each; DeleteBefore names no
+// one jumbo chunk. Range, Summaries and DeleteSeriesBefore name one
+// series, a prefix of the key, and go to the shards owning its chunks;
+// AddMany's read of the open buckets (the series it writes to, by $in or
+// $or), its one insert and its one update command for several series go
+// to the shards of each; DeleteBefore names no
 // series and goes to every shard (it is idempotent, so a chunk migration
 // that makes it miss a bucket is caught by its next run). {meta: 1,
 // start: 1} and {meta: "hashed"} target the same commands; a key that
