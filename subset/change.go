@@ -168,7 +168,9 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // Rebuild recomputes the parent's subset from the items collection: to
 // repair it, to fill it for parents whose items were loaded without the
 // repository, or to apply a new Cap. It sends three commands (a read of
-// the revision, a find of the first Cap items, the compare-and-set), at
+// the revision, a find of the first Cap items, the compare-and-set; four
+// for a parent without a revision, which it stamps first: see the
+// package documentation), at
 // most two compare-and-sets under concurrent writers (see [Repo.Remove]),
 // and writes the subset in one atomic update, so a reader sees the old
 // subset or the new one; it is safe to retry. A missing parent gives

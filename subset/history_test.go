@@ -49,9 +49,12 @@ import (
 //     retry", no more).
 //
 // The items collection runs ahead of the subset ("between the two a
-// reader sees the item in the full set but not in the subset"): Page,
-// Count and Item are checked in their call (one page in the configured
-// order, each item once) and at rest, where every view is exact: the
+// reader sees the item in the full set but not in the subset"), and may
+// miss, while an Add whose parent was deleted and created again runs, the
+// items of another Add to the new parent that its clean-up deleted and
+// stores again (Add's godoc): Page, Count and Item are checked in their
+// call (one page in the configured order, each item once, and no more)
+// and at rest, where every view is exact: the
 // subset is the first Cap items of All once the writes end (checked
 // before any Rebuild for a parent no weakness touched), Count is their
 // number, Item finds each.
