@@ -37,7 +37,10 @@ import (
 // when the count is not the number of items (an earlier Remove of an item
 // out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
 // neither place (so a retry after a call that did the whole job but lost
-// its reply reports it), and when the parent does not exist; an item of a
+// its reply reports it), and when the parent does not exist. So of two
+// Removes of one item that overlap, both may return nil: the second may
+// find the item deleted by the first and still in the subset, and finish
+// the job as after a failed Remove. An item of a
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
 // all the same.
 //

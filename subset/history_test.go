@@ -72,8 +72,11 @@ type sop struct {
 	items  []item // add: with their scores; update: one
 	id     int64  // remove, item
 	// overlapsAdd is set by the partition: a Remove that overlaps an Add
-	// of its item.
+	// of its item, a Delete that overlaps an Add to its parent.
 	overlapsAdd bool
+	// overlapsRemove is set by the partition: a Remove that overlaps
+	// another Remove of its item.
+	overlapsRemove bool
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -136,13 +139,25 @@ func subsetString(items []item) string {
 var subsetHistories = (&porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		by := map[string][]porcupine.Operation{}
-		for _, o := range history {
+		for i, o := range history {
 			in := o.Input.(sop)
-			if in.op == "remove" {
+			overlaps := func(a porcupine.Operation) bool { return a.Call < o.Return && o.Call < a.Return }
+			switch in.op {
+			case "remove":
 				in.overlapsAdd = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
 					add := a.Input.(sop)
-					return add.op == "add" && a.Call < o.Return && o.Call < a.Return &&
+					return add.op == "add" && overlaps(a) &&
 						slices.ContainsFunc(add.items, func(it item) bool { return it.ID == in.id })
+				})
+				for j, a := range history {
+					rm := a.Input.(sop)
+					in.overlapsRemove = in.overlapsRemove || (j != i && rm.op == "remove" && rm.id == in.id && overlaps(a))
+				}
+				o.Input = in
+			case "delete":
+				in.overlapsAdd = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
+					add := a.Input.(sop)
+					return add.op == "add" && add.parent == in.parent && overlaps(a)
 				})
 				o.Input = in
 			}
@@ -184,7 +199,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			if !known {
 				return []any{s, cleared, sstate{items: s.items, dirty: true}}
 			}
-			return slices.Concat(res("ok", s.exists || len(items) > 0, cleared),
+			// An Add in flight whose parent was deleted may have stored
+			// items that go with the parent only when it returns (Add's
+			// godoc): a Delete that overlaps it may find and delete them,
+			// and returns nil (Delete's godoc).
+			return slices.Concat(res("ok", s.exists || len(items) > 0 || in.overlapsAdd, cleared),
 				res("notfound", !s.exists && len(items) == 0, s), res("conflict", s.exists, s))
 		case "add":
 			add := func(m map[int64]int64) {
@@ -221,7 +240,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				return []any{s, with(del, s.ghosts, true)}
 			}
 			var ok []any
-			if s.exists && (stored || ghost) {
+			// Of two Removes of one item that overlap, the second may find
+			// it deleted and still in the subset, and finish the first's
+			// job as after a failed Remove: both return nil (Remove's
+			// godoc).
+			if s.exists && (stored || ghost || in.overlapsRemove) {
 				ok = []any{with(del, "", s.dirty)}
 				if in.overlapsAdd && stored {
 					ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, items[in.id]), s.dirty))
@@ -247,7 +270,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(sop)
-		return fmt.Sprintf("%s(%s, %s %d overlapsAdd=%t) -> %v", in.op, in.parent, subsetString(in.items), in.id, in.overlapsAdd, output)
+		return fmt.Sprintf("%s(%s, %s %d overlapsAdd=%t overlapsRemove=%t) -> %v", in.op, in.parent, subsetString(in.items), in.id, in.overlapsAdd, in.overlapsRemove, output)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(sstate)) },
 }).ToModel()
@@ -504,7 +527,9 @@ func TestAddRacingRemoveOfItsItem(t *testing.T) {
 
 // TestHistoriesModel: the model rejects a subset that misses an added
 // item, and accepts the ghost the godoc allows only for a Remove that
-// overlapped an Add of its item. (An item stored and missing from the
+// overlapped an Add of its item; it accepts two Removes of one item that
+// both return nil only when they overlap, and a Delete that returns nil
+// for a parent already deleted only when it overlaps an Add to it. (An item stored and missing from the
 // subset after such an overlap is the final check's: the model does not
 // see the items collection.)
 func TestHistoriesModel(t *testing.T) {
@@ -525,6 +550,23 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "removed after", History: []porcupine.Operation{add, remove(4, 5), get("")}, OK: true},
 		{Name: "a ghost after an overlap", History: []porcupine.Operation{add, remove(1, 5), get("2:3,")}, OK: true},
 		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
+		// Remove's godoc: a Remove that finds its item deleted and still
+		// in the subset finishes the job (seeds 2745279744111502981 and
+		// 10335793924364891230, portable, FerretDB 2.7).
+		{Name: "two overlapping Removes of one item", History: []porcupine.Operation{add, remove(4, 7), remove(5, 8), get("")}, OK: true},
+		{Name: "two Removes of one item, one after the other", History: []porcupine.Operation{add, remove(4, 5), remove(6, 7)}, OK: false},
+		// Delete's godoc: the items of an Add in flight whose parent was
+		// deleted count as items (seed 17011942923854671484, portable).
+		{Name: "a Delete of a deleted parent, overlapping an Add", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 8),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
+		}, OK: true},
+		{Name: "a Delete of a deleted parent, alone", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 3),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
+		}, OK: false},
 	})
 }
 
