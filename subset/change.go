@@ -48,8 +48,9 @@ import (
 // have returned, the item stored or not, as one order of the two calls
 // gives, and the subset the first Cap items. While they run, a reader of
 // the subset may see the item there that the items collection no longer
-// holds (a Remove between the insert and the push of an Add on the push
-// path: the Add's recomputation takes it out before the Add returns).
+// holds, in the version that Add pushed (a Remove between the insert and
+// the push of an Add on the push path: the Add's recomputation takes it
+// out before the Add returns).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
 	ctx, op := r.start(ctx, "Remove")
 	defer op.Finish(&err)

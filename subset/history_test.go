@@ -77,6 +77,9 @@ type sop struct {
 	// overlapsRemove is set by the partition: a Remove that overlaps
 	// another Remove of its item.
 	overlapsRemove bool
+	// addScores is set by the partition: the scores of its item in the
+	// Adds a Remove overlaps, the versions its ghost may hold.
+	addScores []int64
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -144,11 +147,16 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			overlaps := func(a porcupine.Operation) bool { return a.Call < o.Return && o.Call < a.Return }
 			switch in.op {
 			case "remove":
-				in.overlapsAdd = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
-					add := a.Input.(sop)
-					return add.op == "add" && overlaps(a) &&
-						slices.ContainsFunc(add.items, func(it item) bool { return it.ID == in.id })
-				})
+				for _, a := range history {
+					if add := a.Input.(sop); add.op == "add" && overlaps(a) {
+						for _, it := range add.items {
+							if it.ID == in.id {
+								in.overlapsAdd = true
+								in.addScores = append(in.addScores, it.Score)
+							}
+						}
+					}
+				}
 				for j, a := range history {
 					rm := a.Input.(sop)
 					in.overlapsRemove = in.overlapsRemove || (j != i && rm.op == "remove" && rm.id == in.id && overlaps(a))
@@ -247,7 +255,14 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			if s.exists && (stored || ghost || in.overlapsRemove) {
 				ok = []any{with(del, "", s.dirty)}
 				if in.overlapsAdd && stored {
-					ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, items[in.id]), s.dirty))
+					// The ghost is the version stored, or the one an Add
+					// pushed after the Remove took it out, which the Add's
+					// count then finds not stored as pushed (Add's godoc):
+					// an Update between the Add's insert and the Remove
+					// makes them differ.
+					for _, score := range append([]int64{items[in.id]}, in.addScores...) {
+						ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, score), s.dirty))
+					}
 				}
 			}
 			return slices.Concat(res("ok", true, ok...),
@@ -553,6 +568,23 @@ func TestHistoriesModel(t *testing.T) {
 		// Remove's godoc: a Remove that finds its item deleted and still
 		// in the subset finishes the job (seeds 2745279744111502981 and
 		// 10335793924364891230, portable, FerretDB 2.7).
+		// An Update between the Add's insert and its push, then a
+		// Remove: the Add pushes its own version, the ghost (seed
+		// 6244136107548545972, native, FerretDB 2.7, before a340ef6).
+		{Name: "the ghost of an Add's version", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 200),
+			remove(20, 30),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 40, 41),
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 50, 60),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 70, 71),
+		}, OK: true},
+		{Name: "a ghost of no version", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 200),
+			remove(20, 30),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:4,"}, 40, 41),
+		}, OK: false},
 		{Name: "two overlapping Removes of one item", History: []porcupine.Operation{add, remove(4, 7), remove(5, 8), get("")}, OK: true},
 		{Name: "two Removes of one item, one after the other", History: []porcupine.Operation{add, remove(4, 5), remove(6, 7)}, OK: false},
 		// Delete's godoc: the items of an Add in flight whose parent was
