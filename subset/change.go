@@ -40,7 +40,10 @@ import (
 // its reply reports it), and when the parent does not exist. So of two
 // Removes of one item that overlap, both may return nil: the second may
 // find the item deleted by the first and still in the subset, and finish
-// the job as after a failed Remove. An item of a
+// the job as after a failed Remove. A Remove whose parent a [Repo.Delete]
+// deletes after Remove's delete returns ErrNotFound too, the item deleted
+// (which a reader may have seen gone before the parent was): Remove
+// cannot tell that parent from one missing before it started. An item of a
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
 // all the same.
 //
@@ -128,7 +131,9 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // writes are retried after a transient failure, as Remove's. The item is
 // validated like one given to [Repo.Add] ([patterns.ErrInvalid],
 // [patterns.ErrTooLarge], nothing written); a missing item or parent gives
-// [patterns.ErrNotFound].
+// [patterns.ErrNotFound], and so does a parent that a [Repo.Delete]
+// deletes after Update's replacement, the item replaced (which a reader
+// may have seen before the parent was deleted).
 //
 // When the new version would take the parent past 16 MiB (because of the
 // parent's own fields), Update returns [patterns.ErrTooLarge] after

@@ -77,6 +77,9 @@ type sop struct {
 	// overlapsRemove is set by the partition: a Remove that overlaps
 	// another Remove of its item.
 	overlapsRemove bool
+	// overlapsDelete is set by the partition: a Remove or an Update that
+	// overlaps a Delete of its parent.
+	overlapsDelete bool
 	// addScores is set by the partition: the scores of its item in the
 	// Adds a Remove overlaps, the versions its ghost may hold.
 	addScores []int64
@@ -145,6 +148,13 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		for i, o := range history {
 			in := o.Input.(sop)
 			overlaps := func(a porcupine.Operation) bool { return a.Call < o.Return && o.Call < a.Return }
+			if in.op == "remove" || in.op == "update" {
+				in.overlapsDelete = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
+					d := a.Input.(sop)
+					return d.op == "delete" && d.parent == in.parent && overlaps(a)
+				})
+				o.Input = in
+			}
 			switch in.op {
 			case "remove":
 				for _, a := range history {
@@ -238,8 +248,14 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 				return []any{s, with(set, s.ghosts, true)}
 			}
+			// An Update that replaced the item and then found its parent
+			// deleted reports ErrNotFound (Update's godoc).
+			notFound := []any{s}
+			if in.overlapsDelete && s.exists && stored {
+				notFound = []any{with(set, s.ghosts, true)}
+			}
 			return slices.Concat(res("ok", s.exists && stored, with(set, "", s.dirty)),
-				res("notfound", !s.exists || !stored, s), res("conflict", s.exists && stored, s))
+				res("notfound", !s.exists || !stored || in.overlapsDelete, notFound...), res("conflict", s.exists && stored, s))
 		case "remove":
 			_, stored := items[in.id]
 			ghost := strings.Contains(","+s.ghosts, fmt.Sprintf(",%d:", in.id))
@@ -266,7 +282,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 			}
 			return slices.Concat(res("ok", true, ok...),
+				// A Remove that deleted the item and then found its parent
+				// deleted reports ErrNotFound (Remove's godoc).
+				// Its subset is then unchecked until the Delete.
 				res("notfound", !s.exists || (!stored && !ghost), with(del, s.ghosts, s.dirty)),
+				res("notfound", s.exists && stored && in.overlapsDelete, with(del, s.ghosts, true)),
 				res("conflict", s.exists && stored, s))
 		case "rebuild":
 			fixed := sstate{exists: s.exists, items: s.items}
@@ -584,6 +604,20 @@ func TestHistoriesModel(t *testing.T) {
 			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 200),
 			remove(20, 30),
 			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:4,"}, 40, 41),
+		}, OK: false},
+		// Remove's godoc: a Remove whose parent is deleted after its
+		// delete reports ErrNotFound (seed 16219730823490587493,
+		// portable, FerretDB 2.7, before a340ef6).
+		{Name: "a Remove that took effect, then its parent deleted", History: []porcupine.Operation{
+			add,
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 4, 9),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 5, 6),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 7, 8),
+		}, OK: true},
+		{Name: "a Remove that took effect, no Delete", History: []porcupine.Operation{
+			add,
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 4, 9),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 5, 6),
 		}, OK: false},
 		{Name: "two overlapping Removes of one item", History: []porcupine.Operation{add, remove(4, 7), remove(5, 8), get("")}, OK: true},
 		{Name: "two Removes of one item, one after the other", History: []porcupine.Operation{add, remove(4, 5), remove(6, 7)}, OK: false},
