@@ -44,7 +44,9 @@ const maxAttempts = 10
 // no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
 // without omitempty) is replaced by a recomputation in place of the
-// count: six commands in all.
+// count: six commands in all. Every recomputation of a parent that has
+// no revision yet (never recomputed) sends one command more, the stamp
+// (see the package documentation).
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
@@ -92,7 +94,17 @@ const maxAttempts = 10
 // deleting the items it inserted, which go with the parent (a reader may
 // see them until then); see [Repo.Delete]. Should that deletion fail
 // (the connection broke), Add returns that failure, since the items may
-// remain: Add again deletes them, and reports ErrNotFound.
+// remain: Add again deletes them, and reports ErrNotFound. The deletion
+// matches the items stored as Add's (every field equal, but the _id
+// generated when IDField is not _id), and, when it deleted some, Add
+// reads the parent again (one command more): if the application created
+// the parent again meanwhile, another Add may have stored the same items
+// under it, which the deletion cannot tell from this Add's; so Add runs
+// again on that parent, and returns once its items are stored there and
+// in its subset, taking effect after the creation (a reader of the items
+// collection may miss those items between the deletion and the new
+// insert). A parent deleted and created again under each of 10 such runs
+// gives [patterns.ErrConflict]: Add again.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -133,19 +145,28 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 	if err != nil {
 		return fail("Add", err)
 	}
-	if p.push && r.cfg.CountField == "" {
-		err = r.addPush(ctx, p, parent, entries)
-	} else {
-		err = r.addPortable(ctx, p, parent, entries)
-	}
-	if err != nil {
-		err = r.takeBack(ctx, p, parent, entries, err)
-		if errors.Is(err, errParentGone) {
-			return nil // its items went with the parent
+	for attempt := 1; ; attempt++ {
+		if p.push && r.cfg.CountField == "" {
+			err = r.addPush(ctx, p, parent, entries)
+		} else {
+			err = r.addPortable(ctx, p, parent, entries)
 		}
-		return fail("Add", fmt.Errorf("%s: %w", parent, err))
+		if err == nil {
+			return nil
+		}
+		err = r.takeBack(ctx, p, parent, entries, err)
+		if !errors.Is(err, errParentBack) {
+			break
+		}
+		if attempt == maxAttempts {
+			err = fmt.Errorf("the parent was deleted and created again under %d attempts: %w", attempt, patterns.ErrConflict)
+			break
+		}
 	}
-	return nil
+	if errors.Is(err, errParentGone) {
+		return nil // its items went with the parent
+	}
+	return fail("Add", fmt.Errorf("%s: %w", parent, err))
 }
 
 // errParentGone is what a step of Add that found no parent returns,
@@ -164,18 +185,26 @@ func gone(err error) error {
 	return err
 }
 
+// errParentBack is what takeBack returns when, after Add found its
+// parent missing, it deleted items of the parent like Add's and found
+// the parent again: created again meanwhile, under which another Add
+// may have stored those same items. Add then runs again, on the new
+// parent, and takes effect after its creation.
+var errParentBack = errors.New("the parent was created again while Add deleted its items")
+
 // takeBack deletes what an Add that failed for want of a parent, or for a
-// parent too large, stored: every one of its items when the parent is
-// missing, or was deleted after Add found it (errParentGone); when the parent would be too large, those the subset does not
-// hold (read once more), so that no later recomputation meets them. It
-// returns cause, or, when it cannot delete them, its own failure (see
+// parent too large, stored: its items when the parent is missing, or was
+// deleted after Add found it (errParentGone; see dropLike); when the
+// parent would be too large, those the subset does not hold (read once
+// more), so that no later recomputation meets them. It returns cause,
+// errParentBack, or, when it cannot delete them, its own failure (see
 // leftBehind).
 func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
 	const remedy = "Add again deletes them"
 	var drop []bson.RawValue
 	switch {
 	case errors.Is(cause, patterns.ErrNotFound), errors.Is(cause, errParentGone):
-		drop = ids(entries)
+		return r.dropLike(ctx, p, parent, entries, cause)
 	case errors.Is(cause, patterns.ErrTooLarge):
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
@@ -188,6 +217,36 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 		}
 	}
 	return r.dropItems(ctx, parent, drop, cause, remedy)
+}
+
+// dropLike deletes the parent's items stored as the entries (one
+// deleteMany, see itemsLike), which this Add or an earlier attempt
+// stored, after Add found the parent missing (cause). A deletion that
+// deleted some reads the parent again (one find): the application may
+// have created it again before the deletion, and another Add stored the
+// same items under it, which the deletion cannot tell from this Add's.
+// Then it returns errParentBack, and Add runs again, so that those items
+// are stored and in the subset when it returns (between the deletion and
+// the new insert, a reader of the items collection misses them).
+// Otherwise it returns cause, or its own failure.
+func (r *Repo[P, I]) dropLike(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
+	res, err := write(ctx, func() (*mongo.DeleteResult, error) {
+		return r.items.DeleteMany(ctx, r.cmd.itemsLike(parent.id, docs(entries)))
+	})
+	if err != nil {
+		return leftBehind(cause, "their deletion", "Add again deletes them", err)
+	}
+	if res.DeletedCount == 0 {
+		return cause
+	}
+	_, err = r.readParent(ctx, p, r.cmd.parent(parent.id))
+	switch {
+	case errors.Is(err, patterns.ErrNotFound):
+		return cause
+	case err != nil:
+		return fmt.Errorf("%v; the items were deleted, and the read of the parent that follows failed (Add again stores them if it was created again): %w", cause, err)
+	}
+	return errParentBack
 }
 
 // dropItems deletes the items drop of parent, which a failed Add stored,

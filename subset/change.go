@@ -37,7 +37,13 @@ import (
 // when the count is not the number of items (an earlier Remove of an item
 // out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
 // neither place (so a retry after a call that did the whole job but lost
-// its reply reports it), and when the parent does not exist; an item of a
+// its reply reports it), and when the parent does not exist. So of two
+// Removes of one item that overlap, both may return nil: the second may
+// find the item deleted by the first and still in the subset, and finish
+// the job as after a failed Remove. A Remove whose parent a [Repo.Delete]
+// deletes after Remove's delete returns ErrNotFound too, the item deleted
+// (which a reader may have seen gone before the parent was): Remove
+// cannot tell that parent from one missing before it started. An item of a
 // missing parent (an orphan, which [Repo.Delete] deletes too) is deleted
 // all the same.
 //
@@ -45,8 +51,9 @@ import (
 // have returned, the item stored or not, as one order of the two calls
 // gives, and the subset the first Cap items. While they run, a reader of
 // the subset may see the item there that the items collection no longer
-// holds (a Remove between the insert and the push of an Add on the push
-// path: the Add's recomputation takes it out before the Add returns).
+// holds, in the version that Add pushed (a Remove between the insert and
+// the push of an Add on the push path: the Add's recomputation takes it
+// out before the Add returns).
 func (r *Repo[P, I]) Remove(ctx context.Context, parentID, itemID any) (err error) {
 	ctx, op := r.start(ctx, "Remove")
 	defer op.Finish(&err)
@@ -124,7 +131,9 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // writes are retried after a transient failure, as Remove's. The item is
 // validated like one given to [Repo.Add] ([patterns.ErrInvalid],
 // [patterns.ErrTooLarge], nothing written); a missing item or parent gives
-// [patterns.ErrNotFound].
+// [patterns.ErrNotFound], and so does a parent that a [Repo.Delete]
+// deletes after Update's replacement, the item replaced (which a reader
+// may have seen before the parent was deleted).
 //
 // When the new version would take the parent past 16 MiB (because of the
 // parent's own fields), Update returns [patterns.ErrTooLarge] after
@@ -168,7 +177,9 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // Rebuild recomputes the parent's subset from the items collection: to
 // repair it, to fill it for parents whose items were loaded without the
 // repository, or to apply a new Cap. It sends three commands (a read of
-// the revision, a find of the first Cap items, the compare-and-set), at
+// the revision, a find of the first Cap items, the compare-and-set; four
+// for a parent without a revision, which it stamps first: see the
+// package documentation), at
 // most two compare-and-sets under concurrent writers (see [Repo.Remove]),
 // and writes the subset in one atomic update, so a reader sees the old
 // subset or the new one; it is safe to retry. A missing parent gives

@@ -1,9 +1,11 @@
 package subset
 
 import (
+	"math"
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"math"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
@@ -84,14 +86,23 @@ func (c commands) pushUpdate(docs []bson.Raw) bson.D {
 }
 
 // casFilter is the compare-and-set of a recomputation: the parent, at
-// the revision it was read at ($exists: false before the first
-// recomputation).
+// the revision it was read at (stamped first: see unstamped).
 func (c commands) casFilter(parentID any, st parentState) bson.D {
-	rev := bson.E{Key: c.rev, Value: st.rev}
-	if !st.hasRev {
-		rev.Value = bson.D{{Key: "$exists", Value: false}}
-	}
-	return bson.D{{Key: "_id", Value: parentID}, rev}
+	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
+}
+
+// unstamped matches the parent while it has no revision: {_id: id, rev:
+// {$exists: false}}, the filter of the stamp that a recomputation writes
+// before its first compare-and-set on a parent no recomputation has
+// written since its creation.
+func (c commands) unstamped(parentID any) bson.D {
+	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: bson.D{{Key: "$exists", Value: false}}}}
+}
+
+// stamp sets the revision to incarnation, a random multiple of 2^32
+// (newIncarnation): {$set: {rev: incarnation}}.
+func (c commands) stamp(incarnation int64) bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: c.rev, Value: incarnation}}}}
 }
 
 // recomputation is the update of a recomputation on plan p: mergeUpdate
@@ -218,19 +229,36 @@ func (c commands) itemsIn(parentID any, ids []bson.RawValue) bson.D {
 // Add counts after its push, so that an item that a concurrent writer
 // removed, or replaced with another version, after the insert is found.
 func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
+	return c.itemsMatching(parentID, docs, c.parentField)
+}
+
+// itemsLike matches the items of the parent stored as docs, but for the
+// _id that a store generates when IDField is not _id (so that the items
+// an earlier call stored match as well): what Add deletes after it found
+// its parent missing.
+func (c commands) itemsLike(parentID any, docs []bson.Raw) bson.D {
+	if c.idField == DefaultIDField {
+		return c.itemsMatching(parentID, docs, c.parentField)
+	}
+	return c.itemsMatching(parentID, docs, c.parentField, "_id")
+}
+
+// itemsMatching matches the items of the parent with the ids of docs
+// whose fields, but those of skip, equal a doc's.
+func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip ...string) bson.D {
 	alts := make(bson.A, 0, len(docs))
 	for _, d := range docs {
 		elems, _ := d.Elements() // docs the driver encoded
 		f := make(bson.D, 0, len(elems))
 		for _, e := range elems {
-			if e.Key() == c.parentField {
+			if slices.Contains(skip, e.Key()) {
 				continue
 			}
 			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})
 		}
 		alts = append(alts, f)
 	}
-	// The ids' $in beside the $or, so that the count routes as
+	// The ids' $in beside the $or, so that the command routes as
 	// itemsIn's does: by the parent and the ids.
 	ids := make(bson.A, 0, len(docs))
 	for _, d := range docs {

@@ -20,18 +20,23 @@ func TestRoundTrips(t *testing.T) {
 		insertParents(t, db, "a")
 		c := mongotest.NewCounter(t, db)
 
-		add := []string{"find", "insert", "update", "aggregate"}
+		// The first recomputation of a parent created without a revision
+		// stamps it first (findAndModify): a portable Add, or the push
+		// path's first Remove.
+		add, first := []string{"find", "insert", "update", "aggregate"}, []string{"find", "insert", "update", "aggregate"}
+		remove := []string{"delete", "find", "findAndModify", "find", "update"}
 		if plan != pushPlan {
-			add = []string{"find", "insert", "find", "update"}
+			add, first = []string{"find", "insert", "find", "update"}, []string{"find", "insert", "findAndModify", "find", "update"}
+			remove = []string{"delete", "find", "find", "update"}
 		}
-		require.Equal(t, add, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[:4]...)) }), "Add")
+		require.Equal(t, first, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[:4]...)) }), "Add")
 		require.Equal(t, add, c.Count(func() { require.NoError(t, r.Add(ctx, "a", five[4])) }), "Add to a full subset")
 		require.Equal(t, []string{"find"}, c.Count(func() {
 			p, err := r.Get(ctx, "a")
 			require.NoError(t, err)
 			require.Len(t, p.Top, 3)
 		}), "Get")
-		require.Equal(t, []string{"delete", "find", "find", "update"}, c.Count(func() { require.NoError(t, r.Remove(ctx, "a", int64(5))) }), "Remove")
+		require.Equal(t, remove, c.Count(func() { require.NoError(t, r.Remove(ctx, "a", int64(5))) }), "Remove")
 		require.Equal(t, []string{"update", "find", "find", "update"}, c.Count(func() { require.NoError(t, r.Update(ctx, "a", item{ID: 1, Score: 99})) }), "Update")
 		require.Equal(t, []string{"find", "find", "update"}, c.Count(func() { require.NoError(t, r.Rebuild(ctx, "a")) }), "Rebuild")
 		require.Equal(t, []string{"find", "find"}, c.Count(func() {

@@ -42,7 +42,9 @@
 //
 // Every write changes the items collection first and the parent second;
 // between the two a reader sees the item in the full set but not (yet, or
-// still) in the subset, and that is all the lag a reader sees: the subset
+// still) in the subset, and that is all the lag a reader sees (but for
+// the items of an Add whose parent is deleted and created again while it
+// runs: see [Repo.Add]): the subset
 // a [Repo.Get] returns is the first N items of a linearization of the
 // writes, each item taking effect within its call (a reader may see some
 // items of an Add of several before the others, since the items
@@ -83,7 +85,14 @@
 //
 // The parent carries a revision counter (Config.RevisionField, by default
 // the subset field followed by "Rev") that every recomputation, and
-// nothing else, increments. A recomputation reads the revision r and the
+// nothing else, increments. A parent that has none (as the application
+// created it, or one only pushed into) is first stamped with a random
+// multiple of 2^32, by a findAndModify filtered on the field's absence
+// that returns the parent: one command more, once per parent. So the
+// revision names the parent's incarnation, and a compare-and-set never
+// matches a parent deleted and created again since it was read (a filter
+// on the revision's absence would, and write into the new parent the
+// items of the deleted one). A recomputation reads the revision r and the
 // subset's ids S, reads the first N items T from the items collection with
 // one indexed find, and writes the subset with a compare-and-set: an
 // update filtered on {_id, rev: r} that also increments rev. If another
@@ -137,7 +146,8 @@
 // [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page],
 // [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of items (see its
 // godoc). A lost race adds 3 to a recomputation (at most once after a
-// fresh read, see above). With Config.CountField, every recomputation
+// fresh read, see above); the first recomputation of a parent without a
+// revision adds its stamp, 1 (see Recomputation). With Config.CountField, every recomputation
 // counts the parent's items (one aggregate more, which reads the parent's entries of
 // the index) and every Add takes the portable path, 5 round trips: a
 // count kept by increments would be applied twice by a retry, or by a

@@ -49,9 +49,12 @@ import (
 //     retry", no more).
 //
 // The items collection runs ahead of the subset ("between the two a
-// reader sees the item in the full set but not in the subset"): Page,
-// Count and Item are checked in their call (one page in the configured
-// order, each item once) and at rest, where every view is exact: the
+// reader sees the item in the full set but not in the subset"), and may
+// miss, while an Add whose parent was deleted and created again runs, the
+// items of another Add to the new parent that its clean-up deleted and
+// stores again (Add's godoc): Page, Count and Item are checked in their
+// call (one page in the configured order, each item once, and no more)
+// and at rest, where every view is exact: the
 // subset is the first Cap items of All once the writes end (checked
 // before any Rebuild for a parent no weakness touched), Count is their
 // number, Item finds each.
@@ -69,8 +72,17 @@ type sop struct {
 	items  []item // add: with their scores; update: one
 	id     int64  // remove, item
 	// overlapsAdd is set by the partition: a Remove that overlaps an Add
-	// of its item.
+	// of its item, a Delete that overlaps an Add to its parent.
 	overlapsAdd bool
+	// overlapsRemove is set by the partition: a Remove that overlaps
+	// another Remove of its item.
+	overlapsRemove bool
+	// overlapsDelete is set by the partition: a Remove or an Update that
+	// overlaps a Delete of its parent.
+	overlapsDelete bool
+	// addScores is set by the partition: the scores of its item in the
+	// Adds a Remove overlaps, the versions its ghost may hold.
+	addScores []int64
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -133,13 +145,37 @@ func subsetString(items []item) string {
 var subsetHistories = (&porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		by := map[string][]porcupine.Operation{}
-		for _, o := range history {
+		for i, o := range history {
 			in := o.Input.(sop)
-			if in.op == "remove" {
+			overlaps := func(a porcupine.Operation) bool { return a.Call < o.Return && o.Call < a.Return }
+			if in.op == "remove" || in.op == "update" {
+				in.overlapsDelete = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
+					d := a.Input.(sop)
+					return d.op == "delete" && d.parent == in.parent && overlaps(a)
+				})
+				o.Input = in
+			}
+			switch in.op {
+			case "remove":
+				for _, a := range history {
+					if add := a.Input.(sop); add.op == "add" && overlaps(a) {
+						for _, it := range add.items {
+							if it.ID == in.id {
+								in.overlapsAdd = true
+								in.addScores = append(in.addScores, it.Score)
+							}
+						}
+					}
+				}
+				for j, a := range history {
+					rm := a.Input.(sop)
+					in.overlapsRemove = in.overlapsRemove || (j != i && rm.op == "remove" && rm.id == in.id && overlaps(a))
+				}
+				o.Input = in
+			case "delete":
 				in.overlapsAdd = slices.ContainsFunc(history, func(a porcupine.Operation) bool {
 					add := a.Input.(sop)
-					return add.op == "add" && a.Call < o.Return && o.Call < a.Return &&
-						slices.ContainsFunc(add.items, func(it item) bool { return it.ID == in.id })
+					return add.op == "add" && add.parent == in.parent && overlaps(a)
 				})
 				o.Input = in
 			}
@@ -181,7 +217,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			if !known {
 				return []any{s, cleared, sstate{items: s.items, dirty: true}}
 			}
-			return slices.Concat(res("ok", s.exists || len(items) > 0, cleared),
+			// An Add in flight whose parent was deleted may have stored
+			// items that go with the parent only when it returns (Add's
+			// godoc): a Delete that overlaps it may find and delete them,
+			// and returns nil (Delete's godoc).
+			return slices.Concat(res("ok", s.exists || len(items) > 0 || in.overlapsAdd, cleared),
 				res("notfound", !s.exists && len(items) == 0, s), res("conflict", s.exists, s))
 		case "add":
 			add := func(m map[int64]int64) {
@@ -208,8 +248,14 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 				return []any{s, with(set, s.ghosts, true)}
 			}
+			// An Update that replaced the item and then found its parent
+			// deleted reports ErrNotFound (Update's godoc).
+			notFound := []any{s}
+			if in.overlapsDelete && s.exists && stored {
+				notFound = []any{with(set, s.ghosts, true)}
+			}
 			return slices.Concat(res("ok", s.exists && stored, with(set, "", s.dirty)),
-				res("notfound", !s.exists || !stored, s), res("conflict", s.exists && stored, s))
+				res("notfound", !s.exists || !stored || in.overlapsDelete, notFound...), res("conflict", s.exists && stored, s))
 		case "remove":
 			_, stored := items[in.id]
 			ghost := strings.Contains(","+s.ghosts, fmt.Sprintf(",%d:", in.id))
@@ -218,14 +264,29 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				return []any{s, with(del, s.ghosts, true)}
 			}
 			var ok []any
-			if s.exists && (stored || ghost) {
+			// Of two Removes of one item that overlap, the second may find
+			// it deleted and still in the subset, and finish the first's
+			// job as after a failed Remove: both return nil (Remove's
+			// godoc).
+			if s.exists && (stored || ghost || in.overlapsRemove) {
 				ok = []any{with(del, "", s.dirty)}
 				if in.overlapsAdd && stored {
-					ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, items[in.id]), s.dirty))
+					// The ghost is the version stored, or the one an Add
+					// pushed after the Remove took it out, which the Add's
+					// count then finds not stored as pushed (Add's godoc):
+					// an Update between the Add's insert and the Remove
+					// makes them differ.
+					for _, score := range append([]int64{items[in.id]}, in.addScores...) {
+						ok = append(ok, with(del, fmt.Sprintf("%d:%d,", in.id, score), s.dirty))
+					}
 				}
 			}
 			return slices.Concat(res("ok", true, ok...),
+				// A Remove that deleted the item and then found its parent
+				// deleted reports ErrNotFound (Remove's godoc).
+				// Its subset is then unchecked until the Delete.
 				res("notfound", !s.exists || (!stored && !ghost), with(del, s.ghosts, s.dirty)),
+				res("notfound", s.exists && stored && in.overlapsDelete, with(del, s.ghosts, true)),
 				res("conflict", s.exists && stored, s))
 		case "rebuild":
 			fixed := sstate{exists: s.exists, items: s.items}
@@ -244,7 +305,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(sop)
-		return fmt.Sprintf("%s(%s, %s %d overlapsAdd=%t) -> %v", in.op, in.parent, subsetString(in.items), in.id, in.overlapsAdd, output)
+		return fmt.Sprintf("%s(%s, %s %d overlapsAdd=%t overlapsRemove=%t) -> %v", in.op, in.parent, subsetString(in.items), in.id, in.overlapsAdd, in.overlapsRemove, output)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(sstate)) },
 }).ToModel()
@@ -501,7 +562,9 @@ func TestAddRacingRemoveOfItsItem(t *testing.T) {
 
 // TestHistoriesModel: the model rejects a subset that misses an added
 // item, and accepts the ghost the godoc allows only for a Remove that
-// overlapped an Add of its item. (An item stored and missing from the
+// overlapped an Add of its item; it accepts two Removes of one item that
+// both return nil only when they overlap, and a Delete that returns nil
+// for a parent already deleted only when it overlaps an Add to it. (An item stored and missing from the
 // subset after such an overlap is the final check's: the model does not
 // see the items collection.)
 func TestHistoriesModel(t *testing.T) {
@@ -522,6 +585,54 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "removed after", History: []porcupine.Operation{add, remove(4, 5), get("")}, OK: true},
 		{Name: "a ghost after an overlap", History: []porcupine.Operation{add, remove(1, 5), get("2:3,")}, OK: true},
 		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
+		// Remove's godoc: a Remove that finds its item deleted and still
+		// in the subset finishes the job (seeds 2745279744111502981 and
+		// 10335793924364891230, portable, FerretDB 2.7).
+		// An Update between the Add's insert and its push, then a
+		// Remove: the Add pushes its own version, the ghost (seed
+		// 6244136107548545972, native, FerretDB 2.7, before a340ef6).
+		{Name: "the ghost of an Add's version", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 200),
+			remove(20, 30),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 40, 41),
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 50, 60),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 70, 71),
+		}, OK: true},
+		{Name: "a ghost of no version", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 200),
+			remove(20, 30),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:4,"}, 40, 41),
+		}, OK: false},
+		// Remove's godoc: a Remove whose parent is deleted after its
+		// delete reports ErrNotFound (seed 16219730823490587493,
+		// portable, FerretDB 2.7, before a340ef6).
+		{Name: "a Remove that took effect, then its parent deleted", History: []porcupine.Operation{
+			add,
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 4, 9),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 5, 6),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 7, 8),
+		}, OK: true},
+		{Name: "a Remove that took effect, no Delete", History: []porcupine.Operation{
+			add,
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 4, 9),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 5, 6),
+		}, OK: false},
+		{Name: "two overlapping Removes of one item", History: []porcupine.Operation{add, remove(4, 7), remove(5, 8), get("")}, OK: true},
+		{Name: "two Removes of one item, one after the other", History: []porcupine.Operation{add, remove(4, 5), remove(6, 7)}, OK: false},
+		// Delete's godoc: the items of an Add in flight whose parent was
+		// deleted count as items (seed 17011942923854671484, portable).
+		{Name: "a Delete of a deleted parent, overlapping an Add", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 8),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
+		}, OK: true},
+		{Name: "a Delete of a deleted parent, alone", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 3),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
+		}, OK: false},
 	})
 }
 

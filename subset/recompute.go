@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -20,7 +21,7 @@ import (
 // size without them.
 type parentState struct {
 	rev      int64
-	hasRev   bool            // false until the first recomputation
+	hasRev   bool            // false until the first recomputation stamps the parent
 	ids      []bson.RawValue // the ids in the subset, in its order
 	held     map[string]bool // bsonid.Key of ids
 	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
@@ -50,6 +51,13 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	if err != nil {
 		return st, fmt.Errorf("read the parent: %w", err)
 	}
+	return r.decodeParent(raw)
+}
+
+// decodeParent reads the parentState of a parent as read (the
+// projection of parentState, or the whole parent when measuring).
+func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
+	var st parentState
 	st.rest = len(raw)
 	if v, err := raw.LookupErr(r.cfg.RevisionField); err == nil {
 		n, ok := v.AsInt64OK()
@@ -92,6 +100,47 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	return st, nil
 }
 
+// errStamped is what stamp returns when its filter matched nothing:
+// another recomputation stamped the parent first, or it is gone.
+var errStamped = errors.New("the parent has a revision, or is gone")
+
+// stamp gives the parent, which has no revision (no recomputation has
+// written it since it was created), a revision that names its
+// incarnation, newIncarnation(), and returns its state as stamped: one
+// findAndModify filtered on the revision's absence, retried after a
+// transient failure, which returns the whole parent (FerretDB 1.x
+// implements no projection in findAndModify; the stamp is once per
+// parent). From then on the compare-and-sets of recomputations
+// match that incarnation alone: a parent deleted and created again (with
+// no revision, or another stamp) matches none of them. Without it, a
+// compare-and-set of a parent read without a revision ({rev: {$exists:
+// false}}) would match a parent created again meanwhile, and write into
+// it the items read from the deleted one. It returns errStamped when the
+// filter matches nothing.
+func (r *Repo[P, I]) stamp(ctx context.Context, parentID any) (parentState, error) {
+	raw, err := write(ctx, func() (bson.Raw, error) {
+		return r.parents.FindOneAndUpdate(ctx, r.cmd.unstamped(parentID), r.cmd.stamp(newIncarnation()), stamped).Raw()
+	})
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return parentState{}, errStamped
+	}
+	if err != nil {
+		return parentState{}, fmt.Errorf("stamp the parent's revision: %w", err)
+	}
+	patterns.OperationFrom(ctx).Affected(1)
+	return r.decodeParent(raw)
+}
+
+// stamped are the options of the stamp: the parent as updated. The
+// driver reads them, never changes them, so one value serves every call.
+var stamped = options.FindOneAndUpdate().SetReturnDocument(options.After)
+
+// newIncarnation returns a random multiple of 2^32 from 2^32 to 2^62, the
+// revision a parent is stamped with: the low 32 bits count its
+// recomputations, the others tell it from a parent of the same _id
+// deleted before (two incarnations meet one in 2^30).
+func newIncarnation() int64 { return (1 + rand.Int64N(1<<30)) << 32 }
+
 // top reads the parent's first Cap items in the configured order: one
 // find on the index of Indexes, in a single batch.
 func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) {
@@ -132,10 +181,32 @@ func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) 
 // revision otherwise.
 func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st parentState, fresh bool) error {
 	floor := int64(-1) // the first revision read after the change
-	if fresh {
+	if fresh && st.hasRev {
 		floor = st.rev
 	}
 	for attempt := 1; ; attempt++ {
+		if !st.hasRev {
+			got, err := r.stamp(ctx, parentID)
+			switch {
+			case errors.Is(err, errStamped):
+				got, err = r.readParent(ctx, p, r.cmd.parent(parentID))
+				if err != nil {
+					return err
+				}
+			case err != nil:
+				return err
+			}
+			st = got
+			if floor < 0 && st.hasRev {
+				floor = st.rev // read after the change, as every read here
+			}
+			if !st.hasRev { // created again meanwhile
+				if attempt == maxAttempts {
+					return fmt.Errorf("the parent was created again under %d recomputations; call Rebuild: %w", attempt, patterns.ErrConflict)
+				}
+				continue
+			}
+		}
 		top, err := r.top(ctx, parentID)
 		if err != nil {
 			return err
@@ -171,6 +242,7 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			return err
 		}
 		switch {
+		case !st.hasRev: // created again: stamped at the next attempt
 		case floor < 0:
 			floor = st.rev
 		case st.rev >= floor+2:

@@ -202,7 +202,10 @@ func idOf(id any) string {
 // step or finds the parent missing and deletes them itself. It is safe to
 // retry; it returns [patterns.ErrNotFound] when there was neither a
 // parent nor an item (so a retry after a call that did the whole job but
-// lost its reply reports ErrNotFound).
+// lost its reply reports ErrNotFound). The items that an Add in flight
+// stored after the parent was deleted, which go with the parent when it
+// returns (see [Repo.Add]), count as items: a Delete that finds them
+// deletes them and returns nil, the parent already gone.
 //
 // A delete of the parent that matched nothing is checked with a find of
 // its _id, one more command, and sent again while the parent is there
