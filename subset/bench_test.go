@@ -60,8 +60,9 @@ func review(i int) Review {
 
 // handAdd is Add written by hand with the driver, sending what the
 // repository sends on plan p, so that the comparison is of the same work:
-// on the push plan the insert and the guarded $push with $each, $sort and
-// $slice; on the portable plan a read of the parent (whole, where the
+// on the push plan a read of the parent's revision and subset ids, the
+// insert, the guarded $push with $each, $sort and $slice, and the count of
+// the pushed items still stored; on the portable plan a read of the parent (whole, where the
 // plan measures it, and its size checked), the insert, a read of the
 // first ten reviews and the compare-and-set of the subset.
 func handAdd(db *mongo.Database, p subset.Plan) func(ctx context.Context, productID string, rv Review) error {
@@ -72,8 +73,15 @@ func handAdd(db *mongo.Database, p subset.Plan) func(ctx context.Context, produc
 		return err
 	}
 	if p == pushPlan {
+		state := options.FindOne().SetProjection(bson.D{{Key: "reviewsRev", Value: 1}, {Key: "reviews._id", Value: 1}})
 		return func(ctx context.Context, productID string, rv Review) error {
 			rv.ProductID = productID
+			// The read of the parent first (Add's godoc: an Add that
+			// started with its parent missing must not push into one
+			// created meanwhile).
+			if err := products.FindOne(ctx, bson.D{{Key: "_id", Value: productID}}, state).Err(); err != nil {
+				return err
+			}
 			if err := insert(ctx, rv); err != nil {
 				return err
 			}
