@@ -29,7 +29,7 @@ const maxAttempts = 10
 // no items sends nothing.
 //
 // Push path (MongoDB 5.2+, FerretDB 2.x): four commands. A read of the
-// parent (that it exists: see below); an unordered insertMany; one
+// parent's _id alone (that it exists: see below); an unordered insertMany; one
 // updateOne on the parent that pushes the items with
 // $each, $sort (the configured order) and $slice (Cap), which leaves the
 // revision alone, so that pushes never make a recomputation start again
@@ -280,8 +280,13 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	// of one, another Add that found the parent missing), then push into
 	// the parent created meanwhile and, its count finding them gone as
 	// after a Remove, return nil with them stored nowhere (issue 34).
-	if _, err := r.readParent(ctx, p, r.cmd.parent(parent.id)); err != nil {
-		return err
+	patterns.OperationFrom(ctx).Sent(1)
+	err := r.parents.FindOne(ctx, r.cmd.parent(parent.id), r.cmd.parentFound()).Err()
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return errNoParent
+	case err != nil:
+		return fmt.Errorf("read the parent: %w", err)
 	}
 	return gone(r.push(ctx, p, parent, entries))
 }

@@ -60,7 +60,7 @@ func review(i int) Review {
 
 // handAdd is Add written by hand with the driver, sending what the
 // repository sends on plan p, so that the comparison is of the same work:
-// on the push plan a read of the parent's revision and subset ids, the
+// on the push plan a read of the parent's _id (that it exists), the
 // insert, the guarded $push with $each, $sort and $slice, and the count of
 // the pushed items still stored; on the portable plan a read of the parent (whole, where the
 // plan measures it, and its size checked), the insert, a read of the
@@ -73,13 +73,13 @@ func handAdd(db *mongo.Database, p subset.Plan) func(ctx context.Context, produc
 		return err
 	}
 	if p == pushPlan {
-		state := options.FindOne().SetProjection(bson.D{{Key: "reviewsRev", Value: 1}, {Key: "reviews._id", Value: 1}})
+		found := options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})
 		return func(ctx context.Context, productID string, rv Review) error {
 			rv.ProductID = productID
 			// The read of the parent first (Add's godoc: an Add that
 			// started with its parent missing must not push into one
 			// created meanwhile).
-			if err := products.FindOne(ctx, bson.D{{Key: "_id", Value: productID}}, state).Err(); err != nil {
+			if err := products.FindOne(ctx, bson.D{{Key: "_id", Value: productID}}, found).Err(); err != nil {
 				return err
 			}
 			if err := insert(ctx, rv); err != nil {
@@ -95,9 +95,14 @@ func handAdd(db *mongo.Database, p subset.Plan) func(ctx context.Context, produc
 			if err != nil {
 				return err
 			}
-			// The check that a concurrent remove did not delete it
-			// before the push (Add's godoc).
-			_, err = reviews.CountDocuments(ctx, bson.D{{Key: "productId", Value: productID}, {Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{rv.ID}}}}})
+			// The check that a concurrent Remove or Update did not
+			// delete or replace it before the push (Add's godoc): the
+			// review stored exactly as pushed.
+			_, err = reviews.CountDocuments(ctx, bson.D{
+				{Key: "productId", Value: productID},
+				{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{rv.ID}}}},
+				{Key: "$or", Value: bson.A{bson.D{{Key: "_id", Value: rv.ID}, {Key: "productId", Value: productID}, {Key: "stars", Value: rv.Stars}, {Key: "at", Value: rv.At}}}},
+			})
 			return err
 		}
 	}

@@ -196,9 +196,18 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bs
 // countProjection reads a parent's count field alone, for Count.
 func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
+// idOnly is the projection of a parent's _id alone.
+var idOnly = bson.D{{Key: "_id", Value: 1}}
+
 // parentIDs reads only the ids of the parents, for RebuildAll's pages.
 func (c commands) parentIDs() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}})
+	return options.Find().SetProjection(idOnly)
+}
+
+// parentFound reads only the _id of a parent, for the push plan's Add,
+// which reads its parent first to know it exists.
+func (c commands) parentFound() *options.FindOneOptionsBuilder {
+	return options.FindOne().SetProjection(idOnly)
 }
 
 // parentsPageSize is the number of parent ids a page of RebuildAll reads.

@@ -73,6 +73,11 @@ func TestParentCommands(t *testing.T) {
 		require.NoError(t, set(&o))
 	}
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection, "RebuildAll's pages (package keyset) read the ids alone")
+	var one options.FindOneOptions
+	for _, set := range c.parentFound().List() {
+		require.NoError(t, set(&one))
+	}
+	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, one.Projection, "the push plan's Add reads whether its parent exists: its _id alone")
 
 	for p, servers := range plans(t) {
 		proj := c.parentState(p)
