@@ -562,7 +562,12 @@ type seriesWindows struct {
 
 // sameWindows groups the series by their set of windows, in the order
 // first seen: the read of the buckets with room asks for each set of
-// series with its windows, exactly the pairs written to.
+// series with its windows, exactly the pairs written to. A series whose
+// meta is a document is a set of its own, read by equality: FerretDB 2.7
+// compares numbers inside the documents of an $in by type where its
+// equality compares them by value (int32 7 and 7.0), so an $in would miss
+// the bucket with room of a series stored under a number of another type
+// and open a second one.
 func sameWindows(series []seriesWindows) []windows {
 	var sets []windows
 	at := map[string]int{} // the windows, as a key -> index in sets
@@ -573,10 +578,13 @@ func sameWindows(series []seriesWindows) []windows {
 		for _, s := range sw.starts {
 			key = binary.LittleEndian.AppendUint64(key, uint64(s))
 		}
+		own := sw.meta.Type == bson.TypeEmbeddedDocument
 		i, ok := at[string(key)]
-		if !ok {
+		if !ok || own {
 			i = len(sets)
-			at[string(key)] = i
+			if !own {
+				at[string(key)] = i
+			}
 			starts := make(bson.A, len(sw.starts))
 			for j, s := range sw.starts {
 				starts[j] = s

@@ -415,6 +415,20 @@ func TestAddManyCommandsPinned(t *testing.T) {
 		{meta: m2, starts: []bson.DateTime{start}},
 		{meta: m3, starts: []bson.DateTime{start, h}},
 	}), "series grouped by their set of windows (in any order), exactly the pairs written to, in the order first seen")
+	d1, err := metaValue(bson.D{{Key: "s", Value: int32(7)}})
+	require.NoError(t, err)
+	d2, err := metaValue(bson.D{{Key: "s", Value: int32(8)}})
+	require.NoError(t, err)
+	require.Equal(t, []windows{
+		{metas: bson.A{m, m2}, starts: bson.A{start}},
+		{metas: bson.A{d1}, starts: bson.A{start}},
+		{metas: bson.A{d2}, starts: bson.A{start}},
+	}, sameWindows([]seriesWindows{
+		{meta: m, starts: []bson.DateTime{start}},
+		{meta: d1, starts: []bson.DateTime{start}},
+		{meta: m2, starts: []bson.DateTime{start}},
+		{meta: d2, starts: []bson.DateTime{start}},
+	}), "a series whose meta is a document is read by equality, alone (FerretDB 2.7's $in compares the numbers inside documents by type)")
 	require.Equal(t, bson.D{{Key: "sensor", Value: 1}, {Key: "start", Value: 1}, {Key: "count", Value: 1}}, s.openProjection())
 
 	w1, w2 := bson.NewObjectID(), bson.NewObjectID()
