@@ -41,7 +41,9 @@ import (
 // refuse updates past 16 MiB ([patterns.FeatureUpdateSizeLimit]: FerretDB
 // 1.x) the parent is read whole, to check its size, and the repository
 // runs its Updates and Appends of one parent one at a time, as Append
-// does. An item stored already as given costs the reads only. An id that
+// does. An item stored already as given is written nothing: it costs the
+// commands up to the read that finds it so (on the native path, the update
+// that matches nothing and the findOne of the parent). An id that
 // no overflow document of an overflowed parent holds costs a findOne of
 // the parent more, to say whether the parent exists.
 //
