@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -36,15 +38,21 @@ import (
 // that failed may have closed the parent without storing its item ("the
 // flag stays true with no overflow document"). Get is two reads: the
 // parent (the embedded items Get's P holds) at one instant of its call,
-// the overflow (the rest) at another ("the parent as of the first command
-// and the overflow as of the second"), when the parent may be deleted
-// (none then). The one double store the godoc
+// the overflow (the rest) at a later one ("the parent as of the first
+// command and the overflow as of the second"), when the parent may be
+// deleted (none then). Items is the same two reads ("as for Get"), its
+// output one list: the parent's items first; its overflow is read batch
+// by batch, and here in one batch (Config.BatchSize documents, more than
+// a history opens). The one double store the godoc
 // admits ("two Appends of one id that overlap ... could store it in two
 // documents only if one of them pushed into an older overflow document
 // that Remove had given room again") is allowed for an Append that
-// overlaps another Append of its id and a Remove of its parent. Items and
-// Page are checked at rest, where Get, Items, pages of one and Count
-// agree.
+// overlaps another Append of its id and a Remove of its parent. Page,
+// whose overflow finds are as many instants, is checked at rest, where
+// Get, Items, pages of one and Count agree; and the model checks the
+// history again with a Get of each parent at rest after it, so that a
+// write that returned nil and was lost shows even when no read of the
+// history followed it.
 
 const (
 	histCap         = 2
@@ -64,6 +72,11 @@ type oop struct {
 	parent int
 	id     string
 	text   string
+	// read numbers a Get or Items that succeeded (from 1), set by the
+	// partition, which splits it into its two reads (getparent and
+	// getoverflow, of that read): the state holds the reads begun.
+	read  int
+	items bool // the read is an Items: its output is one list
 	// mayDouble is set by the partition: an Append that overlaps another
 	// Append of its id and a Remove of its parent.
 	mayDouble bool
@@ -74,12 +87,17 @@ type oop struct {
 type oout struct {
 	res              string
 	parent, overflow string
+	items            string // Items' items, parent and overflow together
 }
 
 type ostate struct {
 	exists           bool
 	parent, overflow string // "id:text,"
 	closed           bool
+	// reads are the reads whose parent has been read and overflow not
+	// yet, each "read:n;", n the length of the parent's part of its
+	// output: a read's overflow comes after its parent.
+	reads string
 }
 
 type oitem struct{ id, text string }
@@ -114,10 +132,27 @@ func hasItem(items []oitem, id string) bool {
 	return slices.ContainsFunc(items, func(it oitem) bool { return it.id == id })
 }
 
+// endRead finds read in reads (see ostate) and returns the length of its
+// parent's part and the reads without it.
+func endRead(reads string, read int) (n int, rest string, ok bool) {
+	var kept strings.Builder
+	for _, e := range strings.Split(strings.TrimSuffix(reads, ";"), ";") {
+		r, l, _ := strings.Cut(e, ":")
+		if r == strconv.Itoa(read) {
+			n, _ = strconv.Atoi(l)
+			ok = true
+		} else if e != "" {
+			kept.WriteString(e + ";")
+		}
+	}
+	return n, kept.String(), ok
+}
+
 var outlierHistories = (&porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		overlaps := func(a, b porcupine.Operation) bool { return a.Call < b.Return && b.Call < a.Return }
 		by := map[int][]porcupine.Operation{}
+		reads := 0
 		for _, o := range history {
 			in := o.Input.(oop)
 			switch in.op {
@@ -130,11 +165,13 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 					return other.op == "remove" && other.parent == in.parent && overlaps(a, o)
 				})
 				o.Input = in
-			case "get":
+			case "get", "items":
 				out, known := o.Output.(oout)
 				if known && out.res == "ok" {
+					reads++
 					p, v := o, o
-					p.Input, v.Input = oop{op: "getparent", parent: in.parent}, oop{op: "getoverflow", parent: in.parent}
+					p.Input = oop{op: "getparent", parent: in.parent, read: reads, items: in.op == "items"}
+					v.Input = oop{op: "getoverflow", parent: in.parent, read: reads, items: in.op == "items"}
 					by[in.parent] = append(by[in.parent], p, v)
 					continue
 				}
@@ -163,7 +200,7 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 		present := hasItem(parent, in.id) || hasItem(overflow, in.id)
 		switch in.op {
 		case "insert":
-			created := ostate{exists: true}
+			created := ostate{exists: true, reads: s.reads}
 			if !known {
 				if s.exists {
 					return []any{s}
@@ -230,27 +267,45 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 			}
 			return append(res("ok", s.exists && present, removed), res("notfound", !s.exists || !present, s)...)
 		case "delete":
+			deleted := ostate{reads: s.reads}
 			if !known {
-				return []any{s, ostate{}}
+				return []any{s, deleted}
 			}
-			return slices.Concat(res("ok", s.exists, ostate{}), res("notfound", !s.exists, s), res("conflict", s.exists, s))
-		case "get":
+			return slices.Concat(res("ok", s.exists, deleted), res("notfound", !s.exists, s), res("conflict", s.exists, s))
+		case "get", "items":
 			if !known {
 				return []any{s}
 			}
 			return res("notfound", !s.exists, s)
 		case "getparent":
-			return res("ok", s.exists && out.parent == s.parent, s)
+			// Get's P holds the parent's items; Items yields them first.
+			ok := out.parent == s.parent
+			if in.items {
+				ok = strings.HasPrefix(out.items, s.parent)
+			}
+			begun := s
+			begun.reads += fmt.Sprintf("%d:%d;", in.read, len(s.parent))
+			return res("ok", s.exists && ok, begun)
 		case "getoverflow":
 			// A parent whose flag is false has no overflow: Get reads none.
 			// Nor has a parent deleted since Get's first read.
-			return res("ok", out.overflow == s.overflow, s)
+			n, reads, ok := endRead(s.reads, in.read)
+			if !ok {
+				return nil // the parent is read first
+			}
+			rest := out.overflow
+			if in.items {
+				rest = out.items[n:]
+			}
+			ended := s
+			ended.reads = reads
+			return res("ok", rest == s.overflow, ended)
 		}
-		return []any{s} // items, page: checked at rest
+		return []any{s} // page: checked at rest
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(oop)
-		return fmt.Sprintf("%s(%d, %s:%s double=%t) -> %v", in.op, in.parent, in.id, in.text, in.mayDouble, output)
+		return fmt.Sprintf("%s(%d, %s:%s double=%t read=%d) -> %v", in.op, in.parent, in.id, in.text, in.mayDouble, in.read, output)
 	},
 	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state.(ostate)) },
 }).ToModel()
@@ -336,12 +391,14 @@ func outlierHistDo(ctx context.Context, db *mongo.Database, h *outlierHistory, o
 		}
 		return oout{res: "ok", parent: commentsString(p.Comments), overflow: commentsString(all[len(p.Comments):])}, nil
 	case "items":
-		for _, err := range r.Items(ctx, op.parent) {
+		var all []comment
+		for c, err := range r.Items(ctx, op.parent) {
 			if err != nil {
 				return outcome(err)
 			}
+			all = append(all, c)
 		}
-		return oout{res: "ok"}, nil
+		return oout{res: "ok", items: commentsString(all)}, nil
 	case "page":
 		_, _, err := r.Page(ctx, op.parent, Cursor{}, 3)
 		return outcome(err)
@@ -349,13 +406,19 @@ func outlierHistDo(ctx context.Context, db *mongo.Database, h *outlierHistory, o
 	panic(op.op)
 }
 
-// outlierHistFinal checks the state at rest, per parent: Get, Items,
-// pages of one and Count agree; the parent holds at most Cap items and
-// each overflow document at most OverflowCap, its count exact. (An id
-// stored twice is the model's: Get's reads.)
-func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, _ []porcupine.Operation) {
+// outlierHistFinal checks the state at rest, per parent: the history
+// with a Get after it is one the model accepts; Get, Items, pages of one
+// and Count agree; the parent holds at most Cap items and each overflow
+// document at most OverflowCap, its count exact. (An id stored twice is
+// the model's: Get's reads.)
+func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, ops []porcupine.Operation) {
 	ctx := context.Background()
 	r := h.repo(db)
+	require.True(t, porcupine.CheckOperations(outlierHistories, atRest(ops, func(in oop) any {
+		out, err := outlierHistDo(ctx, db, h, in)
+		require.NoError(t, err)
+		return out
+	})), "the model rejects the state at rest: a Get of each parent after the history")
 	for _, id := range histPostIDs {
 		p, all, err := r.Get(ctx, id)
 		if errors.Is(err, patterns.ErrNotFound) {
@@ -394,6 +457,25 @@ func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, _ []p
 	}
 }
 
+// atRest returns the history ops with a Get of each parent after it, run
+// by do: one that no operation overlaps, except those of unknown outcome
+// (their return is at infinity), whose effect the model may place
+// anywhere after their call.
+func atRest(ops []porcupine.Operation, do func(oop) any) []porcupine.Operation {
+	var last int64
+	for _, o := range ops {
+		if o.Return != math.MaxInt64 {
+			last = max(last, o.Return)
+		}
+	}
+	ops = slices.Clone(ops)
+	for i, id := range histPostIDs {
+		in := oop{op: "get", parent: id}
+		ops = append(ops, porcupine.Operation{Input: in, Output: do(in), Call: last + int64(2*i) + 1, Return: last + int64(2*i) + 2})
+	}
+	return ops
+}
+
 // TestHistories runs random histories of every operation on shared
 // parents and item ids under faults (see outlierHistSpec), on each
 // server path.
@@ -403,9 +485,10 @@ func TestHistories(t *testing.T) {
 	})
 }
 
-// TestHistoriesModel: the model rejects a Get that misses an appended
-// item or holds one twice, and accepts the double store the godoc admits
-// only where it does.
+// TestHistoriesModel: the model rejects a Get or an Items that misses an
+// appended item, holds one twice, reads the overflow before the parent or
+// shows an item as it was before an Update that returned nil (at rest
+// too), and accepts the double store the godoc admits only where it does.
 func TestHistoriesModel(t *testing.T) {
 	op := func(in oop, out oout, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
@@ -416,7 +499,11 @@ func TestHistoriesModel(t *testing.T) {
 	get := func(parent, overflow string) porcupine.Operation {
 		return op(oop{op: "get", parent: 1}, oout{res: "ok", parent: parent, overflow: overflow}, 20, 21)
 	}
+	items := func(all string) porcupine.Operation {
+		return op(oop{op: "items", parent: 1}, oout{res: "ok", items: all}, 20, 21)
+	}
 	full := []porcupine.Operation{appendOf("a", 0, 1), appendOf("b", 2, 3), appendOf("c", 4, 5)}
+	lost := append(slices.Clone(full), op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7))
 	chaos.CheckModel(t, outlierHistories, []chaos.ModelCase{
 		{Name: "closed and overflowed", History: append(slices.Clone(full), get("a:a,b:b,", "c:c,")), OK: true},
 		{Name: "missed", History: append(slices.Clone(full), get("a:a,b:b,", "")), OK: false},
@@ -429,6 +516,37 @@ func TestHistoriesModel(t *testing.T) {
 			op(oop{op: "delete", parent: 1}, oout{res: "ok"}, 10, 11), get("a:a,b:b,", "")), OK: false},
 		{Name: "removed from the parent, appended to the overflow", History: append(slices.Clone(full),
 			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), appendOf("d", 8, 9), get("b:b,", "c:c,d:d,")), OK: true},
+		// Get reads the parent first, then the overflow: a parent read
+		// after Remove(a) and an overflow read before Append(d), which
+		// returned before Remove(a) began, is no Get (Get godoc: "the
+		// parent as of the first command and the overflow as of the
+		// second").
+		{Name: "Get's overflow read before its parent", History: append(slices.Clone(full),
+			appendOf("d", 21, 22), op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 23, 24),
+			op(oop{op: "get", parent: 1}, oout{res: "ok", parent: "b:b,", overflow: "c:c,"}, 20, 30)), OK: false},
+		{Name: "Get's parent read before its overflow", History: append(slices.Clone(full),
+			appendOf("d", 21, 22), op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 23, 24),
+			op(oop{op: "get", parent: 1}, oout{res: "ok", parent: "a:a,b:b,", overflow: "c:c,d:d,"}, 20, 30)), OK: true},
+		// Items yields what Get returns, read the same way (its overflow
+		// in one batch here: Config.BatchSize documents, more than a
+		// history opens): an Update that returned nil is seen by every
+		// Items that began after it (Update godoc: "replaces the item ...
+		// wherever it lives"; Items godoc: "as for Get").
+		{Name: "Items after an Update returned, the new item", History: append(slices.Clone(full),
+			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7), items("a:a,b:b,c:x,")), OK: true},
+		{Name: "Items after an Update returned, the old item (a lost update)", History: append(slices.Clone(full),
+			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7), items("a:a,b:b,c:c,")), OK: false},
+		{Name: "Items misses an item", History: append(slices.Clone(full), items("a:a,b:b,")), OK: false},
+		{Name: "Items across a Delete", History: append(slices.Clone(full),
+			op(oop{op: "delete", parent: 1}, oout{res: "ok"}, 20, 21), items("a:a,b:b,")), OK: true},
+		// The Get at rest that outlierHistFinal adds: an Update that
+		// returned nil and was lost, which no read of the history saw.
+		{Name: "a lost update no read saw", History: lost, OK: true},
+		{Name: "a lost update, seen at rest", History: atRest(lost, func(in oop) any {
+			return map[int]oout{1: {res: "ok", parent: "a:a,b:b,", overflow: "c:c,"}, 2: {res: "ok"}}[in.parent]
+		}), OK: false},
+		{Name: "Get after an Update returned, the old item (a lost update)", History: append(slices.Clone(full),
+			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7), get("a:a,b:b,", "c:c,")), OK: false},
 	})
 }
 
