@@ -47,9 +47,11 @@ import (
 // admits ("two Appends of one id that overlap ... could store it in two
 // documents only if one of them pushed into an older overflow document
 // that Remove had given room again") is allowed for an Append that
-// overlaps another Append of its id and a Remove of its parent. Page,
-// whose overflow finds are as many instants, is checked at rest, where
-// Get, Items, pages of one and Count agree; and the model checks the
+// overlaps another Append of its id and a Remove of its parent. A first
+// Page of Cap+1 items holds the parent's items as of its first command,
+// then overflow items each as of one of its finds (as many instants: each
+// item is checked to be stored, as it is, at one of them). At rest, Get,
+// Items, pages of one and Count agree; and the model checks the
 // history again with a Get of each parent at rest after it, so that a
 // write that returned nil and was lost shows even when no read of the
 // history followed it.
@@ -72,11 +74,13 @@ type oop struct {
 	parent int
 	id     string
 	text   string
-	// read numbers a Get or Items that succeeded (from 1), set by the
-	// partition, which splits it into its two reads (getparent and
-	// getoverflow, of that read): the state holds the reads begun.
-	read  int
-	items bool // the read is an Items: its output is one list
+	// read numbers a Get, Items or Page that succeeded (from 1), set by
+	// the partition, which splits it into its reads: getparent, then
+	// getoverflow (for a Page, a pageitem per item between them, at its
+	// offset in the output); the state holds the reads begun.
+	read int
+	of   string // the read's operation: get, items or page
+	at   int    // a pageitem's offset in the page
 	// mayDouble is set by the partition: an Append that overlaps another
 	// Append of its id and a Remove of its parent.
 	mayDouble bool
@@ -165,14 +169,24 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 					return other.op == "remove" && other.parent == in.parent && overlaps(a, o)
 				})
 				o.Input = in
-			case "get", "items":
+			case "get", "items", "page":
 				out, known := o.Output.(oout)
 				if known && out.res == "ok" {
 					reads++
 					p, v := o, o
-					p.Input = oop{op: "getparent", parent: in.parent, read: reads, items: in.op == "items"}
-					v.Input = oop{op: "getoverflow", parent: in.parent, read: reads, items: in.op == "items"}
-					by[in.parent] = append(by[in.parent], p, v)
+					p.Input = oop{op: "getparent", parent: in.parent, read: reads, of: in.op}
+					v.Input = oop{op: "getoverflow", parent: in.parent, read: reads, of: in.op}
+					by[in.parent] = append(by[in.parent], p)
+					if in.op == "page" {
+						at := 0
+						for _, it := range odecode(out.items) {
+							i := o
+							i.Input = oop{op: "pageitem", parent: in.parent, id: it.id, text: it.text, read: reads, of: in.op, at: at}
+							by[in.parent] = append(by[in.parent], i)
+							at += len(oencode([]oitem{it}))
+						}
+					}
+					by[in.parent] = append(by[in.parent], v)
 					continue
 				}
 			}
@@ -272,15 +286,16 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 				return []any{s, deleted}
 			}
 			return slices.Concat(res("ok", s.exists, deleted), res("notfound", !s.exists, s), res("conflict", s.exists, s))
-		case "get", "items":
+		case "get", "items", "page":
 			if !known {
 				return []any{s}
 			}
 			return res("notfound", !s.exists, s)
 		case "getparent":
-			// Get's P holds the parent's items; Items yields them first.
+			// Get's P holds the parent's items; Items yields them first,
+			// and so does a first Page of more than Cap items.
 			ok := out.parent == s.parent
-			if in.items {
+			if in.of != "get" {
 				ok = strings.HasPrefix(out.items, s.parent)
 			}
 			begun := s
@@ -294,14 +309,22 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 				return nil // the parent is read first
 			}
 			rest := out.overflow
-			if in.items {
+			if in.of != "get" {
 				rest = out.items[n:]
 			}
 			ended := s
 			ended.reads = reads
-			return res("ok", rest == s.overflow, ended)
+			// A page reads its overflow documents by as many finds: each
+			// of its items is checked at an instant of its own.
+			return res("ok", in.of == "page" || rest == s.overflow, ended)
+		case "pageitem":
+			n, _, ok := endRead(s.reads, in.read)
+			if !ok {
+				return nil // the parent is read first
+			}
+			return res("ok", in.at < n || slices.Contains(overflow, oitem{in.id, in.text}), s)
 		}
-		return []any{s} // page: checked at rest
+		panic(in.op)
 	},
 	DescribeOperation: func(input, output any) string {
 		in := input.(oop)
@@ -400,8 +423,11 @@ func outlierHistDo(ctx context.Context, db *mongo.Database, h *outlierHistory, o
 		}
 		return oout{res: "ok", items: commentsString(all)}, nil
 	case "page":
-		_, _, err := r.Page(ctx, op.parent, Cursor{}, 3)
-		return outcome(err)
+		page, _, err := r.Page(ctx, op.parent, Cursor{}, histCap+1) // the whole parent, and overflow
+		if err != nil {
+			return outcome(err)
+		}
+		return oout{res: "ok", items: commentsString(page)}, nil
 	}
 	panic(op.op)
 }
@@ -488,7 +514,7 @@ func TestHistories(t *testing.T) {
 // TestHistoriesModel: the model rejects a Get or an Items that misses an
 // appended item, holds one twice, reads the overflow before the parent or
 // shows an item as it was before an Update that returned nil (at rest
-// too), and accepts the double store the godoc admits only where it does.
+// too), a Page that shows such an item or a removed one, and accepts the double store the godoc admits only where it does.
 func TestHistoriesModel(t *testing.T) {
 	op := func(in oop, out oout, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
@@ -501,6 +527,9 @@ func TestHistoriesModel(t *testing.T) {
 	}
 	items := func(all string) porcupine.Operation {
 		return op(oop{op: "items", parent: 1}, oout{res: "ok", items: all}, 20, 21)
+	}
+	page := func(all string) porcupine.Operation {
+		return op(oop{op: "page", parent: 1}, oout{res: "ok", items: all}, 20, 21)
 	}
 	full := []porcupine.Operation{appendOf("a", 0, 1), appendOf("b", 2, 3), appendOf("c", 4, 5)}
 	lost := append(slices.Clone(full), op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7))
@@ -539,6 +568,18 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "Items misses an item", History: append(slices.Clone(full), items("a:a,b:b,")), OK: false},
 		{Name: "Items across a Delete", History: append(slices.Clone(full),
 			op(oop{op: "delete", parent: 1}, oout{res: "ok"}, 20, 21), items("a:a,b:b,")), OK: true},
+		// Page: the parent's items as of its first command, then each
+		// overflow item as of one of its finds (Page godoc: "A page is not
+		// a snapshot: between its two commands, as for Get").
+		{Name: "Page after an Update returned, the new item", History: append(slices.Clone(lost), page("a:a,b:b,c:x,")), OK: true},
+		{Name: "Page after an Update returned, the old item (a lost update)", History: append(slices.Clone(lost), page("a:a,b:b,c:c,")), OK: false},
+		{Name: "Page shows an item removed before it began", History: append(slices.Clone(full),
+			op(oop{op: "remove", parent: 1, id: "c"}, oout{res: "ok"}, 6, 7), page("a:a,b:b,c:c,")), OK: false},
+		{Name: "Page's overflow items, each as of a find of its own", History: append(slices.Clone(full), appendOf("d", 6, 7),
+			op(oop{op: "remove", parent: 1, id: "c"}, oout{res: "ok"}, 21, 22), appendOf("e", 23, 24),
+			op(oop{op: "page", parent: 1}, oout{res: "ok", items: "a:a,b:b,c:c,"}, 20, 30)), OK: true},
+		{Name: "Page's parent as of its first command", History: append(slices.Clone(full),
+			op(oop{op: "remove", parent: 1, id: "a"}, oout{res: "ok"}, 6, 7), page("a:a,b:b,c:c,")), OK: false},
 		// The Get at rest that outlierHistFinal adds: an Update that
 		// returned nil and was lost, which no read of the history saw.
 		{Name: "a lost update no read saw", History: lost, OK: true},
