@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/chaos"
+	"github.com/mongopatterns/mongopatterns/internal/linear"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -484,12 +485,13 @@ func outlierHistFinal(t *testing.T, db *mongo.Database, h *outlierHistory, ops [
 }
 
 // atRest returns the history ops with a Get of each parent after it, run
-// by do: one that no operation overlaps, except those of unknown outcome
-// (their return is at infinity), whose effect the model may place
-// anywhere after their call.
+// by do: after every call began and every return but those of unknown
+// outcome (at infinity), whose effect the model may then place before the
+// Get.
 func atRest(ops []porcupine.Operation, do func(oop) any) []porcupine.Operation {
 	var last int64
 	for _, o := range ops {
+		last = max(last, o.Call)
 		if o.Return != math.MaxInt64 {
 			last = max(last, o.Return)
 		}
@@ -516,7 +518,7 @@ func TestHistories(t *testing.T) {
 // shows an item as it was before an Update that returned nil (at rest
 // too), a Page that shows such an item or a removed one, and accepts the double store the godoc admits only where it does.
 func TestHistoriesModel(t *testing.T) {
-	op := func(in oop, out oout, call, ret int64) porcupine.Operation {
+	op := func(in oop, out any, call, ret int64) porcupine.Operation {
 		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
 	}
 	appendOf := func(id string, call, ret int64) porcupine.Operation {
@@ -586,6 +588,10 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "a lost update, seen at rest", History: atRest(lost, func(in oop) any {
 			return map[int]oout{1: {res: "ok", parent: "a:a,b:b,", overflow: "c:c,"}, 2: {res: "ok"}}[in.parent]
 		}), OK: false},
+		{Name: "at rest, after an Append of unknown outcome that began after every return", History: atRest(append(slices.Clone(full),
+			op(oop{op: "append", parent: 1, id: "d", text: "d"}, linear.Unknown{Err: errors.New("broken")}, 30, math.MaxInt64)), func(in oop) any {
+			return map[int]oout{1: {res: "ok", parent: "a:a,b:b,", overflow: "c:c,d:d,"}, 2: {res: "ok"}}[in.parent]
+		}), OK: true},
 		{Name: "Get after an Update returned, the old item (a lost update)", History: append(slices.Clone(full),
 			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7), get("a:a,b:b,", "c:c,")), OK: false},
 	})
