@@ -99,3 +99,78 @@ func TestAttackStampRebuildAllRoundTrips(t *testing.T) {
 		require.Len(t, got, 1+2*3, "RebuildAll: one page of ids, three commands per parent: %v", got)
 	})
 }
+
+// TestAttackStampRemoveRoundTrips: change.go:18-20 (Remove) "It sends
+// four commands: deleteOne, a read of the parent's revision, a find of
+// the first Cap items and the compare-and-set of the subset"; on the push
+// path a parent is only pushed into (no revision), so the first Remove
+// of any parent also sends the stamp: five. (doc.go's Costs adds the
+// stamp; Remove's and Update's godoc do not, where Add's and Rebuild's
+// do.)
+func TestAttackStampRemoveRoundTrips(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		if p != pushPlan {
+			t.Skip("the portable Add stamps the parent")
+		}
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		insertParents(t, db, "p")
+		require.NoError(t, r.Add(ctx, "p", item{ID: 1, Score: 1}, item{ID: 2, Score: 2}))
+		c := mongotest.NewCounter(t, db)
+		got := c.Count(func() { require.NoError(t, r.Remove(ctx, "p", int64(1))) })
+		require.Len(t, got, 4, "Remove sends four commands: %v", got)
+	})
+}
+
+// TestAttackStampParentWithANullRevision: doc.go:88-91 "A parent that
+// has none (as the application created it ...) is first stamped";
+// doc.go:35-36 "The application creates its parents as it likes". A
+// parent type with the revision as a pointer without omitempty
+// (`Rev *int64 bson:"topRev"`) creates topRev: null, which the stamp's
+// {$exists: false} does not match; every recomputation then fails
+// ("holds a null, not a revision number") rather than stamping it.
+func TestAttackStampParentWithANullRevision(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p"}, {Key: "topRev", Value: nil}})
+		require.NoError(t, err)
+		_, err = db.Collection("items").InsertOne(ctx, item{ID: 1, Parent: "p", Score: 3})
+		require.NoError(t, err)
+		require.NoError(t, r.Rebuild(ctx, "p"), "Rebuild of a parent without a revision (null)")
+		atRest(t, r, "p", 3)
+	})
+}
+
+// rev32Parent maps the revision as a Go int32 (or an int on a 32-bit
+// platform), which held every revision a recomputation wrote before the
+// stamp (1, 2, 3 ...).
+type rev32Parent struct {
+	ID  string `bson:"_id"`
+	Top []item `bson:"top,omitempty"`
+	Rev int32  `bson:"topRev,omitempty"`
+}
+
+// TestAttackStampGetOfAnInt32Revision: Get's godoc (repo.go:150-156)
+// "Get returns the parent with its subset"; the stamp (a340ef6) writes a
+// revision of at least 2^32 into every parent a recomputation writes
+// first, so a parent type that maps the revision as an int32 no longer
+// decodes: Get fails on every parent after its first Rebuild, where it
+// decoded revisions 1, 2, 3 ... before. (A reader in JavaScript, whose
+// numbers are doubles, reads the stamp plus a count past 2^53 rounded.)
+func TestAttackStampGetOfAnInt32Revision(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[rev32Parent, item](t, db, config(3), p)
+		insertParents(t, db, "p")
+		_, err := db.Collection("items").InsertOne(ctx, item{ID: 1, Parent: "p", Score: 3})
+		require.NoError(t, err)
+		require.NoError(t, r.Rebuild(ctx, "p"))
+		got, err := r.Get(ctx, "p")
+		require.NoError(t, err, "Get after one Rebuild")
+		t.Logf("revision: %d", got.Rev)
+	})
+}
