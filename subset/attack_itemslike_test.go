@@ -182,3 +182,47 @@ func TestAttackRerunWindowUpdateNotFound(t *testing.T) {
 		atRest(t, r, "p", 3)
 	})
 }
+
+// TestAttackItemsLikeMatchesAnUpdatedVersion: add.go:95-97 "The deletion
+// matches the items stored as Add's (every field equal, but the _id
+// generated when IDField is not _id)". The filter (commands.go
+// itemsMatching) lists the Add's fields only, so it also matches a
+// version with a field more: here the version an Update wrote, which set
+// body (omitempty, absent from the Add's item), the score unchanged.
+// Window: the Add's parent is deleted before its push (or
+// compare-and-set); the application creates it again, another client
+// adds x (nil) and updates it with a body (nil); the Add's clean-up
+// deletes that version, reads the parent, and runs again: it stores its
+// own x, without the body. The Update, which returned nil, is undone.
+// No order of the calls gives that: the other Add and the Update ran one
+// after the other after the creation; whether the Add comes before them
+// (the other Add then keeps its x, the Update sets the body) or after
+// (it keeps the stored version), x ends with the body (doc.go:47-49, a
+// linearization of the writes).
+func TestAttackItemsLikeMatchesAnUpdatedVersion(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		odb := mongotest.NewClient(t).Database(db.Name())
+		other, err := subset.New[parent, item](odb, config(3))
+		require.NoError(t, err)
+		subset.ForcePlan(other, p)
+		insertParents(t, db, "p")
+		x := item{ID: 1, Parent: "p", Score: 3}
+		edited := item{ID: 1, Parent: "p", Score: 3, Body: "edited"}
+		onNth(t, db, "update", 1, func(ctx context.Context) {
+			require.NoError(t, other.Delete(ctx, "p"), "Delete")
+		})
+		ran := onNth(t, db, "delete", 1, func(ctx context.Context) {
+			insertParents(t, odb, "p")
+			require.NoError(t, other.Add(ctx, "p", x), "the other Add")
+			require.NoError(t, other.Update(ctx, "p", edited), "the Update")
+		})
+		err = r.Add(context.Background(), "p", x)
+		require.True(t, ran(), "the Add sent its clean-up")
+		t.Logf("the Add: %v", err)
+		require.NoError(t, err)
+		all := atRest(t, r, "p", 3)
+		require.Equal(t, []item{edited}, all, "the Update that returned nil after the other Add is kept")
+	})
+}
