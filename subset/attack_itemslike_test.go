@@ -44,16 +44,16 @@ func newTagged(id int64) tagged {
 	return x
 }
 
-// TestAttackItemsLikeMissesAnEarlierAttemptsItems: add.go:92-95 "Should
+// TestAttackItemsLikeMissesAnEarlierAttemptsItems: add.go:95-97 "Should
 // that deletion fail (the connection broke), Add returns that failure,
 // since the items may remain: Add again deletes them, and reports
-// ErrNotFound"; add.go:81 "A missing parent gives [patterns.ErrNotFound]
-// and leaves no item behind"; add.go:58-59 "Retry-safe: after a failure
+// ErrNotFound"; add.go:84 "A missing parent gives [patterns.ErrNotFound]
+// and leaves no item behind"; add.go:63-64 "Retry-safe: after a failure
 // at any step, calling Add again with the same items leaves exactly one
 // copy of each in each place".
 //
 // The clean-up now deletes the items "stored as Add's (every field
-// equal ...)" (add.go:95-97, commands.go itemsLike): an equality on each
+// equal ...)" (add.go:97-99, commands.go itemsLike): an equality on each
 // top-level field, so a field holding a document matches only the same
 // fields in the same order (the manual, "Query on Embedded/Nested
 // Documents": "Equality matches on the whole embedded document require
@@ -92,7 +92,7 @@ func TestAttackItemsLikeMissesAnEarlierAttemptsItems(t *testing.T) {
 		require.EqualValues(t, 1, count(t, items, bson.D{{Key: "parent", Value: "p"}}), "x is left behind by the failed clean-up")
 		err = r.Add(context.Background(), "p", x)
 		require.ErrorIs(t, err, patterns.ErrNotFound, "Add again reports the parent missing")
-		require.Zero(t, count(t, items, bson.D{{Key: "parent", Value: "p"}}), "Add again deleted the item the failed attempt stored (add.go:94)")
+		require.Zero(t, count(t, items, bson.D{{Key: "parent", Value: "p"}}), "Add again deleted the item the failed attempt stored (add.go:97)")
 	})
 }
 
@@ -141,10 +141,10 @@ func dropLikeFixture(t *testing.T, p subset.Plan, inner func(ctx context.Context
 // the parent, to store it again. When that read fails (the connection
 // broke: the Add's context is cut), Add returns the failure and the
 // other Add's item is gone: stored nowhere, and still in the re-created
-// parent's subset, at rest. Add's godoc (add.go:92-95) names only the
+// parent's subset, at rest. Add's godoc (add.go:95-97) names only the
 // failure of the deletion ("the items may remain: Add again deletes
 // them"); a failed call here undoes a call that succeeded. doc.go:31-33
-// (at rest the subset is the first N items of All) and doc.go:47-49 (a
+// (at rest the subset is the first N items of All) and doc.go:48-49 (a
 // linearization: the other Add came after the creation, nothing removed
 // x) fail.
 func TestAttackDropLikeFailsAfterDeletingAnotherAddsItem(t *testing.T) {
@@ -156,13 +156,13 @@ func TestAttackDropLikeFailsAfterDeletingAnotherAddsItem(t *testing.T) {
 	})
 }
 
-// TestAttackRerunWindowUpdateNotFound: add.go:97-104 "if the
+// TestAttackRerunWindowUpdateNotFound: add.go:100-106 "if the
 // application created the parent again meanwhile, another Add may have
 // stored the same items under it ...; so Add runs again on that parent
 // ... (a reader of the items collection may miss those items between the
 // deletion and the new insert)". Not only a reader: an Update of x (the
 // item that the other Add stored, returning nil, after the creation)
-// returns ErrNotFound, as if no Add had stored it. change.go:132-136:
+// returns ErrNotFound, as if no Add had stored it. change.go:133-136:
 // Update gives ErrNotFound for "a missing item or parent", or a parent a
 // Delete deletes after its replacement; here the parent exists, x was
 // added after it was created, and no Remove or Delete follows: no order
@@ -183,7 +183,7 @@ func TestAttackRerunWindowUpdateNotFound(t *testing.T) {
 	})
 }
 
-// TestAttackItemsLikeMatchesAnUpdatedVersion: add.go:95-97 "The deletion
+// TestAttackItemsLikeMatchesAnUpdatedVersion: add.go:97-99 "The deletion
 // matches the items stored as Add's (every field equal, but the _id
 // generated when IDField is not _id)". The filter (commands.go
 // itemsMatching) lists the Add's fields only, so it also matches a
@@ -197,7 +197,7 @@ func TestAttackRerunWindowUpdateNotFound(t *testing.T) {
 // No order of the calls gives that: the other Add and the Update ran one
 // after the other after the creation; whether the Add comes before them
 // (the other Add then keeps its x, the Update sets the body) or after
-// (it keeps the stored version), x ends with the body (doc.go:47-49, a
+// (it keeps the stored version), x ends with the body (doc.go:48-49, a
 // linearization of the writes).
 func TestAttackItemsLikeMatchesAnUpdatedVersion(t *testing.T) {
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {

@@ -53,9 +53,9 @@ func TestAttackModelWeakerThanGodoc(t *testing.T) {
 		{Name: "two overlapping Removes after the item was removed, both nil", History: []porcupine.Operation{
 			add(0, 3, "ok"), remove(4, 5, "ok"), get(6, 7, ""), remove(8, 11, "ok"), remove(9, 12, "ok"),
 		}},
-		// repo.go:202-208 (Delete): nil for a parent already gone only
+		// repo.go:203-208 (Delete): nil for a parent already gone only
 		// for "the items that an Add in flight stored after the parent
-		// was deleted", and add.go:81-84 "A missing parent gives
+		// was deleted", and add.go:84-85 "A missing parent gives
 		// ErrNotFound and leaves no item behind: both paths read the
 		// parent before inserting". An Add that starts after the Delete
 		// returned finds no parent and stores nothing (it returned
@@ -65,10 +65,10 @@ func TestAttackModelWeakerThanGodoc(t *testing.T) {
 		{Name: "a Delete of a deleted parent, overlapping an Add that found no parent", History: []porcupine.Operation{
 			del(0, 2, "ok"), add(3, 8, "notfound"), del(4, 5, "ok"),
 		}},
-		// change.go:132-136 (Update): ErrNotFound "so does a parent that
+		// change.go:133-136 (Update): ErrNotFound "so does a parent that
 		// a [Repo.Delete] deletes after Update's replacement, the item
 		// replaced (which a reader may have seen before the parent was
-		// deleted)"; doc.go:47-49 "the subset a [Repo.Get] returns is the
+		// deleted)"; doc.go:48-49 "the subset a [Repo.Get] returns is the
 		// first N items of a linearization of the writes". A reader in
 		// that window sees x in its old or new version, or nothing of x;
 		// the model marks the parent dirty (d52e43d) and accepts any
@@ -84,7 +84,7 @@ func TestAttackModelWeakerThanGodoc(t *testing.T) {
 			add(0, 3, "ok"), remove(4, 9, "notfound"), get(5, 6, "6:4,"), del(7, 8, "ok"),
 		}},
 		// The same Update outcome when the overlapping Delete deleted
-		// nothing (repo.go:210-213: ErrConflict "with the parent and its
+		// nothing (repo.go:210-214: ErrConflict "with the parent and its
 		// items in place"): no Delete deleted the parent after the
 		// replacement, so ErrNotFound is not the godoc's, and the parent
 		// stays unchecked after every call returned (a Get sees item 6).

@@ -30,7 +30,7 @@ import (
 // The stamp's filter ({topRev: {$exists: false}}) does not match it, so
 // no parent is ever stamped, and the compare-and-set {_id, topRev: 0}
 // matches a parent deleted and created again meanwhile, as the filter on
-// the absence did: Rebuild (change.go:168-178, "to fill it for parents
+// the absence did: Rebuild (change.go:177-187, "to fill it for parents
 // whose items were loaded without the repository") writes the deleted
 // parent's item into the new one, which holds no item. doc.go:31-33 (at
 // rest the subset is exactly the first N items of All) fails: the
@@ -76,8 +76,8 @@ func TestAttackStampSkipsAParentCreatedWithARevision(t *testing.T) {
 	})
 }
 
-// TestAttackStampRebuildAllRoundTrips: change.go:209-218 (RebuildAll)
-// "... and sends three commands per parent"; change.go:168-172 says a
+// TestAttackStampRebuildAllRoundTrips: change.go:212-221 (RebuildAll)
+// "... and sends three commands per parent"; change.go:177-181 says a
 // Rebuild of a parent without a revision sends four (the stamp). Parents
 // "whose items were loaded without the repository", RebuildAll's use,
 // have no revision: a RebuildAll of two of them sends the page of ids
@@ -153,7 +153,7 @@ type rev32Parent struct {
 	Rev int32  `bson:"topRev,omitempty"`
 }
 
-// TestAttackStampGetOfAnInt32Revision: Get's godoc (repo.go:150-156)
+// TestAttackStampGetOfAnInt32Revision: Get's godoc (repo.go:153)
 // "Get returns the parent with its subset"; the stamp (a340ef6) writes a
 // revision of at least 2^32 into every parent a recomputation writes
 // first, so a parent type that maps the revision as an int32 no longer
