@@ -91,13 +91,23 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
 }
 
-// unstamped matches the parent while it has no revision: {_id: id, rev:
-// {$exists: false}}, the filter of the stamp that a recomputation writes
-// before its first compare-and-set on a parent no recomputation has
-// written since its creation.
+// unstamped matches the parent while it has no stamped revision: {_id:
+// id, $or: [{rev: null}, {rev: {$lt: 2^32}}]}, a revision missing, null,
+// or a number below every stamp (as the application created the parent:
+// a Go int64 field without omitempty writes 0; or counted before
+// revisions were stamped). It is the filter of the stamp that a
+// recomputation writes before its first compare-and-set on a parent no
+// recomputation has written since its creation.
 func (c commands) unstamped(parentID any) bson.D {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: bson.D{{Key: "$exists", Value: false}}}}
+	return bson.D{{Key: "_id", Value: parentID}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: c.rev, Value: nil}},
+		bson.D{{Key: c.rev, Value: bson.D{{Key: "$lt", Value: int64(minStamp)}}}},
+	}}}
 }
+
+// minStamp is the least stamped revision, 2^32: the stamps are its
+// multiples (newIncarnation), and recomputations count up from them.
+const minStamp = 1 << 32
 
 // stamp sets the revision to incarnation, a random multiple of 2^32
 // (newIncarnation): {$set: {rev: incarnation}}.
