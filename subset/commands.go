@@ -2,7 +2,6 @@ package subset
 
 import (
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -251,26 +250,15 @@ func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
 	return c.itemsMatching(parentID, docs, c.parentField)
 }
 
-// itemsLike matches the items of the parent stored as docs, but for the
-// _id that a store generates when IDField is not _id (so that the items
-// an earlier call stored match as well): what Add deletes after it found
-// its parent missing.
-func (c commands) itemsLike(parentID any, docs []bson.Raw) bson.D {
-	if c.idField == DefaultIDField {
-		return c.itemsMatching(parentID, docs, c.parentField)
-	}
-	return c.itemsMatching(parentID, docs, c.parentField, "_id")
-}
-
 // itemsMatching matches the items of the parent with the ids of docs
 // whose fields, but those of skip, equal a doc's.
-func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip ...string) bson.D {
+func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip string) bson.D {
 	alts := make(bson.A, 0, len(docs))
 	for _, d := range docs {
 		elems, _ := d.Elements() // docs the driver encoded
 		f := make(bson.D, 0, len(elems))
 		for _, e := range elems {
-			if slices.Contains(skip, e.Key()) {
+			if e.Key() == skip {
 				continue
 			}
 			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})
