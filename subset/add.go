@@ -109,8 +109,10 @@ const maxAttempts = 10
 // reader misses the item and an Update or a Remove of it reports
 // [patterns.ErrNotFound]. If the read that follows the deletion fails,
 // Add returns that failure with the items deleted: Add again stores them
-// on the new parent. A parent deleted and created again under each of 10
-// such runs gives [patterns.ErrConflict]: Add again.
+// on the new parent; if that parent is deleted again before the new run
+// finds it, Add returns nil (it took effect before the first deletion). A
+// parent deleted and created again under each of 10 such runs gives
+// [patterns.ErrConflict]: Add again.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -151,7 +153,8 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 	if err != nil {
 		return fail("Add", err)
 	}
-	for attempt := 1; ; attempt++ {
+	attempt := 1
+	for ; ; attempt++ {
 		if p.push && r.cfg.CountField == "" {
 			err = r.addPush(ctx, p, parent, entries)
 		} else {
@@ -169,8 +172,11 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 			break
 		}
 	}
-	if errors.Is(err, errParentGone) {
-		return nil // its items went with the parent
+	// Its items went with the parent; or it ran again on a parent
+	// created again, which was deleted again: it took effect before the
+	// first deletion, its items deleted since.
+	if errors.Is(err, errParentGone) || attempt > 1 && errors.Is(err, patterns.ErrNotFound) {
+		return nil
 	}
 	return fail("Add", fmt.Errorf("%s: %w", parent, err))
 }
