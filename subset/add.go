@@ -95,16 +95,24 @@ const maxAttempts = 10
 // see them until then); see [Repo.Delete]. Should that deletion fail
 // (the connection broke), Add returns that failure, since the items may
 // remain: Add again deletes them, and reports ErrNotFound. The deletion
-// matches the items stored as Add's (every field equal, but the _id
-// generated when IDField is not _id), and, when it deleted some, Add
-// reads the parent again (one command more): if the application created
-// the parent again meanwhile, another Add may have stored the same items
-// under it, which the deletion cannot tell from this Add's; so Add runs
-// again on that parent, and returns once its items are stored there and
-// in its subset, taking effect after the creation (a reader of the items
-// collection may miss those items between the deletion and the new
-// insert). A parent deleted and created again under each of 10 such runs
-// gives [patterns.ErrConflict]: Add again.
+// matches the parent's items with the ids of Add's, and, when it deleted
+// some, Add reads the parent again (one command more): if the
+// application created the parent again meanwhile, another call may have
+// stored items with those ids under it, which the deletion cannot tell
+// from this Add's; so Add runs again on that parent, and returns once its
+// items are stored there and in its subset, taking effect after the
+// creation. So when a parent is deleted and created again during an Add,
+// and another call stores an item with the same id under the new parent
+// meanwhile, that item may be deleted and stored again as this Add has it:
+// a version another call stored (another Add's, an [Repo.Update]'s) may be
+// replaced by this Add's, and between the deletion and the new insert a
+// reader misses the item and an Update or a Remove of it reports
+// [patterns.ErrNotFound]. If the read that follows the deletion fails,
+// Add returns that failure with the items deleted: Add again stores them
+// on the new parent; if that parent is deleted again before the new run
+// finds it, Add returns nil (it took effect before the first deletion). A
+// parent deleted and created again under each of 10 such runs gives
+// [patterns.ErrConflict]: Add again.
 //
 // A parent that the items would take past [patterns.MaxDocumentSize]
 // (because of its own fields: each item is limited so that Cap of them
@@ -145,7 +153,8 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 	if err != nil {
 		return fail("Add", err)
 	}
-	for attempt := 1; ; attempt++ {
+	attempt := 1
+	for ; ; attempt++ {
 		if p.push && r.cfg.CountField == "" {
 			err = r.addPush(ctx, p, parent, entries)
 		} else {
@@ -163,8 +172,11 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 			break
 		}
 	}
-	if errors.Is(err, errParentGone) {
-		return nil // its items went with the parent
+	// Its items went with the parent; or it ran again on a parent
+	// created again, which was deleted again: it took effect before the
+	// first deletion, its items deleted since.
+	if errors.Is(err, errParentGone) || attempt > 1 && errors.Is(err, patterns.ErrNotFound) {
+		return nil
 	}
 	return fail("Add", fmt.Errorf("%s: %w", parent, err))
 }
@@ -219,19 +231,20 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	return r.dropItems(ctx, parent, drop, cause, remedy)
 }
 
-// dropLike deletes the parent's items stored as the entries (one
-// deleteMany, see itemsLike), which this Add or an earlier attempt
-// stored, after Add found the parent missing (cause). A deletion that
-// deleted some reads the parent again (one find): the application may
-// have created it again before the deletion, and another Add stored the
-// same items under it, which the deletion cannot tell from this Add's.
-// Then it returns errParentBack, and Add runs again, so that those items
-// are stored and in the subset when it returns (between the deletion and
-// the new insert, a reader of the items collection misses them).
-// Otherwise it returns cause, or its own failure.
+// dropLike deletes the parent's items with the ids of the entries (one
+// deleteMany, as dropItems), which this Add or an earlier attempt stored,
+// after Add found the parent missing (cause). A deletion that deleted some
+// reads the parent again (one find): the application may have created it
+// again before the deletion, and another call stored items with those ids
+// under it, which the deletion cannot tell from this Add's (an equality on
+// their fields would not do: a map field encodes its keys in another
+// order at each call, and a version with a field more matches too). Then
+// it returns errParentBack, and Add runs again, so that the items are
+// stored and in the subset when it returns: as this Add has them (see
+// Add's godoc). Otherwise it returns cause, or its own failure.
 func (r *Repo[P, I]) dropLike(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
 	res, err := write(ctx, func() (*mongo.DeleteResult, error) {
-		return r.items.DeleteMany(ctx, r.cmd.itemsLike(parent.id, docs(entries)))
+		return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, ids(entries)))
 	})
 	if err != nil {
 		return leftBehind(cause, "their deletion", "Add again deletes them", err)

@@ -17,7 +17,10 @@ import (
 // recomputes the subset from the items collection, so that when the item
 // leaves a full subset the next most relevant item takes its place. It
 // sends four commands: deleteOne, a read of the parent's revision, a find
-// of the first Cap items and the compare-and-set of the subset. Under
+// of the first Cap items and the compare-and-set of the subset; five on a
+// parent no recomputation has written yet (one only pushed into, on the
+// push path), whose revision it stamps first (see the package
+// documentation). Under
 // concurrent writers it sends at most two compare-and-sets, with a read
 // of the parent after each lost race, however many others compete (see
 // the package documentation): it does not fail because others add items.
@@ -125,8 +128,8 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // Update replaces one item of the parent (the item with the same id) in
 // the items collection, then recomputes the subset from the items
 // collection, so that an item whose sort value changed enters, moves in or
-// leaves the subset. It sends four commands and bounds its
-// compare-and-sets like [Repo.Remove], and a reader may see the old
+// leaves the subset. It sends four commands (five with the stamp) and
+// bounds its compare-and-sets like [Repo.Remove], and a reader may see the old
 // version in the subset until the last one. It is safe to retry, and its
 // writes are retried after a transient failure, as Remove's. The item is
 // validated like one given to [Repo.Add] ([patterns.ErrInvalid],
@@ -217,7 +220,8 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 // first one find of the greatest _id, to reach the types sorted after
 // timestamps), not with one cursor, so that a parent rewritten while it
 // runs (by the rebuild itself, or by others) is rebuilt once, and sends
-// three commands per parent. Every parent stored before it starts is
+// three commands per parent, four for a parent it stamps (one no
+// recomputation has written yet: see [Repo.Rebuild]). Every parent stored before it starts is
 // reached, whatever its _id (a NaN, a symbol, MinKey, MaxKey,
 // JavaScript...). A parent deleted while it runs is skipped; one added may
 // or may not be rebuilt. It stops at the first error, which names the

@@ -2,7 +2,6 @@ package subset
 
 import (
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -91,13 +90,23 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
 }
 
-// unstamped matches the parent while it has no revision: {_id: id, rev:
-// {$exists: false}}, the filter of the stamp that a recomputation writes
-// before its first compare-and-set on a parent no recomputation has
-// written since its creation.
+// unstamped matches the parent while it has no stamped revision: {_id:
+// id, $or: [{rev: null}, {rev: {$lt: 2^32}}]}, a revision missing, null,
+// or a number below every stamp (as the application created the parent:
+// a Go int64 field without omitempty writes 0; or counted before
+// revisions were stamped). It is the filter of the stamp that a
+// recomputation writes before its first compare-and-set on a parent no
+// recomputation has written since its creation.
 func (c commands) unstamped(parentID any) bson.D {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: bson.D{{Key: "$exists", Value: false}}}}
+	return bson.D{{Key: "_id", Value: parentID}, {Key: "$or", Value: bson.A{
+		bson.D{{Key: c.rev, Value: nil}},
+		bson.D{{Key: c.rev, Value: bson.D{{Key: "$lt", Value: int64(minStamp)}}}},
+	}}}
 }
+
+// minStamp is the least stamped revision, 2^32: the stamps are its
+// multiples (newIncarnation), and recomputations count up from them.
+const minStamp = 1 << 32
 
 // stamp sets the revision to incarnation, a random multiple of 2^32
 // (newIncarnation): {$set: {rev: incarnation}}.
@@ -241,26 +250,15 @@ func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
 	return c.itemsMatching(parentID, docs, c.parentField)
 }
 
-// itemsLike matches the items of the parent stored as docs, but for the
-// _id that a store generates when IDField is not _id (so that the items
-// an earlier call stored match as well): what Add deletes after it found
-// its parent missing.
-func (c commands) itemsLike(parentID any, docs []bson.Raw) bson.D {
-	if c.idField == DefaultIDField {
-		return c.itemsMatching(parentID, docs, c.parentField)
-	}
-	return c.itemsMatching(parentID, docs, c.parentField, "_id")
-}
-
 // itemsMatching matches the items of the parent with the ids of docs
 // whose fields, but those of skip, equal a doc's.
-func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip ...string) bson.D {
+func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip string) bson.D {
 	alts := make(bson.A, 0, len(docs))
 	for _, d := range docs {
 		elems, _ := d.Elements() // docs the driver encoded
 		f := make(bson.D, 0, len(elems))
 		for _, e := range elems {
-			if slices.Contains(skip, e.Key()) {
+			if e.Key() == skip {
 				continue
 			}
 			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})

@@ -69,7 +69,9 @@ type Config struct {
 	// RevisionField is the parent's field of the revision counter that
 	// every recomputation of the subset compares and increments (see the
 	// package documentation). The zero value means Field followed by
-	// [DefaultRevisionSuffix] ("reviewsRev").
+	// [DefaultRevisionSuffix] ("reviewsRev"). It holds an int64 from 2^32
+	// to 2^63 once stamped: a parent type that maps it maps it as an
+	// int64 (an int32 field fails to decode it).
 	RevisionField string
 
 	// CountField, when set, is the parent's field that holds the number of

@@ -120,7 +120,9 @@ func seed(t *testing.T, db *mongo.Database, parents ...seedParent) {
 			if sub == nil {
 				sub = topOf(p.items)
 			}
-			doc = append(doc, bson.E{Key: "top", Value: withParentIn(p.id, sub)}, bson.E{Key: "topRev", Value: p.revision()})
+			// Stamped, as the repository leaves a parent it wrote: the
+			// incarnation 2^32, then the count.
+			doc = append(doc, bson.E{Key: "top", Value: withParentIn(p.id, sub)}, bson.E{Key: "topRev", Value: 1<<32 + p.revision()})
 			if p.counted {
 				doc = append(doc, bson.E{Key: "n", Value: int64(len(p.items))})
 			}

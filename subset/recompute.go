@@ -21,7 +21,7 @@ import (
 // size without them.
 type parentState struct {
 	rev      int64
-	hasRev   bool            // false until the first recomputation stamps the parent
+	hasRev   bool            // a stamped revision (see unstamped): false until the first recomputation stamps the parent
 	ids      []bson.RawValue // the ids in the subset, in its order
 	held     map[string]bool // bsonid.Key of ids
 	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
@@ -60,12 +60,15 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 	var st parentState
 	st.rest = len(raw)
 	if v, err := raw.LookupErr(r.cfg.RevisionField); err == nil {
-		n, ok := v.AsInt64OK()
-		if !ok {
-			return st, fmt.Errorf("the parent's %s holds a %s, not a revision number", r.cfg.RevisionField, v.Type)
-		}
-		st.rev, st.hasRev = n, true
 		st.rest -= elemSize(r.cfg.RevisionField, len(v.Value))
+		if v.Type != bson.TypeNull {
+			n, ok := v.AsInt64OK()
+			if !ok {
+				return st, fmt.Errorf("the parent's %s holds a %s, not a revision number", r.cfg.RevisionField, v.Type)
+			}
+			// Below minStamp: not stamped (see unstamped).
+			st.rev, st.hasRev = n, n >= minStamp
+		}
 	}
 	if r.cfg.CountField != "" {
 		if v, err := raw.LookupErr(r.cfg.CountField); err == nil {
@@ -102,21 +105,22 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 
 // errStamped is what stamp returns when its filter matched nothing:
 // another recomputation stamped the parent first, or it is gone.
-var errStamped = errors.New("the parent has a revision, or is gone")
+var errStamped = errors.New("the parent has a stamped revision, or is gone")
 
-// stamp gives the parent, which has no revision (no recomputation has
-// written it since it was created), a revision that names its
-// incarnation, newIncarnation(), and returns its state as stamped: one
-// findAndModify filtered on the revision's absence, retried after a
-// transient failure, which returns the whole parent (FerretDB 1.x
-// implements no projection in findAndModify; the stamp is once per
-// parent). From then on the compare-and-sets of recomputations
-// match that incarnation alone: a parent deleted and created again (with
-// no revision, or another stamp) matches none of them. Without it, a
-// compare-and-set of a parent read without a revision ({rev: {$exists:
-// false}}) would match a parent created again meanwhile, and write into
-// it the items read from the deleted one. It returns errStamped when the
-// filter matches nothing.
+// stamp gives the parent, which has no stamped revision (no
+// recomputation has written it since it was created), a revision that
+// names its incarnation, newIncarnation(), and returns its state as
+// stamped: one findAndModify, filtered on a revision missing, null or
+// below every stamp (see unstamped) and retried after a transient
+// failure, which returns the whole parent (FerretDB 1.x implements no
+// projection in findAndModify; the stamp is once per parent). From then
+// on the compare-and-sets of recomputations match that incarnation alone:
+// a parent deleted and created again (unstamped, or with another stamp)
+// matches none of them. Without it, a compare-and-set of a parent read
+// without a revision, or with the one the application created it with,
+// would match a parent created again meanwhile, and write into it the
+// items read from the deleted one. It returns errStamped when the filter
+// matches nothing.
 func (r *Repo[P, I]) stamp(ctx context.Context, parentID any) (parentState, error) {
 	raw, err := write(ctx, func() (bson.Raw, error) {
 		return r.parents.FindOneAndUpdate(ctx, r.cmd.unstamped(parentID), r.cmd.stamp(newIncarnation()), stamped).Raw()
