@@ -62,3 +62,31 @@ func TestAttackRevTypesRebuildOfANumericRevision(t *testing.T) {
 		}
 	})
 }
+
+// TestAttackRevTypesAddOfAJSRevision: add.go:26-29 "Add stores items
+// under the parent: first in the items collection, then in the parent's
+// subset"; add.go:114-115 "A parent deleted and created again under each
+// of 10 such runs gives [patterns.ErrConflict]: Add again"; doc.go:31-33
+// (at rest the subset is the first N items). A parent whose revision a
+// JS client wrote as the double 4294967296.5 (mongosh writes every
+// number as a double): Add stores the item, then every compare-and-set
+// {rev: int64(2^32)} misses (decodeParent truncates the double,
+// bsoncore AsInt64OK), so Add returns ErrConflict with the item left in
+// the items collection and out of the subset; Add again cannot fix it.
+func TestAttackRevTypesAddOfAJSRevision(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p"}, {Key: "topRev", Value: 4294967296.5}})
+		require.NoError(t, err)
+		err = r.Add(ctx, "p", item{ID: 1, Parent: "p", Score: 3})
+		t.Logf("Add: %v", err)
+		n, cerr := db.Collection("items").CountDocuments(ctx, bson.D{})
+		require.NoError(t, cerr)
+		raw, rerr := db.Collection("parents").FindOne(ctx, bson.D{{Key: "_id", Value: "p"}}).Raw()
+		require.NoError(t, rerr)
+		t.Logf("items stored: %d; parent: %s", n, raw)
+		require.NoError(t, err, "Add")
+	})
+}
