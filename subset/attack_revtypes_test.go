@@ -90,3 +90,50 @@ func TestAttackRevTypesAddOfAJSRevision(t *testing.T) {
 		require.NoError(t, err, "Add")
 	})
 }
+
+// TestAttackRevTypesStampAsADoubleNeverMoves: doc.go:86-88 "The parent
+// carries a revision counter ... that every recomputation ... increments"
+// and doc.go:98-103 "writes the subset with a compare-and-set: an update
+// filtered on {_id, rev: r} that also increments rev. If another
+// recomputation got there first, the update matches nothing";
+// recompute.go:142-145 "the low 32 bits count its recomputations".
+//
+// A stamp is up to 2^62 (newIncarnation). A JS application that reads a
+// parent and writes it back (the Node driver promotes an int64 to a
+// Number and writes a non-int32 Number as a double, bsonspec.org: double
+// is IEEE 754 binary64, 53-bit mantissa) leaves the stamp as a double
+// such as 2^62, whose $inc by 1 rounds back to 2^62 (the MongoDB manual,
+// $inc: "mixed numeric types ... follow the type conversion rules"; a
+// double plus an int64 is a double). decodeParent reads int64(2^62),
+// the compare-and-set {rev: int64(2^62)} matches the double (numbers
+// compare by value), and the revision never moves: a recomputation that
+// read the items before a concurrent Remove still matches, and writes the
+// removed item back into the subset. Rebuild returns nil; the subset
+// holds an item that is not stored.
+func TestAttackRevTypesStampAsADoubleNeverMoves(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		odb := mongotest.NewClient(t).Database(db.Name())
+		other, err := subset.New[parent, item](odb, config(3))
+		require.NoError(t, err)
+		subset.ForcePlan(other, p)
+		_, err = db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p"}, {Key: "topRev", Value: float64(1 << 62)}})
+		require.NoError(t, err)
+		require.NoError(t, r.Add(ctx, "p", item{ID: 1, Parent: "p", Score: 3}, item{ID: 2, Parent: "p", Score: 2}))
+		before, err := db.Collection("parents").FindOne(ctx, bson.D{{Key: "_id", Value: "p"}}).Raw()
+		require.NoError(t, err)
+		// Before the Rebuild's compare-and-set (it read the items 1 and
+		// 2), another client removes item 1 (its own recomputation wins).
+		ran := onNth(t, db, "update", 1, func(ctx context.Context) {
+			require.NoError(t, other.Remove(ctx, "p", int64(1)), "Remove")
+		})
+		err = r.Rebuild(ctx, "p")
+		require.True(t, ran(), "the Remove ran before the compare-and-set")
+		after, rerr := db.Collection("parents").FindOne(ctx, bson.D{{Key: "_id", Value: "p"}}).Raw()
+		require.NoError(t, rerr)
+		t.Logf("Rebuild: %v\nparent before: %s\nparent after:  %s", err, before, after)
+		atRest(t, r, "p", 3)
+	})
+}
