@@ -152,3 +152,45 @@ func TestAttackRevTypesStampAsADoubleNeverMoves(t *testing.T) {
 		atRest(t, r, "p", 3)
 	})
 }
+
+// TestAttackRevTypesParentRestoredWithItsStamp: doc.go:93-98 "A parent
+// type that maps the field must map it as an int64 ... So the revision
+// names the parent's incarnation, and a compare-and-set never matches a
+// parent deleted and created again since it was read (a filter on the
+// revision's absence would, and write into the new parent the items of
+// the deleted one)"; doc.go:35-36 the application creates its parents as
+// it likes. An application that re-creates a deleted parent from the
+// value Get returned (an undo, a restore, a copy between environments),
+// with the subset cleared, carries the old incarnation's stamp (the
+// parent type maps it, as config.go:72-74 asks): a Rebuild that read the
+// deleted parent's items before the Delete matches the new parent and
+// writes the deleted item into it. Rebuild returns nil; the subset holds
+// an item that is not stored.
+func TestAttackRevTypesParentRestoredWithItsStamp(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), p)
+		odb := mongotest.NewClient(t).Database(db.Name())
+		other, err := subset.New[parent, item](odb, config(3))
+		require.NoError(t, err)
+		subset.ForcePlan(other, p)
+		_, err = db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p"}})
+		require.NoError(t, err)
+		require.NoError(t, r.Add(ctx, "p", item{ID: 1, Parent: "p", Score: 3}))
+		require.NoError(t, r.Rebuild(ctx, "p")) // stamped
+		saved, err := r.Get(ctx, "p")
+		require.NoError(t, err)
+		require.NotZero(t, saved.Rev, "the parent type maps the stamp")
+		saved.Top = nil
+		ran := onNth(t, db, "update", 1, func(ctx context.Context) {
+			require.NoError(t, other.Delete(ctx, "p"), "Delete")
+			_, err := odb.Collection("parents").InsertOne(ctx, saved)
+			require.NoError(t, err)
+		})
+		err = r.Rebuild(ctx, "p")
+		require.True(t, ran(), "the Delete and the restore ran before the compare-and-set")
+		t.Logf("Rebuild: %v", err)
+		atRest(t, r, "p", 3)
+	})
+}
