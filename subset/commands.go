@@ -91,15 +91,18 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 }
 
 // unstamped matches the parent while it has no stamped revision: {_id:
-// id, $or: [{rev: null}, {rev: {$lt: 2^32}}]}, a revision missing, null,
-// or a number below every stamp (as the application created the parent:
-// a Go int64 field without omitempty writes 0; or counted before
-// revisions were stamped). It is the filter of the stamp that a
-// recomputation writes before its first compare-and-set on a parent no
-// recomputation has written since its creation.
+// id, $or: [{rev: {$not: {$type: "long"}}}, {rev: {$lt: 2^32}}]}, a
+// revision missing, of any type but an int64 (null; a double, which a
+// JavaScript client may write back, and which $inc cannot move past 2^53;
+// a decimal, NaN, a string), or an int64 below every stamp (as the
+// application created the parent: a Go int64 field without omitempty
+// writes 0; or counted before revisions were stamped). It is the filter
+// of the stamp that a recomputation writes before its first
+// compare-and-set on a parent no recomputation has written since its
+// creation.
 func (c commands) unstamped(parentID any) bson.D {
 	return bson.D{{Key: "_id", Value: parentID}, {Key: "$or", Value: bson.A{
-		bson.D{{Key: c.rev, Value: nil}},
+		bson.D{{Key: c.rev, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "long"}}}}}},
 		bson.D{{Key: c.rev, Value: bson.D{{Key: "$lt", Value: int64(minStamp)}}}},
 	}}}
 }

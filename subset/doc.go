@@ -86,12 +86,16 @@
 // The parent carries a revision counter (Config.RevisionField, by default
 // the subset field followed by "Rev") that every recomputation, and
 // nothing else, increments. A parent that has none (as the application
-// created it, or one only pushed into), or holds null or a number below
-// 2^32 there (a Go int64 field without omitempty creates it with 0), is
-// first stamped with a random multiple of 2^32 (up to 2^62), by a
+// created it, or one only pushed into), or holds there anything but an
+// int64 of at least 2^32 (null; 0, as a Go int64 field without omitempty
+// creates it; a double, as a JavaScript client may write it back), is
+// first stamped with a random int64 multiple of 2^32 (up to 2^62), by a
 // findAndModify filtered on such a revision that returns the parent: one
 // command more, once per parent. A parent type that maps the field must
-// map it as an int64 (an int32 cannot hold a stamp). So the
+// map it as an int64 (an int32 cannot hold a stamp), and an application
+// that creates a parent again from a copy of a deleted one must leave
+// the field out (or null): with the deleted parent's stamp it is the
+// same incarnation to a compare-and-set. So the
 // revision names the parent's incarnation, and a compare-and-set never
 // matches a parent deleted and created again since it was read (a filter
 // on the revision's absence would, and write into the new parent the

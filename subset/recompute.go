@@ -61,13 +61,10 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 	st.rest = len(raw)
 	if v, err := raw.LookupErr(r.cfg.RevisionField); err == nil {
 		st.rest -= elemSize(r.cfg.RevisionField, len(v.Value))
-		if v.Type != bson.TypeNull {
-			n, ok := v.AsInt64OK()
-			if !ok {
-				return st, fmt.Errorf("the parent's %s holds a %s, not a revision number", r.cfg.RevisionField, v.Type)
-			}
-			// Below minStamp: not stamped (see unstamped).
-			st.rev, st.hasRev = n, n >= minStamp
+		// Stamped: an int64 from minStamp; anything else is stamped
+		// first (see unstamped).
+		if n, ok := v.Int64OK(); ok && n >= minStamp {
+			st.rev, st.hasRev = n, true
 		}
 	}
 	if r.cfg.CountField != "" {
