@@ -392,10 +392,8 @@ func TestAddIntoAParentCreatedAgain(t *testing.T) {
 		ctx := context.Background()
 		db := mongotest.DB(t)
 		r := newRepo[parent, item](t, db, config(capacity), p)
+		other := otherRepo(t, db, p)
 		odb := mongotest.NewClient(t).Database(db.Name())
-		other, err := subset.New[parent, item](odb, config(capacity))
-		require.NoError(t, err)
-		subset.ForcePlan(other, p)
 		insertParents(t, db, "p")
 		x, y := item{ID: 1, Parent: "p", Score: 2}, item{ID: 3, Parent: "p", Score: 1}
 		// After the Add's read of its parent, before its insert: Delete.
@@ -415,7 +413,7 @@ func TestAddIntoAParentCreatedAgain(t *testing.T) {
 		}
 		mongotest.OnCommand(t, db, "update", again)
 		mongotest.OnCommand(t, db, "findAndModify", again)
-		err = r.Add(ctx, "p", x, y)
+		err := r.Add(ctx, "p", x, y)
 		require.True(t, deleted(), "the Delete ran")
 		require.True(t, recreated.Load(), "the parent was created again")
 		require.NoError(t, err, "the Add found its parent")
