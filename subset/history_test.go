@@ -43,8 +43,10 @@ import (
 //     they run, a reader of the subset may see the item there": a Remove
 //     that overlaps an Add of its item may leave a ghost (the version
 //     stored, or the Add's), which Get may see until the Remove and the
-//     Adds it overlaps have returned, or a recomputation (Remove, Update,
-//     Rebuild, or an Add on the portable path) drops it;
+//     Adds it overlaps have returned (no recomputation in between ends
+//     it: the Add's push may land after it, "the Add's recomputation takes
+//     it out before the Add returns"), and which another Remove of the
+//     item may find in neither place (ErrNotFound), before that push;
 //   - of two overlapping Removes of one item, the second may return nil
 //     only if the first deleted the item (Remove's godoc);
 //   - a Remove or an Update whose parent a Delete (nil or of unknown
@@ -57,7 +59,11 @@ import (
 //   - an Add whose parent is deleted and created again while it runs may
 //     replace the version another call stored under the new parent with
 //     its own, and the operations that overlap it may miss its items
-//     (Get) or find them missing (Update and Remove: ErrNotFound) (Add's
+//     (Get) or find them missing (Update and Remove: ErrNotFound); and it
+//     may take effect twice, before the Delete ("another call may have
+//     read, replaced or removed its items by then") and again on the
+//     parent created while it runs ("Add runs again on that parent, and
+//     returns once its items are stored there"), as it has them (Add's
 //     godoc);
 //   - a write that failed (unknown outcome, or Add's ErrConflict: "Add
 //     again or Rebuild finishes the job") leaves the parent's subset
@@ -117,6 +123,9 @@ type sop struct {
 	// missable: the item ids of the recreated Adds an operation overlaps,
 	// which it may miss (Get), or find missing (Update and Remove: ErrNotFound).
 	missable []int64
+	// reruns: for a creation, the seqs of the recreated Adds it
+	// overlaps, which may run again on the parent it creates.
+	reruns []int
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -139,6 +148,14 @@ type sstate struct {
 	// removed: "id:seq," the Remove that deleted each item last, which a
 	// Remove overlapping it may find deleted and still in the subset.
 	removed string
+	// again: "id:score:seq," the items of the recreated Adds that took
+	// effect before a Delete (Add's godoc: "the Add took effect before
+	// the deletion (another call may have read, replaced or removed its
+	// items by then)"), which the Add stores again on the parent created
+	// while it runs ("Add runs again on that parent, and returns once its
+	// items are stored there"); seq is the Add's, negative for an outcome
+	// unknown.
+	again string
 }
 
 func encodeItems(m map[int64]int64) string {
@@ -305,6 +322,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					for _, it := range other.items {
 						in.missable = append(in.missable, it.ID)
 					}
+					if in.op == "create" {
+						in.reruns = append(in.reruns, other.seq)
+					}
 				}
 				if in.op == "remove" && other.op == "remove" && other.id == in.id {
 					in.overlapRemoves = append(in.overlapRemoves, other.seq)
@@ -340,11 +360,25 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				visible = append(visible, g)
 			}
 		}
+		// pending: the visible ghosts of a Remove whose overlap with an
+		// Add of its item has not ended: that Add's push (of its version,
+		// or of the version its insert met) may land after any
+		// recomputation or Remove in between (Remove's godoc: "While they
+		// run, a reader of the subset may see the item there ... in the
+		// version that Add pushed ... the Add's recomputation takes it out
+		// before the Add returns"), so none of them ends it, and a Remove
+		// before the push finds the item in neither place.
+		var pending []ghost
+		for _, g := range visible {
+			if g.seq != 0 {
+				pending = append(pending, g)
+			}
+		}
 		missable := slices.Contains(in.missable, in.id) || len(in.items) > 0 && slices.Contains(in.missable, in.items[0].ID)
 		with := func(change func(m map[int64]int64), ghosts string, dirty bool) sstate {
 			m := decodeItems(s.items)
 			change(m)
-			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed}
+			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed, again: s.again}
 		}
 		res := func(want string, ok bool, states ...any) []any {
 			if known && out.res == want && ok {
@@ -352,17 +386,31 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			return nil
 		}
-		cleared := sstate{}
+		cleared := sstate{again: s.again}
 		switch in.op {
 		case "create":
-			created := sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed}
-			if !known {
-				return []any{s, created}
+			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again}}
+			// The recreated Adds it overlaps that took effect before the
+			// Delete may store their items on it again (as they have them).
+			var rest []ghost
+			m, rerun, dirty := decodeItems(s.items), false, s.dirty
+			for _, g := range decodeGhosts(s.again) {
+				if !slices.Contains(in.reruns, max(g.seq, -g.seq)) {
+					rest = append(rest, g)
+					continue
+				}
+				m[g.id], rerun, dirty = g.score, true, dirty || g.seq < 0
 			}
-			return append(res("ok", !s.exists, created), res("dup", s.exists, s)...)
+			if rerun {
+				created = append(created, sstate{exists: true, items: encodeItems(m), dirty: dirty, ghosts: s.ghosts, removed: s.removed, again: encodeGhosts(rest)})
+			}
+			if !known {
+				return append(created, s)
+			}
+			return append(res("ok", !s.exists, created...), res("dup", s.exists, s)...)
 		case "delete":
 			if !known {
-				return []any{s, cleared, sstate{items: s.items, dirty: true}}
+				return []any{s, cleared, sstate{items: s.items, dirty: true, again: s.again}}
 			}
 			// An Add in flight whose parent was deleted may have stored
 			// items that go with the parent only when it returns (Add's
@@ -379,12 +427,30 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					}
 				}
 			}
+			// rerun: st, with the Add's items to store again on the
+			// parent created while it runs, after a Delete (Add's godoc).
+			rerun := func(st sstate) sstate {
+				seq := in.seq
+				if !known {
+					seq = -seq
+				}
+				for _, it := range in.items {
+					st.again += encodeGhosts([]ghost{{id: it.ID, score: it.Score, seq: seq}})
+				}
+				return st
+			}
 			if !known {
+				if in.recreated {
+					return []any{s, with(add, s.ghosts, true), rerun(with(add, s.ghosts, true))}
+				}
 				return []any{s, with(add, s.ghosts, true)}
 			}
 			// A push keeps the ghosts; a recomputation (the portable path)
 			// drops them.
 			ok := []any{with(add, s.ghosts, s.dirty), with(add, "", s.dirty)}
+			if in.recreated {
+				ok = append(ok, rerun(with(add, s.ghosts, s.dirty)))
+			}
 			if in.recreated {
 				// Add's godoc: its parent deleted and created again, its
 				// clean-up may delete the version another call stored
@@ -412,7 +478,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// deleted reports ErrNotFound (Update's godoc): until the
 			// Delete, the subset may hold the old version or the new one.
 			underDelete := with(set, s.ghosts+encodeGhosts([]ghost{{id: it.ID, score: old}}), s.dirty)
-			return slices.Concat(res("ok", s.exists && stored, with(set, "", s.dirty)),
+			return slices.Concat(res("ok", s.exists && stored, with(set, encodeGhosts(pending), s.dirty)),
 				res("notfound", !s.exists || !stored, s),
 				res("notfound", in.overlapsDelete && s.exists && stored, underDelete),
 				// Add's godoc: an Add whose parent was deleted and created
@@ -422,6 +488,10 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		case "remove":
 			_, stored := items[in.id]
 			seen := slices.ContainsFunc(visible, func(g ghost) bool { return g.id == in.id })
+			// seenLasting: a ghost of the item in the subset for sure
+			// (one a Delete or an Update left), not one whose push may
+			// not have landed yet (pending).
+			seenLasting := slices.ContainsFunc(visible, func(g ghost) bool { return g.id == in.id && g.seq == 0 })
 			// Of two Removes of one item that overlap, the second may find
 			// it deleted by the first and still in the subset, and finish
 			// the first's job as after a failed Remove: both return nil
@@ -442,7 +512,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			var ok []any
 			if s.exists && (stored || seen || byOverlap) {
-				ok = []any{removed(with(del, "", s.dirty))}
+				ok = []any{removed(with(del, encodeGhosts(pending), s.dirty))}
 				if in.overlapsAdd && stored {
 					// The ghost is the version stored, or the one an Add
 					// pushed after the Remove took it out, which the Add's
@@ -451,7 +521,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					// makes them differ. It is gone once the Remove and the
 					// Adds it overlaps have returned.
 					for _, score := range append([]int64{items[in.id]}, in.addScores...) {
-						ok = append(ok, removed(with(del, encodeGhosts([]ghost{{id: in.id, score: score, seq: in.seq}}), s.dirty)))
+						ok = append(ok, removed(with(del, encodeGhosts(append(slices.Clone(pending), ghost{id: in.id, score: score, seq: in.seq})), s.dirty)))
 					}
 				}
 			}
@@ -460,14 +530,14 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// Delete, the subset may still hold the item.
 			underDelete := removed(with(del, s.ghosts+encodeGhosts([]ghost{{id: in.id, score: items[in.id]}}), s.dirty))
 			return slices.Concat(res("ok", true, ok...),
-				res("notfound", !s.exists || (!stored && !seen), with(del, s.ghosts, s.dirty)),
+				res("notfound", !s.exists || (!stored && !seenLasting), with(del, s.ghosts, s.dirty)),
 				res("notfound", s.exists && stored && in.overlapsDelete, underDelete),
 				// Add's godoc: an Add whose parent was deleted and created
 				// again may have deleted the item for a while.
 				res("notfound", stored && missable, s),
 				res("conflict", s.exists && stored, s))
 		case "rebuild":
-			fixed := sstate{exists: s.exists, items: s.items}
+			fixed := sstate{exists: s.exists, items: s.items, ghosts: encodeGhosts(pending), again: s.again}
 			if !known {
 				return []any{s, fixed}
 			}
@@ -719,7 +789,10 @@ func TestAddRacingRemoveOfItsItem(t *testing.T) {
 // Add of its item overlap; it accepts two Removes of one item that both
 // return nil only when they overlap, and a Delete that returns nil for a
 // parent already deleted only when it overlaps an Add to it; an Add whose
-// parent is deleted and created again may replace another call's version.
+// parent is deleted and created again may replace another call's version,
+// and store its items again on the new parent after taking effect before
+// the Delete; the ghost outlives a Rebuild, or a Remove that finds the
+// item in neither place, while the Add runs, and no longer.
 // (An item stored and missing from the subset after such an overlap is
 // the final check's: the model does not see the items collection.)
 func TestHistoriesModel(t *testing.T) {
@@ -751,6 +824,29 @@ func TestHistoriesModel(t *testing.T) {
 				op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, 30, 40))
 		}
 		return h
+	}
+	// rerunAfter is an Add of x over [0, 100], an Update of x that
+	// returns nil over [10, 20], a Delete over [30, 40], the parent
+	// created again at create, and an Update of x that returns nil over
+	// [110, 120].
+	rerunAfter := func(create int64) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 4}}}, sout{res: "ok"}, 10, 20),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 30, 40),
+			op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, create, create+1),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 110, 120),
+		}
+	}
+	// ghostLater is an Add of x over [0, 100], a Remove of x that
+	// returns nil over [10, 20], then between, and a Get at call that
+	// sees x.
+	ghostLater := func(between porcupine.Operation, call int64) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			remove(10, 20), between,
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, call, call+1),
+		}
 	}
 	chaos.CheckModel(t, subsetHistories, []chaos.ModelCase{
 		{Name: "added", History: []porcupine.Operation{add, get("2:3,")}, OK: true},
@@ -786,6 +882,19 @@ func TestHistoriesModel(t *testing.T) {
 			remove(20, 30),
 			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:4,"}, 40, 41),
 		}, OK: false},
+		// Remove's godoc: the ghost is the Add's push, which may land
+		// after a Rebuild (seed 15269516674813495340, native, FerretDB
+		// 2.7: the push of another Add's version that the insert met), or
+		// after another Remove found the item in neither place (seed
+		// 1178137736206816791, native); it is gone once the Add returns.
+		{Name: "a ghost pushed after a Rebuild", History: ghostLater(
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 30, 40), 50), OK: true},
+		{Name: "a ghost pushed after a Rebuild, the Add returned", History: ghostLater(
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 30, 40), 110), OK: false},
+		{Name: "a ghost pushed after a Remove found neither place", History: ghostLater(
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 30, 40), 50), OK: true},
+		{Name: "a ghost pushed after a Remove found neither place, the Add returned", History: ghostLater(
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "notfound"}, 30, 40), 110), OK: false},
 		// Remove's godoc: a Remove whose parent is deleted after its
 		// delete reports ErrNotFound (seed 16219730823490587493,
 		// portable, FerretDB 2.7, before a340ef6).
@@ -821,6 +930,13 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an Add's version replaces another's, its parent created again", History: recreated(true, "2:1,", "2:3,"), OK: true},
 		{Name: "an Add's clean-up hides another's item, its parent created again", History: recreated(true, "", "2:3,"), OK: true},
 		{Name: "an Add's version replaces another's, no parent created again", History: recreated(false, "2:1,", "2:3,")},
+		// Add's godoc: an Add whose parent is deleted after its read took
+		// effect before the deletion (an Update replaced its item), and
+		// runs again on the parent created meanwhile, its items stored
+		// there (seed 14132050636348520632, portable, FerretDB 2.7, an Add
+		// of unknown outcome).
+		{Name: "an Add's item replaced under the deleted parent, stored again under the new one", History: rerunAfter(50), OK: true},
+		{Name: "an Add's item stored under a parent created after it returned", History: rerunAfter(101)},
 	})
 }
 
