@@ -206,7 +206,7 @@ var errParentBack = errors.New("the parent was created again while Add deleted i
 
 // takeBack deletes what an Add that failed for want of a parent, or for a
 // parent too large, stored: its items when the parent is missing, or was
-// deleted after Add found it (errParentGone; see dropLike); when the
+// deleted after Add found it (errParentGone; see dropThenRecheck); when the
 // parent would be too large, those the subset does not hold (read once
 // more), so that no later recomputation meets them. It returns cause,
 // errParentBack, or, when it cannot delete them, its own failure (see
@@ -216,7 +216,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	var drop []bson.RawValue
 	switch {
 	case errors.Is(cause, patterns.ErrNotFound), errors.Is(cause, errParentGone):
-		return r.dropLike(ctx, p, parent, entries, cause)
+		return r.dropThenRecheck(ctx, p, parent, entries, cause)
 	case errors.Is(cause, patterns.ErrTooLarge):
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 		if err != nil && !errors.Is(err, patterns.ErrNotFound) {
@@ -231,7 +231,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 	return r.dropItems(ctx, parent, drop, cause, remedy)
 }
 
-// dropLike deletes the parent's items with the ids of the entries (one
+// dropThenRecheck deletes the parent's items with the ids of the entries (one
 // deleteMany, as dropItems), which this Add or an earlier attempt stored,
 // after Add found the parent missing (cause). A deletion that deleted some
 // reads the parent again (one find): the application may have created it
@@ -242,7 +242,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 // it returns errParentBack, and Add runs again, so that the items are
 // stored and in the subset when it returns: as this Add has them (see
 // Add's godoc). Otherwise it returns cause, or its own failure.
-func (r *Repo[P, I]) dropLike(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
+func (r *Repo[P, I]) dropThenRecheck(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
 	res, err := write(ctx, func() (*mongo.DeleteResult, error) {
 		return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, ids(entries)))
 	})
@@ -293,13 +293,8 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	// of one, another Add that found the parent missing), then push into
 	// the parent created meanwhile and, its count finding them gone as
 	// after a Remove, return nil with them stored nowhere (issue 34).
-	patterns.OperationFrom(ctx).Sent(1)
-	err := r.parents.FindOne(ctx, r.cmd.parent(parent.id), r.cmd.parentFound()).Err()
-	switch {
-	case errors.Is(err, mongo.ErrNoDocuments):
-		return errNoParent
-	case err != nil:
-		return fmt.Errorf("read the parent: %w", err)
+	if _, err := r.findParent(ctx, r.cmd.parent(parent.id), r.cmd.parentFound()); err != nil {
+		return err
 	}
 	return gone(r.push(ctx, p, parent, entries))
 }

@@ -72,7 +72,7 @@ func onNth(t *testing.T, db *mongo.Database, name string, n int32, fn func(ctx c
 // not stored: whichever Add comes last finds or stores x under the
 // re-created parent. Fixed: the clean-up deletes the items stored like
 // the Add's, and when it deleted some and then finds the parent, the Add
-// runs again on it (add.go, dropLike).
+// runs again on it (add.go, dropThenRecheck).
 func TestAttackAddCleanupDeletesAnotherAddsItem(t *testing.T) {
 	const capacity = 3
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
@@ -86,7 +86,7 @@ func TestAttackAddCleanupDeletesAnotherAddsItem(t *testing.T) {
 			// The Add's clean-up (of what an earlier attempt may have
 			// left) deletes the other Add's x, then finds the parent:
 			// it adds x to it, taking effect after the creation
-			// (add.go, dropLike), rather than ErrNotFound.
+			// (add.go, dropThenRecheck), rather than ErrNotFound.
 			{"parent missing at Add's read, created before its clean-up", false, nil},
 		}
 		for _, row := range rows {

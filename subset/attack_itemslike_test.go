@@ -16,7 +16,7 @@ import (
 )
 
 // Attacks on commit a340ef6's clean-up of an Add that found its parent
-// missing (add.go, dropLike: itemsLike, and the Add that runs again).
+// missing (add.go, dropThenRecheck, and the Add that runs again).
 
 // tagged is an item with map fields: the driver encodes a Go map in its
 // iteration order (bson/map_codec.go, mapEncodeValue: val.MapKeys(),
@@ -96,13 +96,13 @@ func TestAttackItemsLikeMissesAnEarlierAttemptsItems(t *testing.T) {
 	})
 }
 
-// dropLikeFixture is the window of TestAttackAddCleanupDeletesAnotherAddsItem
+// dropThenRecheckFixture is the window of TestAttackAddCleanupDeletesAnotherAddsItem
 // (attack_addparent_test.go): the parent is deleted before the Add's
 // first update; before its clean-up the application creates the parent
 // again and another client's Add stores x, and returns nil; the
 // clean-up deletes that x (itemsLike matches it: the same item), and
 // then, before the Add's read of the parent that follows, inner runs.
-func dropLikeFixture(t *testing.T, p subset.Plan, inner func(ctx context.Context, other *subset.Repo[parent, item], cancel func())) (r *subset.Repo[parent, item], addErr, otherAdd error) {
+func dropThenRecheckFixture(t *testing.T, p subset.Plan, inner func(ctx context.Context, other *subset.Repo[parent, item], cancel func())) (r *subset.Repo[parent, item], addErr, otherAdd error) {
 	db := mongotest.DB(t)
 	r = newRepo[parent, item](t, db, config(3), p)
 	odb := mongotest.NewClient(t).Database(db.Name())
@@ -136,7 +136,7 @@ func dropLikeFixture(t *testing.T, p subset.Plan, inner func(ctx context.Context
 	return r, addErr, otherAdd
 }
 
-// TestAttackDropLikeFailsAfterDeletingAnotherAddsItem: dropLike deletes
+// TestAttackDropLikeFailsAfterDeletingAnotherAddsItem: dropThenRecheck deletes
 // another Add's item (the other Add returned nil) and only then reads
 // the parent, to store it again. When that read fails (the connection
 // broke: the Add's context is cut), Add returns the failure and the
@@ -150,7 +150,7 @@ func dropLikeFixture(t *testing.T, p subset.Plan, inner func(ctx context.Context
 func TestAttackDropLikeFailsAfterDeletingAnotherAddsItem(t *testing.T) {
 	t.Skip("documented weakness, issue 34: Add's godoc names it (a parent deleted and created again during an Add, another call storing the same item id under it meanwhile: the item may be deleted, and stored again as this Add has it; if the read after the deletion fails, Add again stores it)")
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
-		r, err, _ := dropLikeFixture(t, p, func(_ context.Context, _ *subset.Repo[parent, item], cancel func()) { cancel() })
+		r, err, _ := dropThenRecheckFixture(t, p, func(_ context.Context, _ *subset.Repo[parent, item], cancel func()) { cancel() })
 		t.Logf("the Add: %v", err)
 		require.Error(t, err, "the read of the parent was cut")
 		atRest(t, r, "p", 3)
@@ -175,7 +175,7 @@ func TestAttackRerunWindowUpdateNotFound(t *testing.T) {
 	t.Skip("documented weakness, issue 34: Add's godoc names it (a parent deleted and created again during an Add, another call storing the same item id under it meanwhile: the item may be deleted, and stored again as this Add has it; if the read after the deletion fails, Add again stores it)")
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		var updateErr error
-		r, err, _ := dropLikeFixture(t, p, func(ctx context.Context, other *subset.Repo[parent, item], _ func()) {
+		r, err, _ := dropThenRecheckFixture(t, p, func(ctx context.Context, other *subset.Repo[parent, item], _ func()) {
 			updateErr = other.Update(ctx, "p", item{ID: 1, Parent: "p", Score: 4})
 		})
 		t.Logf("the Add: %v; the Update after the other Add returned nil: %v", err, updateErr)

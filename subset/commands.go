@@ -250,25 +250,19 @@ func (c commands) itemsIn(parentID any, ids []bson.RawValue) bson.D {
 // Add counts after its push, so that an item that a concurrent writer
 // removed, or replaced with another version, after the insert is found.
 func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
-	return c.itemsMatching(parentID, docs, c.parentField)
-}
-
-// itemsMatching matches the items of the parent with the ids of docs
-// whose fields, but those of skip, equal a doc's.
-func (c commands) itemsMatching(parentID any, docs []bson.Raw, skip string) bson.D {
 	alts := make(bson.A, 0, len(docs))
 	for _, d := range docs {
 		elems, _ := d.Elements() // docs the driver encoded
 		f := make(bson.D, 0, len(elems))
 		for _, e := range elems {
-			if e.Key() == skip {
+			if e.Key() == c.parentField {
 				continue
 			}
 			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})
 		}
 		alts = append(alts, f)
 	}
-	// The ids' $in beside the $or, so that the command routes as
+	// The ids' $in beside the $or, so that the count routes as
 	// itemsIn's does: by the parent and the ids.
 	ids := make(bson.A, 0, len(docs))
 	for _, d := range docs {

@@ -38,20 +38,29 @@ func (s parentState) holds(id bson.RawValue) bool { return s.held[bsonid.Key(id)
 // revision and the ids in its subset (the whole parent, when p.measure).
 // No match gives patterns.ErrNotFound.
 func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (parentState, error) {
-	var st parentState
 	opts := options.FindOne()
 	if proj := r.cmd.parentState(p); proj != nil {
 		opts.SetProjection(proj)
 	}
+	raw, err := r.findParent(ctx, filter, opts)
+	if err != nil {
+		return parentState{}, err
+	}
+	return r.decodeParent(raw)
+}
+
+// findParent reads the parent that filter matches (one findOne, with
+// opts): errNoParent when none does.
+func (r *Repo[P, I]) findParent(ctx context.Context, filter bson.D, opts *options.FindOneOptionsBuilder) (bson.Raw, error) {
 	patterns.OperationFrom(ctx).Sent(1)
 	raw, err := r.parents.FindOne(ctx, filter, opts).Raw()
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return st, errNoParent
+		return nil, errNoParent
 	}
 	if err != nil {
-		return st, fmt.Errorf("read the parent: %w", err)
+		return nil, fmt.Errorf("read the parent: %w", err)
 	}
-	return r.decodeParent(raw)
+	return raw, nil
 }
 
 // decodeParent reads the parentState of a parent as read (the
