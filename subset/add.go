@@ -29,14 +29,15 @@ const maxAttempts = 10
 // no items sends nothing.
 //
 // Push path (MongoDB 5.2+, FerretDB 2.x): four commands. A read of the
-// parent's _id alone (that it exists: see below); an unordered insertMany; one
-// updateOne on the parent that pushes the items with
-// $each, $sort (the configured order) and $slice (Cap), which leaves the
-// revision alone, so that pushes never make a recomputation start again
-// (see the package documentation); and a count of the items pushed
-// (served by the index of [Repo.Indexes]). The update is guarded by
-// {Field.IDField: {$nin: ids}}, so that it never pushes an item the
-// subset already holds. The count, of the items stored exactly as pushed,
+// parent's revision alone (that it exists, and which incarnation it is:
+// see below); an unordered insertMany; one updateOne on the parent that
+// pushes the items with $each, $sort (the configured order) and $slice
+// (Cap), which leaves the revision alone, so that pushes never make a
+// recomputation start again (see the package documentation); and a count
+// of the items pushed (served by the index of [Repo.Indexes]). The update
+// is guarded by {Field.IDField: {$nin: ids}}, so that it never pushes an
+// item the subset already holds, and by the revision of the incarnation
+// read (see below). The count, of the items stored exactly as pushed,
 // finds an item that a concurrent [Repo.Remove] deleted, or a concurrent
 // [Repo.Update] (or Remove and Add) replaced with another version, between
 // the insert and the push, which the push put in the subset nonetheless:
@@ -44,9 +45,12 @@ const maxAttempts = 10
 // no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
 // without omitempty) is replaced by a recomputation in place of the
-// count: six commands in all. Every recomputation of a parent that has
-// no revision yet (never recomputed) sends one command more, the stamp
-// (see the package documentation).
+// count: six commands in all.
+//
+// On either path, the first Add to a parent that no Add or recomputation
+// has written since its creation (it has no stamped revision) stamps it
+// after the read (one command more, once per parent; see the package
+// documentation), before storing anything.
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
@@ -82,14 +86,18 @@ const maxAttempts = 10
 // that such a compare-and-set matches nothing and reads again.
 //
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
-// both paths read the parent before inserting, so that an Add that
-// returns nil found its parent before its items were stored, and takes
-// effect then (an Add that started before the parent was created could
-// otherwise insert its items as orphans, see them deleted as such by
-// another call, and push into the parent created meanwhile). A parent
-// deleted concurrently, after that read, is found by a later step (the
-// push that matches nothing, the compare-and-set of a recomputation):
-// the Add took effect before the deletion (another call may have read,
+// both paths read the parent (and stamp it) before inserting, so that an
+// Add that returns nil found its parent before its items were stored, and
+// takes effect then (an Add that started before the parent was created
+// could otherwise insert its items as orphans, see them deleted as such
+// by another call, and push into the parent created meanwhile). Its
+// writes to the parent are bound to the incarnation it read, its stamped
+// revision: a parent deleted and created again after the read is not the
+// one Add found, and Add never writes into it what it stored for the
+// deleted one. A parent deleted concurrently, after that read (and
+// perhaps created again), is found by a later step (the push that matches
+// nothing, the compare-and-set of a recomputation, the read that follows
+// them): the Add took effect before the deletion (another call may have read,
 // replaced or removed its items by then), so it returns nil, after
 // deleting the items it inserted, which go with the parent (a reader may
 // see them until then); see [Repo.Delete]. Should that deletion fail
@@ -188,10 +196,11 @@ func (r *Repo[P, I]) Add(ctx context.Context, parentID any, items ...I) (err err
 // deleted with the parent (takeBack).
 var errParentGone = errors.New("the parent was deleted after Add found it")
 
-// gone returns errParentGone for the patterns.ErrNotFound of a step of
-// Add after its read of the parent, and any other err as it is.
+// gone returns errParentGone for the patterns.ErrNotFound or the
+// errRecreated of a step of Add after its read of the parent, and any
+// other err as it is.
 func gone(err error) error {
-	if errors.Is(err, patterns.ErrNotFound) {
+	if errors.Is(err, patterns.ErrNotFound) || errors.Is(err, errRecreated) {
 		return errParentGone
 	}
 	return err
@@ -292,31 +301,43 @@ func (r *Repo[P, I]) addPush(ctx context.Context, p plan, parent parentRef, entr
 	// its items as orphans, see them deleted as such (a Delete, a Remove
 	// of one, another Add that found the parent missing), then push into
 	// the parent created meanwhile and, its count finding them gone as
-	// after a Remove, return nil with them stored nowhere (issue 34).
-	if _, err := r.findParent(ctx, r.cmd.parent(parent.id), r.cmd.parentFound()); err != nil {
+	// after a Remove, return nil with them stored nowhere (issue 34). The
+	// read names the incarnation (stamped first, if new), to which the
+	// push is bound: a parent deleted and created again after the read
+	// is not the one Add found.
+	raw, err := r.findParent(ctx, r.cmd.parent(parent.id), r.cmd.parentFound())
+	if err != nil {
 		return err
 	}
-	return gone(r.push(ctx, p, parent, entries))
+	st, err := r.decodeParent(raw)
+	if err != nil {
+		return err
+	}
+	if st, err = r.ensureStamped(ctx, p, parent.id, st); err != nil {
+		return err
+	}
+	return gone(r.push(ctx, p, parent, entries, st.incarnation()))
 }
 
-// push is the push path's Add after its read of the parent: the insert,
-// the guarded push and its count, or a recomputation.
-func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries []entry) error {
+// push is the push path's Add after its read of the parent, in
+// incarnation inc: the insert, the guarded push and its count, or a
+// recomputation.
+func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries []entry, inc int64) error {
 	pending, err := r.insert(ctx, parent, entries)
 	if err != nil {
 		return err
 	}
 	res, err := write(ctx, func() (*mongo.UpdateResult, error) {
-		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, ids(pending)), r.cmd.pushUpdate(docs(pending)))
+		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, inc, ids(pending)), r.cmd.pushUpdate(docs(pending)))
 	})
 	if errors.Is(err, patterns.ErrTooLarge) {
 		return fmt.Errorf("push into the subset: %w", err)
 	}
 	if err == nil && res.MatchedCount == 1 {
-		return r.settlePush(ctx, p, parent, pending)
+		return r.settlePush(ctx, p, parent, pending, inc)
 	}
-	// No parent, the subset holds some of the items already, or the push
-	// failed.
+	// No parent, another incarnation, the subset holds some of the items
+	// already, or the push failed.
 	st, rerr := r.readParent(ctx, p, r.cmd.parent(parent.id))
 	if rerr != nil {
 		return rerr
@@ -333,8 +354,10 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 	// before this Add's insert (a Remove of one of them, say) may drop
 	// the others from the subset when its compare-and-set lands. A
 	// recomputation read after the insert sets the subset, and moves the
-	// revision, so that such a compare-and-set fails and reads again.
-	return r.recompute(ctx, p, parent.id, st, true)
+	// revision, so that such a compare-and-set fails and reads again. A
+	// parent of another incarnation gives errRecreated: Add's items were
+	// inserted after the deletion of the one it found (see Add).
+	return r.recompute(ctx, p, parent.id, st, true, inc)
 }
 
 // settlePush counts the pushed items stored as pushed in the items
@@ -344,8 +367,12 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 // or a Remove and an Add), so that the push put an item in the subset
 // that is not stored as it holds it (and that the other writer's
 // recomputation, which read the parent before the push, kept as pushed
-// since), recomputes the subset from a read of the parent.
-func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
+// since), recomputes the subset of incarnation inc from a read of the
+// parent. A parent deleted (and perhaps created again) since the push
+// took the items with it: the push took effect in the incarnation Add
+// read, whose [Repo.Delete] deletes the items after the parent, so after
+// the insert, and the Add returns nil.
+func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry, inc int64) error {
 	patterns.OperationFrom(ctx).Sent(1)
 	n, err := r.items.CountDocuments(ctx, r.cmd.itemsAsPushed(parent.id, docs(pushed)))
 	if err != nil {
@@ -355,21 +382,29 @@ func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, p
 		return nil
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
-	if err != nil {
-		return err
+	if err == nil {
+		err = r.recompute(ctx, p, parent.id, st, true, inc)
 	}
-	return r.recompute(ctx, p, parent.id, st, true)
+	if errors.Is(err, errRecreated) {
+		return nil
+	}
+	return err
 }
 
 func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, entries []entry) error {
+	// Stamped before the insert, as the push plan's read (see addPush):
+	// the recomputation is bound to the incarnation Add found.
 	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 	if err != nil {
+		return err
+	}
+	if st, err = r.ensureStamped(ctx, p, parent.id, st); err != nil {
 		return err
 	}
 	if _, err := r.insert(ctx, parent, entries); err != nil {
 		return err
 	}
-	return gone(r.recompute(ctx, p, parent.id, st, false))
+	return gone(r.recompute(ctx, p, parent.id, st, false, st.incarnation()))
 }
 
 // insert stores the entries in the items collection with an unordered

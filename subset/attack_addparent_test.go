@@ -152,7 +152,7 @@ func TestAttackAddCleanupDeletesAnotherAddsItem(t *testing.T) {
 //
 // Portable plan: the first Add to a fresh parent. Native plan: an Add of
 // an item already stored and pushed (a retry; its guard fails and it
-// recomputes), where the pushes left no revision.
+// recomputes), where the pushes left the revision the first Add stamped.
 func TestAttackAddCASOnARecreatedParent(t *testing.T) {
 	const capacity = 3
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
@@ -171,7 +171,7 @@ func TestAttackAddCASOnARecreatedParent(t *testing.T) {
 			require.NoError(t, r.Add(ctx, "p", x))
 			pre, err = r.Get(ctx, "p")
 			require.NoError(t, err)
-			require.Zero(t, pre.Rev, "pushes leave no revision")
+			require.GreaterOrEqual(t, pre.Rev, int64(1)<<32, "the first Add stamped the parent (pushes leave the revision alone)")
 			at = 2 // the guarded push, then the compare-and-set
 		}
 		ran := onNth(t, db, "update", at, func(ctx context.Context) {
@@ -250,11 +250,9 @@ func TestAttackAddCommandCounts(t *testing.T) {
 			insertParents(t, db, "p")
 			c := mongotest.NewCounter(t, db)
 			got := c.Count(func() { require.NoError(t, r.Add(ctx, "p", item{ID: 1, Score: 1})) })
-			want := 4
-			if p != pushPlan {
-				want++ // the first recomputation of a new parent stamps it (doc.go, Costs)
-			}
-			require.Len(t, got, want, "doc.go: Add 4 on either path: %v", got)
+			require.Len(t, got, 5, "doc.go: Add 4 on either path, and the first Add to a new parent stamps it (Costs): %v", got)
+			got = c.Count(func() { require.NoError(t, r.Add(ctx, "p", item{ID: 2, Score: 2})) })
+			require.Len(t, got, 4, "doc.go: Add 4 on either path: %v", got)
 		})
 		t.Run("count field", func(t *testing.T) {
 			db := mongotest.DB(t)
@@ -281,7 +279,7 @@ func TestAttackAddCommandCounts(t *testing.T) {
 			})
 			c := mongotest.NewCounter(t, db)
 			got := c.Count(func() { require.NoError(t, r.Add(ctx, "p", x)) })
-			require.Equal(t, []string{"find", "insert", "update", "aggregate", "find", "find", "update"}, got, "4 + three commands more")
+			require.Equal(t, []string{"find", "findAndModify", "insert", "update", "aggregate", "find", "find", "update"}, got, "4 + three commands more, and the stamp of the new parent")
 		})
 		t.Run("a null subset field", func(t *testing.T) {
 			db := mongotest.DB(t)
@@ -381,12 +379,12 @@ func TestAttackRebuildCASOnARecreatedParent(t *testing.T) {
 // its stored version", seed 16884280224928735882), the push puts in the
 // new parent a version no call stored under it.
 //
-// Not fixed (issue 34): the Add's writes must be tied to the incarnation
-// it read (a push filtered on the stamp's high bits, which needs the
-// parent stamped at the Add's read; a recomputation that tells a parent
-// created again from a lost race), a change of the push path's commands.
+// Fixed: Add stamps a parent it reads without a stamped revision before
+// its insert, and binds its writes to that incarnation (the push's filter
+// holds the stamp's range, the recomputation reads the parent in another
+// incarnation as deleted), so that it takes back its items from the new
+// parent and runs again there: x and y are both stored.
 func TestAddIntoAParentCreatedAgain(t *testing.T) {
-	t.Skip("issue 34: an Add writes into a parent deleted and created again after its read; see the comment")
 	const capacity = 3
 	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, p subset.Plan) {
 		ctx := context.Background()
@@ -400,12 +398,13 @@ func TestAddIntoAParentCreatedAgain(t *testing.T) {
 		deleted := onNth(t, db, "insert", 1, func(ctx context.Context) {
 			require.NoError(t, other.Delete(ctx, "p"), "Delete")
 		})
-		// Before the Add's first write to its parent (the push; on the
-		// portable plan, the stamp that precedes its compare-and-set): a
-		// Remove of x, an orphan, then the parent created again.
+		// Before the Add's first write to its parent after the Delete
+		// (the push; on the portable plan, its compare-and-set; the
+		// stamp is sent before the insert): a Remove of x, an orphan,
+		// then the parent created again.
 		var recreated atomic.Bool
 		again := func(ctx context.Context) {
-			if recreated.CompareAndSwap(false, true) {
+			if deleted() && recreated.CompareAndSwap(false, true) {
 				require.ErrorIs(t, other.Remove(ctx, "p", x.ID), patterns.ErrNotFound, "Remove of an orphan")
 				_, err := odb.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "p"}})
 				require.NoError(t, err, "the parent created again")

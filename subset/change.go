@@ -87,7 +87,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 		if err != nil {
 			return err
 		}
-		return r.recompute(ctx, p, parentID, st, true)
+		return r.recompute(ctx, p, parentID, st, true, 0)
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
 	if errors.Is(err, patterns.ErrNotFound) {
@@ -99,7 +99,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 	if err != nil {
 		return err
 	}
-	return r.recompute(ctx, p, parentID, st, true)
+	return r.recompute(ctx, p, parentID, st, true, 0)
 }
 
 // settleCount finishes the job of an earlier Remove that deleted an item
@@ -122,7 +122,7 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 	if err != nil || (st.hasCount && st.count == n) {
 		return err
 	}
-	return r.recompute(ctx, p, parentID, st, true)
+	return r.recompute(ctx, p, parentID, st, true, 0)
 }
 
 // Update replaces one item of the parent (the item with the same id) in
@@ -209,7 +209,7 @@ func (r *Repo[P, I]) rebuild(ctx context.Context, p plan, parentID any) error {
 	if err != nil {
 		return err
 	}
-	return r.recompute(ctx, p, parentID, st, true)
+	return r.recompute(ctx, p, parentID, st, true, 0)
 }
 
 // RebuildAll runs [Repo.Rebuild] on every parent, in _id order, and calls

@@ -64,11 +64,16 @@ func (c commands) parentState(p plan) bson.D {
 	return proj
 }
 
-// pushFilter is the guard of the push plan's Add: the parent, while its
-// subset holds none of the ids.
-func (c commands) pushFilter(parentID any, ids []bson.RawValue) bson.D {
+// pushFilter is the guard of the push plan's Add: the parent, in the
+// incarnation Add read (its revision between the stamp inc and the next
+// multiple of 2^32, see newIncarnation), while its subset holds none of
+// the ids: {_id: id, rev: {$gte: inc, $lt: inc + 2^32}, <field>.<idField>:
+// {$nin: ids}}. A parent deleted and created again since Add's read
+// matches it no more.
+func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.D {
 	return bson.D{
 		{Key: "_id", Value: parentID},
+		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
 		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
 	}
 }
@@ -216,10 +221,11 @@ func (c commands) parentIDs() *options.FindOptionsBuilder {
 	return options.Find().SetProjection(idOnly)
 }
 
-// parentFound reads only the _id of a parent, for the push plan's Add,
-// which reads its parent first to know it exists.
+// parentFound reads only the revision of a parent (and its _id), for
+// the push plan's Add, which reads its parent first to know it exists
+// and which incarnation it is.
 func (c commands) parentFound() *options.FindOneOptionsBuilder {
-	return options.FindOne().SetProjection(idOnly)
+	return options.FindOne().SetProjection(bson.D{{Key: c.rev, Value: 1}})
 }
 
 // parentsPageSize is the number of parent ids a page of RebuildAll reads.

@@ -77,7 +77,7 @@ func TestParentCommands(t *testing.T) {
 	for _, set := range c.parentFound().List() {
 		require.NoError(t, set(&one))
 	}
-	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, one.Projection, "the push plan's Add reads whether its parent exists: its _id alone")
+	require.Equal(t, bson.D{{Key: "reviewsRev", Value: 1}}, one.Projection, "the push plan's Add reads whether its parent exists, and its incarnation: its revision (and _id) alone")
 
 	for p, servers := range plans(t) {
 		proj := c.parentState(p)
@@ -109,8 +109,10 @@ func TestPushCommands(t *testing.T) {
 	d1 := raw(t, bson.D{{Key: "_id", Value: id1}, {Key: "stars", Value: 5}, {Key: "productId", Value: "p1"}})
 	d2 := raw(t, bson.D{{Key: "_id", Value: id2}, {Key: "productId", Value: "p1"}, {Key: "stars", Value: 3}})
 	o1, o2 := `{"$oid":"`+id1.Hex()+`"}`, `{"$oid":"`+id2.Hex()+`"}`
-	requireJSON(t, `{"_id":"p1","reviews._id":{"$nin":[`+o1+`,`+o2+`]}}`,
-		c.pushFilter("p1", []bson.RawValue{rawValue(t, id1), rawValue(t, id2)}))
+	// Bound to the incarnation the Add read, 3 * 2^32: its revision from
+	// the stamp to the next.
+	requireJSON(t, `{"_id":"p1","reviewsRev":{"$gte":{"$numberLong":"12884901888"},"$lt":{"$numberLong":"17179869184"}},"reviews._id":{"$nin":[`+o1+`,`+o2+`]}}`,
+		c.pushFilter("p1", 3<<32, []bson.RawValue{rawValue(t, id1), rawValue(t, id2)}))
 	requireJSON(t, `{"$push":{"reviews":{"$each":[`+
 		`{"_id":`+o1+`,"stars":{"$numberInt":"5"},"productId":"p1"},`+
 		`{"_id":`+o2+`,"productId":"p1","stars":{"$numberInt":"3"}}],`+

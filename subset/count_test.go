@@ -54,7 +54,7 @@ func TestCountFollowsEveryWrite(t *testing.T) {
 		insertParents(t, db, "a")
 		c := mongotest.NewCounter(t, db)
 
-		require.Equal(t, []string{"find", "insert", "findAndModify", "find", "aggregate", "update"},
+		require.Equal(t, []string{"find", "findAndModify", "insert", "find", "aggregate", "update"},
 			c.Count(func() { require.NoError(t, r.Add(ctx, "a", five...)) }), "Add recomputes on every plan, with a count (stamping the new parent first)")
 		requireCount(t, r, "a", 5)
 		require.Equal(t, []string{"find", "insert", "find", "aggregate", "update"},

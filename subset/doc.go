@@ -86,12 +86,14 @@
 // The parent carries a revision counter (Config.RevisionField, by default
 // the subset field followed by "Rev") that every recomputation, and
 // nothing else, increments. A parent that has none (as the application
-// created it, or one only pushed into), or holds there anything but an
+// created it), or holds there anything but an
 // int64 of at least 2^32 (null; 0, as a Go int64 field without omitempty
 // creates it; a double, as a JavaScript client may write it back), is
 // first stamped with a random int64 multiple of 2^32 (up to 2^62), by a
 // findAndModify filtered on such a revision that returns the parent: one
-// command more, once per parent. A parent type that maps the field must
+// command more, once per parent, sent by the first recomputation or the
+// first [Repo.Add], which stamps the parent it reads before storing its
+// items. A parent type that maps the field must
 // map it as an int64 (an int32 cannot hold a stamp), and an application
 // that creates a parent again from a copy of a deleted one must leave
 // the field out (or null): with the deleted parent's stamp it is the
@@ -99,7 +101,10 @@
 // revision names the parent's incarnation, and a compare-and-set never
 // matches a parent deleted and created again since it was read (a filter
 // on the revision's absence would, and write into the new parent the
-// items of the deleted one). A recomputation reads the revision r and the
+// items of the deleted one). An Add's push is bound to the incarnation
+// it read too (its filter holds the revision between the stamp and the
+// next multiple of 2^32, which recomputations never reach), so that an
+// Add never writes into a parent it did not find (see [Repo.Add]). A recomputation reads the revision r and the
 // subset's ids S, reads the first N items T from the items collection with
 // one indexed find, and writes the subset with a compare-and-set: an
 // update filtered on {_id, rev: r} that also increments rev. If another
@@ -153,8 +158,8 @@
 // [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page],
 // [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of items (see its
 // godoc). A lost race adds 3 to a recomputation (at most once after a
-// fresh read, see above); the first recomputation of a parent without a
-// revision adds its stamp, 1 (see Recomputation). With Config.CountField, every recomputation
+// fresh read, see above); the first Add or recomputation of a parent
+// without a revision adds its stamp, 1 (see Recomputation). With Config.CountField, every recomputation
 // counts the parent's items (one aggregate more, which reads the parent's entries of
 // the index) and every Add takes the portable path, 5 round trips: a
 // count kept by increments would be applied twice by a retry, or by a

@@ -145,6 +145,43 @@ func (r *Repo[P, I]) stamp(ctx context.Context, parentID any) (parentState, erro
 // driver reads them, never changes them, so one value serves every call.
 var stamped = options.FindOneAndUpdate().SetReturnDocument(options.After)
 
+// ensureStamped returns st when it is stamped; otherwise it stamps the
+// parent (one findAndModify) and returns its state as stamped, reading it
+// again (one find) when another call stamped it first, until it reads a
+// stamped parent: patterns.ErrConflict after maxAttempts parents created
+// again meanwhile, patterns.ErrNotFound for none.
+func (r *Repo[P, I]) ensureStamped(ctx context.Context, p plan, parentID any, st parentState) (parentState, error) {
+	for attempt := 1; !st.hasRev; attempt++ {
+		if attempt > maxAttempts {
+			return parentState{}, fmt.Errorf("the parent was created again under %d stamps; call Rebuild: %w", maxAttempts, patterns.ErrConflict)
+		}
+		got, err := r.stamp(ctx, parentID)
+		if errors.Is(err, errStamped) {
+			got, err = r.readParent(ctx, p, r.cmd.parent(parentID))
+		}
+		if err != nil {
+			return parentState{}, err
+		}
+		st = got
+	}
+	return st, nil
+}
+
+// errRecreated is what a recomputation bound to an incarnation returns
+// when it reads the parent in another: the parent it read was deleted
+// and created again.
+var errRecreated = errors.New("the parent was deleted and created again")
+
+// incarnation returns the incarnation of a stamped parent, its revision's
+// stamp (the revision less its low 32 bits, see newIncarnation), and 0
+// for a parent without a stamped revision.
+func (s parentState) incarnation() int64 {
+	if !s.hasRev {
+		return 0
+	}
+	return s.rev &^ (minStamp - 1)
+}
+
 // newIncarnation returns a random multiple of 2^32 from 2^32 to 2^62, the
 // revision a parent is stamped with: the low 32 bits count its
 // recomputations, the others tell it from a parent of the same _id
@@ -170,7 +207,12 @@ func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) 
 // recompute sets the parent's subset to the first Cap items of the items
 // collection, with a compare-and-set on the revision; st is the parent as
 // read before, and fresh says whether st was read after the change the
-// caller made to the items. Each attempt sends a find and an update
+// caller made to the items. With inc (an incarnation, see
+// parentState.incarnation) it writes that incarnation alone, and returns
+// errRecreated when it reads the parent in another (deleted and created
+// again: an Add's items must not go into a parent it never read); with
+// inc 0 it follows the parent through its re-creations, recomputing the
+// one it finds. Each attempt sends a find and an update
 // (retried after a transient failure); a lost race adds a readParent. It
 // returns patterns.ErrNotFound when the parent is gone and
 // patterns.ErrTooLarge when the subset would take the parent past 16 MiB
@@ -189,32 +231,22 @@ func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) 
 // many writers compete and however many pushes arrive: pushes never make
 // it start again. maxAttempts only guards against writers that move the
 // revision otherwise.
-func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st parentState, fresh bool) error {
+func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st parentState, fresh bool, inc int64) error {
 	floor := int64(-1) // the first revision read after the change
 	if fresh && st.hasRev {
 		floor = st.rev
 	}
 	for attempt := 1; ; attempt++ {
+		if inc != 0 && st.incarnation() != inc {
+			return errRecreated
+		}
 		if !st.hasRev {
-			got, err := r.stamp(ctx, parentID)
-			switch {
-			case errors.Is(err, errStamped):
-				got, err = r.readParent(ctx, p, r.cmd.parent(parentID))
-				if err != nil {
-					return err
-				}
-			case err != nil:
+			var err error
+			if st, err = r.ensureStamped(ctx, p, parentID, st); err != nil {
 				return err
 			}
-			st = got
-			if floor < 0 && st.hasRev {
+			if floor < 0 || st.incarnation() != floor&^(minStamp-1) {
 				floor = st.rev // read after the change, as every read here
-			}
-			if !st.hasRev { // created again meanwhile
-				if attempt == maxAttempts {
-					return fmt.Errorf("the parent was created again under %d recomputations; call Rebuild: %w", attempt, patterns.ErrConflict)
-				}
-				continue
 			}
 		}
 		top, err := r.top(ctx, parentID)
@@ -252,8 +284,8 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			return err
 		}
 		switch {
-		case !st.hasRev: // created again: stamped at the next attempt
-		case floor < 0:
+		case !st.hasRev: // created again: stamped at the next attempt (or, bound to inc, errRecreated)
+		case floor < 0 || st.incarnation() != floor&^(minStamp-1): // or created again, and stamped
 			floor = st.rev
 		case st.rev >= floor+2:
 			return nil
