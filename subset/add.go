@@ -50,7 +50,9 @@ const maxAttempts = 10
 // On either path, the first Add to a parent that no Add or recomputation
 // has written since its creation (it has no stamped revision) stamps it
 // after the read (one command more, once per parent; see the package
-// documentation), before storing anything.
+// documentation), before storing anything: two more when another call
+// stamps it first, between the read and the stamp (the stamp that matches
+// nothing, and a read again).
 //
 // Portable path (other servers, FerretDB 1.x among them, and every server
 // when Config.CountField is set): four commands (five with a count field,
@@ -85,8 +87,10 @@ const maxAttempts = 10
 // subset for good (issue 34). A recomputation moves the revision, so
 // that such a compare-and-set matches nothing and reads again.
 //
-// A missing parent gives [patterns.ErrNotFound] and leaves no item behind:
-// both paths read the parent (and stamp it) before inserting, so that an
+// A missing parent gives [patterns.ErrNotFound] and leaves no item behind
+// (a parent missing at the read, or at the stamp that follows it, before
+// anything is stored): both paths read the parent (and stamp it) before
+// inserting, so that an
 // Add that returns nil found its parent before its items were stored, and
 // takes effect then (an Add that started before the parent was created
 // could otherwise insert its items as orphans, see them deleted as such
@@ -134,7 +138,8 @@ const maxAttempts = 10
 // Bad input gives [patterns.ErrInvalid] and writes nothing: an invalid
 // parent id, an item without a valid id or a scalar sort value, an item
 // whose ParentField names another parent, two items with one id, an id
-// stored under another parent. An item too large for the cap (see
+// stored under another parent (but for the stamp of a new parent, which
+// that Add sends before the insert that finds the id taken). An item too large for the cap (see
 // [Config].Cap) gives [patterns.ErrTooLarge] and writes nothing. An id
 // stored under another parent is found only by the insert, after which
 // Add deletes the items it inserted; so after a failed Add, an Add again
@@ -334,7 +339,7 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 		return fmt.Errorf("push into the subset: %w", err)
 	}
 	if err == nil && res.MatchedCount == 1 {
-		return r.settlePush(ctx, p, parent, pending, inc)
+		return r.settlePush(ctx, p, parent, pending)
 	}
 	// No parent, another incarnation, the subset holds some of the items
 	// already, or the push failed.
@@ -367,12 +372,13 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 // or a Remove and an Add), so that the push put an item in the subset
 // that is not stored as it holds it (and that the other writer's
 // recomputation, which read the parent before the push, kept as pushed
-// since), recomputes the subset of incarnation inc from a read of the
-// parent. A parent deleted (and perhaps created again) since the push
-// took the items with it: the push took effect in the incarnation Add
-// read, whose [Repo.Delete] deletes the items after the parent, so after
-// the insert, and the Add returns nil.
-func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry, inc int64) error {
+// since), recomputes the subset from a read of the parent. The push took
+// effect in the incarnation Add read; the recomputation follows the
+// parent to whatever incarnation it finds (created again since, or with
+// a revision another writer rewrote), whose subset it sets from the
+// items stored, as a Rebuild would: Add's items went with the deleted
+// one, which [Repo.Delete] deletes after the parent, so after the insert.
+func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, pushed []entry) error {
 	patterns.OperationFrom(ctx).Sent(1)
 	n, err := r.items.CountDocuments(ctx, r.cmd.itemsAsPushed(parent.id, docs(pushed)))
 	if err != nil {
@@ -382,13 +388,10 @@ func (r *Repo[P, I]) settlePush(ctx context.Context, p plan, parent parentRef, p
 		return nil
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
-	if err == nil {
-		err = r.recompute(ctx, p, parent.id, st, true, inc)
+	if err != nil {
+		return err
 	}
-	if errors.Is(err, errRecreated) {
-		return nil
-	}
-	return err
+	return r.recompute(ctx, p, parent.id, st, true, 0)
 }
 
 func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, entries []entry) error {

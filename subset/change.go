@@ -18,9 +18,9 @@ import (
 // leaves a full subset the next most relevant item takes its place. It
 // sends four commands: deleteOne, a read of the parent's revision, a find
 // of the first Cap items and the compare-and-set of the subset; five on a
-// parent no recomputation has written yet (one only pushed into, on the
-// push path), whose revision it stamps first (see the package
-// documentation). Under
+// parent that no Add or recomputation has written yet (its items loaded
+// without the repository), whose revision it stamps first (see the
+// package documentation). Under
 // concurrent writers it sends at most two compare-and-sets, with a read
 // of the parent after each lost race, however many others compete (see
 // the package documentation): it does not fail because others add items.

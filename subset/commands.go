@@ -96,12 +96,15 @@ func (c commands) casFilter(parentID any, st parentState) bson.D {
 }
 
 // unstamped matches the parent while it has no stamped revision: {_id:
-// id, $or: [{rev: {$not: {$type: "long"}}}, {rev: {$lt: 2^32}}]}, a
-// revision missing, of any type but an int64 (null; a double, which a
-// JavaScript client may write back, and which $inc cannot move past 2^53;
-// a decimal, NaN, a string), or an int64 below every stamp (as the
-// application created the parent: a Go int64 field without omitempty
-// writes 0; or counted before revisions were stamped). It is the filter
+// id, $or: [{rev: {$not: {$type: "long"}}}, {rev: {$lt: 2^32}}, {rev:
+// {$gte: 2^62 + 2^32}}, {rev: {$type: "array"}}]}, a revision missing, of
+// any type but an int64 (null; a double, which a JavaScript client may
+// write back, and which $inc cannot move past 2^53; a decimal, NaN, a
+// string), an int64 below every stamp (as the application created the
+// parent: a Go int64 field without omitempty writes 0; or counted before
+// revisions were stamped) or above every stamp's revisions (see
+// maxStamp), or an array (which $type and $lt would match by its
+// elements: an array holding an int64 stamp is no stamp). It is the filter
 // of the stamp that a recomputation writes before its first
 // compare-and-set on a parent no recomputation has written since its
 // creation.
@@ -109,12 +112,22 @@ func (c commands) unstamped(parentID any) bson.D {
 	return bson.D{{Key: "_id", Value: parentID}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: c.rev, Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "long"}}}}}},
 		bson.D{{Key: c.rev, Value: bson.D{{Key: "$lt", Value: int64(minStamp)}}}},
+		bson.D{{Key: c.rev, Value: bson.D{{Key: "$gte", Value: int64(maxStamp)}}}},
+		bson.D{{Key: c.rev, Value: bson.D{{Key: "$type", Value: "array"}}}},
 	}}}
 }
 
 // minStamp is the least stamped revision, 2^32: the stamps are its
 // multiples (newIncarnation), and recomputations count up from them.
-const minStamp = 1 << 32
+// maxStamp bounds them from above: the greatest stamp, 2^62, plus the
+// 2^32 revisions of its incarnation. An int64 outside [minStamp,
+// maxStamp) is no stamp: the push's filter could not bound its
+// incarnation (inc + 2^32 would overflow near 2^63), nor $inc move it
+// past 2^63 - 1.
+const (
+	minStamp = 1 << 32
+	maxStamp = 1<<62 + minStamp
+)
 
 // stamp sets the revision to incarnation, a random multiple of 2^32
 // (newIncarnation): {$set: {rev: incarnation}}.

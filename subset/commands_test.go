@@ -92,7 +92,7 @@ func TestParentCommands(t *testing.T) {
 	requireJSON(t, `{"_id":"p1","reviewsRev":{"$numberLong":"7"}}`, c.casFilter("p1", rev))
 	// The stamp of a parent without a revision, before its first
 	// compare-and-set: a random multiple of 2^32.
-	requireJSON(t, `{"_id":"p1","$or":[{"reviewsRev":{"$not":{"$type":"long"}}},{"reviewsRev":{"$lt":{"$numberLong":"4294967296"}}}]}`, c.unstamped("p1"))
+	requireJSON(t, `{"_id":"p1","$or":[{"reviewsRev":{"$not":{"$type":"long"}}},{"reviewsRev":{"$lt":{"$numberLong":"4294967296"}}},{"reviewsRev":{"$gte":{"$numberLong":"4611686022722355200"}}},{"reviewsRev":{"$type":"array"}}]}`, c.unstamped("p1"))
 	requireJSON(t, `{"$set":{"reviewsRev":{"$numberLong":"8589934592"}}}`, c.stamp(2<<32))
 	for range 100 {
 		n := newIncarnation()

@@ -97,7 +97,15 @@
 // map it as an int64 (an int32 cannot hold a stamp), and an application
 // that creates a parent again from a copy of a deleted one must leave
 // the field out (or null): with the deleted parent's stamp it is the
-// same incarnation to a compare-and-set. So the
+// same incarnation to a compare-and-set. The field is the repository's:
+// another writer that rewrites it while a call is in flight (a
+// JavaScript client writing it back as a double, or a copy replacing the
+// parent whole) makes the parent look created again, and an Add in
+// flight then takes its items back and runs again on it (see
+// [Repo.Add]), which may replace the version another call stored
+// meanwhile, or store again an item another call removed meanwhile.
+// Write a parent's own fields with update operators ($set), never by
+// replacing it whole. So the
 // revision names the parent's incarnation, and a compare-and-set never
 // matches a parent deleted and created again since it was read (a filter
 // on the revision's absence would, and write into the new parent the

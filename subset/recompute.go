@@ -70,9 +70,9 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 	st.rest = len(raw)
 	if v, err := raw.LookupErr(r.cfg.RevisionField); err == nil {
 		st.rest -= elemSize(r.cfg.RevisionField, len(v.Value))
-		// Stamped: an int64 from minStamp; anything else is stamped
-		// first (see unstamped).
-		if n, ok := v.Int64OK(); ok && n >= minStamp {
+		// Stamped: an int64 in [minStamp, maxStamp); anything else is
+		// stamped first (see unstamped).
+		if n, ok := v.Int64OK(); ok && n >= minStamp && n < maxStamp {
 			st.rev, st.hasRev = n, true
 		}
 	}

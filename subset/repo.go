@@ -205,7 +205,12 @@ func idOf(id any) string {
 // lost its reply reports ErrNotFound). The items that an Add in flight
 // stored after the parent was deleted, which go with the parent when it
 // returns (see [Repo.Add]), count as items: a Delete that finds them
-// deletes them and returns nil, the parent already gone.
+// deletes them and returns nil, the parent already gone. The items carry
+// no incarnation of their parent: a parent created again while its
+// Delete is in flight, between its two commands, loses the items stored
+// under it meanwhile (an Add's that returned nil too, whose push may then
+// leave in the new subset an item stored nowhere, until a Rebuild).
+// Create a parent again once its Delete has returned.
 //
 // A delete of the parent that matched nothing is checked with a find of
 // its _id, one more command, and sent again while the parent is there
