@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/chaos"
+	"github.com/mongopatterns/mongopatterns/internal/linear"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 	"github.com/mongopatterns/mongopatterns/subset"
@@ -65,6 +66,10 @@ import (
 //     parent created while it runs ("Add runs again on that parent, and
 //     returns once its items are stored there"), as it has them (Add's
 //     godoc);
+//   - a parent created again while its Delete is in flight loses the
+//     items stored under it meanwhile (Delete's deleteMany, modelled as
+//     an operation of unknown outcome within the Delete's interval), and
+//     its subset is unchecked until a Rebuild (Delete's godoc);
 //   - a write that failed (unknown outcome, or Add's ErrConflict: "Add
 //     again or Rebuild finishes the job") leaves the parent's subset
 //     unchecked until a Rebuild returns nil (each write "is safe to
@@ -340,6 +345,21 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			o.Input = in
 			by[in.parent] = append(by[in.parent], o)
 		}
+		// wipe: the second command of a Delete (nil or of unknown
+		// outcome) that overlaps a creation of its parent, its
+		// deleteMany of the parent's items, which may delete those stored
+		// under the parent created again meanwhile (Delete's godoc): one
+		// operation more within the Delete's interval, of unknown outcome
+		// (it met such items, or not).
+		for i, o := range history {
+			if in := ins[i]; took(i, "delete", in.parent) && overlapsTook(o, "create", in.parent) {
+				by[in.parent] = append(by[in.parent], porcupine.Operation{
+					ClientId: -1 - i, Call: o.Call, Return: o.Return,
+					Input:  sop{op: "wipe", parent: in.parent, seq: in.seq},
+					Output: linear.Unknown{Err: errors.New("the deleteMany of a Delete that overlaps a creation of its parent")},
+				})
+			}
+		}
 		var parts [][]porcupine.Operation
 		for _, p := range histParents {
 			if len(by[p]) > 0 {
@@ -408,6 +428,12 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				return append(created, s)
 			}
 			return append(res("ok", !s.exists, created...), res("dup", s.exists, s)...)
+		case "wipe":
+			// Delete's godoc: a parent created again while its Delete is
+			// in flight loses the items stored under it meanwhile, and its
+			// subset may hold some of them, stored nowhere, until a
+			// Rebuild.
+			return []any{s, sstate{exists: s.exists, dirty: s.dirty || s.exists, removed: s.removed, again: s.again}}
 		case "delete":
 			if !known {
 				return []any{s, cleared, sstate{items: s.items, dirty: true, again: s.again}}
@@ -677,6 +703,16 @@ func subsetHistDo(ctx context.Context, db *mongo.Database, h *subsetHistory, op 
 // stored, is a violation; after a Rebuild (the godoc's repair), it is for
 // every parent; Count is the number of items, Item finds each, and pages
 // of one item walk All.
+// overlapsCreate reports whether o overlaps a creation of parent in ops.
+func overlapsCreate(ops []porcupine.Operation, o porcupine.Operation, parent string) bool {
+	for _, a := range ops {
+		if in := a.Input.(sop); in.op == "create" && in.parent == parent && a.Call < o.Return && o.Call < a.Return {
+			return true
+		}
+	}
+	return false
+}
+
 func subsetHistFinal(t *testing.T, db *mongo.Database, h *subsetHistory, ops []porcupine.Operation) {
 	r := h.repo(db)
 	ctx := context.Background()
@@ -689,6 +725,8 @@ func subsetHistFinal(t *testing.T, db *mongo.Database, h *subsetHistory, ops []p
 			touched[in.parent] = fmt.Sprintf("%s of unknown outcome", in.op)
 		case known && out.res == "conflict":
 			touched[in.parent] = fmt.Sprintf("%s returned ErrConflict", in.op)
+		case in.op == "delete" && overlapsCreate(ops, o, in.parent):
+			touched[in.parent] = "a Delete that overlaps a creation of its parent (Delete's godoc: the new parent's items may be lost, until a Rebuild)"
 		}
 	}
 	// check compares the views of parent id at rest.
@@ -792,7 +830,9 @@ func TestAddRacingRemoveOfItsItem(t *testing.T) {
 // parent is deleted and created again may replace another call's version,
 // and store its items again on the new parent after taking effect before
 // the Delete; the ghost outlives a Rebuild, or a Remove that finds the
-// item in neither place, while the Add runs, and no longer.
+// item in neither place, while the Add runs, and no longer; a Delete
+// that overlaps a creation of its parent may delete the items stored
+// under the new parent, and no other Delete.
 // (An item stored and missing from the subset after such an overlap is
 // the final check's: the model does not see the items collection.)
 func TestHistoriesModel(t *testing.T) {
@@ -922,6 +962,24 @@ func TestHistoriesModel(t *testing.T) {
 			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
 			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 3),
 			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
+		}, OK: false},
+		// Delete's godoc: a parent created again while its Delete is in
+		// flight loses the items stored under it meanwhile (its
+		// deleteMany), until a Rebuild (attack test
+		// TestAttackIncDeleteWipesTheNewParentsItems).
+		{Name: "a Delete overlapping a creation, the new parent's item lost", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 50),
+			op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, 10, 11),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 12, 13),
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 60, 61),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 70, 71),
+		}, OK: true},
+		{Name: "a Delete before the creation, the new parent's item lost", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 5),
+			op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, 10, 11),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 12, 13),
+			op(sop{op: "rebuild", parent: "p1"}, sout{res: "ok"}, 60, 61),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: ""}, 70, 71),
 		}, OK: false},
 		// Add's godoc: a parent deleted and created again while an Add
 		// runs, another Add stores x under the new parent; the first
