@@ -90,9 +90,8 @@ const maxAttempts = 10
 // A missing parent gives [patterns.ErrNotFound] and leaves no item behind
 // (a parent missing at the read, or at the stamp that follows it, before
 // anything is stored): both paths read the parent (and stamp it) before
-// inserting, so that an
-// Add that returns nil found its parent before its items were stored, and
-// takes effect then (an Add that started before the parent was created
+// inserting, so that an Add that returns nil found its parent before its
+// items were stored, and takes effect then (an Add that started before the parent was created
 // could otherwise insert its items as orphans, see them deleted as such
 // by another call, and push into the parent created meanwhile). Its
 // writes to the parent are bound to the incarnation it read, its stamped
@@ -139,8 +138,9 @@ const maxAttempts = 10
 // parent id, an item without a valid id or a scalar sort value, an item
 // whose ParentField names another parent, two items with one id, an id
 // stored under another parent (but for the stamp of a new parent, which
-// that Add sends before the insert that finds the id taken). An item too large for the cap (see
-// [Config].Cap) gives [patterns.ErrTooLarge] and writes nothing. An id
+// that Add sends before the insert that finds the id taken). An item too
+// large for the cap (see [Config].Cap) gives [patterns.ErrTooLarge] and
+// writes nothing. An id
 // stored under another parent is found only by the insert, after which
 // Add deletes the items it inserted; so after a failed Add, an Add again
 // that reports ErrInvalid for that reason may leave the items the failed
