@@ -116,7 +116,9 @@ const maxAttempts = 10
 // and another call stores an item with the same id under the new parent
 // meanwhile, that item may be deleted and stored again as this Add has it:
 // a version another call stored (another Add's, an [Repo.Update]'s) may be
-// replaced by this Add's, and between the deletion and the new insert a
+// replaced by this Add's, one of its items that another call removed
+// from the new parent meanwhile (a Remove that returned nil) may be
+// stored again, and between the deletion and the new insert a
 // reader misses the item and an Update or a Remove of it reports
 // [patterns.ErrNotFound]. If the read that follows the deletion fails,
 // Add returns that failure with the items deleted: Add again stores them

@@ -87,7 +87,7 @@
 // the subset field followed by "Rev") that every recomputation, and
 // nothing else, increments. A parent that has none (as the application
 // created it), or holds there anything but an
-// int64 of at least 2^32 (null; 0, as a Go int64 field without omitempty
+// int64 from 2^32 to 2^62 + 2^32 (null; 0, as a Go int64 field without omitempty
 // creates it; a double, as a JavaScript client may write it back), is
 // first stamped with a random int64 multiple of 2^32 (up to 2^62), by a
 // findAndModify filtered on such a revision that returns the parent: one
@@ -112,7 +112,13 @@
 // items of the deleted one). An Add's push is bound to the incarnation
 // it read too (its filter holds the revision between the stamp and the
 // next multiple of 2^32, which recomputations never reach), so that an
-// Add never writes into a parent it did not find (see [Repo.Add]). A recomputation reads the revision r and the
+// Add never stores its items in a parent it did not find (see
+// [Repo.Add]); after a push that landed, the count that checks it may
+// recompute the parent it then finds, as a Rebuild would. An int64 the
+// application writes there from 2^32 is taken for a stamp: a revision
+// near the end of its range is carried into the next by a
+// recomputation, which an Add in flight takes for a parent created
+// again. Create parents without a revision. A recomputation reads the revision r and the
 // subset's ids S, reads the first N items T from the items collection with
 // one indexed find, and writes the subset with a compare-and-set: an
 // update filtered on {_id, rev: r} that also increments rev. If another
@@ -167,7 +173,9 @@
 // [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of items (see its
 // godoc). A lost race adds 3 to a recomputation (at most once after a
 // fresh read, see above); the first Add or recomputation of a parent
-// without a revision adds its stamp, 1 (see Recomputation). With Config.CountField, every recomputation
+// without a revision adds its stamp, 1 (see Recomputation), or 2 more
+// when another call stamps the parent between its read and its stamp
+// (the stamp that matches nothing, and a read again). With Config.CountField, every recomputation
 // counts the parent's items (one aggregate more, which reads the parent's entries of
 // the index) and every Add takes the portable path, 5 round trips: a
 // count kept by increments would be applied twice by a retry, or by a

@@ -65,7 +65,8 @@ import (
 //     read, replaced or removed its items by then") and again on the
 //     parent created while it runs ("Add runs again on that parent, and
 //     returns once its items are stored there"), as it has them (Add's
-//     godoc);
+//     godoc), at any moment until it returns, after another call removed
+//     or replaced them on the new parent;
 //   - a parent created again while its Delete is in flight loses the
 //     items stored under it meanwhile (Delete's deleteMany, modelled as
 //     an operation of unknown outcome within the Delete's interval), and
@@ -360,6 +361,20 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				})
 			}
 		}
+		// rerun: an Add whose parent is deleted and created again while it
+		// runs takes its items back from the new parent and stores them
+		// again, as it has them, before it returns (Add's godoc), after
+		// another call may have removed or replaced them there: one
+		// operation more within the Add's interval, of unknown outcome.
+		for i, o := range history {
+			if in := ins[i]; in.op == "add" && in.recreated {
+				by[in.parent] = append(by[in.parent], porcupine.Operation{
+					ClientId: -1 - len(history) - i, Call: o.Call, Return: o.Return,
+					Input:  sop{op: "rerun", parent: in.parent, items: in.items, seq: in.seq},
+					Output: linear.Unknown{Err: errors.New("the run again of an Add whose parent was created again")},
+				})
+			}
+		}
 		var parts [][]porcupine.Operation
 		for _, p := range histParents {
 			if len(by[p]) > 0 {
@@ -428,6 +443,16 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				return append(created, s)
 			}
 			return append(res("ok", !s.exists, created...), res("dup", s.exists, s)...)
+		case "rerun":
+			if !s.exists {
+				return []any{s}
+			}
+			put := func(m map[int64]int64) {
+				for _, it := range in.items {
+					m[it.ID] = it.Score
+				}
+			}
+			return []any{s, with(put, s.ghosts, s.dirty)}
 		case "wipe":
 			// Delete's godoc: a parent created again while its Delete is
 			// in flight loses the items stored under it meanwhile, and its
