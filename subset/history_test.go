@@ -67,6 +67,10 @@ import (
 //     returns once its items are stored there"), as it has them (Add's
 //     godoc), at any moment until it returns, after another call removed
 //     or replaced them on the new parent;
+//   - of two overlapping Deletes of a parent both may return nil (the
+//     second finds the items the first has yet to delete: Delete's
+//     godoc, "a reader between them sees no parent while its items
+//     remain");
 //   - a parent created again while its Delete is in flight loses the
 //     items stored under it meanwhile (Delete's deleteMany, modelled as
 //     an operation of unknown outcome within the Delete's interval), and
@@ -105,7 +109,10 @@ type sop struct {
 	// overlapsAdd: a Remove that overlaps an Add of its item; a Delete
 	// that overlaps an Add to its parent that may have stored items
 	// (one that did not return ErrNotFound: that one found no parent and
-	// stored nothing, Add's godoc).
+	// stored nothing, Add's godoc), or another Delete of its parent that
+	// may have taken effect (Delete's godoc: "A reader between them sees
+	// no parent while its items remain": the second finds the items the
+	// first has yet to delete, deletes them and returns nil).
 	overlapsAdd bool
 	// overlapRemoves: the seqs of the other Removes of its item that a
 	// Remove overlaps.
@@ -337,6 +344,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 				if out, known := a.Output.(sout); in.op == "delete" && other.op == "add" && other.parent == in.parent &&
 					(!known || out.res != "notfound") {
+					in.overlapsAdd = true
+				}
+				if in.op == "delete" && took(j, "delete", in.parent) {
 					in.overlapsAdd = true
 				}
 			}
@@ -983,6 +993,18 @@ func TestHistoriesModel(t *testing.T) {
 			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 8),
 			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 4, 5),
 		}, OK: true},
+		// Delete's godoc: between its two commands its items remain; a
+		// Delete overlapping it finds and deletes them (seeds
+		// 16930066025952134781 and 11370635597984806744, portable,
+		// FerretDB 2.7).
+		{Name: "two overlapping Deletes", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 10),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 5, 8),
+		}, OK: true},
+		{Name: "two Deletes, one after the other", History: []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 4),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 5, 8),
+		}, OK: false},
 		{Name: "a Delete of a deleted parent, alone", History: []porcupine.Operation{
 			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 2),
 			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 1, 3),
