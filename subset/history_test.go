@@ -48,6 +48,10 @@ import (
 //     it: the Add's push may land after it, "the Add's recomputation takes
 //     it out before the Add returns"), and which another Remove of the
 //     item may find in neither place (ErrNotFound), before that push;
+//   - Remove's "Between the delete and the set, a reader of the subset
+//     may still see the item": a Remove's ghost (the version it deleted)
+//     may be seen by Get until it returns, after another call found the
+//     item deleted;
 //   - of two overlapping Removes of one item, the second may return nil
 //     only if the first deleted the item (Remove's godoc);
 //   - a Remove or an Update whose parent a Delete (nil or of unknown
@@ -293,10 +297,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			return false
 		}
-		// ends: for each Remove that overlaps an Add of its item, when
-		// the last of them returns: its ghost is gone then (Remove's
-		// godoc: "once both have returned ... the subset the first Cap
-		// items").
+		// ends: for each Remove, when it returns, or, when it overlaps
+		// an Add of its item, when the last of them returns: its ghost is
+		// gone then (Remove's godoc: "Between the delete and the set, a
+		// reader of the subset may still see the item"; "once both have
+		// returned ... the subset the first Cap items").
 		ends := map[int]int64{}
 		for i, o := range history {
 			in := &ins[i]
@@ -304,6 +309,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			case "add":
 				in.recreated = overlapsTook(o, "delete", in.parent) && overlapsTook(o, "create", in.parent)
 			case "remove":
+				ends[in.seq] = o.Return
 				for j, a := range history {
 					if add := ins[j]; add.op == "add" && overlap(a, o) {
 						for _, it := range add.items {
@@ -574,6 +580,14 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			var ok []any
 			if s.exists && (stored || seen || byOverlap) {
 				ok = []any{removed(with(del, encodeGhosts(pending), s.dirty))}
+				if stored {
+					// Remove's godoc: "Between the delete and the set, a
+					// reader of the subset may still see the item" (seed
+					// 2258595712295147199, native, FerretDB 2.7: an
+					// Update found it deleted, Gets then saw it in the
+					// subset, the Remove still running).
+					ok = append(ok, removed(with(del, encodeGhosts(append(slices.Clone(pending), ghost{id: in.id, score: items[in.id], seq: in.seq})), s.dirty)))
+				}
 				if in.overlapsAdd && stored {
 					// The ghost is the version stored, or the one an Add
 					// pushed after the Remove took it out, which the Add's
@@ -937,6 +951,18 @@ func TestHistoriesModel(t *testing.T) {
 		}, OK: true},
 		{Name: "a ghost after an overlap", History: []porcupine.Operation{add, remove(1, 5), get("2:3,")}, OK: false},
 		{Name: "a ghost without one", History: []porcupine.Operation{add, remove(4, 5), get("2:3,")}, OK: false},
+		// Remove's godoc: "Between the delete and the set, a reader of
+		// the subset may still see the item" (seed 2258595712295147199).
+		{Name: "a ghost while its Remove runs, its delete seen", History: []porcupine.Operation{
+			add, remove(4, 20),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "notfound"}, 5, 6),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 7, 8),
+		}, OK: true},
+		{Name: "a ghost after its Remove returned, its delete seen", History: []porcupine.Operation{
+			add, remove(4, 6),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "notfound"}, 5, 6),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 7, 8),
+		}, OK: false},
 		// Remove's godoc: a Remove that finds its item deleted and still
 		// in the subset finishes the job (seeds 2745279744111502981 and
 		// 10335793924364891230, portable, FerretDB 2.7).
