@@ -413,8 +413,8 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 }
 
 // insert stores the entries in the items collection with an unordered
-// insertMany (retried after a transient failure: the duplicates a retry
-// meets are the items the earlier attempt stored) and returns the
+// insertMany (its statements that failed with a transient error sent
+// again, alone: see insertOnce) and returns the
 // documents to push: the entries, except that an item whose id was stored
 // under the parent already (by an earlier attempt, or concurrently) comes
 // back in its stored version, read with one more find. An id the insert
@@ -481,42 +481,77 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 // insertOnce sends the insertMany of the entries and returns the ids it
 // inserted and those it found taken (a duplicate key); an error other
 // than duplicates comes with the ids inserted all the same, except when
-// the reply does not say which were (then both are nil).
+// the reply does not say which were (then those of this call's earlier
+// sends alone). A statement that failed with a transient error (FerretDB
+// 2.x's deadlock, which applied nothing) is sent again after
+// srverr.Retry's pause, alone with the others that did, never one that
+// applied: sent again, an item that a concurrent Remove deleted meanwhile
+// would be stored again after that Remove returned nil, its deletion
+// undone (soak seed 16516763299255108337, native, FerretDB 2.7). A
+// command that failed whole with one applied nothing, and is sent again
+// whole.
 func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted, dups []bson.RawValue, err error) {
-	_, err = write(ctx, func() (*mongo.InsertManyResult, error) {
-		return r.items.InsertMany(ctx, docs(entries), unordered)
+	op := patterns.OperationFrom(ctx)
+	todo := entries
+	var other error // the first error of a statement, but a duplicate or transient one
+	err = srverr.Retry(ctx, func() error {
+		op.Sent(1)
+		_, err := r.items.InsertMany(ctx, docs(todo), unordered)
+		if err == nil {
+			op.Affected(int64(len(todo)))
+			inserted = append(inserted, ids(todo)...)
+			return nil
+		}
+		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+		if !ok || bwe.WriteConcernError != nil {
+			return err
+		}
+		failed := make([]bool, len(todo))
+		var again []entry
+		var transient error
+		for _, we := range bwe.WriteErrors {
+			if we.Index < 0 || we.Index >= len(todo) {
+				return permanent{err}
+			}
+			failed[we.Index] = true
+			switch e := todo[we.Index]; {
+			case mongo.IsDuplicateKeyError(we):
+				dups = append(dups, e.id)
+			case srverr.Transient(we.WriteError):
+				again, transient = append(again, e), err
+			case other == nil:
+				other = fmt.Errorf("insert item %s: %w", bsonid.Text(e.id), srverr.Classify(we))
+			}
+		}
+		n := 0
+		for i, e := range todo {
+			if !failed[i] {
+				inserted = append(inserted, e.id)
+				n++
+			}
+		}
+		op.Affected(int64(n))
+		if other != nil {
+			return permanent{other}
+		}
+		todo = again
+		return transient
 	})
-	if err == nil {
-		return ids(entries), nil, nil
+	if p, ok := errors.AsType[permanent](err); ok {
+		err = p.error
 	}
-	bwe, ok := errors.AsType[mongo.BulkWriteException](err)
-	if !ok || bwe.WriteConcernError != nil {
-		return nil, nil, fmt.Errorf("insert the items: %w", err)
+	if err != nil && err != other {
+		err = fmt.Errorf("insert the items: %w", srverr.Classify(err))
 	}
-	defer func() { patterns.OperationFrom(ctx).Affected(int64(len(inserted))) }()
-	failed := make([]bool, len(entries))
-	var other error
-	for _, we := range bwe.WriteErrors {
-		if we.Index < 0 || we.Index >= len(entries) {
-			return nil, nil, fmt.Errorf("insert the items: %w", err)
-		}
-		failed[we.Index] = true
-		if mongo.IsDuplicateKeyError(we) {
-			dups = append(dups, entries[we.Index].id)
-		} else if other == nil {
-			other = fmt.Errorf("insert item %s: %w", bsonid.Text(entries[we.Index].id), srverr.Classify(we))
-		}
-	}
-	for i, e := range entries {
-		if !failed[i] {
-			inserted = append(inserted, e.id)
-		}
-	}
-	return inserted, dups, other
+	return inserted, dups, err
 }
 
-// unordered are the options of the insertMany of Add: the driver reads
-// them, never changes them, so one value serves every call.
+// permanent is an error of an attempt that srverr.Retry must not send
+// again, whatever it wraps: a reply that did not say which statements
+// applied, or a statement's error other than a transient one or a
+// duplicate.
+type permanent struct{ error }
+
 var unordered = options.InsertMany().SetOrdered(false)
 
 // storedItems reads the items that filter matches (one find), by

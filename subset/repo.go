@@ -115,8 +115,6 @@ func write[T any](ctx context.Context, send func() (T, error)) (T, error) {
 	})
 	if op != nil && err == nil {
 		switch r := any(res).(type) {
-		case *mongo.InsertManyResult:
-			op.Affected(int64(len(r.InsertedIDs)))
 		case *mongo.UpdateResult:
 			op.Affected(r.ModifiedCount + r.UpsertedCount)
 		case *mongo.DeleteResult:

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/internal/faults"
+	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/subset"
 )
@@ -83,5 +84,47 @@ func TestTransientWritesSentAgain(t *testing.T) {
 			}
 			others[i-len(cases)].run(t, tp)
 		})
+	})
+}
+
+// TestAddSendsAgainOnlyTheStatementsThatFailed: FerretDB 2.x answers an
+// unordered insertMany one of whose statements PostgreSQL chose as a
+// deadlock's victim with that statement's write error, the others
+// applied (forged here: faults.TransientProxy.ArmPartial). Add sends
+// again the failed statement alone: sent again whole, the insert stored
+// once more an item that a Remove deleted between the two sends, after
+// that Remove had returned nil, so that the item stayed stored and in the
+// subset (soak seed 16516763299255108337, native, FerretDB 2.7). Every
+// plan.
+func TestAddSendsAgainOnlyTheStatementsThatFailed(t *testing.T) {
+	t.Parallel() // beside TestFaults
+	other := otherWriter(t)
+	faultPlans(t, func(t *testing.T, p subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		stored := item{ID: 1, Score: 1}
+		seed(t, db, seedParent{id: "a", items: []item{stored}})
+		tp := faults.NewTransient(t)
+		r := faultRepo(tp.Client().Database(db.Name()), p)
+		remover := faultRepo(other.Database(db.Name()), p)
+		x, y := item{ID: 10, Score: 9}, item{ID: 11, Score: 8}
+		inserts := 0
+		var removed error
+		mongotest.OnCommand(t, db, "insert", func(context.Context) {
+			if inserts++; inserts == 2 { // the insert sent again after the deadlock
+				removed = remover.Remove(ctx, "a", x.ID)
+			}
+		})
+		tp.ArmPartial()
+		require.NoError(t, r.Add(ctx, "a", x, y))
+		_, forged := tp.Counts()
+		require.Equal(t, 1, forged, "the insert's last statement failed with a deadlock")
+		require.Equal(t, 2, inserts, "the failed statement was sent again")
+		require.NoError(t, removed, "the Remove deleted x, which the first send stored")
+		s := readSnapshot(t, db, "a")
+		require.True(t, s.found)
+		want := []item{stored, y}
+		require.Equal(t, byID("a", want), s.items, "x stays removed: the Remove came after the Add's insert of it")
+		requireSubset(t, "a", s, want)
 	})
 }

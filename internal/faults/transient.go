@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -48,8 +49,14 @@ type TransientProxy struct {
 	mu     sync.Mutex
 	armed  int  // the write to fail, counted from 1; 0: none
 	dupKey bool // fail it with a duplicate key rather than a deadlock
-	writes int  // writes seen since Arm
-	forged int  // replies forged since Arm
+	// partial: fail the last statement of the next insert of two
+	// documents or more, and forward the others (ArmPartial).
+	partial bool
+	// victims maps the request id of an insert forwarded without its
+	// last statement to that statement's index, until its reply comes.
+	victims map[uint32]int
+	writes  int // writes seen since Arm
+	forged  int // replies forged since Arm
 }
 
 // NewTransient starts a proxy in front of the server in use and connects
@@ -93,7 +100,21 @@ func (p *TransientProxy) Client() *mongo.Client { return p.client }
 func (p *TransientProxy) Arm(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.dupKey, p.writes, p.forged = n, false, 0, 0
+	p.armed, p.dupKey, p.partial, p.writes, p.forged = n, false, false, 0, 0
+}
+
+// ArmPartial makes the next insert command of two documents or more that
+// the client sends from now apply all its documents but the last, and
+// fail that one with a deadlock (a write error in an ok reply), once:
+// what FerretDB 2.x answers an unordered insertMany one of whose
+// statements PostgreSQL chose as a deadlock's victim, the others applied.
+// The proxy forwards the insert without its last document and adds the
+// write error to the server's reply. Counts reports the forged reply once
+// the insert has gone through.
+func (p *TransientProxy) ArmPartial() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.armed, p.dupKey, p.partial, p.writes, p.forged = 0, false, true, 0, 0
 }
 
 // ArmDuplicateKey makes the n-th write command the client sends from now
@@ -107,7 +128,7 @@ func (p *TransientProxy) Arm(n int) {
 func (p *TransientProxy) ArmDuplicateKey(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.dupKey, p.writes, p.forged = n, true, 0, 0
+	p.armed, p.dupKey, p.partial, p.writes, p.forged = n, true, false, 0, 0
 }
 
 // Counts returns the writes seen and the replies forged since Arm.
@@ -128,19 +149,16 @@ func (p *TransientProxy) serve(c net.Conn) {
 	defer s.Close()
 	var toClient sync.Mutex // the server's replies and the forged ones
 	go func() {
-		buf := make([]byte, 32<<10)
+		defer c.Close()
 		for {
-			n, err := s.Read(buf)
-			if n > 0 {
-				toClient.Lock()
-				_, werr := c.Write(buf[:n])
-				toClient.Unlock()
-				if werr != nil {
-					return
-				}
-			}
+			msg, err := readMessage(s)
 			if err != nil {
-				_ = c.Close()
+				return
+			}
+			toClient.Lock()
+			_, err = c.Write(p.victim(msg))
+			toClient.Unlock()
+			if err != nil {
 				return
 			}
 		}
@@ -150,6 +168,7 @@ func (p *TransientProxy) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
+		msg = p.sacrifice(msg)
 		if reply := p.forge(msg); reply != nil {
 			toClient.Lock()
 			_, err = c.Write(reply)
@@ -181,8 +200,9 @@ func readMessage(r io.Reader) ([]byte, error) {
 
 // forge returns the reply to send instead of forwarding msg, or nil.
 // Writes alternate between the two shapes a deadlock takes: a command
-// error (ok: 0), and a write error in an ok reply; a duplicate key is a
-// write error.
+// error (ok: 0), and a write error of each statement in an ok reply (the
+// forged write applied nothing); a duplicate key is a write error of the
+// first statement.
 func (p *TransientProxy) forge(msg []byte) []byte {
 	name := commandName(msg)
 	switch name {
@@ -203,21 +223,219 @@ func (p *TransientProxy) forge(msg []byte) []byte {
 			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(11000)}, {Key: "errmsg", Value: "E11000 duplicate key error, index: _id_"},
 		}}}, {Key: "ok", Value: 1.0}}
 	case p.armed%2 == 0 && name != "findAndModify":
-		body = bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{
-			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(DeadlockCode)}, {Key: "errmsg", Value: "deadlock detected"},
-		}}}, {Key: "ok", Value: 1.0}}
+		var errs bson.A
+		for i := range statements(msg, name) {
+			errs = append(errs, deadlockAt(i))
+		}
+		body = bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: errs}, {Key: "ok", Value: 1.0}}
 	}
+	return reply(msg, body)
+}
+
+// deadlockAt is the write error of a deadlock of statement i.
+func deadlockAt(i int) bson.D {
+	return bson.D{{Key: "index", Value: int32(i)}, {Key: "code", Value: int32(DeadlockCode)}, {Key: "errmsg", Value: "deadlock detected"}}
+}
+
+// reply returns an OP_MSG answering msg with body.
+func reply(msg []byte, body bson.D) []byte {
 	doc, err := bson.Marshal(body)
 	if err != nil {
 		panic(err)
 	}
-	reply := make([]byte, 16+4+1, 16+4+1+len(doc))
-	binary.LittleEndian.PutUint32(reply[0:], uint32(cap(reply)))
-	binary.LittleEndian.PutUint32(reply[4:], 1<<30|binary.LittleEndian.Uint32(msg[4:])) // a request id of its own
-	binary.LittleEndian.PutUint32(reply[8:], binary.LittleEndian.Uint32(msg[4:]))       // responseTo
-	binary.LittleEndian.PutUint32(reply[12:], opMsg)
+	out := make([]byte, 16+4+1, 16+4+1+len(doc))
+	binary.LittleEndian.PutUint32(out[0:], uint32(cap(out)))
+	binary.LittleEndian.PutUint32(out[4:], 1<<30|binary.LittleEndian.Uint32(msg[4:])) // a request id of its own
+	binary.LittleEndian.PutUint32(out[8:], binary.LittleEndian.Uint32(msg[4:]))       // responseTo
+	binary.LittleEndian.PutUint32(out[12:], opMsg)
 	// flagBits 0, then a body section (kind 0).
-	return append(reply, doc...)
+	return append(out, doc...)
+}
+
+// section is one section of an OP_MSG: its kind (0, the body; 1, a
+// document sequence), its identifier (kind 1) and its documents.
+type section struct {
+	kind byte
+	id   string
+	docs []bson.Raw
+}
+
+// sections returns the sections of msg, an OP_MSG without a checksum;
+// false for any other message.
+func sections(msg []byte) ([]section, bool) {
+	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:]) != opMsg || binary.LittleEndian.Uint32(msg[16:])&1 != 0 {
+		return nil, false
+	}
+	var out []section
+	for rest := msg[20:]; len(rest) > 0; {
+		if len(rest) < 5 {
+			return nil, false
+		}
+		kind, size := rest[0], int(binary.LittleEndian.Uint32(rest[1:]))
+		if size < 5 || 1+size > len(rest) {
+			return nil, false
+		}
+		switch kind {
+		case 0:
+			out = append(out, section{kind: 0, docs: []bson.Raw{bson.Raw(rest[1 : 1+size])}})
+		case 1:
+			body := rest[5 : 1+size]
+			end := slices.Index(body, 0)
+			if end < 0 {
+				return nil, false
+			}
+			sec := section{kind: 1, id: string(body[:end])}
+			for docs := body[end+1:]; len(docs) > 0; {
+				if len(docs) < 5 {
+					return nil, false
+				}
+				n := int(binary.LittleEndian.Uint32(docs))
+				if n < 5 || n > len(docs) {
+					return nil, false
+				}
+				sec.docs = append(sec.docs, bson.Raw(docs[:n]))
+				docs = docs[n:]
+			}
+			out = append(out, sec)
+		default:
+			return nil, false
+		}
+		rest = rest[1+size:]
+	}
+	return out, true
+}
+
+// message returns an OP_MSG with the header of msg (its length set) and
+// secs, flagBits 0.
+func message(msg []byte, secs []section) []byte {
+	out := append([]byte(nil), msg[:16]...)
+	out = binary.LittleEndian.AppendUint32(out, 0)
+	for _, sec := range secs {
+		out = append(out, sec.kind)
+		if sec.kind == 0 {
+			out = append(out, sec.docs[0]...)
+			continue
+		}
+		size := 4 + len(sec.id) + 1
+		for _, d := range sec.docs {
+			size += len(d)
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(size))
+		out = append(append(out, sec.id...), 0)
+		for _, d := range sec.docs {
+			out = append(out, d...)
+		}
+	}
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
+}
+
+// statementsOf names the field holding a write command's statements.
+var statementsOf = map[string]string{"insert": "documents", "update": "updates", "delete": "deletes"}
+
+// statements returns the number of statements of the write command msg
+// (name), in a document sequence or in its body; 1 for a command of one
+// (findAndModify) or one it cannot read.
+func statements(msg []byte, name string) int {
+	secs, ok := sections(msg)
+	field := statementsOf[name]
+	if !ok || field == "" {
+		return 1
+	}
+	for _, sec := range secs {
+		if sec.kind == 1 && sec.id == field {
+			return max(len(sec.docs), 1)
+		}
+		if sec.kind == 0 {
+			if arr, ok := sec.docs[0].Lookup(field).ArrayOK(); ok {
+				if vals, err := arr.Values(); err == nil {
+					return max(len(vals), 1)
+				}
+			}
+		}
+	}
+	return 1
+}
+
+// sacrifice returns msg without the last document of its insert when
+// ArmPartial armed the proxy and msg is an insert of two documents or
+// more in a document sequence (as the driver sends them), noting which
+// statement its reply must report failed; msg as it is otherwise.
+func (p *TransientProxy) sacrifice(msg []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.partial || commandName(msg) != "insert" {
+		return msg
+	}
+	secs, ok := sections(msg)
+	if !ok {
+		return msg
+	}
+	for i, sec := range secs {
+		if sec.kind == 1 && sec.id == "documents" && len(sec.docs) >= 2 {
+			last := len(sec.docs) - 1
+			secs[i].docs = sec.docs[:last]
+			if p.victims == nil {
+				p.victims = map[uint32]int{}
+			}
+			p.victims[binary.LittleEndian.Uint32(msg[4:])] = last
+			p.partial = false
+			return message(msg, secs)
+		}
+	}
+	return msg
+}
+
+// victim returns the reply msg with a deadlock of the statement that
+// sacrifice held back, when msg answers such an insert and the server
+// applied the rest (ok: 1); msg as it is otherwise.
+func (p *TransientProxy) victim(msg []byte) []byte {
+	if len(msg) < 16 {
+		return msg
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	to := binary.LittleEndian.Uint32(msg[8:])
+	last, ok := p.victims[to]
+	if !ok {
+		return msg
+	}
+	delete(p.victims, to)
+	secs, ok := sections(msg)
+	if !ok || len(secs) != 1 || secs[0].kind != 0 {
+		return msg
+	}
+	var body bson.D
+	if err := bson.Unmarshal(secs[0].docs[0], &body); err != nil {
+		return msg
+	}
+	var errs bson.A
+	at := -1
+	for i, e := range body {
+		switch e.Key {
+		case "ok":
+			if f, ok := e.Value.(float64); !ok || f != 1 {
+				return msg
+			}
+		case "writeErrors":
+			if a, ok := e.Value.(bson.A); ok {
+				errs = a
+			}
+			at = i
+		}
+	}
+	errs = append(errs, deadlockAt(last))
+	if at < 0 {
+		body = append(body, bson.E{Key: "writeErrors", Value: errs})
+	} else {
+		body[at].Value = errs
+	}
+	p.forged++
+	raw, err := bson.Marshal(body)
+	if err != nil {
+		panic(err)
+	}
+	return message(msg, []section{{kind: 0, docs: []bson.Raw{raw}}})
 }
 
 // commandName returns the name of the command an OP_MSG carries: the

@@ -129,9 +129,12 @@ const Attempts = 5
 // last error, or ctx's error when ctx ends during a backoff. Only a write
 // that is safe to send again after a transient failure may be retried:
 // each retry is reported to the operation of ctx, if any
-// ([patterns.Operation.Retried]); write counts its own commands.
-// the failure applied nothing, but a retry runs after whatever others
-// wrote meanwhile.
+// ([patterns.Operation.Retried]); write counts its own commands. The
+// failure applied nothing, but a retry runs after whatever others wrote
+// meanwhile. A write of several statements must send again only those
+// that failed with a transient error, unless each is guarded so that,
+// once applied, it matches nothing: one that applied, sent again, could
+// undo what others wrote since.
 func Retry(ctx context.Context, write func() error) error {
 	backoff := 5 * time.Millisecond
 	for attempt := 1; ; attempt++ {
