@@ -74,8 +74,15 @@ const maxAttempts = 10
 // and keeps its stored version (Add is not an upsert: use [Repo.Update]
 // to change an item). An item that the insert finds stored but that
 // the parent no longer holds when Add reads it back (a concurrent
-// [Repo.Remove] deleted it in between) is inserted again, once: that Add
-// comes after the Remove (two commands more). If the guarded push matches
+// [Repo.Remove] deleted it in between) is inserted again: that Add
+// comes after the Remove (two commands more). Should the insert find it
+// taken again, and the read miss it again, Add reads whether an item of
+// another parent holds the id (one command more: then the id is bad
+// input, below) before it inserts it again; after 10 such inserts, each
+// finding the item stored and the read finding it removed, Add deletes
+// the items it inserted and returns [patterns.ErrConflict]: Add again.
+// The find of ids held elsewhere goes to every shard when the items
+// collection is sharded. If the guarded push matches
 // nothing because the subset holds some of the items already (an earlier
 // attempt, or a concurrent recomputation, put them there), Add recomputes
 // the subset (a read of the parent, then a recomputation: three commands
@@ -119,8 +126,10 @@ const maxAttempts = 10
 // replaced by this Add's, one of its items that another call removed
 // from the new parent meanwhile (a Remove that returned nil) may be
 // stored again, and between the deletion and the new insert a
-// reader misses the item and an Update or a Remove of it reports
-// [patterns.ErrNotFound]. If the read that follows the deletion fails,
+// reader misses the item, an Update or a Remove of it reports
+// [patterns.ErrNotFound], and another Add of it stores its own version,
+// which this Add's insert then finds and keeps (Add is not an upsert):
+// so that other Add may replace the version an Update stored. If the read that follows the deletion fails,
 // Add returns that failure with the items deleted: Add again stores them
 // on the new parent; if that parent is deleted again before the new run
 // finds it, Add returns nil (it took effect before the first deletion). A
@@ -418,13 +427,18 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 // documents to push: the entries, except that an item whose id was stored
 // under the parent already (by an earlier attempt, or concurrently) comes
 // back in its stored version, read with one more find. An id the insert
-// finds taken that no item of the parent holds is inserted again, once,
-// and read again if taken again (two commands more): a concurrent Remove
-// may have deleted the item between the insert and the read, and then
-// this Add comes after it. An id still taken by no item of the parent is
-// another parent's: insert deletes what it inserted and returns
-// patterns.ErrInvalid. On any other write error it deletes what it
-// inserted and returns the error.
+// finds taken that no item of the parent holds is inserted again, and
+// read again if taken again (two commands more): a concurrent Remove may
+// have deleted the item between the insert and the read, and then this
+// Add comes after it. From the second such read on, insert first reads
+// whether another document holds the id (takenElsewhere, one command
+// more): then the id is another parent's, and insert deletes what it
+// inserted and returns patterns.ErrInvalid; otherwise the item was
+// removed again, and it inserts it again. An item stored and removed
+// again between each of maxAttempts inserts and their reads gives
+// patterns.ErrConflict (soak seed 16720569214792909661, portable,
+// FerretDB 2.7: the second removal gave ErrInvalid). On any other write
+// error it deletes what it inserted and returns the error.
 func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []entry) ([]entry, error) {
 	var inserted []bson.RawValue
 	undo := func(cause error) error {
@@ -455,18 +469,23 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		if len(gone) == 0 {
 			break
 		}
-		if attempt == 2 {
-			foreign := make([]string, len(gone))
-			for i, id := range gone {
-				foreign[i] = bsonid.Text(id)
-			}
-			return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
-		}
 		again := make(map[string]bool, len(gone))
 		for _, id := range gone {
 			again[bsonid.Key(id)] = true
 		}
 		todo = slices.DeleteFunc(slices.Clone(todo), func(e entry) bool { return !again[bsonid.Key(e.id)] })
+		if attempt == 1 {
+			continue
+		}
+		foreign, err := r.takenElsewhere(ctx, parent, todo)
+		switch {
+		case err != nil:
+			return nil, undo(err)
+		case len(foreign) > 0:
+			return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
+		case attempt == maxAttempts:
+			return nil, undo(fmt.Errorf("item ids %v were found taken, then not stored, after each of %d inserts: %w", texts(ids(todo)), attempt, patterns.ErrConflict))
+		}
 	}
 	out := make([]entry, len(entries))
 	for i, e := range entries {
@@ -544,6 +563,47 @@ func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted,
 		err = fmt.Errorf("insert the items: %w", srverr.Classify(err))
 	}
 	return inserted, dups, err
+}
+
+// takenElsewhere reads which of the entries, whose ids an insert found
+// taken and the parent's items did not hold, another document holds the
+// place of (see commands.takenElsewhere; one find, of _ids alone), and
+// returns their ids as text.
+func (r *Repo[P, I]) takenElsewhere(ctx context.Context, parent parentRef, entries []entry) ([]string, error) {
+	docIDs := make([]bson.RawValue, len(entries))
+	for i, e := range entries {
+		docIDs[i] = e.doc.Lookup("_id") // encode gives every item an _id
+	}
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
+	cur, err := r.items.Find(ctx, r.cmd.takenElsewhere(parent.id, ids(entries), docIDs), r.cmd.idsOnly())
+	if err != nil {
+		return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
+	}
+	var found []bson.Raw
+	if err := obs.All(ctx, op, cur, &found); err != nil {
+		return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
+	}
+	taken := make(map[string]bool, len(found))
+	for _, d := range found {
+		taken[bsonid.Key(d.Lookup("_id"))] = true
+	}
+	var out []string
+	for i, e := range entries {
+		if taken[bsonid.Key(docIDs[i])] {
+			out = append(out, bsonid.Text(e.id))
+		}
+	}
+	return out, nil
+}
+
+// texts returns the ids as text, for an error.
+func texts(ids []bson.RawValue) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = bsonid.Text(id)
+	}
+	return out
 }
 
 // permanent is an error of an attempt that srverr.Retry must not send

@@ -2,7 +2,9 @@ package subset_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,6 +97,76 @@ func TestAddOfAnIDTakenByAnotherParent(t *testing.T) {
 		requireState(t, r, "b", nil, 3)
 	})
 }
+
+// TestAddOfAnItemRemovedAfterEachInsert: another writer stores x again
+// before each of an Add's inserts (the first finds it stored from the
+// start) and removes it before each read that follows, rounds times, so
+// that the insert finds x taken and the read finds it gone each time.
+// Such an x is no other parent's: the Add stores it once the writer
+// stops, after as many inserts as it takes (soak seed
+// 16720569214792909661, portable, FerretDB 2.7: the second round gave
+// ErrInvalid, "taken by items that are not the parent's"), and gives
+// ErrConflict, with the item it inserted taken back, when the writer
+// outlasts its 10 inserts.
+func TestAddOfAnItemRemovedAfterEachInsert(t *testing.T) {
+	x, y := item{ID: 1, Score: 5}, item{ID: 2, Score: 3}
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		for _, rounds := range []int{1, 2, 3, 10} {
+			t.Run(fmt.Sprintf("%d rounds", rounds), func(t *testing.T) {
+				ctx := context.Background()
+				db := mongotest.DB(t)
+				r := newRepo[parent, item](t, db, config(3), plan)
+				insertParents(t, db, "a")
+				require.NoError(t, r.Add(ctx, "a", item{ID: x.ID, Score: 1}))
+				other := mongotest.NewClient(t).Database(db.Name()).Collection("items")
+				var mu sync.Mutex
+				sent, inserts, done, armed := 0, 0, 0, false
+				inAdd := func(ctx context.Context) bool { return ctx.Value(theAdd{}) != nil }
+				mongotest.OnCommand(t, db, "insert", func(ctx context.Context) {
+					mu.Lock()
+					defer mu.Unlock()
+					if !inAdd(ctx) {
+						return
+					}
+					if sent++; done == rounds {
+						return
+					}
+					if inserts++; inserts > 1 {
+						_, err := other.InsertOne(ctx, bson.D{{Key: "_id", Value: x.ID}, {Key: "parent", Value: "a"}, {Key: "score", Value: 9}})
+						require.NoError(t, err)
+					}
+					armed = true
+				})
+				mongotest.OnCommand(t, db, "find", func(ctx context.Context) {
+					mu.Lock()
+					defer mu.Unlock()
+					if !inAdd(ctx) || !armed {
+						return
+					}
+					_, err := other.DeleteOne(ctx, bson.D{{Key: "_id", Value: x.ID}})
+					require.NoError(t, err)
+					done, armed = done+1, false
+				})
+				err := r.Add(context.WithValue(ctx, theAdd{}, true), "a", x, y)
+				require.Equal(t, rounds, done, "the rounds of the other writer")
+				if rounds >= 10 {
+					require.ErrorIs(t, err, patterns.ErrConflict)
+					require.ErrorContains(t, err, "after each of 10 inserts")
+					require.Equal(t, 10, sent, "Add's inserts")
+					require.Zero(t, count(t, db.Collection("items"), bson.D{}), "y taken back, x removed by the other writer")
+					return
+				}
+				require.NoError(t, err)
+				require.Equal(t, rounds+1, sent, "Add's inserts: one per round, and the one that stores x")
+				requireState(t, r, "a", []item{x, y}, 3)
+			})
+		}
+	})
+}
+
+// theAdd marks the context of the Add whose commands a test's hooks act
+// before.
+type theAdd struct{}
 
 func TestAddRejectsBadInputAndWritesNothing(t *testing.T) {
 	db := mongotest.DB(t)

@@ -226,13 +226,11 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bs
 // countProjection reads a parent's count field alone, for Count.
 func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value: 1}} }
 
-// idOnly is the projection of a parent's _id alone.
+// idOnly is the projection of a document's _id alone.
 var idOnly = bson.D{{Key: "_id", Value: 1}}
 
 // parentIDs reads only the ids of the parents, for RebuildAll's pages.
-func (c commands) parentIDs() *options.FindOptionsBuilder {
-	return options.Find().SetProjection(idOnly)
-}
+func (c commands) parentIDs() *options.FindOptionsBuilder { return c.idsOnly() }
 
 // parentFound reads only the revision of a parent (and its _id), for
 // the push plan's Add, which reads its parent first to know it exists
@@ -262,6 +260,24 @@ func (c commands) itemsIn(parentID any, ids []bson.RawValue) bson.D {
 		{Key: c.parentField, Value: parentID},
 		{Key: c.idField, Value: bson.D{{Key: "$in", Value: ids}}},
 	}
+}
+
+// takenElsewhere matches the documents that hold the place of the
+// entries with ids ids and _ids docIDs (the same when IDField is _id)
+// but are not the parent's items with those ids: an item of another
+// parent with one of the ids, or, with another IDField, a document with
+// one of the _ids. Add reads them (their _ids alone, idOnly) when its
+// insert found ids taken that the parent's items no longer held.
+func (c commands) takenElsewhere(parentID any, ids, docIDs []bson.RawValue) bson.D {
+	return bson.D{
+		{Key: "_id", Value: bson.D{{Key: "$in", Value: docIDs}}},
+		{Key: "$nor", Value: bson.A{c.itemsIn(parentID, ids)}},
+	}
+}
+
+// idsOnly reads the _ids alone of the documents it finds.
+func (c commands) idsOnly() *options.FindOptionsBuilder {
+	return options.Find().SetProjection(idOnly)
 }
 
 // itemsAsPushed matches the items of the parent stored exactly as docs

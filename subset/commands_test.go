@@ -193,6 +193,7 @@ func TestItemCommands(t *testing.T) {
 		requireJSON(t, `{"productId":"p1"}`, c.items("p1"))
 		requireJSON(t, `{"productId":"p1","reviewId":"r9"}`, c.item("p1", "r9"))
 		requireJSON(t, `{"productId":"p1","reviewId":{"$in":["r8","r9"]}}`, c.itemsIn("p1", []bson.RawValue{rawValue(t, "r8"), rawValue(t, "r9")}))
+		requireJSON(t, `{"_id":{"$in":["d8"]},"$nor":[{"productId":"p1","reviewId":{"$in":["r8"]}}]}`, c.takenElsewhere("p1", []bson.RawValue{rawValue(t, "r8")}, []bson.RawValue{rawValue(t, "d8")}))
 		pushed, err := bson.Marshal(bson.D{{Key: "reviewId", Value: "r9"}, {Key: "productId", Value: "p1"}, {Key: "stars", Value: 4}})
 		require.NoError(t, err)
 		requireJSON(t, `{"productId":"p1","reviewId":{"$in":["r9"]},"$or":[{"reviewId":"r9","stars":{"$numberInt":"4"}}]}`, c.itemsAsPushed("p1", []bson.Raw{pushed}))

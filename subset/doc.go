@@ -219,7 +219,10 @@
 // IDField is not _id, the unique {<ParentField>: 1, <IDField>: 1} index
 // must be prefixed by the shard key, which this key is; any other key
 // refuses it (67, CannotCreateIndex). [Repo.RebuildAll] pages through every
-// parent and goes to every shard.
+// parent and goes to every shard, and so does the read of Add, by _id
+// alone, of ids another parent holds, which it sends only when its insert
+// found an id taken that the parent's items did not hold, twice (see
+// [Repo.Add]).
 //
 // Items on {_id: "hashed"}, with IDField _id (the default): the writes by
 // item _id stay on one shard, but every read by parent and [Repo.Delete]

@@ -70,7 +70,9 @@ import (
 //     parent created while it runs ("Add runs again on that parent, and
 //     returns once its items are stored there"), as it has them (Add's
 //     godoc), at any moment until it returns, after another call removed
-//     or replaced them on the new parent;
+//     or replaced them on the new parent; and an Add that overlaps it
+//     may store its own version of one of its items in place of the one
+//     stored (between the clean-up and the insert again, which keeps it);
 //   - of two overlapping Deletes of a parent both may return nil (the
 //     second finds the items the first has yet to delete: Delete's
 //     godoc, "a reader between them sees no parent while its items
@@ -518,6 +520,29 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			if in.recreated {
 				ok = append(ok, rerun(with(add, s.ghosts, s.dirty)))
 			}
+			// Add's godoc: between the clean-up of a recreated Add that
+			// this one overlaps and that Add's insert again, this Add
+			// stores its own version of an item the clean-up deleted,
+			// which the insert again then finds and keeps (seed
+			// 12909746940021766493, portable, FerretDB 2.7: an Update of
+			// the item returned nil, then an Add of it replaced it).
+			var mine []item
+			for _, it := range in.items {
+				if slices.Contains(in.missable, it.ID) {
+					mine = append(mine, it)
+				}
+			}
+			for set := 1; set < 1<<len(mine); set++ {
+				put := func(m map[int64]int64) {
+					for i, it := range mine {
+						if set&(1<<i) != 0 {
+							m[it.ID] = it.Score
+						}
+					}
+					add(m)
+				}
+				ok = append(ok, with(put, s.ghosts, s.dirty), with(put, "", s.dirty))
+			}
 			if in.recreated {
 				// Add's godoc: its parent deleted and created again, its
 				// clean-up may delete the version another call stored
@@ -918,6 +943,24 @@ func TestHistoriesModel(t *testing.T) {
 		}
 		return h
 	}
+	// cleanupThenAdd is an Add of x over [0, 100], an Update of x (score
+	// 4) over [45, 48] and an Add of x (score 1) over [50, 60] that
+	// return nil, and a Get after them that sees the second Add's
+	// version, with the parent deleted and created again over [10, 40]
+	// when again is set.
+	cleanupThenAdd := func(again bool) []porcupine.Operation {
+		h := []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 4}}}, sout{res: "ok"}, 45, 48),
+			op(sop{op: "add", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 50, 60),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:1,"}, 110, 111),
+		}
+		if again {
+			h = append(h, op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 10, 20),
+				op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, 30, 40))
+		}
+		return h
+	}
 	// rerunAfter is an Add of x over [0, 100], an Update of x that
 	// returns nil over [10, 20], a Delete over [30, 40], the parent
 	// created again at create, and an Update of x that returns nil over
@@ -1079,6 +1122,12 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an Add's version replaces another's, its parent created again", History: recreated(true, "2:1,", "2:3,"), OK: true},
 		{Name: "an Add's clean-up hides another's item, its parent created again", History: recreated(true, "", "2:3,"), OK: true},
 		{Name: "an Add's version replaces another's, no parent created again", History: recreated(false, "2:1,", "2:3,")},
+		// Add's godoc: between that clean-up and the first Add's insert
+		// again, another Add stores its own version of x (score 1),
+		// which the insert again finds and keeps, after an Update of x
+		// (score 4) returned nil (seed 12909746940021766493).
+		{Name: "another Add's version stored between an Add's clean-up and its insert again", History: cleanupThenAdd(true), OK: true},
+		{Name: "another Add's version replaces a stored item, no parent created again", History: cleanupThenAdd(false)},
 		// Add's godoc: an Add whose parent is deleted after its read took
 		// effect before the deletion (an Update replaced its item), and
 		// runs again on the parent created meanwhile, its items stored

@@ -72,6 +72,35 @@ func TestItemsIdentifiedWithinTheirParent(t *testing.T) {
 	})
 }
 
+// TestAddOfAnItemWhoseIDAnotherDocumentHolds: with IDField other than
+// _id, an item that carries its own _id, which another document holds,
+// is bad input, found by the insert and by the read of the ids held
+// elsewhere (a document with the item's _id that is not the parent's
+// item with its id); the Add's other items are taken back.
+func TestAddOfAnItemWhoseIDAnotherDocumentHolds(t *testing.T) {
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[bson.M, bson.M](t, db, subset.Config{
+			Parents: "polls", Field: "votes", Items: "votes", ParentField: "poll",
+			IDField: "author", SortField: "weight", Descending: true, Cap: 2,
+		}, plan)
+		_, err := db.Collection("polls").InsertMany(ctx, []any{bson.D{{Key: "_id", Value: "p"}}, bson.D{{Key: "_id", Value: "q"}}})
+		require.NoError(t, err)
+		require.NoError(t, r.Add(ctx, "q", bson.M{"_id": "v1", "author": "zed", "weight": 1}))
+		for _, holder := range []string{"q", "p"} {
+			if holder == "p" { // the parent's own item, under another id
+				_, err := db.Collection("votes").UpdateOne(ctx, bson.D{{Key: "_id", Value: "v1"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "poll", Value: "p"}}}})
+				require.NoError(t, err)
+			}
+			err = r.Add(ctx, "p", bson.M{"author": "bob", "weight": 3}, bson.M{"_id": "v1", "author": "ann", "weight": 2})
+			require.ErrorIs(t, err, patterns.ErrInvalid, "held by %s's item", holder)
+			require.ErrorContains(t, err, `item ids ["ann"] are taken by items that are not the parent's`)
+			require.Zero(t, count(t, db.Collection("votes"), bson.D{{Key: "author", Value: bson.D{{Key: "$ne", Value: "zed"}}}}), "bob taken back")
+		}
+	})
+}
+
 // TestConcurrentDeleteLeavesNoOrphans adds items to a parent one at a time
 // while the parent is deleted: afterwards no item of it remains, whichever
 // step of an Add the delete fell between, and an Add that starts after
