@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/mongopatterns/mongopatterns/extref"
+	"github.com/mongopatterns/mongopatterns/internal/faults"
 	"github.com/mongopatterns/mongopatterns/internal/mongotest"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -180,14 +181,7 @@ func TestSyncGivesUpOnASourceThatKeepsChanging(t *testing.T) {
 // forced on a server that has batched updates.
 func TestPortableBatches(t *testing.T) {
 	mongotest.Require(t, patterns.FeatureBatchedUpdates)
-	hello, err := bson.Marshal(bson.D{{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
-	require.NoError(t, err)
-	buildInfo, err := bson.Marshal(bson.D{{Key: "version", Value: "3.4.24"}, {Key: "gitVersion", Value: "865b4f6a96d0f5425e39a18337105f33e8db504d"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
-	require.NoError(t, err)
-	mongo34, err := patterns.NewServer(hello, buildInfo)
-	require.NoError(t, err)
-	p := extref.PlanFor(mongo34)
-	require.NotEqual(t, portable(), p)
+	p := batchedPortable(t)
 
 	db := mongotest.DB(t)
 	r, err := extref.New[ProductRef](db, extref.Config{Source: "products", Targets: []extref.Target{{Collection: "carts", Path: "items[].product"}}, BatchSize: 2})
@@ -212,6 +206,95 @@ func TestPortableBatches(t *testing.T) {
 	require.Equal(t, 2, countOf(sent, "update"), "4 carts in 2 update commands: %v", sent)
 	require.Equal(t, []string{"find", "find", "update"}, sent[:3], "the first 2 carts are written before the next are read")
 	require.EqualValues(t, 4, counts[0].Modified)
+}
+
+// batchedPortable is the plan of MongoDB 3.4: batched updates, no
+// arrayFilters, so that array targets take the portable path and send
+// BatchSize updates per command.
+func batchedPortable(t *testing.T) extref.Plan {
+	t.Helper()
+	hello, err := bson.Marshal(bson.D{{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}})
+	require.NoError(t, err)
+	buildInfo, err := bson.Marshal(bson.D{{Key: "version", Value: "3.4.24"}, {Key: "gitVersion", Value: "865b4f6a96d0f5425e39a18337105f33e8db504d"}, {Key: "storageEngines", Value: bson.A{"wiredTiger"}}})
+	require.NoError(t, err)
+	mongo34, err := patterns.NewServer(hello, buildInfo)
+	require.NoError(t, err)
+	p := extref.PlanFor(mongo34)
+	require.NotEqual(t, portable(), p)
+	return p
+}
+
+// TestPortableSyncAfterAPartialDeadlock: FerretDB 2.x fails one statement
+// of an unordered bulk write with a deadlock and applies the others
+// (forged: faults.TransientProxy.ArmPartial). Sync's portable path, three
+// stale carts in one bulk write, sends again the failed update alone:
+// sent again whole, the two updates that had applied matched nothing
+// (their guards hold the copies as read, stale), so Sync counted one cart
+// rewritten of three, took the two for guards another writer moved and
+// read the carts once more, and its operation reported two conflicts that
+// were not. MongoDB 3.4's plan is forced on every server: the proxy
+// forges the failure, and the server runs an update of two statements,
+// then one (FerretDB 1.x's batched updates go wrong only on a failing
+// statement or past about a hundred).
+func TestPortableSyncAfterAPartialDeadlock(t *testing.T) {
+	db := mongotest.DB(t)
+	_, err := db.Collection("products").InsertOne(ctx, Product{ID: 1, Name: "Old", Price: 1})
+	require.NoError(t, err)
+	px := faults.NewTransient(t)
+	rec := mongotest.NewRecorder(t)
+	r, err := extref.New[ProductRef](px.Client().Database(db.Name()), extref.Config{Source: "products", Hook: rec, BatchSize: 3, Targets: []extref.Target{cartsTarget}})
+	require.NoError(t, err)
+	extref.ForcePlan(r, batchedPortable(t))
+	ref, err := r.Of(ctx, 1)
+	require.NoError(t, err)
+	insertAll(t, db.Collection("carts"), []Cart{
+		{ID: 1, Items: []Item{{Product: ref, Qty: 1}}},
+		{ID: 2, Items: []Item{{Product: ProductRef{ID: 2}, Qty: 1}, {Product: ref, Qty: 2}}},
+		{ID: 3, Items: []Item{{Product: ref, Qty: 3}}},
+	})
+	rename(t, db.Collection("products"), 1, "New")
+	counter := mongotest.NewCounter(t, db)
+
+	px.ArmPartial()
+	var counts []extref.Count
+	op := rec.RequireReports(t, "extref", "Sync", false, func() (err error) {
+		counts, err = r.Sync(ctx, 1)
+		return err
+	})
+	_, forged := px.Counts()
+	px.Arm(0)
+	require.Equal(t, 1, forged, "the bulk write's last update failed with a deadlock")
+	require.NoError(t, op.Err)
+	var updates []int
+	for _, cmd := range counter.Sent() {
+		if arr, ok := cmd.Lookup("updates").ArrayOK(); ok {
+			vals, err := arr.Values()
+			require.NoError(t, err)
+			updates = append(updates, len(vals))
+		}
+	}
+	assert.Equal(t, []extref.Count{{Target: cartsTarget, Matched: 3, Modified: 3}}, counts, "every cart rewritten, counted once")
+	assert.Zero(t, op.Conflicts(), "no guard lost")
+	assert.Equal(t, []int{3, 1}, updates, "the failed update sent again alone")
+	assert.Equal(t, 3, countOf(counter.Commands(), "find"), "the source, the carts once, the source again: %v", counter.Commands())
+	require.False(t, t.Failed())
+	require.Equal(t, 1, op.Retries())
+	events := rec.Events(op)
+	require.Len(t, events, 1)
+	require.Equal(t, patterns.EventRetry, events[0].Kind)
+	n, _ := op.Documents()
+	require.EqualValues(t, 3, n)
+	fresh := ProductRef{ID: 1, Name: "New", Price: 1}
+	for id := 1; id <= 3; id++ {
+		var c Cart
+		require.NoError(t, db.Collection("carts").FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c))
+		for _, it := range c.Items {
+			if it.Product.ID == 1 {
+				require.Equal(t, fresh, it.Product, "cart %d", id)
+			}
+		}
+	}
+	require.Equal(t, []int64{0}, verifyStale(t, r))
 }
 
 // TestSyncRewritesACopyThatSwappedPlaces: a cart holds two copies of

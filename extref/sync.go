@@ -105,9 +105,10 @@ const (
 //
 // Every update Sync sends sets values behind filters, so it is safe to
 // repeat: one that fails with a transient error that applied nothing
-// (FerretDB 2.x's "deadlock detected") is sent again, up to 5 times, and
-// Sync as a whole is safe to run again after any error: it writes only the
-// copies that still differ.
+// (FerretDB 2.x's "deadlock detected") is sent again, up to 5 times (of
+// the portable path's bulk write, only the updates that failed so, the
+// others counted as applied), and Sync as a whole is safe to run again
+// after any error: it writes only the copies that still differ.
 //
 // Errors: [patterns.ErrInvalid] for a bad id; [patterns.ErrNotFound] when
 // the source does not exist, in which case the copies are left as they are
@@ -116,8 +117,9 @@ const (
 // the copies, the error wraps [patterns.ErrNotFound] too and says that the
 // copies may hold a value older than the source's last (Verify counts
 // them as orphans, as every copy of a deleted source). With an
-// error, the counts say what was written before it, except what the
-// command that failed may have written: one whose reply was lost (the
+// error, the counts say what was written before it, and what the command
+// that failed wrote as far as its reply says (the updates of a bulk write
+// that applied beside one that failed): one whose reply was lost (the
 // connection broke after the server ran it) is not counted.
 func (r *Ref[S]) Sync(ctx context.Context, sourceID any) (_ []Count, err error) {
 	ctx, op := r.start(ctx, "Sync")
@@ -313,27 +315,46 @@ func (r *Ref[S]) portableRound(ctx context.Context, p plan, t target, c copyValu
 	return lost, flush()
 }
 
-// rewriteAll sends the portable path's updates of one batch: one updateOne
-// for a single document, else one unordered bulk write, and returns the
-// documents matched and modified. A transient failure is sent again: the
-// updates set values behind guards, so a repeat writes nothing twice.
+// rewriteAll sends the portable path's updates of one batch, each an
+// updateOne guarded by the copies as read: one updateOne for a single
+// document, else one unordered bulk write. It returns the documents
+// matched and modified as the replies of the commands it sent say,
+// summed, the updates that applied beside one that failed included (the
+// driver returns a bulk write's partial result with its exception), so
+// that each document rewritten counts once. After a transient failure it
+// sends again (srverr.RetryStatements) only the updates that failed with
+// a transient error: one that applied would match nothing the second
+// time, and be taken for a guard another writer moved (one more read, a
+// conflict reported that was not). Another error of an update stops the
+// batch with the bulk write's error, the updates that applied counted. A
+// command that failed whole with a transient error applied nothing and is
+// sent again whole (so is a bulk write the driver split, whose parts that
+// applied then match nothing: their guards hold the stale copies).
 func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models []mongo.WriteModel) (matched, modified int64, err error) {
 	op := patterns.OperationFrom(ctx)
-	err = srverr.Retry(ctx, func() error {
+	err = srverr.RetryStatements(ctx, len(models), func(todo []int) error {
 		op.Sent(1)
-		if len(models) == 1 {
-			m := models[0].(*mongo.UpdateOneModel)
+		if len(todo) == 1 {
+			m := models[todo[0]].(*mongo.UpdateOneModel)
 			res, err := coll.UpdateOne(ctx, m.Filter, m.Update)
 			if err == nil {
-				matched, modified = res.MatchedCount, res.ModifiedCount
+				matched, modified = matched+res.MatchedCount, modified+res.ModifiedCount
 			}
 			return err
 		}
-		res, err := coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-		if err == nil {
-			matched, modified = res.MatchedCount, res.ModifiedCount
+		batch := make([]mongo.WriteModel, len(todo))
+		for k, i := range todo {
+			batch[k] = models[i]
+		}
+		res, err := coll.BulkWrite(ctx, batch, unordered)
+		if res != nil {
+			matched, modified = matched+res.MatchedCount, modified+res.ModifiedCount
 		}
 		return err
-	})
+	}, nil)
 	return matched, modified, err
 }
+
+// unordered are the options of the portable path's bulk writes: the
+// driver reads them, never changes them, so one value serves every call.
+var unordered = options.BulkWrite().SetOrdered(false)

@@ -49,11 +49,12 @@ type TransientProxy struct {
 	mu     sync.Mutex
 	armed  int  // the write to fail, counted from 1; 0: none
 	dupKey bool // fail it with a duplicate key rather than a deadlock
-	// partial: fail the last statement of the next insert of two
-	// documents or more, and forward the others (ArmPartial).
+	// partial: fail the last statement of the next insert, update or
+	// delete of two statements or more, and forward the others
+	// (ArmPartial).
 	partial bool
-	// victims maps the request id of an insert forwarded without its
-	// last statement to that statement's index, until its reply comes.
+	// victims maps the request id of a write forwarded without its last
+	// statement to that statement's index, until its reply comes.
 	victims map[uint32]int
 	writes  int // writes seen since Arm
 	forged  int // replies forged since Arm
@@ -103,14 +104,17 @@ func (p *TransientProxy) Arm(n int) {
 	p.armed, p.dupKey, p.partial, p.writes, p.forged = n, false, false, 0, 0
 }
 
-// ArmPartial makes the next insert command of two documents or more that
-// the client sends from now apply all its documents but the last, and
-// fail that one with a deadlock (a write error in an ok reply), once:
-// what FerretDB 2.x answers an unordered insertMany one of whose
-// statements PostgreSQL chose as a deadlock's victim, the others applied.
-// The proxy forwards the insert without its last document and adds the
-// write error to the server's reply. Counts reports the forged reply once
-// the insert has gone through.
+// ArmPartial makes the next write command of two statements or more (an
+// insert, an update or a delete, its statements in a document sequence,
+// as the driver sends them) that the client sends from now apply all its
+// statements but the last, and fail that one with a deadlock (a write
+// error at its index in an ok reply), once: what FerretDB 2.x answers an
+// unordered insertMany or bulk write one of whose statements PostgreSQL
+// chose as a deadlock's victim, the others applied. The proxy forwards
+// the command without its last statement and adds the write error to the
+// server's reply, whose counts (n, nModified) are those of the statements
+// the server ran. Counts reports the forged reply once the command has
+// gone through.
 func (p *TransientProxy) ArmPartial() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -357,14 +361,19 @@ func statements(msg []byte, name string) int {
 	return 1
 }
 
-// sacrifice returns msg without the last document of its insert when
-// ArmPartial armed the proxy and msg is an insert of two documents or
-// more in a document sequence (as the driver sends them), noting which
-// statement its reply must report failed; msg as it is otherwise.
+// sacrifice returns msg without the last statement of its write when
+// ArmPartial armed the proxy and msg is an insert, an update or a delete
+// of two statements or more in a document sequence (as the driver sends
+// them: statementsOf names it), noting which statement its reply must
+// report failed; msg as it is otherwise.
 func (p *TransientProxy) sacrifice(msg []byte) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.partial || commandName(msg) != "insert" {
+	if !p.partial {
+		return msg
+	}
+	field := statementsOf[commandName(msg)]
+	if field == "" {
 		return msg
 	}
 	secs, ok := sections(msg)
@@ -372,7 +381,7 @@ func (p *TransientProxy) sacrifice(msg []byte) []byte {
 		return msg
 	}
 	for i, sec := range secs {
-		if sec.kind == 1 && sec.id == "documents" && len(sec.docs) >= 2 {
+		if sec.kind == 1 && sec.id == field && len(sec.docs) >= 2 {
 			last := len(sec.docs) - 1
 			secs[i].docs = sec.docs[:last]
 			if p.victims == nil {
@@ -387,8 +396,8 @@ func (p *TransientProxy) sacrifice(msg []byte) []byte {
 }
 
 // victim returns the reply msg with a deadlock of the statement that
-// sacrifice held back, when msg answers such an insert and the server
-// applied the rest (ok: 1); msg as it is otherwise.
+// sacrifice held back, when msg answers such a write and the server
+// ran the rest (ok: 1); msg as it is otherwise.
 func (p *TransientProxy) victim(msg []byte) []byte {
 	if len(msg) < 16 {
 		return msg

@@ -154,6 +154,70 @@ func Retry(ctx context.Context, write func() error) error {
 	}
 }
 
+// RetryStatements runs a write of n statements as [Retry] does, sending
+// again after a transient failure only the statements that failed with
+// it, as Retry asks of a write of several statements. send sends, as one
+// command, the statements whose indexes (ascending, within 0..n-1) it is
+// given, counts what the reply says applied (beside a
+// mongo.BulkWriteException the driver returns the partial
+// *mongo.BulkWriteResult of the statements that did), and returns its
+// error. A mongo.BulkWriteException without a write concern error names
+// the statements that failed, none of which applied: those that failed
+// with a [Transient] error are sent again, alone; each other one is
+// passed to failed with its index (within 0..n-1), and if failed is nil
+// or returns true for one, RetryStatements returns the exception at once,
+// sending nothing again. Any other Transient error failed the command
+// whole, which applied nothing, and its statements are sent again, all of
+// them; any other error is returned. After [Attempts] sends it returns
+// the last error, with the statements that failed with it unsent.
+//
+// The driver splits a bulk write past the server's maxWriteBatchSize or
+// message size into several commands, and returns a command error of one
+// of them alone: sent again, all the statements of the others go again
+// too. Only a write whose statements are guarded (each matches nothing
+// once applied) may be that large.
+func RetryStatements(ctx context.Context, n int, send func(todo []int) error, failed func(i int, err mongo.WriteError) (stop bool)) error {
+	todo := make([]int, n)
+	for i := range todo {
+		todo[i] = i
+	}
+	err := Retry(ctx, func() error {
+		err := send(todo)
+		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
+		if !ok || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+			return err // a transient one is sent again whole
+		}
+		var again []int
+		var transient error
+		stop := false
+		for _, we := range bwe.WriteErrors {
+			if we.Index < 0 || we.Index >= len(todo) {
+				return final{err} // the reply does not say which failed
+			}
+			i := todo[we.Index]
+			switch {
+			case Transient(we.WriteError):
+				again, transient = append(again, i), err
+			case failed == nil || failed(i, we.WriteError):
+				stop = true
+			}
+		}
+		if stop {
+			return final{err}
+		}
+		todo = again
+		return transient
+	})
+	if f, ok := errors.AsType[final](err); ok {
+		return f.error
+	}
+	return err
+}
+
+// final is an error that [Retry] must not send again, whatever it wraps
+// (it hides the transient write errors of the statements it leaves).
+type final struct{ error }
+
 // Refused reports whether the server answered a write with an error, so
 // that the write applied nothing: a write error, or a command error
 // carrying the server's code. A network error, a timeout on the client's

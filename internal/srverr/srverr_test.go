@@ -3,6 +3,7 @@ package srverr_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -156,4 +157,71 @@ func TestRetryReportsOnlyWritesSentAgain(t *testing.T) {
 	err := srverr.Retry(ctx, func() error { cancel(); return deadlock })
 	require.ErrorIs(t, err, context.Canceled)
 	require.Zero(t, op.Retries(), "the context ended in the backoff: nothing sent again")
+}
+
+// bulkFailure is the exception of an unordered bulk write whose
+// statements at the indexes (of the command) failed with the errors.
+func bulkFailure(errs map[int]mongo.WriteError) error {
+	var bwe mongo.BulkWriteException
+	for i := range 10 {
+		if we, ok := errs[i]; ok {
+			we.Index = i
+			bwe.WriteErrors = append(bwe.WriteErrors, mongo.BulkWriteError{WriteError: we})
+		}
+	}
+	return bwe
+}
+
+// TestRetryStatements: a write of several statements sends again only
+// those that failed with a transient error, named by their index in the
+// command that failed; a statement's other error stops it, unless failed
+// takes it; a command that failed whole is sent again whole.
+func TestRetryStatements(t *testing.T) {
+	ctx := context.Background()
+	dead := mongo.WriteError{Code: 16908292, Message: "deadlock detected"}
+	dup := mongo.WriteError{Code: 11000, Message: "E11000 duplicate key error"}
+	run := func(n int, failed func(int, mongo.WriteError) bool, replies ...error) ([][]int, error) {
+		var sent [][]int
+		err := srverr.RetryStatements(ctx, n, func(todo []int) error {
+			sent = append(sent, slices.Clone(todo))
+			if len(sent) > len(replies) {
+				return nil
+			}
+			return replies[len(sent)-1]
+		}, failed)
+		return sent, err
+	}
+
+	sent, err := run(4, nil, bulkFailure(map[int]mongo.WriteError{1: dead, 3: dead}), bulkFailure(map[int]mongo.WriteError{1: dead}))
+	require.NoError(t, err)
+	require.Equal(t, [][]int{{0, 1, 2, 3}, {1, 3}, {3}}, sent, "the failed statements alone, by their index in the command")
+
+	sent, err = run(3, nil, deadlock)
+	require.NoError(t, err)
+	require.Equal(t, [][]int{{0, 1, 2}, {0, 1, 2}}, sent, "a command that failed whole is sent again whole")
+
+	sent, err = run(3, nil, bulkFailure(map[int]mongo.WriteError{0: dup, 2: dead}))
+	require.True(t, mongo.IsDuplicateKeyError(err), "the exception: %v", err)
+	require.Equal(t, [][]int{{0, 1, 2}}, sent, "another error stops the write, the transient one unsent")
+
+	var taken []int
+	sent, err = run(3, func(i int, we mongo.WriteError) bool {
+		taken = append(taken, i)
+		return we.Code != 11000
+	}, bulkFailure(map[int]mongo.WriteError{0: dead, 1: dead}), bulkFailure(map[int]mongo.WriteError{1: dup}))
+	require.NoError(t, err)
+	require.Equal(t, [][]int{{0, 1, 2}, {0, 1}}, sent)
+	require.Equal(t, []int{1}, taken, "failed sees the statement's index in the write")
+
+	replies := make([]error, srverr.Attempts)
+	for i := range replies {
+		replies[i] = bulkFailure(map[int]mongo.WriteError{0: dead})
+	}
+	sent, err = run(2, nil, replies...)
+	require.True(t, srverr.Transient(err))
+	require.Len(t, sent, srverr.Attempts, "bounded")
+
+	sent, err = run(2, nil, mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Index: 5, Code: 16908292}}}})
+	require.Error(t, err)
+	require.Len(t, sent, 1, "a reply that names no statement of the command is not sent again")
 }
