@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 
@@ -45,7 +46,11 @@ const maxAttempts = 10
 // no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
 // without omitempty) is replaced by a recomputation in place of the
-// count: six commands in all.
+// count: six commands in all. Items whose documents and ids take more
+// than 16 MiB ([patterns.MaxDocumentSize]), more than one update can
+// carry, are put in the subset by a recomputation (a read of the parent
+// and the two commands of the portable path's recomputation) in place of
+// the push and its count.
 //
 // On either path, the first Add to a parent that no Add or recomputation
 // has written since its creation (it has no stamped revision) stamps it
@@ -69,7 +74,9 @@ const maxAttempts = 10
 // Retry-safe: after a failure at any step, calling Add again with the same
 // items leaves exactly one copy of each in each place. Its writes are
 // retried a few times after a transient failure (FerretDB 2.x's
-// "deadlock detected", which applied nothing). An item whose id is
+// "deadlock detected", which applied nothing): of the insertMany, only
+// the items whose insert failed so. Items past 32 MiB are inserted with
+// one insertMany per 32 MiB (one command more each). An item whose id is
 // already stored under the parent counts as added by the earlier attempt
 // and keeps its stored version (Add is not an upsert: use [Repo.Update]
 // to change an item). An item that the insert finds stored but that
@@ -343,6 +350,15 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 	if err != nil {
 		return err
 	}
+	if pushSize(pending) > patterns.MaxDocumentSize {
+		// One update cannot carry them: the subset is recomputed, as
+		// on the portable path.
+		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
+		if err != nil {
+			return err
+		}
+		return r.recompute(ctx, p, parent.id, st, true, inc)
+	}
 	res, err := write(ctx, func() (*mongo.UpdateResult, error) {
 		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, inc, ids(pending)), r.cmd.pushUpdate(docs(pending)))
 	})
@@ -374,6 +390,19 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 	// parent of another incarnation gives errRecreated: Add's items were
 	// inserted after the deletion of the one it found (see Add).
 	return r.recompute(ctx, p, parent.id, st, true, inc)
+}
+
+// pushSize is the size of what the push of the entries carries: their
+// documents in its $each and their ids in its filter. Past
+// patterns.MaxDocumentSize, no update statement holds them (MongoDB
+// refuses one past 16 MiB and 16 KiB; the driver, a command past
+// 48,000,000 bytes).
+func pushSize(entries []entry) int {
+	n := 0
+	for _, e := range entries {
+		n += len(e.doc) + len(e.id.Value)
+	}
+	return n
 }
 
 // settlePush counts the pushed items stored as pushed in the items
@@ -421,9 +450,9 @@ func (r *Repo[P, I]) addPortable(ctx context.Context, p plan, parent parentRef, 
 	return gone(r.recompute(ctx, p, parent.id, st, false, st.incarnation()))
 }
 
-// insert stores the entries in the items collection with an unordered
-// insertMany (its statements that failed with a transient error sent
-// again, alone: see insertOnce) and returns the
+// insert stores the entries in the items collection with unordered
+// insertManys (one per batch, its statements that failed with a
+// transient error sent again, alone: see insertOnce) and returns the
 // documents to push: the entries, except that an item whose id was stored
 // under the parent already (by an earlier attempt, or concurrently) comes
 // back in its stored version, read with one more find. An id the insert
@@ -497,72 +526,103 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 	return out, nil
 }
 
-// insertOnce sends the insertMany of the entries and returns the ids it
-// inserted and those it found taken (a duplicate key); an error other
-// than duplicates comes with the ids inserted all the same, except when
-// the reply does not say which were (then those of this call's earlier
-// sends alone). A statement that failed with a transient error (FerretDB
-// 2.x's deadlock, which applied nothing) is sent again after
-// srverr.Retry's pause, alone with the others that did, never one that
-// applied: sent again, an item that a concurrent Remove deleted meanwhile
-// would be stored again after that Remove returned nil, its deletion
-// undone (soak seed 16516763299255108337, native, FerretDB 2.7). A
-// command that failed whole with one applied nothing, and is sent again
-// whole.
+// insertOnce inserts the entries with unordered insertManys, one per
+// batch (insertBatches), and returns the ids it inserted and those it
+// found taken (a duplicate key); an error other than duplicates comes
+// with the ids inserted all the same, except those of a command whose
+// reply does not say which were. The statements that failed with a
+// transient error (FerretDB 2.x's deadlock, which applied nothing) are
+// sent again alone (srverr.RetryStatements), never one that applied:
+// sent again, an item that a concurrent Remove deleted meanwhile would be
+// stored again after that Remove returned nil, its deletion undone (soak
+// seed 16516763299255108337, native, FerretDB 2.7). A command that failed
+// whole with one applied nothing, and is sent again whole: which is why
+// each batch is one command (the driver splits an insertMany past
+// 48,000,000 bytes into several, and returns a command error of one of
+// them alone, after the others applied).
 func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted, dups []bson.RawValue, err error) {
 	op := patterns.OperationFrom(ctx)
-	todo := entries
 	var other error // the first error of a statement, but a duplicate or transient one
-	err = srverr.Retry(ctx, func() error {
-		op.Sent(1)
-		_, err := r.items.InsertMany(ctx, docs(todo), unordered)
-		if err == nil {
-			op.Affected(int64(len(todo)))
-			inserted = append(inserted, ids(todo)...)
-			return nil
-		}
-		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
-		if !ok || bwe.WriteConcernError != nil {
+	for batch := range insertBatches(entries, r.insertBatch) {
+		err = srverr.RetryStatements(ctx, len(batch), func(todo []int) error {
+			op.Sent(1)
+			sent := make([]bson.Raw, len(todo))
+			for k, i := range todo {
+				sent[k] = batch[i].doc
+			}
+			_, err := r.items.InsertMany(ctx, sent, unordered)
+			failed := make([]bool, len(todo))
+			if bwe, ok := errors.AsType[mongo.BulkWriteException](err); ok && bwe.WriteConcernError == nil {
+				for _, we := range bwe.WriteErrors {
+					if we.Index < 0 || we.Index >= len(todo) {
+						return err // which applied is unknown
+					}
+					failed[we.Index] = true
+				}
+			} else if err != nil {
+				return err
+			}
+			n := 0
+			for k, i := range todo {
+				if !failed[k] {
+					inserted = append(inserted, batch[i].id)
+					n++
+				}
+			}
+			op.Affected(int64(n))
 			return err
-		}
-		failed := make([]bool, len(todo))
-		var again []entry
-		var transient error
-		for _, we := range bwe.WriteErrors {
-			if we.Index < 0 || we.Index >= len(todo) {
-				return permanent{err}
+		}, func(i int, we mongo.WriteError) bool {
+			if mongo.IsDuplicateKeyError(we) {
+				dups = append(dups, batch[i].id)
+				return false
 			}
-			failed[we.Index] = true
-			switch e := todo[we.Index]; {
-			case mongo.IsDuplicateKeyError(we):
-				dups = append(dups, e.id)
-			case srverr.Transient(we.WriteError):
-				again, transient = append(again, e), err
-			case other == nil:
-				other = fmt.Errorf("insert item %s: %w", bsonid.Text(e.id), srverr.Classify(we))
+			if other == nil {
+				other = fmt.Errorf("insert item %s: %w", bsonid.Text(batch[i].id), srverr.Classify(we))
 			}
+			return true
+		})
+		if err != nil {
+			break
 		}
-		n := 0
-		for i, e := range todo {
-			if !failed[i] {
-				inserted = append(inserted, e.id)
-				n++
-			}
-		}
-		op.Affected(int64(n))
-		if other != nil {
-			return permanent{other}
-		}
-		todo = again
-		return transient
-	})
-	if p, ok := errors.AsType[permanent](err); ok {
-		err = p.error
 	}
-	if err != nil && err != other {
+	switch {
+	case other != nil:
+		err = other
+	case err != nil:
 		err = fmt.Errorf("insert the items: %w", srverr.Classify(err))
 	}
 	return inserted, dups, err
+}
+
+// insertBatchBytes and insertBatchCount bound the batches of
+// insertBatches: far under the 48,000,000 bytes of a message and the
+// 100,000 statements of a write (maxMessageSizeBytes and
+// maxWriteBatchSize, which MongoDB and FerretDB report), so that the
+// driver sends each batch as one command (driver v2.10.0,
+// x/mongo/driver/batches.go, AppendBatchSequence, splits a write's
+// documents at either limit).
+const (
+	insertBatchBytes = 2 * patterns.MaxDocumentSize
+	insertBatchCount = 100_000
+)
+
+// insertBatches yields the entries in batches of at most insertBatchCount
+// entries and maxBytes bytes of documents (insertBatchBytes but in tests;
+// at least one entry: an item is never larger than a parent).
+func insertBatches(entries []entry, maxBytes int) iter.Seq[[]entry] {
+	return func(yield func([]entry) bool) {
+		for len(entries) > 0 {
+			n, size := 0, 0
+			for n < len(entries) && n < insertBatchCount && (n == 0 || size+len(entries[n].doc) <= maxBytes) {
+				size += len(entries[n].doc)
+				n++
+			}
+			if !yield(entries[:n]) {
+				return
+			}
+			entries = entries[n:]
+		}
+	}
 }
 
 // takenElsewhere reads which of the entries, whose ids an insert found
@@ -605,12 +665,6 @@ func texts(ids []bson.RawValue) []string {
 	}
 	return out
 }
-
-// permanent is an error of an attempt that srverr.Retry must not send
-// again, whatever it wraps: a reply that did not say which statements
-// applied, or a statement's error other than a transient one or a
-// duplicate.
-type permanent struct{ error }
 
 var unordered = options.InsertMany().SetOrdered(false)
 

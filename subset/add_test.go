@@ -164,6 +164,55 @@ func TestAddOfAnItemRemovedAfterEachInsert(t *testing.T) {
 	})
 }
 
+// TestInsertBatches: Add inserts its items in batches that the driver
+// sends as one command each (at most InsertBatchBytes of documents and
+// InsertBatchCount documents, far under its 48,000,000 bytes and the
+// servers' 100,000 statements), so that a command error of one tells
+// which items applied; a document larger than the bound goes alone.
+func TestInsertBatches(t *testing.T) {
+	const mib = 1 << 20
+	require.Equal(t, 32*mib, subset.InsertBatchBytes)
+	many := make([]int, subset.InsertBatchCount+1)
+	for i := range many {
+		many[i] = 20
+	}
+	for _, c := range []struct {
+		name  string
+		sizes []int
+		max   int
+		want  []int
+	}{
+		{"none", nil, subset.InsertBatchBytes, nil},
+		{"one", []int{100}, subset.InsertBatchBytes, []int{1}},
+		{"4 of 12.5 MB", []int{12_500_000, 12_500_000, 12_500_000, 12_500_000}, subset.InsertBatchBytes, []int{2, 2}},
+		{"exactly the bound", []int{16 * mib, 16 * mib, 1}, subset.InsertBatchBytes, []int{2, 1}},
+		{"larger than the bound, alone", []int{10, 40, 10}, 30, []int{1, 1, 1}},
+		{"past the count", many, subset.InsertBatchBytes, []int{subset.InsertBatchCount, 1}},
+	} {
+		require.Equal(t, c.want, subset.InsertBatchSizes(c.sizes, c.max), c.name)
+	}
+}
+
+// TestAddPastSixteenMiB: items that one update cannot carry (their
+// documents past 16 MiB) are put in the subset on the push plan by a
+// recomputation in place of the push and its count (a read of the
+// parent, of the first Cap items, and the compare-and-set); each fits
+// in the parent (Cap 1), and so does the subset. The push of both was
+// refused (an outside attack: TestAttackAddPushPastSixteenMiB, its long
+// form).
+func TestAddPastSixteenMiB(t *testing.T) {
+	requirePushPlan(t)
+	ctx := context.Background()
+	db := mongotest.DB(t)
+	r := newRepo[parent, item](t, db, config(1), pushPlan)
+	insertParents(t, db, "a")
+	require.NoError(t, r.Add(ctx, "a", item{ID: 3, Score: 3}), "stamped")
+	items := []item{{ID: 1, Score: 1, Body: strings.Repeat("a", 8_500_000)}, {ID: 2, Score: 2, Body: strings.Repeat("b", 8_500_000)}}
+	n := mongotest.NewCounter(t, db)
+	require.Equal(t, []string{"find", "insert", "find", "find", "update"}, n.Count(func() { require.NoError(t, r.Add(ctx, "a", items...)) }))
+	requireState(t, r, "a", append(items, item{ID: 3, Score: 3}), 1)
+}
+
 // theAdd marks the context of the Add whose commands a test's hooks act
 // before.
 type theAdd struct{}

@@ -56,6 +56,7 @@ type Repo[P, I any] struct {
 	itemBudget     int      // see itemBudget
 	planned        lazy.Value[plan]
 	collections    []string // Parents and Items, for the Hook
+	insertBatch    int      // the bytes of an insert batch: insertBatchBytes, but in tests
 }
 
 // New returns a repository over the collections cfg names in db. It
@@ -79,6 +80,7 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 		sortPath:    strings.Split(cfg.SortField, "."),
 		itemBudget:  itemBudget(cfg),
 		collections: []string{cfg.Parents, cfg.Items},
+		insertBatch: insertBatchBytes,
 	}, nil
 }
 
