@@ -35,7 +35,12 @@ import (
 //
 // It is safe to retry: when the item is no longer stored but the subset
 // still holds it (an earlier Remove failed after its delete), Remove
-// finishes that job; with Config.CountField, when the item is in neither
+// finishes that job: after the read of the parent holding the item, it
+// deletes it again (an Add may have stored it since, and pushed it:
+// Remove then deletes it, and comes after that Add) and reads the
+// parent (three commands more: the delete, the find of the item that
+// follows a delete that matched nothing, and the read; two when it
+// deletes the item); with Config.CountField, when the item is in neither
 // place, Remove reads the parent and counts its items, and recomputes
 // when the count is not the number of items (an earlier Remove of an item
 // out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
@@ -77,29 +82,49 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 	if err != nil {
 		return err
 	}
-	deleted, err := srverr.DeleteOne(ctx, r.items, r.cmd.item(parentID, itemID))
+	deleted, err := r.deleteItem(ctx, parentID, itemID)
 	if err != nil {
-		return fmt.Errorf("delete the item: %w", srverr.Classify(err))
+		return err
 	}
-	if deleted {
-		patterns.OperationFrom(ctx).Affected(1)
-		st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+	if !deleted {
+		_, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
+		if errors.Is(err, patterns.ErrNotFound) {
+			if err := r.settleCount(ctx, p, parentID); err != nil {
+				return err
+			}
+			return fmt.Errorf("no such item, and no parent holding it: %w", patterns.ErrNotFound)
+		}
 		if err != nil {
 			return err
 		}
-		return r.recompute(ctx, p, parentID, st, true, 0)
-	}
-	st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
-	if errors.Is(err, patterns.ErrNotFound) {
-		if err := r.settleCount(ctx, p, parentID); err != nil {
+		// The subset holds the item the delete found stored nowhere:
+		// an earlier Remove failed after its delete, or an Add stored
+		// and pushed the item since, which this Remove, returning nil,
+		// must delete (soak seed 11538016981522827133, native, FerretDB
+		// 2.7: the recomputation kept it, stored). So it deletes again.
+		if _, err := r.deleteItem(ctx, parentID, itemID); err != nil {
 			return err
 		}
-		return fmt.Errorf("no such item, and no parent holding it: %w", patterns.ErrNotFound)
 	}
+	st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
 	if err != nil {
 		return err
 	}
 	return r.recompute(ctx, p, parentID, st, true, 0)
+}
+
+// deleteItem deletes one item of the parent (srverr.DeleteOne: a delete,
+// and a find of the item when it matches nothing) and says whether it
+// did.
+func (r *Repo[P, I]) deleteItem(ctx context.Context, parentID, itemID any) (bool, error) {
+	deleted, err := srverr.DeleteOne(ctx, r.items, r.cmd.item(parentID, itemID))
+	if err != nil {
+		return false, fmt.Errorf("delete the item: %w", srverr.Classify(err))
+	}
+	if deleted {
+		patterns.OperationFrom(ctx).Affected(1)
+	}
+	return deleted, nil
 }
 
 // settleCount finishes the job of an earlier Remove that deleted an item

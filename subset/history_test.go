@@ -37,7 +37,8 @@ import (
 // The model is the subset as Get sees it, per parent (the package's
 // promise: "the subset a Get returns is the first N items of a
 // linearization of the writes, each item taking effect within its
-// call"): whether the parent exists, its items, and the weaknesses the
+// call": an Add of several items that returned nil is one operation per
+// item): whether the parent exists, its items, and the weaknesses the
 // godoc names, as exactly that:
 //   - Remove's "An Add of the same item that overlaps its Remove leaves,
 //     once both have returned, ... the subset the first Cap items. While
@@ -363,6 +364,26 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			o.Input = in
 			by[in.parent] = append(by[in.parent], o)
+			// The package documentation: "each item taking effect
+			// within its call (a reader may see some items of an Add of
+			// several before the others)": an Add of several items that
+			// returned nil is one operation per item, within its
+			// interval (seed 2120185567800187952, native, FerretDB 2.7:
+			// another Add of one of them met it stored and pushed it,
+			// before the first Add's push of both).
+			if out, ok := o.Output.(sout); ok && in.op == "add" && out.res == "ok" && len(in.items) > 1 {
+				parts := in.items
+				in.items = parts[:1]
+				by[in.parent][len(by[in.parent])-1].Input = in
+				for k := 1; k < len(parts); k++ {
+					part := in
+					part.items = parts[k : k+1]
+					by[in.parent] = append(by[in.parent], porcupine.Operation{
+						ClientId: -1 - (1+k)*len(history) - i, Call: o.Call, Return: o.Return,
+						Input: part, Output: o.Output,
+					})
+				}
+			}
 		}
 		// wipe: the second command of a Delete (nil or of unknown
 		// outcome) that overlaps a creation of its parent, its
@@ -1128,6 +1149,21 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an Add's version replaces another's, its parent created again", History: recreated(true, "2:1,", "2:3,"), OK: true},
 		{Name: "an Add's clean-up hides another's item, its parent created again", History: recreated(true, "", "2:3,"), OK: true},
 		{Name: "an Add's version replaces another's, no parent created again", History: recreated(false, "2:1,", "2:3,")},
+		// The package documentation: "each item taking effect within
+		// its call (a reader may see some items of an Add of several
+		// before the others)": another Add of x met it stored by the
+		// first, and pushed it before the first Add pushed both (seed
+		// 2120185567800187952); once the first Add returned, both.
+		{Name: "one item of an Add of two, seen before the other", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x, {ID: 4, Parent: "p1", Score: 5}}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "add", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 20),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 30, 31),
+		}, OK: true},
+		{Name: "one item of an Add of two, seen after it returned", History: []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x, {ID: 4, Parent: "p1", Score: 5}}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "add", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 10, 20),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 130, 131),
+		}},
 		// Add's godoc: between that clean-up and the first Add's insert
 		// again, another Add stores its own version of x (score 1),
 		// which the insert again finds and keeps, after an Update of x

@@ -92,3 +92,47 @@ func TestAddAndRemoveOfOneItem(t *testing.T) {
 		}
 	})
 }
+
+// theRemove marks the context of the Remove whose commands a test's
+// hooks act before.
+type theRemove struct{}
+
+// TestRemoveAfterAnAddThatFollowsItsDelete: Remove(x) of an x stored
+// nowhere; after its delete matched nothing, and before its read of the
+// parent holding x, another client's Add(x) stores x and puts it in the
+// subset. Remove found x in the subset, took it for what a failed Remove
+// left, and recomputed the subset from the items, which held x: it
+// returned nil with x stored and in the subset, which no order of the two
+// calls gives (soak seed 11538016981522827133, native, FerretDB 2.7). It
+// now deletes x again, and comes after the Add.
+func TestRemoveAfterAnAddThatFollowsItsDelete(t *testing.T) {
+	x := five[4]
+	mongotest.RunPlans(t, subset.PlanFor, func(t *testing.T, plan subset.Plan) {
+		ctx := context.Background()
+		db := mongotest.DB(t)
+		r := newRepo[parent, item](t, db, config(3), plan)
+		insertParents(t, db, "a")
+		require.NoError(t, r.Add(ctx, "a", without(five, x.ID)...))
+		other := otherRepo(t, db, plan)
+		var added error
+		finds, fired := 0, false
+		mongotest.OnCommand(t, db, "find", func(hctx context.Context) {
+			if hctx.Value(theRemove{}) == nil {
+				return
+			}
+			// Before the second find of the Remove: the first, after the
+			// delete that matched nothing, found no x (srverr.DeleteOne);
+			// the second reads the parent holding x.
+			if finds++; finds == 2 {
+				fired = true
+				added = other.Add(context.Background(), "a", x)
+			}
+		})
+		err := r.Remove(context.WithValue(ctx, theRemove{}, true), "a", x.ID)
+		require.True(t, fired)
+		require.NoError(t, added)
+		require.NoError(t, err, "the subset held x at Remove's read")
+		require.Zero(t, count(t, db.Collection("items"), bson.D{{Key: "_id", Value: x.ID}}), "Remove returned nil: it deleted x, after the Add")
+		requireState(t, r, "a", without(five, x.ID), 3)
+	})
+}
