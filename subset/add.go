@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -46,11 +47,11 @@ const maxAttempts = 10
 // no item, or version of an item, that is not stored.
 // A subset field that $push cannot extend (null, say: a nil slice stored
 // without omitempty) is replaced by a recomputation in place of the
-// count: six commands in all. Items whose documents and ids take more
-// than 16 MiB ([patterns.MaxDocumentSize]), more than one update can
-// carry, are put in the subset by a recomputation (a read of the parent
-// and the two commands of the portable path's recomputation) in place of
-// the push and its count.
+// count: six commands in all. More than 100 items, or items whose
+// documents and ids take more than 16 MiB ([patterns.MaxDocumentSize],
+// more than one update can carry), are put in the subset by a
+// recomputation (a read of the parent and the two commands of the
+// portable path's recomputation) in place of the push and its count.
 //
 // On either path, the first Add to a parent that no Add or recomputation
 // has written since its creation (it has no stamped revision) stamps it
@@ -75,8 +76,10 @@ const maxAttempts = 10
 // items leaves exactly one copy of each in each place. Its writes are
 // retried a few times after a transient failure (FerretDB 2.x's
 // "deadlock detected", which applied nothing): of the insertMany, only
-// the items whose insert failed so. Items past 32 MiB are inserted with
-// one insertMany per 32 MiB (one command more each). An item whose id is
+// the items whose insert failed so. Items past 32 MiB or 10,000 items
+// are inserted with one insertMany per 32 MiB or 10,000 items (one
+// command more each), and the reads and deletes that name their ids
+// (below) are sent per 8 MiB or 10,000 ids. An item whose id is
 // already stored under the parent counts as added by the earlier attempt
 // and keeps its stored version (Add is not an upsert: use [Repo.Update]
 // to change an item). An item that the insert finds stored but that
@@ -88,6 +91,10 @@ const maxAttempts = 10
 // input, below) before it inserts it again; after 10 such inserts, each
 // finding the item stored and the read finding it removed, Add deletes
 // the items it inserted and returns [patterns.ErrConflict]: Add again.
+// (A unique index of the application's on the items collection, other
+// than those of [Repo.Indexes], that an item's value collides with gives
+// that ErrConflict too, at every attempt: the insert finds a key taken
+// that no item with the item's id holds.)
 // The find of ids held elsewhere goes to every shard when the items
 // collection is sharded. If the guarded push matches
 // nothing because the subset holds some of the items already (an earlier
@@ -264,7 +271,7 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 }
 
 // dropThenRecheck deletes the parent's items with the ids of the entries (one
-// deleteMany, as dropItems), which this Add or an earlier attempt stored,
+// deleteMany per idBatches: deleteItems), which this Add or an earlier attempt stored,
 // after Add found the parent missing (cause). A deletion that deleted some
 // reads the parent again (one find): the application may have created it
 // again before the deletion, and another call stored items with those ids
@@ -275,13 +282,11 @@ func (r *Repo[P, I]) takeBack(ctx context.Context, p plan, parent parentRef, ent
 // stored and in the subset when it returns: as this Add has them (see
 // Add's godoc). Otherwise it returns cause, or its own failure.
 func (r *Repo[P, I]) dropThenRecheck(ctx context.Context, p plan, parent parentRef, entries []entry, cause error) error {
-	res, err := write(ctx, func() (*mongo.DeleteResult, error) {
-		return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, ids(entries)))
-	})
+	deleted, err := r.deleteItems(ctx, parent, ids(entries))
 	if err != nil {
 		return leftBehind(cause, "their deletion", "Add again deletes them", err)
 	}
-	if res.DeletedCount == 0 {
+	if deleted == 0 {
 		return cause
 	}
 	_, err = r.readParent(ctx, p, r.cmd.parent(parent.id))
@@ -301,10 +306,25 @@ func (r *Repo[P, I]) dropItems(ctx context.Context, parent parentRef, drop []bso
 	if len(drop) == 0 {
 		return cause
 	}
-	if _, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, drop)) }); err != nil {
+	if _, err := r.deleteItems(ctx, parent, drop); err != nil {
 		return leftBehind(cause, "their deletion", remedy, err)
 	}
 	return cause
+}
+
+// deleteItems deletes the parent's items with the ids (one deleteMany per
+// idBatches, each retried after a transient failure) and returns how
+// many it deleted.
+func (r *Repo[P, I]) deleteItems(ctx context.Context, parent parentRef, ids []bson.RawValue) (int64, error) {
+	var deleted int64
+	for batch := range idBatches(ids) {
+		res, err := write(ctx, func() (*mongo.DeleteResult, error) { return r.items.DeleteMany(ctx, r.cmd.itemsIn(parent.id, batch)) })
+		if err != nil {
+			return deleted, err
+		}
+		deleted += res.DeletedCount
+	}
+	return deleted, nil
 }
 
 // leftBehind is the error of an Add that failed for cause and could not
@@ -350,9 +370,9 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 	if err != nil {
 		return err
 	}
-	if pushSize(pending) > patterns.MaxDocumentSize {
-		// One update cannot carry them: the subset is recomputed, as
-		// on the portable path.
+	if len(pending) > maxPushItems || pushSize(pending) > patterns.MaxDocumentSize {
+		// One update cannot carry them, or the count would match each
+		// of many: the subset is recomputed, as on the portable path.
 		st, err := r.readParent(ctx, p, r.cmd.parent(parent.id))
 		if err != nil {
 			return err
@@ -392,15 +412,25 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 	return r.recompute(ctx, p, parent.id, st, true, inc)
 }
 
-// pushSize is the size of what the push of the entries carries: their
-// documents in its $each and their ids in its filter. Past
-// patterns.MaxDocumentSize, no update statement holds them (MongoDB
-// refuses one past 16 MiB and 16 KiB; the driver, a command past
-// 48,000,000 bytes).
+// maxPushItems is the most items Add pushes: past it, it recomputes
+// the subset in place of the push and its count (one command more), whose
+// filter names each item pushed, as one alternative of an $or (FerretDB
+// 2.7 took 40 seconds for 10,000, and was killed for memory at 25,000),
+// while a recomputation reads Cap items whatever the number added.
+const maxPushItems = 100
+
+// pushSize is the size of what the push of the entries carries: each
+// one an element of its $each (the document) and of its filter's $nin
+// (the id), each element a type byte, its index as a decimal key and a
+// NUL, and the value. Past patterns.MaxDocumentSize no update statement
+// holds them: MongoDB refuses a command's document past 16 MiB and 16
+// KiB (BSONObjMaxInternalSize, error 10334), which leaves the 16 KiB for
+// the rest of the statement (its field names, the parent's _id, $sort
+// and $slice); the driver, a command past 48,000,000 bytes.
 func pushSize(entries []entry) int {
 	n := 0
-	for _, e := range entries {
-		n += len(e.doc) + len(e.id.Value)
+	for i, e := range entries {
+		n += 2*(1+len(strconv.Itoa(i))+1) + len(e.doc) + len(e.id.Value)
 	}
 	return n
 }
@@ -484,7 +514,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		if len(dups) == 0 {
 			break
 		}
-		found, err := r.storedItems(ctx, r.cmd.itemsIn(parent.id, dups))
+		found, err := r.storedItems(ctx, parent, dups)
 		if err != nil {
 			return nil, undo(err)
 		}
@@ -513,7 +543,7 @@ func (r *Repo[P, I]) insert(ctx context.Context, parent parentRef, entries []ent
 		case len(foreign) > 0:
 			return nil, undo(errs.Invalid("item ids %v are taken by items that are not the parent's", foreign))
 		case attempt == maxAttempts:
-			return nil, undo(fmt.Errorf("item ids %v were found taken, then not stored, after each of %d inserts: %w", texts(ids(todo)), attempt, patterns.ErrConflict))
+			return nil, undo(fmt.Errorf("item ids %v were found taken, then not stored, after each of %d inserts (removed again each time, or a unique index of the items collection other than the repository's holds one of their values): %w", texts(ids(todo)), attempt, patterns.ErrConflict))
 		}
 	}
 	out := make([]entry, len(entries))
@@ -596,62 +626,86 @@ func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted,
 
 // insertBatchBytes and insertBatchCount bound the batches of
 // insertBatches: far under the 48,000,000 bytes of a message and the
-// 100,000 statements of a write (maxMessageSizeBytes and
-// maxWriteBatchSize, which MongoDB and FerretDB report), so that the
-// driver sends each batch as one command (driver v2.10.0,
+// statements of a write (maxMessageSizeBytes and maxWriteBatchSize), so
+// that the driver sends each batch as one command (driver v2.10.0,
 // x/mongo/driver/batches.go, AppendBatchSequence, splits a write's
-// documents at either limit).
+// documents at either limit). FerretDB 2.7 reports a maxWriteBatchSize of
+// 100,000 as MongoDB does, and refuses a write of more than 25,000
+// statements ("Write batch sizes must be between 1 and 25000"): 10,000
+// holds on every server.
 const (
 	insertBatchBytes = 2 * patterns.MaxDocumentSize
-	insertBatchCount = 100_000
+	insertBatchCount = 10_000
 )
 
 // insertBatches yields the entries in batches of at most insertBatchCount
-// entries and maxBytes bytes of documents (insertBatchBytes but in tests;
-// at least one entry: an item is never larger than a parent).
+// entries and maxBytes bytes of documents (insertBatchBytes but in
+// tests).
 func insertBatches(entries []entry, maxBytes int) iter.Seq[[]entry] {
-	return func(yield func([]entry) bool) {
-		for len(entries) > 0 {
-			n, size := 0, 0
-			for n < len(entries) && n < insertBatchCount && (n == 0 || size+len(entries[n].doc) <= maxBytes) {
-				size += len(entries[n].doc)
+	return batches(entries, func(e entry) int { return len(e.doc) }, maxBytes, insertBatchCount)
+}
+
+// idBatchBytes bounds the bytes of ids that one command of Add names in
+// an $in (a read of the items stored, a deletion of those it inserted),
+// with insertBatchCount ids: so that the command stays under MongoDB's
+// 16 MiB and 16 KiB (BSONObjMaxInternalSize) whatever the number of
+// items, whose documents may take 16 MiB each.
+const idBatchBytes = patterns.MaxDocumentSize / 2
+
+// idBatches yields the ids in batches for an $in each (see
+// idBatchBytes): each id an element, its type byte, index key and NUL
+// counted with its value.
+func idBatches(ids []bson.RawValue) iter.Seq[[]bson.RawValue] {
+	return batches(ids, func(id bson.RawValue) int { return len(id.Value) + 8 }, idBatchBytes, insertBatchCount)
+}
+
+// batches yields xs in consecutive batches of at most maxCount values
+// and maxBytes bytes (by size), each with one value at least.
+func batches[T any](xs []T, size func(T) int, maxBytes, maxCount int) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for len(xs) > 0 {
+			n, total := 0, 0
+			for n < len(xs) && n < maxCount && (n == 0 || total+size(xs[n]) <= maxBytes) {
+				total += size(xs[n])
 				n++
 			}
-			if !yield(entries[:n]) {
+			if !yield(xs[:n]) {
 				return
 			}
-			entries = entries[n:]
+			xs = xs[n:]
 		}
 	}
 }
 
 // takenElsewhere reads which of the entries, whose ids an insert found
 // taken and the parent's items did not hold, another document holds the
-// place of (see commands.takenElsewhere; one find, of _ids alone), and
-// returns their ids as text.
+// place of (see commands.takenElsewhere; one find, of _ids alone, per
+// batch of ids as idBatches makes them), and returns their ids as text.
 func (r *Repo[P, I]) takenElsewhere(ctx context.Context, parent parentRef, entries []entry) ([]string, error) {
-	docIDs := make([]bson.RawValue, len(entries))
-	for i, e := range entries {
-		docIDs[i] = e.doc.Lookup("_id") // encode gives every item an _id
-	}
 	op := patterns.OperationFrom(ctx)
-	op.Sent(1)
-	cur, err := r.items.Find(ctx, r.cmd.takenElsewhere(parent.id, ids(entries), docIDs), r.cmd.idsOnly())
-	if err != nil {
-		return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
-	}
-	var found []bson.Raw
-	if err := obs.All(ctx, op, cur, &found); err != nil {
-		return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
-	}
-	taken := make(map[string]bool, len(found))
-	for _, d := range found {
-		taken[bsonid.Key(d.Lookup("_id"))] = true
-	}
 	var out []string
-	for i, e := range entries {
-		if taken[bsonid.Key(docIDs[i])] {
-			out = append(out, bsonid.Text(e.id))
+	for batch := range batches(entries, func(e entry) int { return 2 * (len(e.id.Value) + 8) }, idBatchBytes, insertBatchCount) {
+		docIDs := make([]bson.RawValue, len(batch))
+		for i, e := range batch {
+			docIDs[i] = e.doc.Lookup("_id") // encode gives every item an _id
+		}
+		op.Sent(1)
+		cur, err := r.items.Find(ctx, r.cmd.takenElsewhere(parent.id, ids(batch), docIDs), r.cmd.idsOnly())
+		if err != nil {
+			return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
+		}
+		var found []bson.Raw
+		if err := obs.All(ctx, op, cur, &found); err != nil {
+			return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
+		}
+		taken := make(map[string]bool, len(found))
+		for _, d := range found {
+			taken[bsonid.Key(d.Lookup("_id"))] = true
+		}
+		for i, e := range batch {
+			if taken[bsonid.Key(docIDs[i])] {
+				out = append(out, bsonid.Text(e.id))
+			}
 		}
 	}
 	return out, nil
@@ -668,26 +722,28 @@ func texts(ids []bson.RawValue) []string {
 
 var unordered = options.InsertMany().SetOrdered(false)
 
-// storedItems reads the items that filter matches (one find), by
-// bsonid.Key of their ids.
-func (r *Repo[P, I]) storedItems(ctx context.Context, filter bson.D) (map[string]entry, error) {
+// storedItems reads the parent's items with the ids (one find per
+// idBatches), by bsonid.Key of their ids.
+func (r *Repo[P, I]) storedItems(ctx context.Context, parent parentRef, ids []bson.RawValue) (map[string]entry, error) {
 	op := patterns.OperationFrom(ctx)
-	op.Sent(1)
-	cur, err := r.items.Find(ctx, filter)
-	if err != nil {
-		return nil, fmt.Errorf("read the stored items: %w", err)
-	}
-	var found []bson.Raw
-	if err := obs.All(ctx, op, cur, &found); err != nil {
-		return nil, fmt.Errorf("read the stored items: %w", err)
-	}
-	out := make(map[string]entry, len(found))
-	for _, d := range found {
-		id, err := d.LookupErr(r.cfg.IDField)
+	out := make(map[string]entry, len(ids))
+	for batch := range idBatches(ids) {
+		op.Sent(1)
+		cur, err := r.items.Find(ctx, r.cmd.itemsIn(parent.id, batch))
 		if err != nil {
-			return nil, fmt.Errorf("stored item without %s: %s", r.cfg.IDField, d)
+			return nil, fmt.Errorf("read the stored items: %w", err)
 		}
-		out[bsonid.Key(id)] = entry{doc: d, id: id}
+		var found []bson.Raw
+		if err := obs.All(ctx, op, cur, &found); err != nil {
+			return nil, fmt.Errorf("read the stored items: %w", err)
+		}
+		for _, d := range found {
+			id, err := d.LookupErr(r.cfg.IDField)
+			if err != nil {
+				return nil, fmt.Errorf("stored item without %s: %s", r.cfg.IDField, d)
+			}
+			out[bsonid.Key(id)] = entry{doc: d, id: id}
+		}
 	}
 	return out, nil
 }

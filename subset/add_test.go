@@ -167,8 +167,10 @@ func TestAddOfAnItemRemovedAfterEachInsert(t *testing.T) {
 // TestInsertBatches: Add inserts its items in batches that the driver
 // sends as one command each (at most InsertBatchBytes of documents and
 // InsertBatchCount documents, far under its 48,000,000 bytes and the
-// servers' 100,000 statements), so that a command error of one tells
-// which items applied; a document larger than the bound goes alone.
+// 25,000 statements FerretDB 2.7 takes), so that a command error of one
+// tells which items applied; a document larger than the bound goes
+// alone. The $in of ids its reads and deletes send hold 8 MiB of ids at
+// most (MongoDB refuses a command past 16 MiB and 16 KiB).
 func TestInsertBatches(t *testing.T) {
 	const mib = 1 << 20
 	require.Equal(t, 32*mib, subset.InsertBatchBytes)
@@ -191,6 +193,13 @@ func TestInsertBatches(t *testing.T) {
 	} {
 		require.Equal(t, c.want, subset.InsertBatchSizes(c.sizes, c.max), c.name)
 	}
+	require.Equal(t, 10_000, subset.InsertBatchCount)
+	ids := make([]int, 17_000)
+	for i := range ids {
+		ids[i] = 1_000 // 17 MB of ids in all
+	}
+	require.Equal(t, []int{8_322, 8_322, 356}, subset.IDBatchSizes(ids), "8 MiB of ids (and element overhead) each")
+	require.Equal(t, []int{10_000, 1}, subset.IDBatchSizes(many), "10,000 ids each")
 }
 
 // TestAddPastSixteenMiB: items that one update cannot carry (their

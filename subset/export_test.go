@@ -1,5 +1,7 @@
 package subset
 
+import "go.mongodb.org/mongo-driver/v2/bson"
+
 // Plan is the repository's path, for tests run per plan
 // (mongotest.RunPlans).
 type Plan = plan
@@ -35,3 +37,17 @@ const (
 	InsertBatchBytes = insertBatchBytes
 	InsertBatchCount = insertBatchCount
 )
+
+// IDBatchSizes returns the sizes of the batches of ids of the given
+// value sizes that Add names in an $in each.
+func IDBatchSizes(idSizes []int) []int {
+	ids := make([]bson.RawValue, len(idSizes))
+	for i, n := range idSizes {
+		ids[i].Value = make([]byte, n)
+	}
+	var out []int
+	for b := range idBatches(ids) {
+		out = append(out, len(b))
+	}
+	return out
+}

@@ -144,8 +144,10 @@ type sop struct {
 	// which it may miss (Get), or find missing (Update and Remove: ErrNotFound).
 	missable []int64
 	// reruns: for a creation, the seqs of the recreated Adds it
-	// overlaps, which may run again on the parent it creates.
+	// overlaps, which may run again on the parent it creates; cleans,
+	// the ids of their items, which their clean-up may delete from it.
 	reruns []int
+	cleans []int64
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -176,6 +178,11 @@ type sstate struct {
 	// items are stored there"); seq is the Add's, negative for an outcome
 	// unknown.
 	again string
+	// cleaned: "id:0," the items of the recreated Adds that a creation
+	// of the parent overlapped: their clean-up may have deleted them
+	// since, and another Add that overlaps such an Add may store its
+	// own version before the insert again, which keeps it (Add's godoc).
+	cleaned string
 }
 
 func encodeItems(m map[int64]int64) string {
@@ -346,6 +353,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					}
 					if in.op == "create" {
 						in.reruns = append(in.reruns, other.seq)
+						for _, it := range other.items {
+							in.cleans = append(in.cleans, it.ID)
+						}
 					}
 				}
 				if in.op == "remove" && other.op == "remove" && other.id == in.id {
@@ -452,7 +462,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		with := func(change func(m map[int64]int64), ghosts string, dirty bool) sstate {
 			m := decodeItems(s.items)
 			change(m)
-			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed, again: s.again}
+			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed, again: s.again, cleaned: s.cleaned}
 		}
 		res := func(want string, ok bool, states ...any) []any {
 			if known && out.res == want && ok {
@@ -463,7 +473,12 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		cleared := sstate{again: s.again}
 		switch in.op {
 		case "create":
-			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again}}
+			cleaned := decodeItems(s.cleaned)
+			for _, id := range in.cleans {
+				cleaned[id] = 0
+			}
+			s.cleaned = encodeItems(cleaned)
+			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again, cleaned: s.cleaned}}
 			// The recreated Adds it overlaps that took effect before the
 			// Delete may store their items on it again (as they have them).
 			var rest []ghost
@@ -476,7 +491,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				m[g.id], rerun, dirty = g.score, true, dirty || g.seq < 0
 			}
 			if rerun {
-				created = append(created, sstate{exists: true, items: encodeItems(m), dirty: dirty, ghosts: s.ghosts, removed: s.removed, again: encodeGhosts(rest)})
+				created = append(created, sstate{exists: true, items: encodeItems(m), dirty: dirty, ghosts: s.ghosts, removed: s.removed, again: encodeGhosts(rest), cleaned: s.cleaned})
 			}
 			if !known {
 				return append(created, s)
@@ -497,7 +512,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// in flight loses the items stored under it meanwhile, and its
 			// subset may hold some of them, stored nowhere, until a
 			// Rebuild.
-			return []any{s, sstate{exists: s.exists, dirty: s.dirty || s.exists, removed: s.removed, again: s.again}}
+			return []any{s, sstate{exists: s.exists, dirty: s.dirty || s.exists, removed: s.removed, again: s.again, cleaned: s.cleaned}}
 		case "delete":
 			if !known {
 				return []any{s, cleared, sstate{items: s.items, dirty: true, again: s.again}}
@@ -542,14 +557,16 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				ok = append(ok, rerun(with(add, s.ghosts, s.dirty)))
 			}
 			// Add's godoc: between the clean-up of a recreated Add that
-			// this one overlaps and that Add's insert again, this Add
+			// this one overlaps (after a creation of the parent that
+			// Add overlaps) and that Add's insert again, this Add
 			// stores its own version of an item the clean-up deleted,
 			// which the insert again then finds and keeps (seed
 			// 12909746940021766493, portable, FerretDB 2.7: an Update of
 			// the item returned nil, then an Add of it replaced it).
 			var mine []item
+			cleaned := decodeItems(s.cleaned)
 			for _, it := range in.items {
-				if slices.Contains(in.missable, it.ID) {
+				if _, ok := cleaned[it.ID]; ok && slices.Contains(in.missable, it.ID) {
 					mine = append(mine, it)
 				}
 			}
@@ -668,7 +685,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				res("notfound", stored && missable, s),
 				res("conflict", s.exists && stored, s))
 		case "rebuild":
-			fixed := sstate{exists: s.exists, items: s.items, ghosts: encodeGhosts(pending), again: s.again}
+			fixed := sstate{exists: s.exists, items: s.items, ghosts: encodeGhosts(pending), again: s.again, cleaned: s.cleaned}
 			if !known {
 				return []any{s, fixed}
 			}
