@@ -145,9 +145,10 @@ type sop struct {
 	missable []int64
 	// reruns: for a creation, the seqs of the recreated Adds it
 	// overlaps, which may run again on the parent it creates; cleans,
-	// the ids of their items, which their clean-up may delete from it.
+	// their items (id and the Add's seq), which their clean-up may
+	// delete from it.
 	reruns []int
-	cleans []int64
+	cleans []ghost
 }
 
 // sout is an operation's outcome: ok, notfound, conflict, dup; Get's
@@ -178,10 +179,12 @@ type sstate struct {
 	// items are stored there"); seq is the Add's, negative for an outcome
 	// unknown.
 	again string
-	// cleaned: "id:0," the items of the recreated Adds that a creation
-	// of the parent overlapped: their clean-up may have deleted them
-	// since, and another Add that overlaps such an Add may store its
-	// own version before the insert again, which keeps it (Add's godoc).
+	// cleaned: "id:0:seq," the items of the recreated Adds (seq) that a
+	// creation of the parent overlapped, until those Adds return (an
+	// operation "close" at their return): their clean-up may have
+	// deleted them since, and another Add that overlaps such an Add may
+	// store its own version before the insert again, which keeps it
+	// (Add's godoc).
 	cleaned string
 }
 
@@ -354,7 +357,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					if in.op == "create" {
 						in.reruns = append(in.reruns, other.seq)
 						for _, it := range other.items {
-							in.cleans = append(in.cleans, it.ID)
+							in.cleans = append(in.cleans, ghost{id: it.ID, seq: other.seq})
 						}
 					}
 				}
@@ -381,7 +384,10 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// interval (seed 2120185567800187952, native, FerretDB 2.7:
 			// another Add of one of them met it stored and pushed it,
 			// before the first Add's push of both).
-			if out, ok := o.Output.(sout); ok && in.op == "add" && out.res == "ok" && len(in.items) > 1 {
+			// (Not a recreated Add, whose items go with the parent, or
+			// are stored again on the new one, all of them: Add's
+			// godoc.)
+			if out, ok := o.Output.(sout); ok && in.op == "add" && out.res == "ok" && len(in.items) > 1 && !in.recreated {
 				parts := in.items
 				in.items = parts[:1]
 				by[in.parent][len(by[in.parent])-1].Input = in
@@ -415,12 +421,17 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		// again, as it has them, before it returns (Add's godoc), after
 		// another call may have removed or replaced them there: one
 		// operation more within the Add's interval, of unknown outcome.
+		// close: the return of such an Add, which ends the window its
+		// clean-up opened (see sstate.cleaned).
 		for i, o := range history {
 			if in := ins[i]; in.op == "add" && in.recreated {
 				by[in.parent] = append(by[in.parent], porcupine.Operation{
 					ClientId: -1 - len(history) - i, Call: o.Call, Return: o.Return,
 					Input:  sop{op: "rerun", parent: in.parent, items: in.items, seq: in.seq},
 					Output: linear.Unknown{Err: errors.New("the run again of an Add whose parent was created again")},
+				}, porcupine.Operation{
+					ClientId: -1 - len(history) - i, Call: o.Return, Return: o.Return,
+					Input: sop{op: "close", parent: in.parent, seq: in.seq}, Output: sout{res: "ok"},
 				})
 			}
 		}
@@ -473,11 +484,13 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		cleared := sstate{again: s.again}
 		switch in.op {
 		case "create":
-			cleaned := decodeItems(s.cleaned)
-			for _, id := range in.cleans {
-				cleaned[id] = 0
+			cleaned := decodeGhosts(s.cleaned)
+			for _, g := range in.cleans {
+				if !slices.Contains(cleaned, g) {
+					cleaned = append(cleaned, g)
+				}
 			}
-			s.cleaned = encodeItems(cleaned)
+			s.cleaned = encodeGhosts(cleaned)
 			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again, cleaned: s.cleaned}}
 			// The recreated Adds it overlaps that took effect before the
 			// Delete may store their items on it again (as they have them).
@@ -497,6 +510,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				return append(created, s)
 			}
 			return append(res("ok", !s.exists, created...), res("dup", s.exists, s)...)
+		case "close":
+			s.cleaned = encodeGhosts(slices.DeleteFunc(decodeGhosts(s.cleaned), func(g ghost) bool { return g.seq == in.seq }))
+			return []any{s}
 		case "rerun":
 			if !s.exists {
 				return []any{s}
@@ -564,9 +580,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// 12909746940021766493, portable, FerretDB 2.7: an Update of
 			// the item returned nil, then an Add of it replaced it).
 			var mine []item
-			cleaned := decodeItems(s.cleaned)
+			cleaned := decodeGhosts(s.cleaned)
 			for _, it := range in.items {
-				if _, ok := cleaned[it.ID]; ok && slices.Contains(in.missable, it.ID) {
+				if slices.ContainsFunc(cleaned, func(g ghost) bool { return g.id == it.ID }) && slices.Contains(in.missable, it.ID) {
 					mine = append(mine, it)
 				}
 			}
