@@ -155,7 +155,10 @@ func (r *Repo[P, I]) settleCount(ctx context.Context, p plan, parentID any) erro
 // collection, so that an item whose sort value changed enters, moves in or
 // leaves the subset. It sends four commands (five with the stamp) and
 // bounds its compare-and-sets like [Repo.Remove], and a reader may see the old
-// version in the subset until the last one. It is safe to retry, and its
+// version in the subset until the last one; an Add of the same item that
+// overlaps it may push the version it read after Update's recomputation,
+// which a reader then sees until that Add's recomputation takes it out,
+// before the Add returns (see [Repo.Add]). It is safe to retry, and its
 // writes are retried after a transient failure, as Remove's. The item is
 // validated like one given to [Repo.Add] ([patterns.ErrInvalid],
 // [patterns.ErrTooLarge], nothing written); a missing item or parent gives

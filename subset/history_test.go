@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -74,6 +75,13 @@ import (
 //     or replaced them on the new parent; and an Add that overlaps it
 //     may store its own version of one of its items in place of the one
 //     stored (between the clean-up and the insert again, which keeps it);
+//   - an Update that overlaps an Add of its item may leave a ghost, the
+//     Add's version, which that Add pushed after the Update's
+//     recomputation, until the Add returns (Update's godoc);
+//   - a Remove that overlaps a Delete of its parent that overlaps a
+//     creation of it may find an item of the deleted parent under the
+//     new one and return nil, the new subset unchecked until a Rebuild
+//     (Delete's godoc);
 //   - of two overlapping Deletes of a parent both may return nil (the
 //     second finds the items the first has yet to delete: Delete's
 //     godoc, "a reader between them sees no parent while its items
@@ -128,6 +136,11 @@ type sop struct {
 	// parent that may have deleted it (nil, or an unknown outcome: one
 	// that returned ErrConflict or ErrNotFound deleted nothing).
 	overlapsDelete bool
+	// lingers: a Remove or an Update that overlaps a Delete of its
+	// parent (nil or unknown) that overlaps a creation of it: the
+	// deleted parent's items remain under the new one until the
+	// Delete's deleteMany (Delete's godoc), where it may find one.
+	lingers bool
 	// addScores: the scores of its item in the Adds a Remove overlaps,
 	// the versions its ghost may hold.
 	addScores []int64
@@ -321,13 +334,17 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			switch in.op {
 			case "add":
 				in.recreated = overlapsTook(o, "delete", in.parent) && overlapsTook(o, "create", in.parent)
-			case "remove":
+			case "remove", "update":
+				id := in.id
+				if in.op == "update" {
+					id = in.items[0].ID
+				}
 				ends[in.seq] = o.Return
 				for j, a := range history {
 					if add := ins[j]; add.op == "add" && overlap(a, o) {
 						for _, it := range add.items {
-							if it.ID == in.id {
-								in.overlapsAdd = true
+							if it.ID == id {
+								in.overlapsAdd = in.op == "remove"
 								in.addScores = append(in.addScores, it.Score)
 								ends[in.seq] = max(ends[in.seq], o.Return, a.Return)
 							}
@@ -374,6 +391,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			if in.op == "remove" || in.op == "update" {
 				in.overlapsDelete = overlapsTook(o, "delete", in.parent)
+				for j, a := range history {
+					in.lingers = in.lingers || took(j, "delete", in.parent) && overlap(a, o) && overlapsTook(a, "create", in.parent)
+				}
 			}
 			o.Input = in
 			by[in.parent] = append(by[in.parent], o)
@@ -387,7 +407,13 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// (Not a recreated Add, whose items go with the parent, or
 			// are stored again on the new one, all of them: Add's
 			// godoc.)
-			if out, ok := o.Output.(sout); ok && in.op == "add" && out.res == "ok" && len(in.items) > 1 && !in.recreated {
+			// So is an Add of unknown outcome, whose call never
+			// returned (seed 10576445193237198552, portable, FerretDB
+			// 2.7: a failed Add's insert, held in a stalled connection
+			// and sent again by the driver, applied its items at two
+			// moments).
+			out, known := o.Output.(sout)
+			if in.op == "add" && (!known || out.res == "ok") && len(in.items) > 1 && !in.recreated {
 				parts := in.items
 				in.items = parts[:1]
 				by[in.parent][len(by[in.parent])-1].Input = in
@@ -624,7 +650,17 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// deleted reports ErrNotFound (Update's godoc): until the
 			// Delete, the subset may hold the old version or the new one.
 			underDelete := with(set, s.ghosts+encodeGhosts([]ghost{{id: it.ID, score: old}}), s.dirty)
-			return slices.Concat(res("ok", s.exists && stored, with(set, encodeGhosts(pending), s.dirty)),
+			// Add's godoc: an Add of the item that overlaps the Update
+			// may push its own version after the Update's
+			// recomputation, its count then finding it replaced, and
+			// its recomputation taking it out before it returns: a
+			// ghost until then (seed 17840370533643764240, native,
+			// FerretDB 2.7).
+			updated := []any{with(set, encodeGhosts(pending), s.dirty)}
+			for _, score := range in.addScores {
+				updated = append(updated, with(set, encodeGhosts(append(slices.Clone(pending), ghost{id: it.ID, score: score, seq: in.seq})), s.dirty))
+			}
+			return slices.Concat(res("ok", s.exists && stored, updated...),
 				res("notfound", !s.exists || !stored, s),
 				res("notfound", in.overlapsDelete && s.exists && stored, underDelete),
 				// Add's godoc: an Add whose parent was deleted and created
@@ -692,6 +728,13 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				// that lasts (seq 0) is gone, for no recomputation puts
 				// it back; one of an overlap with an Add may come back
 				// with its push.
+				// Delete's godoc: the items of a parent deleted while it
+				// was created again remain under the new one until the
+				// Delete's deleteMany: a Remove may find and delete one
+				// (seed 18306938464898995388, native, FerretDB 2.7), its
+				// recomputation may put others in the new subset, which
+				// is unchecked until a Rebuild.
+				res("ok", in.lingers && s.exists && !stored, with(del, s.ghosts, true)),
 				res("notfound", !s.exists || !stored, with(del, encodeGhosts(slices.DeleteFunc(decodeGhosts(s.ghosts), func(g ghost) bool {
 					return g.id == in.id && g.seq == 0
 				})), s.dirty)),
@@ -1003,6 +1046,34 @@ func TestHistoriesModel(t *testing.T) {
 		}
 		return h
 	}
+	// lingering: x stored, a Delete over [10, 40], the parent created
+	// again over [20, 30] when again is set (else before the Delete),
+	// and a Remove of x over [25, 35] that returns nil after a Get
+	// found the parent missing.
+	lingering := func(again bool) []porcupine.Operation {
+		create := int64(20)
+		if !again {
+			create = 5
+		}
+		return []porcupine.Operation{
+			op(sop{op: "create", parent: "p1"}, sout{res: "dup"}, 0, 1),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 2, 3),
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 10, 40),
+			op(sop{op: "get", parent: "p1"}, sout{res: "notfound"}, 11, 12),
+			op(sop{op: "create", parent: "p1"}, sout{res: map[bool]string{true: "ok", false: "dup"}[again]}, create, create+10),
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "ok"}, 25, 35),
+		}
+	}
+	// updateUnderAdd is an Add of x (score 3) over [0, 100] and an
+	// Update of x (score 4) over [10, 60] that return nil, and a Get at
+	// call that sees the Add's version.
+	updateUnderAdd := func(call int64) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 0, 100),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 4}}}, sout{res: "ok"}, 10, 60),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, call, call+1),
+		}
+	}
 	// cleanupThenAdd is an Add of x over [0, 100], an Update of x (score
 	// 4) over [45, 48] and an Add of x (score 1) over [50, 60] that
 	// return nil, and a Get after them that sees the second Add's
@@ -1182,6 +1253,25 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an Add's version replaces another's, its parent created again", History: recreated(true, "2:1,", "2:3,"), OK: true},
 		{Name: "an Add's clean-up hides another's item, its parent created again", History: recreated(true, "", "2:3,"), OK: true},
 		{Name: "an Add's version replaces another's, no parent created again", History: recreated(false, "2:1,", "2:3,")},
+		// Delete's godoc: the items of a parent deleted while it was
+		// created again remain under the new one until the Delete's
+		// deleteMany: a Remove finds one (seed 18306938464898995388).
+		{Name: "a Remove of a deleted parent's item under the new one", History: lingering(true), OK: true},
+		{Name: "a Remove of an item never stored, no parent created again", History: lingering(false)},
+		// Add's godoc: an Add of x that overlaps an Update of x may
+		// push its version after the Update's recomputation, and takes
+		// it out before it returns (seed 17840370533643764240).
+		{Name: "an Add's version seen after an Update it overlaps", History: updateUnderAdd(70), OK: true},
+		{Name: "an Add's version seen after it returned, and the Update", History: updateUnderAdd(110)},
+		// An Add of unknown outcome takes effect item by item, at any
+		// moment (seed 10576445193237198552): x before a Remove of
+		// x and y, y after it.
+		{Name: "an Add of unknown outcome, its items at two moments", History: []porcupine.Operation{
+			{Input: sop{op: "add", parent: "p1", items: []item{x, {ID: 4, Parent: "p1", Score: 5}}}, Output: linear.Unknown{Err: errors.New("timeout")}, Call: 0, Return: math.MaxInt64},
+			op(sop{op: "remove", parent: "p1", id: 2}, sout{res: "ok"}, 10, 20),
+			op(sop{op: "update", parent: "p1", items: []item{{ID: 4, Parent: "p1", Score: 1}}}, sout{res: "notfound"}, 30, 40),
+			op(sop{op: "remove", parent: "p1", id: 4}, sout{res: "ok"}, 50, 60),
+		}, OK: true},
 		// The package documentation: "each item taking effect within
 		// its call (a reader may see some items of an Add of several
 		// before the others)": another Add of x met it stored by the

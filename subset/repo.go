@@ -209,8 +209,11 @@ func idOf(id any) string {
 // no incarnation of their parent: a parent created again while its
 // Delete is in flight, between its two commands, loses the items stored
 // under it meanwhile (an Add's that returned nil too, whose push may then
-// leave in the new subset an item stored nowhere, until a Rebuild).
-// Create a parent again once its Delete has returned.
+// leave in the new subset an item stored nowhere, until a Rebuild),
+// and until then the deleted parent's items are the new parent's: a
+// Remove or an Update may find one and return nil, and a recomputation
+// may put them in the new subset. Create a parent again once its Delete
+// has returned.
 //
 // A delete of the parent that matched nothing is checked with a find of
 // its _id, one more command, and sent again while the parent is there
