@@ -78,10 +78,11 @@ import (
 //   - an Update that overlaps an Add of its item may leave a ghost, the
 //     Add's version, which that Add pushed after the Update's
 //     recomputation, until the Add returns (Update's godoc);
-//   - a Remove that overlaps a Delete of its parent that overlaps a
-//     creation of it may find an item of the deleted parent under the
-//     new one and return nil, the new subset unchecked until a Rebuild
-//     (Delete's godoc);
+//   - a Remove or an Update that overlaps a Delete of its parent that
+//     overlaps a creation of it may find an item of the deleted parent
+//     (one it held when deleted) under the new one and return nil, the
+//     new subset unchecked until a Rebuild (Delete's godoc);
+//   - an Add's ErrConflict leaves its items stored or not;
 //   - of two overlapping Deletes of a parent both may return nil (the
 //     second finds the items the first has yet to delete: Delete's
 //     godoc, "a reader between them sees no parent while its items
@@ -199,6 +200,11 @@ type sstate struct {
 	// store its own version before the insert again, which keeps it
 	// (Add's godoc).
 	cleaned string
+	// lingering: "id:score," the items of a parent deleted by a Delete
+	// that overlaps a creation of it, which remain under the new parent
+	// until that Delete's deleteMany (wipe): a Remove or an Update may
+	// find one (Delete's godoc).
+	lingering string
 }
 
 func encodeItems(m map[int64]int64) string {
@@ -333,7 +339,18 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			in := &ins[i]
 			switch in.op {
 			case "add":
-				in.recreated = overlapsTook(o, "delete", in.parent) && overlapsTook(o, "create", in.parent)
+				// A creation that ends after the start of a Delete, both
+				// overlapping the Add: the parent deleted and created
+				// again during it.
+				for j, d := range history {
+					if took(j, "delete", in.parent) && overlap(d, o) {
+						for k, c := range history {
+							in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o) && c.Return > d.Call
+						}
+					}
+				}
+			case "delete":
+				in.lingers = overlapsTook(o, "create", in.parent)
 			case "remove", "update":
 				id := in.id
 				if in.op == "update" {
@@ -341,6 +358,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 				ends[in.seq] = o.Return
 				for j, a := range history {
+					// (An Add that returned ErrNotFound stored and
+					// pushed nothing: Add's godoc.)
+					if out, known := a.Output.(sout); known && out.res == "notfound" {
+						continue
+					}
 					if add := ins[j]; add.op == "add" && overlap(a, o) {
 						for _, it := range add.items {
 							if it.ID == id {
@@ -499,7 +521,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 		with := func(change func(m map[int64]int64), ghosts string, dirty bool) sstate {
 			m := decodeItems(s.items)
 			change(m)
-			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed, again: s.again, cleaned: s.cleaned}
+			return sstate{exists: s.exists, items: encodeItems(m), ghosts: ghosts, dirty: dirty, removed: s.removed, again: s.again, cleaned: s.cleaned, lingering: s.lingering}
 		}
 		res := func(want string, ok bool, states ...any) []any {
 			if known && out.res == want && ok {
@@ -517,7 +539,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				}
 			}
 			s.cleaned = encodeGhosts(cleaned)
-			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again, cleaned: s.cleaned}}
+			created := []any{sstate{exists: true, items: s.items, dirty: s.dirty, ghosts: s.ghosts, removed: s.removed, again: s.again, cleaned: s.cleaned, lingering: s.lingering}}
 			// The recreated Adds it overlaps that took effect before the
 			// Delete may store their items on it again (as they have them).
 			var rest []ghost
@@ -530,7 +552,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				m[g.id], rerun, dirty = g.score, true, dirty || g.seq < 0
 			}
 			if rerun {
-				created = append(created, sstate{exists: true, items: encodeItems(m), dirty: dirty, ghosts: s.ghosts, removed: s.removed, again: encodeGhosts(rest), cleaned: s.cleaned})
+				created = append(created, sstate{exists: true, items: encodeItems(m), dirty: dirty, ghosts: s.ghosts, removed: s.removed, again: encodeGhosts(rest), cleaned: s.cleaned, lingering: s.lingering})
 			}
 			if !known {
 				return append(created, s)
@@ -548,7 +570,11 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 					m[it.ID] = it.Score
 				}
 			}
-			return []any{s, with(put, s.ghosts, s.dirty)}
+			// Once it stored them again, the window its clean-up opened
+			// is closed.
+			again := with(put, s.ghosts, s.dirty)
+			again.cleaned = encodeGhosts(slices.DeleteFunc(decodeGhosts(s.cleaned), func(g ghost) bool { return g.seq == in.seq }))
+			return []any{s, again}
 		case "wipe":
 			// Delete's godoc: a parent created again while its Delete is
 			// in flight loses the items stored under it meanwhile, and its
@@ -556,6 +582,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// Rebuild.
 			return []any{s, sstate{exists: s.exists, dirty: s.dirty || s.exists, removed: s.removed, again: s.again, cleaned: s.cleaned}}
 		case "delete":
+			if in.lingers {
+				cleared.lingering = s.items
+			}
 			if !known {
 				return []any{s, cleared, sstate{items: s.items, dirty: true, again: s.again}}
 			}
@@ -635,7 +664,9 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				ok = append(ok, with(put, s.ghosts, s.dirty), with(put, "", s.dirty))
 			}
 			return slices.Concat(res("ok", s.exists, ok...),
-				res("notfound", !s.exists, s), res("conflict", s.exists, with(add, s.ghosts, true)))
+				// Add's godoc: ErrConflict after it deleted the items
+				// it inserted, or with them stored.
+				res("notfound", !s.exists, s), res("conflict", s.exists, with(add, s.ghosts, true), with(func(map[int64]int64) {}, s.ghosts, true)))
 		case "update":
 			it := in.items[0]
 			old, stored := items[it.ID]
@@ -657,10 +688,17 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			// ghost until then (seed 17840370533643764240, native,
 			// FerretDB 2.7).
 			updated := []any{with(set, encodeGhosts(pending), s.dirty)}
-			for _, score := range in.addScores {
+			// The version the Add read may be the one stored before
+			// this Update.
+			for _, score := range append([]int64{old}, in.addScores...) {
 				updated = append(updated, with(set, encodeGhosts(append(slices.Clone(pending), ghost{id: it.ID, score: score, seq: in.seq})), s.dirty))
 			}
+			_, lingering := decodeItems(s.lingering)[it.ID]
 			return slices.Concat(res("ok", s.exists && stored, updated...),
+				// Delete's godoc: an Update may find an item of the
+				// deleted parent under the new one; its recomputation
+				// may put others in the new subset.
+				res("ok", in.lingers && s.exists && !stored && lingering, with(func(map[int64]int64) {}, s.ghosts, true)),
 				res("notfound", !s.exists || !stored, s),
 				res("notfound", in.overlapsDelete && s.exists && stored, underDelete),
 				// Add's godoc: an Add whose parent was deleted and created
@@ -669,6 +707,16 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				res("conflict", s.exists && stored, s))
 		case "remove":
 			_, stored := items[in.id]
+			_, lingering := decodeItems(s.lingering)[in.id]
+			lingers := in.lingers && s.exists && !stored && lingering
+			// unlinger: st without the lingering item, which this
+			// Remove deleted.
+			unlinger := func(st sstate) sstate {
+				m := decodeItems(st.lingering)
+				delete(m, in.id)
+				st.lingering = encodeItems(m)
+				return st
+			}
 			seen := slices.ContainsFunc(visible, func(g ghost) bool { return g.id == in.id })
 			// Of two Removes of one item that overlap, the second may find
 			// it deleted by the first and still in the subset, and finish
@@ -734,7 +782,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				// (seed 18306938464898995388, native, FerretDB 2.7), its
 				// recomputation may put others in the new subset, which
 				// is unchecked until a Rebuild.
-				res("ok", in.lingers && s.exists && !stored, with(del, s.ghosts, true)),
+				res("ok", lingers, unlinger(with(del, s.ghosts, true))),
 				res("notfound", !s.exists || !stored, with(del, encodeGhosts(slices.DeleteFunc(decodeGhosts(s.ghosts), func(g ghost) bool {
 					return g.id == in.id && g.seq == 0
 				})), s.dirty)),
@@ -744,7 +792,7 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				res("notfound", stored && missable, s),
 				res("conflict", s.exists && stored, s))
 		case "rebuild":
-			fixed := sstate{exists: s.exists, items: s.items, ghosts: encodeGhosts(pending), again: s.again, cleaned: s.cleaned}
+			fixed := sstate{exists: s.exists, items: s.items, ghosts: encodeGhosts(pending), again: s.again, cleaned: s.cleaned, lingering: s.lingering}
 			if !known {
 				return []any{s, fixed}
 			}
