@@ -37,10 +37,11 @@ import (
 // still holds it (an earlier Remove failed after its delete), Remove
 // finishes that job: after the read of the parent holding the item, it
 // deletes it again (an Add may have stored it since, and pushed it:
-// Remove then deletes it, and comes after that Add) and reads the
-// parent (three commands more: the delete, the find of the item that
-// follows a delete that matched nothing, and the read; two when it
-// deletes the item); with Config.CountField, when the item is in neither
+// Remove then deletes it, comes after that Add, and reads the parent
+// again) before its recomputation (two commands more: the delete and the
+// find of the item that follows a delete that matched nothing; two as
+// well when it deletes the item: the delete and the read); with
+// Config.CountField, when the item is in neither
 // place, Remove reads the parent and counts its items, and recomputes
 // when the count is not the number of items (an earlier Remove of an item
 // out of the subset failed after its delete): three commands more. It returns [patterns.ErrNotFound] when the item is in
@@ -87,7 +88,7 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 		return err
 	}
 	if !deleted {
-		_, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
+		st, err := r.readParent(ctx, p, r.cmd.parentHolding(parentID, itemID))
 		if errors.Is(err, patterns.ErrNotFound) {
 			if err := r.settleCount(ctx, p, parentID); err != nil {
 				return err
@@ -101,9 +102,14 @@ func (r *Repo[P, I]) remove(ctx context.Context, parentID, itemID any) error {
 		// an earlier Remove failed after its delete, or an Add stored
 		// and pushed the item since, which this Remove, returning nil,
 		// must delete (soak seed 11538016981522827133, native, FerretDB
-		// 2.7: the recomputation kept it, stored). So it deletes again.
-		if _, err := r.deleteItem(ctx, parentID, itemID); err != nil {
-			return err
+		// 2.7: the recomputation kept it, stored). So it deletes again;
+		// when that finds nothing either, the read above came after
+		// every change this Remove made.
+		if deleted, err = r.deleteItem(ctx, parentID, itemID); err != nil || !deleted {
+			if err != nil {
+				return err
+			}
+			return r.recompute(ctx, p, parentID, st, true, 0)
 		}
 	}
 	st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
