@@ -15,7 +15,6 @@ import (
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
-	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/srverr"
 	"github.com/mongopatterns/mongopatterns/patterns"
 )
@@ -682,20 +681,14 @@ func batches[T any](xs []T, size func(T) int, maxBytes, maxCount int) iter.Seq[[
 // place of (see commands.takenElsewhere; one find, of _ids alone, per
 // batch of ids as idBatches makes them), and returns their ids as text.
 func (r *Repo[P, I]) takenElsewhere(ctx context.Context, parent parentRef, entries []entry) ([]string, error) {
-	op := patterns.OperationFrom(ctx)
 	var out []string
 	for batch := range batches(entries, func(e entry) int { return 2 * (len(e.id.Value) + 8) }, idBatchBytes, insertBatchCount) {
 		docIDs := make([]bson.RawValue, len(batch))
 		for i, e := range batch {
 			docIDs[i] = e.doc.Lookup("_id") // encode gives every item an _id
 		}
-		op.Sent(1)
-		cur, err := r.items.Find(ctx, r.cmd.takenElsewhere(parent.id, ids(batch), docIDs), r.cmd.idsOnly())
+		found, err := r.findItems(ctx, r.cmd.takenElsewhere(parent.id, ids(batch), docIDs), r.cmd.idsOnly())
 		if err != nil {
-			return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
-		}
-		var found []bson.Raw
-		if err := obs.All(ctx, op, cur, &found); err != nil {
 			return nil, fmt.Errorf("read the documents that hold the ids: %w", err)
 		}
 		taken := make(map[string]bool, len(found))
@@ -725,16 +718,10 @@ var unordered = options.InsertMany().SetOrdered(false)
 // storedItems reads the parent's items with the ids (one find per
 // idBatches), by bsonid.Key of their ids.
 func (r *Repo[P, I]) storedItems(ctx context.Context, parent parentRef, ids []bson.RawValue) (map[string]entry, error) {
-	op := patterns.OperationFrom(ctx)
 	out := make(map[string]entry, len(ids))
 	for batch := range idBatches(ids) {
-		op.Sent(1)
-		cur, err := r.items.Find(ctx, r.cmd.itemsIn(parent.id, batch))
+		found, err := r.findItems(ctx, r.cmd.itemsIn(parent.id, batch))
 		if err != nil {
-			return nil, fmt.Errorf("read the stored items: %w", err)
-		}
-		var found []bson.Raw
-		if err := obs.All(ctx, op, cur, &found); err != nil {
 			return nil, fmt.Errorf("read the stored items: %w", err)
 		}
 		for _, d := range found {

@@ -271,7 +271,7 @@ func (r *Repo[P, I]) RebuildAll(ctx context.Context, progress func(rebuilt int))
 		return 0, fail("RebuildAll", err)
 	}
 	n := 0
-	for page, err := range keyset.Pages(ctx, r.parents, nil, parentsPageSize, 0, r.cmd.parentIDs()) {
+	for page, err := range keyset.Pages(ctx, r.parents, nil, parentsPageSize, 0, r.cmd.idsOnly()) {
 		if err != nil {
 			return n, fail("RebuildAll", err)
 		}

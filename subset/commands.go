@@ -229,9 +229,6 @@ func (c commands) countProjection() bson.D { return bson.D{{Key: c.count, Value:
 // idOnly is the projection of a document's _id alone.
 var idOnly = bson.D{{Key: "_id", Value: 1}}
 
-// parentIDs reads only the ids of the parents, for RebuildAll's pages.
-func (c commands) parentIDs() *options.FindOptionsBuilder { return c.idsOnly() }
-
 // parentFound reads only the revision of a parent (and its _id), for
 // the push plan's Add, which reads its parent first to know it exists
 // and which incarnation it is.
@@ -275,7 +272,8 @@ func (c commands) takenElsewhere(parentID any, ids, docIDs []bson.RawValue) bson
 	}
 }
 
-// idsOnly reads the _ids alone of the documents it finds.
+// idsOnly reads the _ids alone of the documents it finds: RebuildAll's
+// pages of parents, Add's read of ids held elsewhere.
 func (c commands) idsOnly() *options.FindOptionsBuilder {
 	return options.Find().SetProjection(idOnly)
 }

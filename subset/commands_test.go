@@ -69,7 +69,7 @@ func TestParentCommands(t *testing.T) {
 	requireJSON(t, `{"_id":"p1"}`, c.parent("p1"))
 	requireJSON(t, `{"_id":"p1","reviews._id":{"$numberInt":"7"}}`, c.parentHolding("p1", 7))
 	var o options.FindOptions
-	for _, set := range c.parentIDs().List() {
+	for _, set := range c.idsOnly().List() {
 		require.NoError(t, set(&o))
 	}
 	require.Equal(t, bson.D{{Key: "_id", Value: 1}}, o.Projection, "RebuildAll's pages (package keyset) read the ids alone")

@@ -12,7 +12,6 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/errs"
 	"github.com/mongopatterns/mongopatterns/internal/listers"
-	"github.com/mongopatterns/mongopatterns/internal/obs"
 	"github.com/mongopatterns/mongopatterns/internal/pagetoken"
 	"github.com/mongopatterns/mongopatterns/internal/txn"
 	"github.com/mongopatterns/mongopatterns/patterns"
@@ -182,14 +181,8 @@ func (r *Repo[P, I]) Page(ctx context.Context, parentID any, after Cursor, limit
 // page reads the page of Page and of All's pages: opts, the caller's, come
 // before the page's sort, limit and batch size, which win.
 func (r *Repo[P, I]) page(ctx context.Context, parentID any, after Cursor, limit int, opts ...options.Lister[options.FindOptions]) ([]I, Cursor, error) {
-	op := patterns.OperationFrom(ctx)
-	op.Sent(1)
-	cur, err := r.items.Find(ctx, r.cmd.page(parentID, after), append(opts, r.cmd.firstN(limit+1))...)
+	found, err := r.findItems(ctx, r.cmd.page(parentID, after), append(opts, r.cmd.firstN(limit+1))...)
 	if err != nil {
-		return nil, Cursor{}, err
-	}
-	var found []bson.Raw
-	if err := obs.All(ctx, op, cur, &found); err != nil {
 		return nil, Cursor{}, err
 	}
 	if !after.IsZero() {

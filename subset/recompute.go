@@ -191,17 +191,29 @@ func newIncarnation() int64 { return (1 + rand.Int64N(1<<30)) << 32 }
 // top reads the parent's first Cap items in the configured order: one
 // find on the index of Indexes, in a single batch.
 func (r *Repo[P, I]) top(ctx context.Context, parentID any) ([]bson.Raw, error) {
-	op := patterns.OperationFrom(ctx)
-	op.Sent(1)
-	cur, err := r.items.Find(ctx, r.cmd.items(parentID), r.cmd.firstN(r.cfg.Cap))
+	top, err := r.findItems(ctx, r.cmd.items(parentID), r.cmd.firstN(r.cfg.Cap))
 	if err != nil {
 		return nil, fmt.Errorf("read the first %d items: %w", r.cfg.Cap, err)
 	}
-	top := []bson.Raw{}
-	if err := obs.All(ctx, op, cur, &top); err != nil {
-		return nil, fmt.Errorf("read the first %d items: %w", r.cfg.Cap, err)
-	}
 	return top, nil
+}
+
+// findItems sends one find to the items collection and reads all it
+// matches (every getMore counted with the find, as a command of the
+// operation of ctx); it returns an empty slice, not nil, when nothing
+// matches.
+func (r *Repo[P, I]) findItems(ctx context.Context, filter bson.D, opts ...options.Lister[options.FindOptions]) ([]bson.Raw, error) {
+	op := patterns.OperationFrom(ctx)
+	op.Sent(1)
+	cur, err := r.items.Find(ctx, filter, opts...)
+	if err != nil {
+		return nil, err
+	}
+	found := []bson.Raw{}
+	if err := obs.All(ctx, op, cur, &found); err != nil {
+		return nil, err
+	}
+	return found, nil
 }
 
 // recompute sets the parent's subset to the first Cap items of the items
