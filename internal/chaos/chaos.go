@@ -16,7 +16,8 @@
 // command sent ([faults.Proxy.Settle]) and the history is checked twice:
 // by porcupine against the model ([linear.Check], which writes the
 // visualization on failure), and by the test's final check of the state
-// at rest (what the godoc promises once every call has returned).
+// at rest (what the godoc promises once every call has returned), which
+// keeps the history as text when it fails ([linear.Keep]).
 //
 // The seed is logged with every history (shown on failure, see
 // [mongotest.Detail]), and MONGOPATTERNS_SEED=<seed> draws the same
@@ -255,6 +256,11 @@ func history[S, Op any](t *testing.T, spec Spec[S, Op], proxies []*faults.Proxy,
 	mongotest.Detail(t, "seed %d: %d operations of %d clients, %d of unknown outcome; %d faults struck", seed, len(ops), spec.Clients, unknown, struck)
 	linear.Check(t, spec.Model, &h, time.Minute)
 	if spec.Final != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				linear.Keep(t, spec.Model, &h)
+			}
+		})
 		spec.Final(t, db, s, ops)
 	}
 }

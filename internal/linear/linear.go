@@ -103,20 +103,38 @@ func Check(t testing.TB, model porcupine.Model, h *History, timeout time.Duratio
 	case porcupine.Unknown:
 		t.Fatalf("the linearizability check of %d operations did not finish within %s", len(ops), timeout)
 	default:
-		dir := t.TempDir()
-		if d := os.Getenv("LINEAR_OUT"); d != "" {
-			dir = d
-		}
+		dir := outDir(t)
 		path := filepath.Join(dir, filepath.Base(t.Name())+".html")
 		if err := porcupine.VisualizePath(model, info, path); err != nil {
 			t.Logf("visualize: %v", err)
 		}
-		text := filepath.Join(dir, filepath.Base(t.Name())+".txt")
-		if err := os.WriteFile(text, historyText(model, ops), 0o644); err != nil {
-			t.Logf("history: %v", err)
-		}
+		text := writeText(t, dir, model, ops)
 		t.Fatalf("the history of %d operations is not linearizable; visualization: %s, as text: %s (set LINEAR_OUT to keep them)", len(ops), path, text)
 	}
+}
+
+// Keep writes the history as text (see [Check]) to the test's output
+// directory (LINEAR_OUT when set) and logs its path: for a history that
+// linearizes but whose state at rest a later check refuses, so that it
+// can be replayed against the model.
+func Keep(t testing.TB, model porcupine.Model, h *History) {
+	t.Helper()
+	t.Logf("the history as text: %s", writeText(t, outDir(t), model, h.Operations()))
+}
+
+func outDir(t testing.TB) string {
+	if d := os.Getenv("LINEAR_OUT"); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
+func writeText(t testing.TB, dir string, model porcupine.Model, ops []porcupine.Operation) string {
+	text := filepath.Join(dir, filepath.Base(t.Name())+".txt")
+	if err := os.WriteFile(text, historyText(model, ops), 0o644); err != nil {
+		t.Logf("history: %v", err)
+	}
+	return text
 }
 
 // historyText is the history as text, one operation a line in the order

@@ -93,3 +93,15 @@ func (f *fakeT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	panic("fatal")
 }
+
+func TestKeepWritesTheHistoryToLinearOut(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("LINEAR_OUT", dir)
+	var h linear.History
+	h.Do(0, [2]int{0, 1}, func() any { return nil })
+	h.Do(1, [2]int{1, 0}, func() any { return linear.Unknown{Err: fmt.Errorf("reset")} })
+	linear.Keep(t, register, &h)
+	b, err := os.ReadFile(dir + "/" + t.Name() + ".txt")
+	require.NoError(t, err, "the history as text, in LINEAR_OUT")
+	require.Regexp(t, `(?m)^ +\d+ +\d+ client 0 +\[0 1\] -> <nil>\n +\d+ +\d+ client 1 +\[1 0\] -> unknown \(reset\)\n$`, string(b))
+}
