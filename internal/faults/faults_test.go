@@ -185,7 +185,10 @@ func TestBroken(t *testing.T) {
 // maxTimeMS the driver derives from the deadline); once quiesce returns,
 // it has ended: every document is updated, and nothing changes
 // afterwards. The deadline is a third of the time the same update takes
-// on a healthy connection, or less until the deadline passes first.
+// on a healthy connection, or less until the deadline passes first; a
+// deadline that passed before the update reached the server (nothing
+// updated after quiesce, nor later: the driver gave up before sending it)
+// proves nothing, and the next one is half as long again.
 func TestQuiesceAfterADeadline(t *testing.T) {
 	ctx := context.Background()
 	p := faults.New(t)
@@ -203,29 +206,39 @@ func TestQuiesceAfterADeadline(t *testing.T) {
 	_, err = coll.UpdateMany(ctx, bson.D{}, inc)
 	require.NoError(t, err)
 	took := time.Since(start)
-	_, err = coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 0}}}})
-	require.NoError(t, err)
-
-	// A third of its time, or less while the update beats its deadline
-	// (the server's speed varies).
-	for part := time.Duration(3); ; part *= 3 {
-		short, cancel := context.WithTimeout(ctx, took/part)
-		_, err = p.Client().Database(db.Name()).Collection("c").UpdateMany(short, bson.D{}, inc)
-		cancel()
-		if err != nil {
-			break
-		}
-		require.Less(t, part, time.Duration(300), "the update beat every deadline down to a 300th of its time")
-		_, err = coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 0}}}})
-		require.NoError(t, err)
-	}
-	faults.Quiesce(t, p)
 	updated := func() int64 {
 		k, err := coll.CountDocuments(ctx, bson.D{{Key: "n", Value: 1}})
 		require.NoError(t, err)
 		return k
 	}
-	require.EqualValues(t, n, updated(), "the update ran to its end before quiesce returned (it took %s on a healthy connection)", took)
-	time.Sleep(max(took/2, 100*time.Millisecond))
-	require.EqualValues(t, n, updated())
+	reset := func() {
+		_, err := coll.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 0}}}})
+		require.NoError(t, err)
+	}
+	reset()
+	// A third of its time to begin with: a third of that while the update
+	// beats its deadline (the server's speed varies), half as long again
+	// when the deadline ended it before it reached the server (nothing
+	// updated, then or later), until one reaches the server and fails.
+	d := took / 3
+	for attempt := 0; ; attempt++ {
+		require.Less(t, attempt, 40, "no update reached the server and failed its deadline (the last deadline %s; the update took %s)", d, took)
+		short, cancel := context.WithTimeout(ctx, d)
+		_, err = p.Client().Database(db.Name()).Collection("c").UpdateMany(short, bson.D{}, inc)
+		cancel()
+		if err == nil {
+			reset()
+			d /= 3
+			continue
+		}
+		faults.Quiesce(t, p)
+		k := updated()
+		time.Sleep(max(took/2, 100*time.Millisecond))
+		require.EqualValues(t, k, updated(), "the update ran on after quiesce returned (it took %s on a healthy connection)", took)
+		if k == n {
+			return
+		}
+		require.Zero(t, k, "the update ended part way through: %d of %d updated", k, n)
+		d += d/2 + time.Microsecond
+	}
 }
