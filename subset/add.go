@@ -33,12 +33,16 @@ const maxAttempts = 10
 // parent's revision alone (that it exists, and which incarnation it is:
 // see below); an unordered insertMany; one updateOne on the parent that
 // pushes the items with $each, $sort (the configured order) and $slice
-// (Cap), which leaves the revision alone, so that pushes never make a
-// recomputation start again (see the package documentation); and a count
+// (Cap), and sets the push field (Config.PushedField) to a new ObjectID,
+// which leaves the revision alone, so that pushes make a recomputation
+// start again once at most (see the package documentation); and a count
 // of the items pushed (served by the index of [Repo.Indexes]). The update
 // is guarded by {Field.IDField: {$nin: ids}}, so that it never pushes an
-// item the subset already holds, and by the revision of the incarnation
-// read (see below). The count, of the items stored exactly as pushed,
+// item the subset already holds, by the revision of the incarnation
+// read (see below), and by the push field differing from the revision:
+// a recomputation that a push made start again announces itself so, and
+// then Add recomputes in place of its push (three commands more, as
+// below). The count, of the items stored exactly as pushed,
 // finds an item that a concurrent [Repo.Remove] deleted, or a concurrent
 // [Repo.Update] (or Remove and Add) replaced with another version, between
 // the insert and the push, which the push put in the subset nonetheless:
@@ -379,7 +383,7 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 		return r.recompute(ctx, p, parent.id, st, true, inc)
 	}
 	res, err := write(ctx, func() (*mongo.UpdateResult, error) {
-		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, inc, ids(pending)), r.cmd.pushUpdate(docs(pending)))
+		return r.parents.UpdateOne(ctx, r.cmd.pushFilter(parent.id, inc, ids(pending)), r.cmd.pushUpdate(docs(pending), bson.NewObjectID()))
 	})
 	if errors.Is(err, patterns.ErrTooLarge) {
 		return fmt.Errorf("push into the subset: %w", err)
@@ -388,7 +392,7 @@ func (r *Repo[P, I]) push(ctx context.Context, p plan, parent parentRef, entries
 		return r.settlePush(ctx, p, parent, pending)
 	}
 	// No parent, another incarnation, the subset holds some of the items
-	// already, or the push failed.
+	// already, a recomputation announced (pushFilter), or the push failed.
 	st, rerr := r.readParent(ctx, p, r.cmd.parent(parent.id))
 	if rerr != nil {
 		return rerr

@@ -23,7 +23,10 @@ import (
 // package documentation). Under
 // concurrent writers it sends at most two compare-and-sets, with a read
 // of the parent after each lost race, however many others compete (see
-// the package documentation): it does not fail because others add items.
+// the package documentation), and on the push path one more (and one
+// command, a findAndModify that announces it) after an Add whose push
+// into the full subset, between its find and its compare-and-set, sorted
+// items out: it does not fail because others add items.
 // Between the delete and the set, a reader of the subset may still see
 // the item. Its writes are retried after a transient failure
 // (FerretDB 2.x's "deadlock detected"). A delete that matches nothing is

@@ -16,6 +16,7 @@ import (
 // embedded dev server).
 type commands struct {
 	field, rev           string // the parent's subset and revision fields
+	pushed               string // the parent's push field (Config.PushedField)
 	count                string // the parent's count field, "" for none
 	parentField, idField string // the item's parent id and id fields
 	idPath               string // the ids in the subset: field.idField
@@ -30,6 +31,7 @@ func newCommands(cfg Config) commands {
 	}
 	return commands{
 		field: cfg.Field, rev: cfg.RevisionField, count: cfg.CountField,
+		pushed:      cfg.PushedField,
 		parentField: cfg.ParentField, idField: cfg.IDField,
 		idPath: cfg.Field + "." + cfg.IDField,
 		order:  bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
@@ -51,8 +53,9 @@ func (c commands) parentHolding(parentID any, itemID any) bson.D {
 }
 
 // parentState is the projection of what a recomputation reads of a
-// parent, its revision, the ids in its subset and its count; nil (the
-// whole parent) on a plan that measures the parent's size.
+// parent, its revision, the ids in its subset, its count and on the push
+// plan its push field; nil (the whole parent) on a plan that measures the
+// parent's size.
 func (c commands) parentState(p plan) bson.D {
 	if p.measure {
 		return nil
@@ -61,38 +64,87 @@ func (c commands) parentState(p plan) bson.D {
 	if c.count != "" {
 		proj = append(proj, bson.E{Key: c.count, Value: 1})
 	}
+	if p.push {
+		proj = append(proj, bson.E{Key: c.pushed, Value: 1})
+	}
 	return proj
 }
 
 // pushFilter is the guard of the push plan's Add: the parent, in the
 // incarnation Add read (its revision between the stamp inc and the next
 // multiple of 2^32, see newIncarnation), while its subset holds none of
-// the ids: {_id: id, rev: {$gte: inc, $lt: inc + 2^32}, <field>.<idField>:
-// {$nin: ids}}. A parent deleted and created again since Add's read
+// the ids and no recomputation is announced (the push field does not
+// hold the revision, see announce): {_id: id, rev: {$gte: inc, $lt: inc
+// + 2^32}, <field>.<idField>: {$nin: ids}, $expr: {$ne: ["$<pushed>",
+// "$<rev>"]}}. A parent deleted and created again since Add's read
 // matches it no more.
 func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.D {
 	return bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
 		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
+		{Key: "$expr", Value: bson.D{{Key: "$ne", Value: bson.A{"$" + c.pushed, "$" + c.rev}}}},
 	}
 }
 
 // pushUpdate pushes the documents into the subset, sorts it in the
-// configured order and keeps the first Cap: one atomic update, which
-// leaves the revision alone (see the package documentation).
-func (c commands) pushUpdate(docs []bson.Raw) bson.D {
-	return bson.D{{Key: "$push", Value: bson.D{{Key: c.field, Value: bson.D{
-		{Key: "$each", Value: docs},
-		{Key: "$sort", Value: c.order},
-		{Key: "$slice", Value: c.cap},
-	}}}}}
+// configured order and keeps the first Cap, and sets the push field to
+// token, a new ObjectID: one atomic update, which leaves the revision
+// alone (see the package documentation).
+func (c commands) pushUpdate(docs []bson.Raw, token bson.ObjectID) bson.D {
+	return bson.D{
+		{Key: "$push", Value: bson.D{{Key: c.field, Value: bson.D{
+			{Key: "$each", Value: docs},
+			{Key: "$sort", Value: c.order},
+			{Key: "$slice", Value: c.cap},
+		}}}},
+		{Key: "$set", Value: bson.D{{Key: c.pushed, Value: token}}},
+	}
 }
 
 // casFilter is the compare-and-set of a recomputation: the parent, at
-// the revision it was read at (stamped first: see unstamped).
-func (c commands) casFilter(parentID any, st parentState) bson.D {
-	return bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
+// the revision it was read at (stamped first: see unstamped), {_id: id,
+// rev: r}. On the push plan, unless the recomputation announced itself
+// (announced: pushes match nothing since its read), it also holds that
+// no push sorted an item out of the subset since the read, which the
+// merge could not keep: {$or: [{<pushed>: <as read>} (no push since the
+// read; {$exists: false} when none was read), {$expr: {$lt: [{$size:
+// <field>}, Cap]}} (the subset is not full, so no push sorted anything
+// out)]}; a subset field that is not an array counts as empty.
+func (c commands) casFilter(p plan, parentID any, st parentState, announced bool) bson.D {
+	f := bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
+	if !p.push || announced {
+		return f
+	}
+	unpushed := bson.D{{Key: c.pushed, Value: bson.D{{Key: "$exists", Value: false}}}}
+	if st.hasPushed {
+		unpushed = bson.D{{Key: c.pushed, Value: bson.D{{Key: "$eq", Value: st.pushed}}}}
+	}
+	field := "$" + c.field
+	size := bson.D{{Key: "$size", Value: bson.D{{Key: "$cond", Value: bson.A{bson.D{{Key: "$isArray", Value: field}}, field, bson.A{}}}}}}
+	return append(f, bson.E{Key: "$or", Value: bson.A{
+		unpushed,
+		bson.D{{Key: "$expr", Value: bson.D{{Key: "$lt", Value: bson.A{size, c.cap}}}}},
+	}})
+}
+
+// announce is the update of the push plan's read of a parent by a
+// recomputation that a push made start again (see casFilter): it copies
+// the revision into the push field, [{$set: {<pushed>: "$<rev>"}}] (a
+// pipeline), which makes every push match nothing (see pushFilter) until
+// a recomputation moves the revision.
+func (c commands) announce() bson.A {
+	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.pushed, Value: "$" + c.rev}}}}}
+}
+
+// announced are the options of the announcing read: the parent as
+// updated, in the projection of parentState.
+func (c commands) announced(p plan) *options.FindOneAndUpdateOptionsBuilder {
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.After)
+	if proj := c.parentState(p); proj != nil {
+		opts.SetProjection(proj)
+	}
+	return opts
 }
 
 // unstamped matches the parent while it has no stamped revision: {_id:

@@ -83,13 +83,40 @@ func TestParentCommands(t *testing.T) {
 		proj := c.parentState(p)
 		if p.measure {
 			require.Nil(t, proj, "%v read the whole parent, to know its size", servers)
+		} else if p.push {
+			requireJSON(t, `{"reviewsRev":{"$numberInt":"1"},"reviews._id":{"$numberInt":"1"},"reviewsPushed":{"$numberInt":"1"}}`, proj)
 		} else {
 			requireJSON(t, `{"reviewsRev":{"$numberInt":"1"},"reviews._id":{"$numberInt":"1"}}`, proj)
 		}
 	}
 
 	rev := parentState{rev: 7, hasRev: true}
-	requireJSON(t, `{"_id":"p1","reviewsRev":{"$numberLong":"7"}}`, c.casFilter("p1", rev))
+	token := bson.NewObjectID()
+	revPushed := parentState{rev: 7, hasRev: true, pushed: rawValue(t, token), hasPushed: true}
+	const notFull = `{"$expr":{"$lt":[{"$size":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]}},{"$numberInt":"10"}]}}`
+	for p, servers := range plans(t) {
+		plain := `{"_id":"p1","reviewsRev":{"$numberLong":"7"}}`
+		if !p.push {
+			requireJSON(t, plain, c.casFilter(p, "p1", rev, false), "%v", servers)
+			requireJSON(t, plain, c.casFilter(p, "p1", revPushed, false), "%v", servers)
+			continue
+		}
+		// No push since the read (the push field as read, or absent as
+		// read), or a subset not full: nothing sorted out.
+		requireJSON(t, `{"_id":"p1","reviewsRev":{"$numberLong":"7"},"$or":[{"reviewsPushed":{"$exists":false}},`+notFull+`]}`,
+			c.casFilter(p, "p1", rev, false), "%v", servers)
+		requireJSON(t, `{"_id":"p1","reviewsRev":{"$numberLong":"7"},"$or":[{"reviewsPushed":{"$eq":{"$oid":"`+token.Hex()+`"}}},`+notFull+`]}`,
+			c.casFilter(p, "p1", revPushed, false), "%v", servers)
+		// Announced: no push lands until the revision moves.
+		requireJSON(t, plain, c.casFilter(p, "p1", revPushed, true), "%v", servers)
+		var o options.FindOneAndUpdateOptions
+		for _, set := range c.announced(p).List() {
+			require.NoError(t, set(&o))
+		}
+		require.Equal(t, options.After, *o.ReturnDocument, "%v", servers)
+		require.Equal(t, c.parentState(p), o.Projection, "%v: the announcing read reads what a find would", servers)
+	}
+	requireJSON(t, `[{"$set":{"reviewsPushed":"$reviewsRev"}}]`, c.announce())
 	// The stamp of a parent without a revision, before its first
 	// compare-and-set: a random multiple of 2^32.
 	requireJSON(t, `{"_id":"p1","$or":[{"reviewsRev":{"$not":{"$type":"long"}}},{"reviewsRev":{"$lt":{"$numberLong":"4294967296"}}},{"reviewsRev":{"$gte":{"$numberLong":"4611686022722355200"}}},{"reviewsRev":{"$type":"array"}}]}`, c.unstamped("p1"))
@@ -102,7 +129,8 @@ func TestParentCommands(t *testing.T) {
 
 // TestPushCommands pins the push plan's Add: the guard, $each, $sort in
 // the configured order with the id as tie-break in the same direction,
-// $slice at the cap, and no revision.
+// $slice at the cap, the push field set to a new ObjectID, and no
+// revision.
 func TestPushCommands(t *testing.T) {
 	c := newCommands(reviewsConfig(""))
 	id1, id2 := bson.NewObjectID(), bson.NewObjectID()
@@ -111,18 +139,21 @@ func TestPushCommands(t *testing.T) {
 	o1, o2 := `{"$oid":"`+id1.Hex()+`"}`, `{"$oid":"`+id2.Hex()+`"}`
 	// Bound to the incarnation the Add read, 3 * 2^32: its revision from
 	// the stamp to the next.
-	requireJSON(t, `{"_id":"p1","reviewsRev":{"$gte":{"$numberLong":"12884901888"},"$lt":{"$numberLong":"17179869184"}},"reviews._id":{"$nin":[`+o1+`,`+o2+`]}}`,
+	// No recomputation announced: the push field is not the revision.
+	requireJSON(t, `{"_id":"p1","reviewsRev":{"$gte":{"$numberLong":"12884901888"},"$lt":{"$numberLong":"17179869184"}},"reviews._id":{"$nin":[`+o1+`,`+o2+`]},`+
+		`"$expr":{"$ne":["$reviewsPushed","$reviewsRev"]}}`,
 		c.pushFilter("p1", 3<<32, []bson.RawValue{rawValue(t, id1), rawValue(t, id2)}))
 	requireJSON(t, `{"$push":{"reviews":{"$each":[`+
 		`{"_id":`+o1+`,"stars":{"$numberInt":"5"},"productId":"p1"},`+
 		`{"_id":`+o2+`,"productId":"p1","stars":{"$numberInt":"3"}}],`+
-		`"$sort":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}},"$slice":{"$numberInt":"10"}}}}`,
-		c.pushUpdate([]bson.Raw{d1, d2}))
+		`"$sort":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}},"$slice":{"$numberInt":"10"}}},`+
+		`"$set":{"reviewsPushed":`+o1+`}}`,
+		c.pushUpdate([]bson.Raw{d1, d2}, id1))
 
 	asc := reviewsConfig("reviewId")
 	asc.Descending = false
-	requireJSON(t, `{"$push":{"reviews":{"$each":[],"$sort":{"stars":{"$numberInt":"1"},"reviewId":{"$numberInt":"1"}},"$slice":{"$numberInt":"10"}}}}`,
-		newCommands(asc).pushUpdate([]bson.Raw{}))
+	requireJSON(t, `{"$push":{"reviews":{"$each":[],"$sort":{"stars":{"$numberInt":"1"},"reviewId":{"$numberInt":"1"}},"$slice":{"$numberInt":"10"}}},"$set":{"reviewsPushed":`+o2+`}}`,
+		newCommands(asc).pushUpdate([]bson.Raw{}, id2))
 }
 
 // TestRecomputationCommands pins the update of a recomputation on every

@@ -18,6 +18,9 @@ const (
 	// field when Config.RevisionField is empty: "reviews" gives
 	// "reviewsRev".
 	DefaultRevisionSuffix = "Rev"
+	// DefaultPushedSuffix follows Config.Field to name the push field
+	// when Config.PushedField is empty: "reviews" gives "reviewsPushed".
+	DefaultPushedSuffix = "Pushed"
 )
 
 // Config says where the parents and the items live and what "most
@@ -62,7 +65,8 @@ type Config struct {
 	// Cap is N, the most items the subset holds: 1 to 1<<20. An item is
 	// rejected with [patterns.ErrTooLarge] when Cap items of its size
 	// would not fit in a parent that holds nothing else (its _id, the
-	// subset and the revision, with BSON's overhead for each element):
+	// subset, the revision and the push field, with BSON's overhead for
+	// each element):
 	// about [patterns.MaxDocumentSize]/Cap, a little less.
 	Cap int
 
@@ -73,6 +77,17 @@ type Config struct {
 	// to 2^63 once stamped: a parent type that maps it maps it as an
 	// int64 (an int32 field fails to decode it).
 	RevisionField string
+
+	// PushedField is the parent's field through which, on the push path
+	// (see the package documentation), pushes and recomputations see each
+	// other: every push of [Repo.Add] sets it to a new ObjectID, which
+	// tells a recomputation that a push came after its read; and a
+	// recomputation that such a push made start again copies there the
+	// revision it reads, which makes pushes match nothing until a
+	// recomputation moves the revision. The zero value means Field
+	// followed by [DefaultPushedSuffix] ("reviewsPushed"). Like the
+	// revision, the field is the repository's.
+	PushedField string
 
 	// CountField, when set, is the parent's field that holds the number of
 	// all its items (in the items collection, not only the subset): the
@@ -102,6 +117,9 @@ func (c Config) normalize() (Config, error) {
 	if c.RevisionField == "" && c.Field != "" {
 		c.RevisionField = c.Field + DefaultRevisionSuffix
 	}
+	if c.PushedField == "" && c.Field != "" {
+		c.PushedField = c.Field + DefaultPushedSuffix
+	}
 	for _, coll := range []struct{ name, value string }{{"Parents", c.Parents}, {"Items", c.Items}} {
 		if err := check.Collection(coll.value); err != nil {
 			return c, fmt.Errorf("config.%s: %w", coll.name, err)
@@ -116,6 +134,7 @@ func (c Config) normalize() (Config, error) {
 	}{
 		{"Field", c.Field, check.Field},
 		{"RevisionField", c.RevisionField, check.Field},
+		{"PushedField", c.PushedField, check.Field},
 		{"ParentField", c.ParentField, check.Field},
 		{"IDField", c.IDField, check.Field},
 		{"SortField", c.SortField, check.Path},
@@ -128,12 +147,15 @@ func (c Config) normalize() (Config, error) {
 	if c.Field == "_id" || c.RevisionField == "_id" || c.Field == c.RevisionField {
 		return c, fmt.Errorf("config: %w", errs.Invalid("Field %q and RevisionField %q must be two fields other than _id", c.Field, c.RevisionField))
 	}
+	if c.PushedField == "_id" || c.PushedField == c.Field || c.PushedField == c.RevisionField {
+		return c, fmt.Errorf("config: %w", errs.Invalid("PushedField %q must be a field other than _id, Field %q and RevisionField %q", c.PushedField, c.Field, c.RevisionField))
+	}
 	if c.CountField != "" {
 		if err := check.Field(c.CountField); err != nil {
 			return c, fmt.Errorf("config.CountField: %w", err)
 		}
-		if c.CountField == "_id" || c.CountField == c.Field || c.CountField == c.RevisionField {
-			return c, fmt.Errorf("config: %w", errs.Invalid("CountField %q must be a field other than _id, Field %q and RevisionField %q", c.CountField, c.Field, c.RevisionField))
+		if c.CountField == "_id" || c.CountField == c.Field || c.CountField == c.RevisionField || c.CountField == c.PushedField {
+			return c, fmt.Errorf("config: %w", errs.Invalid("CountField %q must be a field other than _id, Field %q, RevisionField %q and PushedField %q", c.CountField, c.Field, c.RevisionField, c.PushedField))
 		}
 	}
 	if c.ParentField == "_id" {

@@ -30,6 +30,11 @@ func TestNewValidatesTheConfig(t *testing.T) {
 		{"_id as field", func(c *subset.Config) { c.Field = "_id" }},
 		{"revision field is the field", func(c *subset.Config) { c.RevisionField = "top" }},
 		{"operator revision field", func(c *subset.Config) { c.RevisionField = "$rev" }},
+		{"recomputing field is the field", func(c *subset.Config) { c.PushedField = "top" }},
+		{"recomputing field is the revision field", func(c *subset.Config) { c.PushedField = "topRev" }},
+		{"_id as recomputing field", func(c *subset.Config) { c.PushedField = "_id" }},
+		{"dotted recomputing field", func(c *subset.Config) { c.PushedField = "cache.recomputing" }},
+		{"count field is the recomputing field", func(c *subset.Config) { c.CountField = "topPushed" }},
 		{"count field is the field", func(c *subset.Config) { c.CountField = "top" }},
 		{"count field is the revision field", func(c *subset.Config) { c.CountField = "topRev" }},
 		{"_id as count field", func(c *subset.Config) { c.CountField = "_id" }},
@@ -70,6 +75,7 @@ func TestNewValidatesTheConfig(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	require.Equal(t, "_id", subset.DefaultIDField)
 	require.Equal(t, "Rev", subset.DefaultRevisionSuffix)
+	require.Equal(t, "Pushed", subset.DefaultPushedSuffix)
 }
 
 func TestIndexes(t *testing.T) {

@@ -35,7 +35,9 @@
 // The application creates its parents as it likes (with the subset field
 // absent or an empty array); the repository writes only two fields of a
 // parent, the subset and its revision (three with Config.CountField, the
-// count of all its items, set in the same update as the subset), and
+// count of all its items, set in the same update as the subset; and on
+// the push path the push field, Config.PushedField, see Recomputation),
+// and
 // [Repo.Delete] deletes a parent with its items.
 //
 // # Writes
@@ -133,8 +135,28 @@
 // elements pushed since the parent was read. An element of S that T does
 // not hold is dropped (it was removed, changed or outranked); what T holds
 // is written as read from the items collection; nothing pushed meanwhile
-// is lost. So a push never makes a recomputation start again: the
-// compare-and-set fails only when another recomputation won.
+// and still in the subset is lost.
+//
+// What a push sorts out of a full subset ($slice) leaves no trace there,
+// though: an item inserted after the find of T, which T does not hold,
+// may rank in the first N once the merge drops an element of S (issue
+// 34: Remove(x) of the first of a full subset read T; an Add of y,
+// ranking below the subset but above the item T read to fill x's place,
+// inserted y and pushed it out; the merge wrote the subset without y, for
+// good). So every push also sets the parent's push field
+// (Config.PushedField) to a new ObjectID, which the recomputation reads
+// with S, and its compare-and-set also requires that field as read, or a
+// subset that is not full (nothing was sorted out). When a push made it
+// fail (the revision is the one it read), the recomputation announces
+// itself: its next read is a findAndModify that copies the revision into
+// the push field, and every push is guarded by that field differing from
+// the revision, so that none lands until a recomputation moves it (an
+// Add whose push matches nothing recomputes instead, see [Repo.Add]).
+// So a push makes a recomputation start again once at most, and
+// otherwise the compare-and-set fails only when another recomputation
+// won. An announcement no compare-and-set follows (a call that returns
+// after the read, or is cut short) holds pushes off until the next
+// recomputation of the parent: the next Add's.
 //
 // That bounds every recomputation, however many writers compete and
 // however many items arrive. Let f be the first revision read after the
@@ -144,7 +166,9 @@
 // it wrote reflects the change. So the caller stops as soon as it reads a
 // revision of f+2 or more: [Repo.Remove], [Repo.Update] and [Repo.Rebuild]
 // send at most two compare-and-sets, and a portable Add (whose first read
-// comes before its insert) at most three. The argument needs every write
+// comes before its insert) at most three; on the push path one more when
+// a push in the window of one sorted items out of the full subset (and
+// the announcing read, one command). The argument needs every write
 // to the subset to be a recomputation or a push, which holds as long as
 // every repository over the same collections has the same Config: the
 // path follows the server.

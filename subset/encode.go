@@ -198,8 +198,8 @@ func arraySize(docs []bson.Raw) int {
 
 // itemLimit is the largest item the repository stores under the parent:
 // Cap items of that size fit in a parent that holds nothing else, its
-// _id, the subset (with the type byte and index key of each element) and
-// the revision (an int64).
+// _id, the subset (with the type byte and index key of each element), the
+// revision (an int64) and the push field (an ObjectID, or an int64).
 func (r *Repo[P, I]) itemLimit(parent parentRef) int {
 	return (r.itemBudget - len(parent.val.Value)) / r.cfg.Cap
 }
@@ -207,10 +207,11 @@ func (r *Repo[P, I]) itemLimit(parent parentRef) int {
 // itemBudget is what a parent of Cap items leaves to the items and the
 // parent's id value: patterns.MaxDocumentSize less the document's length
 // and NUL, the _id element without its value, the subset element with its
-// index keys, and the revision.
+// index keys, the revision and the push field (see Config.PushedField).
 func itemBudget(cfg Config) int {
 	budget := patterns.MaxDocumentSize - 5 - elemSize("_id", 0) -
-		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8)
+		elemSize(cfg.Field, 5+indexKeys(cfg.Cap)) - elemSize(cfg.RevisionField, 8) -
+		elemSize(cfg.PushedField, 12)
 	if cfg.CountField != "" {
 		budget -= elemSize(cfg.CountField, 8)
 	}

@@ -120,7 +120,7 @@ func TestItemLimitCountsTheOverhead(t *testing.T) {
 			require.NoError(t, err)
 			limit := r.itemLimit(p)
 			small := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: 1}}), raw(t, bson.D{{Key: "_id", Value: 2}, {Key: "text", Value: "x"}})}
-			require.Equal(t, raw(t, bson.D{{Key: "_id", Value: parentID}, {Key: "reviews", Value: small}, {Key: "reviewsRev", Value: int64(1)}}), fullParent(t, parentID, small), "fullParent encodes as Marshal does")
+			require.Equal(t, raw(t, bson.D{{Key: "_id", Value: parentID}, {Key: "reviews", Value: small}, {Key: "reviewsRev", Value: int64(1)}, {Key: "reviewsPushed", Value: pushedID}}), fullParent(t, parentID, small), "fullParent encodes as Marshal does")
 			item := func(i, size int) review {
 				rv := review{ID: int64(i), ProductID: parentID, Stars: 1}
 				base := len(raw(t, bson.D{{Key: "_id", Value: int64(i)}, {Key: "productId", Value: parentID}, {Key: "stars", Value: 1}, {Key: "text", Value: ""}}))
@@ -144,9 +144,12 @@ func TestItemLimitCountsTheOverhead(t *testing.T) {
 }
 
 // fullParent returns the parent {_id: id, reviews: items, reviewsRev:
-// int64(1)} as bson.Marshal encodes it, built in a buffer of its final
+// int64(1), reviewsPushed: ObjectID} as bson.Marshal encodes it, built in a buffer of its final
 // size: one copy of the items where Marshal's growing buffer makes three,
 // which the race detector charges by the byte (16 MiB here).
+// pushedID is the push field's value in fullParent.
+var pushedID = bson.NewObjectID()
+
 func fullParent(t *testing.T, id any, items []bson.Raw) bson.Raw {
 	t.Helper()
 	typ, val, err := bson.MarshalValue(id)
@@ -164,6 +167,7 @@ func fullParent(t *testing.T, id any, items []bson.Raw) bson.Raw {
 	doc, err = bsoncore.AppendArrayEnd(doc, arr)
 	require.NoError(t, err)
 	doc = bsoncore.AppendInt64Element(doc, "reviewsRev", 1)
+	doc = bsoncore.AppendObjectIDElement(doc, "reviewsPushed", pushedID)
 	doc, err = bsoncore.AppendDocumentEnd(doc, start)
 	require.NoError(t, err)
 	return doc

@@ -20,14 +20,16 @@ import (
 // and the ids in the subset, and on a plan that measures, the parent's
 // size without them.
 type parentState struct {
-	rev      int64
-	hasRev   bool            // a stamped revision (see unstamped): false until the first recomputation stamps the parent
-	ids      []bson.RawValue // the ids in the subset, in its order
-	held     map[string]bool // bsonid.Key of ids
-	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
-	rest     int             // plan.measure: the parent's size less its subset and revision elements
-	count    int64           // the count field
-	hasCount bool            // false until the first recomputation with a count field
+	rev       int64
+	hasRev    bool            // a stamped revision (see unstamped): false until the first recomputation stamps the parent
+	ids       []bson.RawValue // the ids in the subset, in its order
+	held      map[string]bool // bsonid.Key of ids
+	notArray  bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
+	rest      int             // plan.measure: the parent's size less its subset and revision elements
+	count     int64           // the count field
+	hasCount  bool            // false until the first recomputation with a count field
+	pushed    bson.RawValue   // plan.push: the push field (Config.PushedField)
+	hasPushed bool            // false until the first push or announcement
 }
 
 // holds reports whether the subset holds the item with the given id (the
@@ -45,6 +47,25 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	raw, err := r.findParent(ctx, filter, opts)
 	if err != nil {
 		return parentState{}, err
+	}
+	return r.decodeParent(raw)
+}
+
+// announceParent is the push plan's read of the parent by a
+// recomputation that a push made start again: one findAndModify (retried
+// after a transient failure) that copies the revision into the push
+// field (commands.announce), so that no push lands until a
+// recomputation moves the revision, and returns the parent's state as
+// readParent does.
+func (r *Repo[P, I]) announceParent(ctx context.Context, p plan, parentID any) (parentState, error) {
+	raw, err := write(ctx, func() (bson.Raw, error) {
+		return r.parents.FindOneAndUpdate(ctx, r.cmd.parent(parentID), r.cmd.announce(), r.cmd.announced(p)).Raw()
+	})
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return parentState{}, errNoParent
+	}
+	if err != nil {
+		return parentState{}, fmt.Errorf("read the parent: %w", err)
 	}
 	return r.decodeParent(raw)
 }
@@ -81,6 +102,9 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 			st.rest -= elemSize(r.cfg.CountField, len(v.Value))
 			st.count, st.hasCount = v.AsInt64OK()
 		}
+	}
+	if v, err := raw.LookupErr(r.cfg.PushedField); err == nil {
+		st.pushed, st.hasPushed = v, true
 	}
 	v, err := raw.LookupErr(r.cfg.Field)
 	if err != nil {
@@ -240,14 +264,19 @@ func (r *Repo[P, I]) findItems(ctx context.Context, filter bson.D, opts ...optio
 // wrote is the first Cap items as it read them, merged (on the push plan)
 // with what was pushed since. So a caller sends at most two
 // compare-and-sets after a fresh read (three after a stale one), however
-// many writers compete and however many pushes arrive: pushes never make
-// it start again. maxAttempts only guards against writers that move the
-// revision otherwise.
+// many writers compete and however many pushes arrive, and one more
+// after a push that sorted items out of the full subset in its window
+// (casFilter): that failure leaves the revision as it was, and the
+// recomputation announces itself at its next read (announceParent, one
+// command more), from which on no push lands until a recomputation moves
+// the revision, so that no push makes it start again. maxAttempts only
+// guards against writers that move the revision otherwise.
 func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st parentState, fresh bool, inc int64) error {
 	floor := int64(-1) // the first revision read after the change
 	if fresh && st.hasRev {
 		floor = st.rev
 	}
+	announced := false // st was read by announceParent
 	for attempt := 1; ; attempt++ {
 		if inc != 0 && st.incarnation() != inc {
 			return errRecreated
@@ -280,7 +309,7 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 		}
 		update := r.cmd.recomputation(p, top, stale, n)
 		res, err := write(ctx, func() (*mongo.UpdateResult, error) {
-			return r.parents.UpdateOne(ctx, r.cmd.casFilter(parentID, st), update)
+			return r.parents.UpdateOne(ctx, r.cmd.casFilter(p, parentID, st, announced), update)
 		})
 		if err != nil {
 			return fmt.Errorf("set the subset: %w", err)
@@ -290,10 +319,30 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 		}
 		patterns.OperationFrom(ctx).Lost()
 		if attempt == maxAttempts {
-			return fmt.Errorf("the subset changed under %d recomputations; call Rebuild: %w", attempt, patterns.ErrConflict)
+			return fmt.Errorf("the subset changed under %d compare-and-sets; call Rebuild: %w", attempt, patterns.ErrConflict)
 		}
-		if st, err = r.readParent(ctx, p, r.cmd.parent(parentID)); err != nil {
+		prev := st
+		if announced {
+			st, err = r.announceParent(ctx, p, parentID)
+		} else {
+			st, err = r.readParent(ctx, p, r.cmd.parent(parentID))
+		}
+		if err != nil {
 			return err
+		}
+		if !announced && p.push && st.hasRev && st.rev == prev.rev {
+			// The revision as read: a push since the read sorted items
+			// out of the full subset (casFilter). Announced, the
+			// recomputation holds pushes off from its read on.
+			if st, err = r.announceParent(ctx, p, parentID); err != nil {
+				return err
+			}
+			announced = true
+		}
+		if !st.hasRev {
+			// Created again: the announcement was of no revision, and
+			// the stamp that follows announces nothing.
+			announced = false
 		}
 		switch {
 		case !st.hasRev: // created again: stamped at the next attempt (or, bound to inc, errRecreated)

@@ -80,26 +80,28 @@ func TestUpdateTooLargeForItsParent(t *testing.T) {
 	})
 }
 
-// tightParent stores the parent "a" with a field of its own and, with a
-// cap of 1, a small item 9 in its subset.
+// tightParent stores the parent "a" with a field of its own (72 bytes)
+// and, with a cap of 1, a small item 9 in its subset.
 func tightParent(t *testing.T, plan subset.Plan) (*subset.Repo[bson.M, any], *mongo.Collection) {
 	t.Helper()
 	ctx := context.Background()
 	db := mongotest.DB(t)
 	r := newRepo[bson.M, any](t, db, config(1), plan)
-	_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "name", Value: "a parent"}})
+	// The parent's own field takes more than the push field, which the
+	// item's limit counts and the portable plan never writes.
+	_, err := db.Collection("parents").InsertOne(ctx, bson.D{{Key: "_id", Value: "a"}, {Key: "name", Value: strings.Repeat("a parent ", 8)}})
 	require.NoError(t, err)
 	require.NoError(t, r.Add(ctx, "a", bson.M{"_id": int64(9), "parent": "a", "score": int64(0), "body": "small"}))
 	return r, db.Collection("items")
 }
 
 // largest returns an item of the largest size a cap of 1 allows under
-// the parent "a": the parent's _id, the subset and the revision fill 16
-// MiB with it.
+// the parent "a": the parent's _id, the subset, the revision and the
+// push field fill 16 MiB with it.
 func largest(t *testing.T, id, score int64) bson.D {
 	t.Helper()
 	it := bson.D{{Key: "_id", Value: id}, {Key: "parent", Value: "a"}, {Key: "score", Value: score}, {Key: "body", Value: ""}}
-	full, err := bson.Marshal(bson.D{{Key: "_id", Value: "a"}, {Key: "top", Value: bson.A{it}}, {Key: "topRev", Value: int64(1)}})
+	full, err := bson.Marshal(bson.D{{Key: "_id", Value: "a"}, {Key: "top", Value: bson.A{it}}, {Key: "topRev", Value: int64(1)}, {Key: "topPushed", Value: bson.NewObjectID()}})
 	require.NoError(t, err)
 	it[3].Value = strings.Repeat("x", patterns.MaxDocumentSize-len(full))
 	return it
