@@ -63,7 +63,10 @@ import (
 //   - a Delete of a parent already gone returns nil beside an Add in
 //     flight that may have stored items (not one that returned
 //     ErrNotFound: that one found no parent, Add's godoc);
-//   - an Add whose parent is deleted and created again while it runs may
+//   - an Add whose parent is deleted and created again while it runs
+//     (or deleted before it and created while it runs: its read finds
+//     no parent, and "Add again deletes them", the clean-up of an
+//     earlier attempt's items, meets the new parent's) may
 //     replace the version another call stored under the new parent with
 //     its own, and the operations that overlap it may miss its items
 //     (Get) or find them missing (Update and Remove: ErrNotFound); and it
@@ -150,9 +153,11 @@ type sop struct {
 	// of those Adds, has not returned): their ghosts may still be seen.
 	open []int
 	// recreated: an Add that overlaps a Delete of its parent and a
-	// creation of it (each of outcome nil or unknown): its clean-up may
-	// delete another call's item stored under the new parent, and store
-	// its own version again (Add's godoc).
+	// creation of it (each of outcome nil or unknown), or a creation of
+	// it alone (its read may find the parent missing, and its clean-up
+	// of an earlier attempt's items meet the new parent's): its clean-up
+	// may delete another call's item stored under the new parent, and
+	// store its own version again (Add's godoc).
 	recreated bool
 	// missable: the item ids of the recreated Adds an operation overlaps,
 	// which it may miss (Get), or find missing (Update and Remove: ErrNotFound).
@@ -348,6 +353,24 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 							in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o) && c.Return > d.Call
 						}
 					}
+				}
+				// Or a creation that overlaps the Add, the parent deleted
+				// before it: its read may find no parent, and its
+				// clean-up of what an earlier attempt may have left
+				// (Add's godoc: "Add again deletes them, and reports
+				// ErrNotFound. The deletion matches the parent's items
+				// with the ids of Add's, and, when it deleted some, Add
+				// reads the parent again ...: if the application created
+				// the parent again meanwhile, another call may have
+				// stored items with those ids under it, which the
+				// deletion cannot tell from this Add's; so Add runs again
+				// on that parent, and returns once its items are stored
+				// there and in its subset, taking effect after the
+				// creation") deletes another call's item stored under the
+				// parent created meanwhile, and stores its own version
+				// (seed 1896026777515044206, portable, FerretDB 2.7).
+				for k, c := range history {
+					in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o)
 				}
 			case "delete":
 				in.lingers = overlapsTook(o, "create", in.parent)
@@ -1100,6 +1123,20 @@ func TestHistoriesModel(t *testing.T) {
 		}
 		return h
 	}
+	// createdDuring is a Delete over [0, 5], an Add of x (score 3) over
+	// [10, 110], the parent created at create, another Add of x (score
+	// 1) over [40, 50], a Get that sees it and a Get after both Adds that
+	// sees the first one's version.
+	createdDuring := func(create int64) []porcupine.Operation {
+		return []porcupine.Operation{
+			op(sop{op: "delete", parent: "p1"}, sout{res: "ok"}, 0, 5),
+			op(sop{op: "add", parent: "p1", items: []item{x}}, sout{res: "ok"}, 10, 110),
+			op(sop{op: "create", parent: "p1"}, sout{res: "ok"}, create, create+2),
+			op(sop{op: "add", parent: "p1", items: []item{{ID: 2, Parent: "p1", Score: 1}}}, sout{res: "ok"}, 40, 50),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:1,"}, 55, 56),
+			op(sop{op: "get", parent: "p1"}, sout{res: "ok", subset: "2:3,"}, 120, 121),
+		}
+	}
 	// lingering: x stored, a Delete over [10, 40], the parent created
 	// again over [20, 30] when again is set (else before the Delete),
 	// and a Remove of x over [25, 35] that returns nil after a Get
@@ -1307,6 +1344,17 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "an Add's version replaces another's, its parent created again", History: recreated(true, "2:1,", "2:3,"), OK: true},
 		{Name: "an Add's clean-up hides another's item, its parent created again", History: recreated(true, "", "2:3,"), OK: true},
 		{Name: "an Add's version replaces another's, no parent created again", History: recreated(false, "2:1,", "2:3,")},
+		// Add's godoc: "Add again deletes them, and reports ErrNotFound.
+		// The deletion matches the parent's items with the ids of Add's,
+		// and, when it deleted some, Add reads the parent again ...: if
+		// the application created the parent again meanwhile, another
+		// call may have stored items with those ids under it ...; so Add
+		// runs again on that parent": an Add whose read found the parent
+		// missing (deleted before it) deletes the x another Add stored
+		// under the parent created meanwhile, and stores its own (seed
+		// 1896026777515044206, portable, FerretDB 2.7).
+		{Name: "an Add's version replaces another's, its parent created during it", History: createdDuring(20), OK: true},
+		{Name: "an Add's version replaces another's, its parent created before it", History: createdDuring(6)},
 		// Delete's godoc: the items of a parent deleted while it was
 		// created again remain under the new one until the Delete's
 		// deleteMany: a Remove finds one (seed 18306938464898995388).
