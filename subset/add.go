@@ -136,8 +136,10 @@ const maxAttempts = 10
 // stored items with those ids under it, which the deletion cannot tell
 // from this Add's; so Add runs again on that parent, and returns once its
 // items are stored there and in its subset, taking effect after the
-// creation. So when a parent is deleted and created again during an Add,
-// and another call stores an item with the same id under the new parent
+// creation. So when a parent is deleted and created again during an Add
+// (or deleted before it and created during it: its read finds no parent,
+// and the deletion of what an earlier attempt may have left meets the new
+// parent's items), and another call stores an item with the same id under the new parent
 // meanwhile, that item may be deleted and stored again as this Add has it:
 // a version another call stored (another Add's, an [Repo.Update]'s) may be
 // replaced by this Add's, one of its items that another call removed
