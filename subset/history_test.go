@@ -334,6 +334,21 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			return false
 		}
+		// rivalAdd: another Add of one of the items of the Add i (o), on
+		// its parent, of outcome nil or unknown, overlaps it.
+		rivalAdd := func(i int, o porcupine.Operation) bool {
+			for j, a := range history {
+				if j == i || !took(j, "add", ins[i].parent) || !overlap(a, o) {
+					continue
+				}
+				for _, it := range ins[j].items {
+					if slices.ContainsFunc(ins[i].items, func(x item) bool { return x.ID == it.ID }) {
+						return true
+					}
+				}
+			}
+			return false
+		}
 		// ends: for each Remove, when it returns, or, when it overlaps
 		// an Add of its item, when the last of them returns: its ghost is
 		// gone then (Remove's godoc: "Between the delete and the set, a
@@ -369,8 +384,17 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				// creation") deletes another call's item stored under the
 				// parent created meanwhile, and stores its own version
 				// (seed 1896026777515044206, portable, FerretDB 2.7).
-				for k, c := range history {
-					in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o)
+				// Only an Add that ran again (nil, or unknown: one that
+				// returned ErrNotFound stored nothing), and only over
+				// another Add of one of its items that overlaps it:
+				// under the parent created after this Add's read, only
+				// an Add that read it after that creation, so after
+				// this Add's start, and stored before its clean-up, so
+				// before its end, stored an item it deletes.
+				if out, known := o.Output.(sout); !known || out.res == "ok" {
+					for k, c := range history {
+						in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o) && rivalAdd(i, o)
+					}
 				}
 			case "delete":
 				in.lingers = overlapsTook(o, "create", in.parent)
