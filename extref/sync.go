@@ -351,7 +351,7 @@ func (r *Ref[S]) rewriteAll(ctx context.Context, coll *mongo.Collection, models 
 			matched, modified = matched+res.MatchedCount, modified+res.ModifiedCount
 		}
 		return err
-	}, nil)
+	}, nil, nil)
 	return matched, modified, err
 }
 

@@ -586,26 +586,10 @@ func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted,
 				sent[k] = batch[i].doc
 			}
 			_, err := r.items.InsertMany(ctx, sent, unordered)
-			failed := make([]bool, len(todo))
-			if bwe, ok := errors.AsType[mongo.BulkWriteException](err); ok && bwe.WriteConcernError == nil {
-				for _, we := range bwe.WriteErrors {
-					if we.Index < 0 || we.Index >= len(todo) {
-						return err // which applied is unknown
-					}
-					failed[we.Index] = true
-				}
-			} else if err != nil {
-				return err
-			}
-			n := 0
-			for k, i := range todo {
-				if !failed[k] {
-					inserted = append(inserted, batch[i].id)
-					n++
-				}
-			}
-			op.Affected(int64(n))
 			return err
+		}, func(i int) {
+			inserted = append(inserted, batch[i].id)
+			op.Affected(1)
 		}, func(i int, we mongo.WriteError) bool {
 			if mongo.IsDuplicateKeyError(we) {
 				dups = append(dups, batch[i].id)

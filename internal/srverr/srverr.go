@@ -161,7 +161,12 @@ func Retry(ctx context.Context, write func() error) error {
 // given, counts what the reply says applied (beside a
 // mongo.BulkWriteException the driver returns the partial
 // *mongo.BulkWriteResult of the statements that did), and returns its
-// error. A mongo.BulkWriteException without a write concern error names
+// error. After each send, applied (when not nil) is called with the index
+// of each statement the reply says applied: every one sent, when it
+// succeeded; those a mongo.BulkWriteException without a write concern
+// error does not name; none after any other error (a write concern
+// error, or a command error, leaves them unknown). A
+// mongo.BulkWriteException without a write concern error names
 // the statements that failed, none of which applied: those that failed
 // with a [Transient] error are sent again, alone; each other one is
 // passed to failed with its index (within 0..n-1), and if failed is nil
@@ -176,24 +181,45 @@ func Retry(ctx context.Context, write func() error) error {
 // of them alone: sent again, all the statements of the others go again
 // too. Only a write whose statements are guarded (each matches nothing
 // once applied) may be that large.
-func RetryStatements(ctx context.Context, n int, send func(todo []int) error, failed func(i int, err mongo.WriteError) (stop bool)) error {
+func RetryStatements(ctx context.Context, n int, send func(todo []int) error, applied func(i int), failed func(i int, err mongo.WriteError) (stop bool)) error {
 	todo := make([]int, n)
 	for i := range todo {
 		todo[i] = i
 	}
+	if applied == nil {
+		applied = func(int) {}
+	}
 	err := Retry(ctx, func() error {
 		err := send(todo)
+		if err == nil {
+			for _, i := range todo {
+				applied(i)
+			}
+			return nil
+		}
 		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
-		if !ok || bwe.WriteConcernError != nil || len(bwe.WriteErrors) == 0 {
+		if !ok || bwe.WriteConcernError != nil {
 			return err // a transient one is sent again whole
+		}
+		failedAt := make([]bool, len(todo))
+		for _, we := range bwe.WriteErrors {
+			if we.Index < 0 || we.Index >= len(todo) {
+				return final{err} // the reply does not say which failed
+			}
+			failedAt[we.Index] = true
+		}
+		for k, i := range todo {
+			if !failedAt[k] {
+				applied(i)
+			}
+		}
+		if len(bwe.WriteErrors) == 0 {
+			return err
 		}
 		var again []int
 		var transient error
 		stop := false
 		for _, we := range bwe.WriteErrors {
-			if we.Index < 0 || we.Index >= len(todo) {
-				return final{err} // the reply does not say which failed
-			}
 			i := todo[we.Index]
 			switch {
 			case Transient(we.WriteError):

@@ -180,25 +180,33 @@ func TestRetryStatements(t *testing.T) {
 	ctx := context.Background()
 	dead := mongo.WriteError{Code: 16908292, Message: "deadlock detected"}
 	dup := mongo.WriteError{Code: 11000, Message: "E11000 duplicate key error"}
+	var applied []int
 	run := func(n int, failed func(int, mongo.WriteError) bool, replies ...error) ([][]int, error) {
 		var sent [][]int
+		applied = nil
 		err := srverr.RetryStatements(ctx, n, func(todo []int) error {
 			sent = append(sent, slices.Clone(todo))
 			if len(sent) > len(replies) {
 				return nil
 			}
 			return replies[len(sent)-1]
-		}, failed)
+		}, func(i int) { applied = append(applied, i) }, failed)
 		return sent, err
 	}
 
 	sent, err := run(4, nil, bulkFailure(map[int]mongo.WriteError{1: dead, 3: dead}), bulkFailure(map[int]mongo.WriteError{1: dead}))
 	require.NoError(t, err)
 	require.Equal(t, [][]int{{0, 1, 2, 3}, {1, 3}, {3}}, sent, "the failed statements alone, by their index in the command")
+	require.Equal(t, []int{0, 2, 1, 3}, applied, "applied: those each reply does not name, by their index in the write")
 
 	sent, err = run(3, nil, deadlock)
 	require.NoError(t, err)
 	require.Equal(t, [][]int{{0, 1, 2}, {0, 1, 2}}, sent, "a command that failed whole is sent again whole")
+	require.Equal(t, []int{0, 1, 2}, applied, "a command that failed whole applied nothing")
+
+	_, err = run(2, nil, mongo.BulkWriteException{WriteConcernError: &mongo.WriteConcernError{Code: 64}})
+	require.Error(t, err)
+	require.Empty(t, applied, "after a write concern error what applied is unknown")
 
 	sent, err = run(3, nil, bulkFailure(map[int]mongo.WriteError{0: dup, 2: dead}))
 	require.True(t, mongo.IsDuplicateKeyError(err), "the exception: %v", err)
@@ -224,4 +232,5 @@ func TestRetryStatements(t *testing.T) {
 	sent, err = run(2, nil, mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Index: 5, Code: 16908292}}}})
 	require.Error(t, err)
 	require.Len(t, sent, 1, "a reply that names no statement of the command is not sent again")
+	require.Empty(t, applied, "nor says which applied")
 }
