@@ -41,8 +41,9 @@ const maxAttempts = 10
 // item the subset already holds, by the revision of the incarnation
 // read (see below), and by the push field differing from the revision:
 // a recomputation that a push made start again announces itself so, and
-// then Add recomputes in place of its push (three commands more, as
-// below). The count, of the items stored exactly as pushed,
+// then the push matches nothing and Add recomputes in place of the count
+// (a read of the parent, a find and a compare-and-set: two commands more,
+// as below). The count, of the items stored exactly as pushed,
 // finds an item that a concurrent [Repo.Remove] deleted, or a concurrent
 // [Repo.Update] (or Remove and Add) replaced with another version, between
 // the insert and the push, which the push put in the subset nonetheless:
@@ -103,7 +104,8 @@ const maxAttempts = 10
 // nothing because the subset holds some of the items already (an earlier
 // attempt, or a concurrent recomputation, put them there), Add recomputes
 // the subset (a read of the parent, then a recomputation: three commands
-// more, at most two compare-and-sets, see the package documentation)
+// more, at most two compare-and-sets and one more after a push that left
+// the subset full, see the package documentation)
 // rather than push only the absent items: a recomputation in flight
 // that read the items collection before Add's insert, a concurrent Remove
 // of one of the items say, could otherwise drop the items the subset held

@@ -24,9 +24,9 @@ import (
 // concurrent writers it sends at most two compare-and-sets, with a read
 // of the parent after each lost race, however many others compete (see
 // the package documentation), and on the push path one more (and one
-// command, a findAndModify that announces it) after an Add whose push
-// into the full subset, between its find and its compare-and-set, sorted
-// items out: it does not fail because others add items.
+// command, a findAndModify that announces it) after an Add whose push,
+// between its find and its compare-and-set, left the subset full: it does
+// not fail because others add items.
 // Between the delete and the set, a reader of the subset may still see
 // the item. Its writes are retried after a transient failure
 // (FerretDB 2.x's "deadlock detected"). A delete that matches nothing is
@@ -220,7 +220,9 @@ func (r *Repo[P, I]) update(ctx context.Context, parent parentRef, e entry) erro
 // the revision, a find of the first Cap items, the compare-and-set; four
 // for a parent without a revision, which it stamps first: see the
 // package documentation), at
-// most two compare-and-sets under concurrent writers (see [Repo.Remove]),
+// most two compare-and-sets under concurrent writers, and on the push
+// path one more after a push that left the subset full (see
+// [Repo.Remove]),
 // and writes the subset in one atomic update, so a reader sees the old
 // subset or the new one; it is safe to retry. A missing parent gives
 // [patterns.ErrNotFound]; a parent that its first Cap items would take

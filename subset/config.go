@@ -86,7 +86,9 @@ type Config struct {
 	// revision it reads, which makes pushes match nothing until a
 	// recomputation moves the revision. The zero value means Field
 	// followed by [DefaultPushedSuffix] ("reviewsPushed"). Like the
-	// revision, the field is the repository's.
+	// revision, the field is the repository's: it holds an ObjectID or an
+	// int64, so a parent type leaves it unmapped, or maps it as any (or
+	// bson.RawValue); a field of either type fails to decode the other.
 	PushedField string
 
 	// CountField, when set, is the parent's field that holds the number of

@@ -146,8 +146,10 @@
 // good). So every push also sets the parent's push field
 // (Config.PushedField) to a new ObjectID, which the recomputation reads
 // with S, and its compare-and-set also requires that field as read, or a
-// subset that is not full (nothing was sorted out). When a push made it
-// fail (the revision is the one it read), the recomputation announces
+// subset that is not full (then no push sorted anything out; a push that
+// left it full fails it, whether or not it sorted anything out). When a
+// push made it fail (the revision is the one it read), the recomputation
+// announces
 // itself: its next read is a findAndModify that copies the revision into
 // the push field, and every push is guarded by that field differing from
 // the revision, so that none lands until a recomputation moves it (an
@@ -167,8 +169,10 @@
 // revision of f+2 or more: [Repo.Remove], [Repo.Update] and [Repo.Rebuild]
 // send at most two compare-and-sets, and a portable Add (whose first read
 // comes before its insert) at most three; on the push path one more when
-// a push in the window of one sorted items out of the full subset (and
-// the announcing read, one command). The argument needs every write
+// a push in the window of one left the subset full (and the announcing
+// read, one command): so do a Remove, an Update, a Rebuild and the
+// recomputation of an Add whose push matched nothing. The argument needs
+// every write
 // to the subset to be a recomputation or a push, which holds as long as
 // every repository over the same collections has the same Config: the
 // path follows the server.
@@ -196,7 +200,10 @@
 // [Repo.Remove] and [Repo.Update] 4; [Repo.Rebuild] 3; [Repo.Page],
 // [Repo.Item] and [Repo.Count] 1; [Repo.All] 1 per page of items (see its
 // godoc). A lost race adds 3 to a recomputation (at most once after a
-// fresh read, see above); the first Add or recomputation of a parent
+// fresh read, see above); on the push path a compare-and-set that a push
+// made fail (one that left the subset full, see Recomputation) adds 4,
+// at most once: the read, the announcing findAndModify, the find and the
+// compare-and-set again; the first Add or recomputation of a parent
 // without a revision adds its stamp, 1 (see Recomputation), or 2 more
 // when another call stamps the parent between its read and its stamp
 // (the stamp that matches nothing, and a read again). With Config.CountField, every recomputation

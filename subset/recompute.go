@@ -67,6 +67,7 @@ func (r *Repo[P, I]) announceParent(ctx context.Context, p plan, parentID any) (
 	if err != nil {
 		return parentState{}, fmt.Errorf("read the parent: %w", err)
 	}
+	patterns.OperationFrom(ctx).Affected(1) // as the stamp: a findAndModify wrote the parent
 	return r.decodeParent(raw)
 }
 
