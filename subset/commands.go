@@ -1,10 +1,13 @@
 package subset
 
 import (
+	"encoding/binary"
 	"math"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/mongopatterns/mongopatterns/internal/bsonid"
 	"github.com/mongopatterns/mongopatterns/internal/keyset"
@@ -15,12 +18,15 @@ import (
 // by commands_test.go for every plan (the push plan's cannot run on the
 // embedded dev server).
 type commands struct {
-	field, rev           string // the parent's subset and revision fields
-	pushed               string // the parent's push field (Config.PushedField)
-	count                string // the parent's count field, "" for none
-	parentField, idField string // the item's parent id and id fields
-	idPath               string // the ids in the subset: field.idField
-	order                bson.D // {SortField: d, IDField: d}, everywhere
+	field, rev           string                         // the parent's subset and revision fields
+	pushed               string                         // the parent's push field (Config.PushedField)
+	unannounced          bson.Raw                       // pushFilter's {$ne: ["$<pushed>", "$<rev>"]}, encoded once
+	revOnly              *options.FindOneOptionsBuilder // parentFound's, built once: the driver only reads it
+	orderRaw             bson.Raw                       // order, encoded once (pushUpdate)
+	count                string                         // the parent's count field, "" for none
+	parentField, idField string                         // the item's parent id and id fields
+	idPath               string                         // the ids in the subset: field.idField
+	order                bson.D                         // {SortField: d, IDField: d}, everywhere
 	cap                  int
 }
 
@@ -29,13 +35,23 @@ func newCommands(cfg Config) commands {
 	if cfg.Descending {
 		dir = -1
 	}
+	unannounced, err := bson.Marshal(bson.D{{Key: "$ne", Value: bson.A{"$" + cfg.PushedField, "$" + cfg.RevisionField}}})
+	if err != nil {
+		panic(err) // two strings always encode
+	}
+	order := bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}}
+	orderRaw, err := bson.Marshal(order)
+	if err != nil {
+		panic(err) // two ints always encode
+	}
 	return commands{
 		field: cfg.Field, rev: cfg.RevisionField, count: cfg.CountField,
-		pushed:      cfg.PushedField,
+		pushed: cfg.PushedField, unannounced: unannounced,
+		revOnly:     options.FindOne().SetProjection(bson.D{{Key: cfg.RevisionField, Value: 1}}),
 		parentField: cfg.ParentField, idField: cfg.IDField,
 		idPath: cfg.Field + "." + cfg.IDField,
-		order:  bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}},
-		cap:    cfg.Cap,
+		order:  order, orderRaw: orderRaw,
+		cap: cfg.Cap,
 	}
 }
 
@@ -83,23 +99,39 @@ func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.
 		{Key: "_id", Value: parentID},
 		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
 		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
-		{Key: "$expr", Value: bson.D{{Key: "$ne", Value: bson.A{"$" + c.pushed, "$" + c.rev}}}},
+		{Key: "$expr", Value: c.unannounced},
 	}
 }
 
 // pushUpdate pushes the documents into the subset, sorts it in the
 // configured order and keeps the first Cap, and sets the push field to
 // token, a new ObjectID: one atomic update, which leaves the revision
-// alone (see the package documentation).
-func (c commands) pushUpdate(docs []bson.Raw, token bson.ObjectID) bson.D {
-	return bson.D{
-		{Key: "$push", Value: bson.D{{Key: c.field, Value: bson.D{
-			{Key: "$each", Value: docs},
-			{Key: "$sort", Value: c.order},
-			{Key: "$slice", Value: c.cap},
-		}}}},
-		{Key: "$set", Value: bson.D{{Key: c.pushed, Value: token}}},
+// alone (see the package documentation). {$push: {<field>: {$each: docs,
+// $sort: <order>, $slice: Cap}}, $set: {<pushed>: token}}, encoded here
+// in one buffer: it is Add's hot path, where a bson.D of four levels
+// cost nine allocations more.
+func (c commands) pushUpdate(docs []bson.Raw, token bson.ObjectID) bson.Raw {
+	size := 128 + len(c.field) + len(c.pushed) + len(c.orderRaw)
+	for _, d := range docs {
+		size += len(d) + 8
 	}
+	start, b := bsoncore.AppendDocumentStart(make([]byte, 0, size))
+	push, b := bsoncore.AppendDocumentElementStart(b, "$push")
+	field, b := bsoncore.AppendDocumentElementStart(b, c.field)
+	each, b := bsoncore.AppendArrayElementStart(b, "$each")
+	for i, d := range docs {
+		b = bsoncore.AppendDocumentElement(b, strconv.Itoa(i), d)
+	}
+	b, _ = bsoncore.AppendArrayEnd(b, each)
+	b = bsoncore.AppendDocumentElement(b, "$sort", c.orderRaw)
+	b = bsoncore.AppendInt32Element(b, "$slice", int32(c.cap))
+	b, _ = bsoncore.AppendDocumentEnd(b, field)
+	b, _ = bsoncore.AppendDocumentEnd(b, push)
+	set, b := bsoncore.AppendDocumentElementStart(b, "$set")
+	b = bsoncore.AppendObjectIDElement(b, c.pushed, token)
+	b, _ = bsoncore.AppendDocumentEnd(b, set)
+	b, _ = bsoncore.AppendDocumentEnd(b, start)
+	return b
 }
 
 // casFilter is the compare-and-set of a recomputation: the parent, at
@@ -285,7 +317,7 @@ var idOnly = bson.D{{Key: "_id", Value: 1}}
 // the push plan's Add, which reads its parent first to know it exists
 // and which incarnation it is.
 func (c commands) parentFound() *options.FindOneOptionsBuilder {
-	return options.FindOne().SetProjection(bson.D{{Key: c.rev, Value: 1}})
+	return c.revOnly
 }
 
 // parentsPageSize is the number of parent ids a page of RebuildAll reads.
@@ -337,15 +369,7 @@ func (c commands) idsOnly() *options.FindOptionsBuilder {
 func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
 	alts := make(bson.A, 0, len(docs))
 	for _, d := range docs {
-		elems, _ := d.Elements() // docs the driver encoded
-		f := make(bson.D, 0, len(elems))
-		for _, e := range elems {
-			if e.Key() == c.parentField {
-				continue
-			}
-			f = append(f, bson.E{Key: e.Key(), Value: e.Value()})
-		}
-		alts = append(alts, f)
+		alts = append(alts, c.withoutParent(d))
 	}
 	// The ids' $in beside the $or, so that the count routes as
 	// itemsIn's does: by the parent and the ids.
@@ -354,6 +378,22 @@ func (c commands) itemsAsPushed(parentID any, docs []bson.Raw) bson.D {
 		ids = append(ids, d.Lookup(c.idField))
 	}
 	return bson.D{{Key: c.parentField, Value: parentID}, {Key: c.idField, Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "$or", Value: alts}}
+}
+
+// withoutParent is the item document d (as the driver encoded it) less
+// its parent field, as one encoded document: its elements copied as they
+// are, in their order.
+func (c commands) withoutParent(d bson.Raw) bson.Raw {
+	out := make([]byte, 4, len(d))
+	elems, _ := bsoncore.Document(d).Elements()
+	for _, e := range elems {
+		if e.Key() != c.parentField {
+			out = append(out, e...)
+		}
+	}
+	out = append(out, 0)
+	binary.LittleEndian.PutUint32(out, uint32(len(out)))
+	return out
 }
 
 // firstN reads the first n items in the configured order in one round
