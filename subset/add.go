@@ -589,9 +589,11 @@ func (r *Repo[P, I]) insertOnce(ctx context.Context, entries []entry) (inserted,
 			}
 			_, err := r.items.InsertMany(ctx, sent, unordered)
 			return err
-		}, func(i int) {
-			inserted = append(inserted, batch[i].id)
-			op.Affected(1)
+		}, func(done []int) {
+			for _, i := range done {
+				inserted = append(inserted, batch[i].id)
+			}
+			op.Affected(int64(len(done)))
 		}, func(i int, we mongo.WriteError) bool {
 			if mongo.IsDuplicateKeyError(we) {
 				dups = append(dups, batch[i].id)

@@ -349,6 +349,34 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 			}
 			return false
 		}
+		// missingAtCall: the parent of the Add i (o) may be missing at
+		// its call: a Delete (nil or unknown) returned before it, and
+		// no operation that finds the parent (nil from an Add, Update,
+		// Remove, Item, Get, Count or Rebuild; a creation's duplicate)
+		// ran wholly between the last such Delete's return and o's call.
+		missingAtCall := func(i int, o porcupine.Operation) bool {
+			last := int64(-1)
+			for j, d := range history {
+				if took(j, "delete", ins[i].parent) && d.Return < o.Call {
+					last = max(last, d.Return)
+				}
+			}
+			if last < 0 {
+				return false
+			}
+			for j, e := range history {
+				out, known := e.Output.(sout)
+				if j == i || ins[j].parent != ins[i].parent || !known || e.Call <= last || e.Return >= o.Call {
+					continue
+				}
+				switch {
+				case out.res == "ok" && slices.Contains([]string{"add", "update", "remove", "item", "get", "count", "rebuild"}, ins[j].op),
+					out.res == "dup" && ins[j].op == "create":
+					return false
+				}
+			}
+			return true
+		}
 		// ends: for each Remove, when it returns, or, when it overlaps
 		// an Add of its item, when the last of them returns: its ghost is
 		// gone then (Remove's godoc: "Between the delete and the set, a
@@ -391,9 +419,16 @@ var subsetHistories = (&porcupine.NondeterministicModel{
 				// an Add that read it after that creation, so after
 				// this Add's start, and stored before its clean-up, so
 				// before its end, stored an item it deletes.
-				if out, known := o.Output.(sout); !known || out.res == "ok" {
+				// And only when the parent may be missing at its read: a
+				// Delete returned before its call, and no operation
+				// found the parent between that Delete's return and the
+				// Add's call (an outside attack: a creation of unknown
+				// outcome of a parent never deleted, or one that an
+				// Add's nil before the call proved done, let the Add
+				// replace a version its insert keeps).
+				if out, known := o.Output.(sout); (!known || out.res == "ok") && rivalAdd(i, o) && missingAtCall(i, o) {
 					for k, c := range history {
-						in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o) && rivalAdd(i, o)
+						in.recreated = in.recreated || took(k, "create", in.parent) && overlap(c, o)
 					}
 				}
 			case "delete":

@@ -161,11 +161,16 @@ func Retry(ctx context.Context, write func() error) error {
 // given, counts what the reply says applied (beside a
 // mongo.BulkWriteException the driver returns the partial
 // *mongo.BulkWriteResult of the statements that did), and returns its
-// error. After each send, applied (when not nil) is called with the index
-// of each statement the reply says applied: every one sent, when it
+// error; an unordered write (options SetOrdered(false)): an ordered one
+// stops at its first failed statement, and the reply does not name those
+// that never ran. After each send whose reply says which statements
+// applied, applied (when not nil) is called once with their indexes
+// (within 0..n-1, ascending; none, possibly): every one sent, when it
 // succeeded; those a mongo.BulkWriteException without a write concern
-// error does not name; none after any other error (a write concern
-// error, or a command error, leaves them unknown). A
+// error does not name, when it names only statements that were sent.
+// After any other reply it is not called: a write concern error, a
+// command error, or an exception naming a statement that was not sent
+// leaves them unknown. A
 // mongo.BulkWriteException without a write concern error names
 // the statements that failed, none of which applied: those that failed
 // with a [Transient] error are sent again, alone; each other one is
@@ -179,22 +184,23 @@ func Retry(ctx context.Context, write func() error) error {
 // The driver splits a bulk write past the server's maxWriteBatchSize or
 // message size into several commands, and returns a command error of one
 // of them alone: sent again, all the statements of the others go again
-// too. Only a write whose statements are guarded (each matches nothing
-// once applied) may be that large.
-func RetryStatements(ctx context.Context, n int, send func(todo []int) error, applied func(i int), failed func(i int, err mongo.WriteError) (stop bool)) error {
+// too; and of the write concern errors of its parts it keeps the last
+// command's (a part whose reply has none erases an earlier part's), so
+// that applied may name statements of unknown outcome. Only a write whose
+// statements are guarded (each matches nothing once applied) may be that
+// large.
+func RetryStatements(ctx context.Context, n int, send func(todo []int) error, applied func(indexes []int), failed func(i int, err mongo.WriteError) (stop bool)) error {
 	todo := make([]int, n)
 	for i := range todo {
 		todo[i] = i
 	}
 	if applied == nil {
-		applied = func(int) {}
+		applied = func([]int) {}
 	}
 	err := Retry(ctx, func() error {
 		err := send(todo)
 		if err == nil {
-			for _, i := range todo {
-				applied(i)
-			}
+			applied(todo)
 			return nil
 		}
 		bwe, ok := errors.AsType[mongo.BulkWriteException](err)
@@ -208,11 +214,13 @@ func RetryStatements(ctx context.Context, n int, send func(todo []int) error, ap
 			}
 			failedAt[we.Index] = true
 		}
+		done := make([]int, 0, max(0, len(todo)-len(bwe.WriteErrors)))
 		for k, i := range todo {
 			if !failedAt[k] {
-				applied(i)
+				done = append(done, i)
 			}
 		}
+		applied(done)
 		if len(bwe.WriteErrors) == 0 {
 			return err
 		}

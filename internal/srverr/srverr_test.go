@@ -190,7 +190,7 @@ func TestRetryStatements(t *testing.T) {
 				return nil
 			}
 			return replies[len(sent)-1]
-		}, func(i int) { applied = append(applied, i) }, failed)
+		}, func(done []int) { applied = append(applied, done...) }, failed)
 		return sent, err
 	}
 
