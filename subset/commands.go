@@ -138,11 +138,12 @@ func (c commands) pushUpdate(docs []bson.Raw, token bson.ObjectID) bson.Raw {
 // the revision it was read at (stamped first: see unstamped), {_id: id,
 // rev: r}. On the push plan, unless the recomputation announced itself
 // (announced: pushes match nothing since its read), it also holds that
-// no push sorted an item out of the subset since the read, which the
-// merge could not keep: {$or: [{<pushed>: <as read>} (no push since the
-// read; {$exists: false} when none was read), {$expr: {$lt: [{$size:
+// no push may have sorted an item out of the subset since the read, which
+// the merge could not keep: {$or: [{<pushed>: <as read>} (no push since
+// the read; {$exists: false} when none was read), {$expr: {$lt: [{$size:
 // <field>}, Cap]}} (the subset is not full, so no push sorted anything
-// out)]}; a subset field that is not an array counts as empty.
+// out)]}; a subset field that is not an array counts as empty. A push
+// that filled the subset and sorted nothing out fails it too.
 func (c commands) casFilter(p plan, parentID any, st parentState, announced bool) bson.D {
 	f := bson.D{{Key: "_id", Value: parentID}, {Key: c.rev, Value: st.rev}}
 	if !p.push || announced {

@@ -266,8 +266,8 @@ func (r *Repo[P, I]) findItems(ctx context.Context, filter bson.D, opts ...optio
 // with what was pushed since. So a caller sends at most two
 // compare-and-sets after a fresh read (three after a stale one), however
 // many writers compete and however many pushes arrive, and one more
-// after a push that sorted items out of the full subset in its window
-// (casFilter): that failure leaves the revision as it was, and the
+// after a push that left the subset full in its window (casFilter: it
+// may have sorted out an item the find did not read): that failure leaves the revision as it was, and the
 // recomputation announces itself at its next read (announceParent, one
 // command more), from which on no push lands until a recomputation moves
 // the revision, so that no push makes it start again. maxAttempts only
@@ -332,8 +332,8 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			return err
 		}
 		if !announced && p.push && st.hasRev && st.rev == prev.rev {
-			// The revision as read: a push since the read sorted items
-			// out of the full subset (casFilter). Announced, the
+			// The revision as read: a push since the read left the
+			// subset full (casFilter). Announced, the
 			// recomputation holds pushes off from its read on.
 			if st, err = r.announceParent(ctx, p, parentID); err != nil {
 				return err
