@@ -39,8 +39,8 @@ const maxAttempts = 10
 // of the items pushed (served by the index of [Repo.Indexes]). The update
 // is guarded by {Field.IDField: {$nin: ids}}, so that it never pushes an
 // item the subset already holds, by the revision of the incarnation
-// read (see below), and by the push field differing from the revision:
-// a recomputation that a push made start again announces itself so, and
+// read (see below), and by the push field not being true: a
+// recomputation that a push made start again announces itself so, and
 // then the push matches nothing and Add recomputes in place of the count
 // (a read of the parent, a find and a compare-and-set: two commands more,
 // as below). The count, of the items stored exactly as pushed,

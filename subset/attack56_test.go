@@ -149,7 +149,7 @@ func TestAttack56RemoveCostsOfTwoLostRaces(t *testing.T) {
 // updated, deleted, migrated)", counted per write (TestHookSeesRetry:
 // "the items once, and the parent twice", its stamp and its push). The
 // announcing findAndModify of a recomputation updates the parent (it
-// copies the revision into the push field), as the stamp, another
+// sets the push field to true), as the stamp, another
 // findAndModify, does; the stamp is counted, the announcement is not. A
 // Remove whose first compare-and-set a push made fail writes the item
 // (its delete), the parent (the announcement) and the parent (the

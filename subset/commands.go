@@ -20,7 +20,6 @@ import (
 type commands struct {
 	field, rev           string                         // the parent's subset and revision fields
 	pushed               string                         // the parent's push field (Config.PushedField)
-	unannounced          bson.Raw                       // pushFilter's {$ne: ["$<pushed>", "$<rev>"]}, encoded once
 	revOnly              *options.FindOneOptionsBuilder // parentFound's, built once: the driver only reads it
 	orderRaw             bson.Raw                       // order, encoded once (pushUpdate)
 	count                string                         // the parent's count field, "" for none
@@ -35,10 +34,6 @@ func newCommands(cfg Config) commands {
 	if cfg.Descending {
 		dir = -1
 	}
-	unannounced, err := bson.Marshal(bson.D{{Key: "$ne", Value: bson.A{"$" + cfg.PushedField, "$" + cfg.RevisionField}}})
-	if err != nil {
-		panic(err) // two strings always encode
-	}
 	order := bson.D{{Key: cfg.SortField, Value: dir}, {Key: cfg.IDField, Value: dir}}
 	orderRaw, err := bson.Marshal(order)
 	if err != nil {
@@ -46,7 +41,7 @@ func newCommands(cfg Config) commands {
 	}
 	return commands{
 		field: cfg.Field, rev: cfg.RevisionField, count: cfg.CountField,
-		pushed: cfg.PushedField, unannounced: unannounced,
+		pushed:      cfg.PushedField,
 		revOnly:     options.FindOne().SetProjection(bson.D{{Key: cfg.RevisionField, Value: 1}}),
 		parentField: cfg.ParentField, idField: cfg.IDField,
 		idPath: cfg.Field + "." + cfg.IDField,
@@ -89,17 +84,16 @@ func (c commands) parentState(p plan) bson.D {
 // pushFilter is the guard of the push plan's Add: the parent, in the
 // incarnation Add read (its revision between the stamp inc and the next
 // multiple of 2^32, see newIncarnation), while its subset holds none of
-// the ids and no recomputation is announced (the push field does not
-// hold the revision, see announce): {_id: id, rev: {$gte: inc, $lt: inc
-// + 2^32}, <field>.<idField>: {$nin: ids}, $expr: {$ne: ["$<pushed>",
-// "$<rev>"]}}. A parent deleted and created again since Add's read
-// matches it no more.
+// the ids and no recomputation is announced (the push field is not true,
+// see announce): {_id: id, rev: {$gte: inc, $lt: inc + 2^32},
+// <field>.<idField>: {$nin: ids}, <pushed>: {$ne: true}}. A parent
+// deleted and created again since Add's read matches it no more.
 func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.D {
 	return bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
 		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
-		{Key: "$expr", Value: c.unannounced},
+		{Key: c.pushed, Value: neTrue},
 	}
 }
 
@@ -162,13 +156,16 @@ func (c commands) casFilter(p plan, parentID any, st parentState, announced bool
 }
 
 // announce is the update of the push plan's read of a parent by a
-// recomputation that a push made start again (see casFilter): it copies
-// the revision into the push field, [{$set: {<pushed>: "$<rev>"}}] (a
-// pipeline), which makes every push match nothing (see pushFilter) until
-// a recomputation moves the revision.
-func (c commands) announce() bson.A {
-	return bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: c.pushed, Value: "$" + c.rev}}}}}
+// recomputation that a push made start again (see casFilter): {$set:
+// {<pushed>: true}}, which makes every push match nothing (see
+// pushFilter) until a compare-and-set, which sets the field to a new
+// ObjectID (mergeUpdate).
+func (c commands) announce() bson.D {
+	return bson.D{{Key: "$set", Value: bson.D{{Key: c.pushed, Value: true}}}}
 }
+
+// neTrue is {$ne: true}, built once: the driver only reads it.
+var neTrue any = bson.D{{Key: "$ne", Value: true}}
 
 // announced are the options of the announcing read: the parent as
 // updated, in the projection of parentState.
@@ -222,10 +219,12 @@ func (c commands) stamp(incarnation int64) bson.D {
 
 // recomputation is the update of a recomputation on plan p: mergeUpdate
 // on the push plan, setUpdate otherwise; n is the count of the parent's
-// items, set in the count field when there is one.
-func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue, n int64) any {
+// items, set in the count field when there is one; token, a new
+// ObjectID, the push field's value after a compare-and-set on the push
+// plan.
+func (c commands) recomputation(p plan, top []bson.Raw, stale []bson.RawValue, n int64, token bson.ObjectID) any {
 	if p.push {
-		return c.mergeUpdate(top, stale, n)
+		return c.mergeUpdate(top, stale, n, token)
 	}
 	return c.setUpdate(top, n)
 }
@@ -251,8 +250,9 @@ func (c commands) setUpdate(top []bson.Raw, n int64) bson.D {
 // first Cap items as read from the items collection) and of the elements
 // pushed since the parent was read: those of the current subset whose id
 // is neither in top nor in stale (the ids the subset held when read that
-// top does not hold). It increments the revision. In the expression
-// language:
+// top does not hold). It increments the revision, and sets the push
+// field to token, a new ObjectID, which ends an announcement (see
+// announce). In the expression language:
 //
 //	[{$set: {
 //	  <field>: {$let: {vars: {top: {$literal: top}}, in: {$slice: [{$sortArray: {
@@ -263,6 +263,7 @@ func (c commands) setUpdate(top []bson.Raw, n int64) bson.D {
 //	        {$not: [{$in: ["$$e.<idField>", {$concatArrays: ["$$top.<idField>", {$literal: stale}]}]}]}]}}}]},
 //	    sortBy: {<sortField>: d, <idField>: d}}}, Cap]}}},
 //	  <rev>: {$add: [{$ifNull: ["$<rev>", 0]}, 1]},
+//	  <pushed>: {$literal: token},
 //	  <count>: {$literal: n}}}]
 //
 // The items are literals, so that a string starting with '$' in an item
@@ -271,7 +272,7 @@ func (c commands) setUpdate(top []bson.Raw, n int64) bson.D {
 // $sortArray sorts as $push's $sort does; $in compares ids as the server
 // compares them (7 is 7.0). The count is set only when there is a count
 // field.
-func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bson.A {
+func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64, token bson.ObjectID) bson.A {
 	if top == nil {
 		top = []bson.Raw{}
 	}
@@ -301,7 +302,7 @@ func (c commands) mergeUpdate(top []bson.Raw, stale []bson.RawValue, n int64) bs
 		}}}},
 	}}}
 	rev := bson.D{{Key: "$add", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$" + c.rev, int64(0)}}}, int64(1)}}}
-	set := bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}}
+	set := bson.D{{Key: c.field, Value: subset}, {Key: c.rev, Value: rev}, {Key: c.pushed, Value: bson.D{{Key: "$literal", Value: token}}}}
 	if c.count != "" {
 		set = append(set, bson.E{Key: c.count, Value: bson.D{{Key: "$literal", Value: n}}})
 	}

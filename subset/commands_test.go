@@ -116,7 +116,7 @@ func TestParentCommands(t *testing.T) {
 		require.Equal(t, options.After, *o.ReturnDocument, "%v", servers)
 		require.Equal(t, c.parentState(p), o.Projection, "%v: the announcing read reads what a find would", servers)
 	}
-	requireJSON(t, `[{"$set":{"reviewsPushed":"$reviewsRev"}}]`, c.announce())
+	requireJSON(t, `{"$set":{"reviewsPushed":true}}`, c.announce())
 	// The stamp of a parent without a revision, before its first
 	// compare-and-set: a random multiple of 2^32.
 	requireJSON(t, `{"_id":"p1","$or":[{"reviewsRev":{"$not":{"$type":"long"}}},{"reviewsRev":{"$lt":{"$numberLong":"4294967296"}}},{"reviewsRev":{"$gte":{"$numberLong":"4611686022722355200"}}},{"reviewsRev":{"$type":"array"}}]}`, c.unstamped("p1"))
@@ -139,9 +139,9 @@ func TestPushCommands(t *testing.T) {
 	o1, o2 := `{"$oid":"`+id1.Hex()+`"}`, `{"$oid":"`+id2.Hex()+`"}`
 	// Bound to the incarnation the Add read, 3 * 2^32: its revision from
 	// the stamp to the next.
-	// No recomputation announced: the push field is not the revision.
+	// No recomputation announced: the push field is not true.
 	requireJSON(t, `{"_id":"p1","reviewsRev":{"$gte":{"$numberLong":"12884901888"},"$lt":{"$numberLong":"17179869184"}},"reviews._id":{"$nin":[`+o1+`,`+o2+`]},`+
-		`"$expr":{"$ne":["$reviewsPushed","$reviewsRev"]}}`,
+		`"reviewsPushed":{"$ne":true}}`,
 		c.pushFilter("p1", 3<<32, []bson.RawValue{rawValue(t, id1), rawValue(t, id2)}))
 	requireJSON(t, `{"$push":{"reviews":{"$each":[`+
 		`{"_id":`+o1+`,"stars":{"$numberInt":"5"},"productId":"p1"},`+
@@ -158,16 +158,18 @@ func TestPushCommands(t *testing.T) {
 
 // TestRecomputationCommands pins the update of a recomputation on every
 // plan: the merge pipeline on the push plan, a $set of the subset
-// otherwise; both increment the revision.
+// otherwise; both increment the revision; the merge sets the push field
+// to a new ObjectID (it ends an announcement).
 func TestRecomputationCommands(t *testing.T) {
 	c := newCommands(reviewsConfig(""))
+	token := bson.NewObjectID()
 	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}, {Key: "note", Value: "$costly"}})}
 	stale := []bson.RawValue{rawValue(t, "r0")}
 	for p, servers := range plans(t) {
-		got := c.recomputation(p, top, stale, 4)
+		got := c.recomputation(p, top, stale, 4, token)
 		if !p.push {
 			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
-			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil, 0))
+			requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, c.recomputation(p, nil, nil, 0, token))
 			continue
 		}
 		mongotest.Detail(t, "push plan: %v", servers)
@@ -184,10 +186,11 @@ func TestRecomputationCommands(t *testing.T) {
 								{"$not":[{"$in":["$$e._id",{"$concatArrays":["$$top._id",{"$literal":` + stale + `}]}]}]}]}}}]},
 						"sortBy":{"stars":{"$numberInt":"-1"},"_id":{"$numberInt":"-1"}}}},
 						{"$numberInt":"10"}]}}},
-				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]}}}]`
+				"reviewsRev":{"$add":[{"$ifNull":["$reviewsRev",{"$numberLong":"0"}]},{"$numberLong":"1"}]},
+				"reviewsPushed":{"$literal":{"$oid":"` + token.Hex() + `"}}}}]`
 		}
 		requireJSON(t, merge(`[{"_id":"r1","stars":{"$numberInt":"4"},"note":"$costly"}]`, `["r0"]`), got)
-		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil, 0),
+		requireJSON(t, merge(`[]`, `[]`), c.recomputation(p, nil, nil, 0, token),
 			"no items and no stale ids send empty arrays, never null")
 	}
 }
@@ -274,15 +277,15 @@ func TestCountCommands(t *testing.T) {
 	requireJSON(t, `{"reviewCount":{"$numberInt":"1"}}`, c.countProjection())
 	top := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "r1"}, {Key: "stars", Value: 4}})}
 	for p := range plans(t) {
-		got := c.recomputation(p, top, nil, 1234)
+		got := c.recomputation(p, top, nil, 1234, bson.NewObjectID())
 		if !p.push {
 			requireJSON(t, `{"$set":{"reviews":[{"_id":"r1","stars":{"$numberInt":"4"}}],"reviewCount":{"$numberLong":"1234"}},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`, got)
 			continue
 		}
 		set := got.(bson.A)[0].(bson.D)[0].Value.(bson.D)
-		require.Len(t, set, 3)
-		requireJSON(t, `{"$literal":{"$numberLong":"1234"}}`, set[2].Value)
-		require.Equal(t, "reviewCount", set[2].Key)
+		require.Len(t, set, 4)
+		requireJSON(t, `{"$literal":{"$numberLong":"1234"}}`, set[3].Value)
+		require.Equal(t, "reviewCount", set[3].Key)
 	}
 	requireJSON(t, `{"$set":{"reviews":[]},"$inc":{"reviewsRev":{"$numberLong":"1"}}}`,
 		newCommands(reviewsConfig("")).setUpdate(nil, 1234), "no count field, no count")

@@ -81,13 +81,13 @@ type Config struct {
 	// PushedField is the parent's field through which, on the push path
 	// (see the package documentation), pushes and recomputations see each
 	// other: every push of [Repo.Add] sets it to a new ObjectID, which
-	// tells a recomputation that a push came after its read; and a
-	// recomputation that such a push made start again copies there the
-	// revision it reads, which makes pushes match nothing until a
-	// recomputation moves the revision. The zero value means Field
-	// followed by [DefaultPushedSuffix] ("reviewsPushed"). Like the
-	// revision, the field is the repository's: it holds an ObjectID or an
-	// int64, so a parent type leaves it unmapped, or maps it as any (or
+	// tells a recomputation that a push came after its read; a
+	// recomputation that such a push made start again sets it to true,
+	// which makes pushes match nothing until a compare-and-set, which
+	// sets it to a new ObjectID. The zero value means Field followed by
+	// [DefaultPushedSuffix] ("reviewsPushed"). Like the revision, the
+	// field is the repository's: it holds an ObjectID or true, so a
+	// parent type leaves it unmapped, or maps it as any (or
 	// bson.RawValue); a field of either type fails to decode the other.
 	PushedField string
 

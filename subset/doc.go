@@ -149,11 +149,11 @@
 // subset that is not full (then no push sorted anything out; a push that
 // left it full fails it, whether or not it sorted anything out). When a
 // push made it fail (the revision is the one it read), the recomputation
-// announces
-// itself: its next read is a findAndModify that copies the revision into
-// the push field, and every push is guarded by that field differing from
-// the revision, so that none lands until a recomputation moves it (an
-// Add whose push matches nothing recomputes instead, see [Repo.Add]).
+// announces itself: its next read is a findAndModify that sets the push
+// field to true, and every push is guarded by that field not being true,
+// so that none lands until a compare-and-set, which sets the field to a
+// new ObjectID (an Add whose push matches nothing recomputes instead,
+// see [Repo.Add]).
 // So a push makes a recomputation start again once at most, and
 // otherwise the compare-and-set fails only when another recomputation
 // won. An announcement no compare-and-set follows (a call that returns

@@ -199,7 +199,7 @@ func arraySize(docs []bson.Raw) int {
 // itemLimit is the largest item the repository stores under the parent:
 // Cap items of that size fit in a parent that holds nothing else, its
 // _id, the subset (with the type byte and index key of each element), the
-// revision (an int64) and the push field (an ObjectID, or an int64).
+// revision (an int64) and the push field (an ObjectID, or true).
 func (r *Repo[P, I]) itemLimit(parent parentRef) int {
 	return (r.itemBudget - len(parent.val.Value)) / r.cfg.Cap
 }

@@ -53,10 +53,9 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 
 // announceParent is the push plan's read of the parent by a
 // recomputation that a push made start again: one findAndModify (retried
-// after a transient failure) that copies the revision into the push
-// field (commands.announce), so that no push lands until a
-// recomputation moves the revision, and returns the parent's state as
-// readParent does.
+// after a transient failure) that sets the push field to true
+// (commands.announce), so that no push lands until a compare-and-set,
+// and returns the parent's state as readParent does.
 func (r *Repo[P, I]) announceParent(ctx context.Context, p plan, parentID any) (parentState, error) {
 	raw, err := write(ctx, func() (bson.Raw, error) {
 		return r.parents.FindOneAndUpdate(ctx, r.cmd.parent(parentID), r.cmd.announce(), r.cmd.announced(p)).Raw()
@@ -269,8 +268,9 @@ func (r *Repo[P, I]) findItems(ctx context.Context, filter bson.D, opts ...optio
 // after a push that left the subset full in its window (casFilter: it
 // may have sorted out an item the find did not read): that failure leaves the revision as it was, and the
 // recomputation announces itself at its next read (announceParent, one
-// command more), from which on no push lands until a recomputation moves
-// the revision, so that no push makes it start again. maxAttempts only
+// command more), from which on no push lands until a compare-and-set
+// (which moves the revision and ends the announcement), so that no push
+// makes it start again. maxAttempts only
 // guards against writers that move the revision otherwise.
 func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st parentState, fresh bool, inc int64) error {
 	floor := int64(-1) // the first revision read after the change
@@ -308,7 +308,7 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 		if p.push {
 			stale = st.stale(r.cfg.IDField, top)
 		}
-		update := r.cmd.recomputation(p, top, stale, n)
+		update := r.cmd.recomputation(p, top, stale, n, bson.NewObjectID())
 		res, err := write(ctx, func() (*mongo.UpdateResult, error) {
 			return r.parents.UpdateOne(ctx, r.cmd.casFilter(p, parentID, st, announced), update)
 		})
