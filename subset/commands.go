@@ -89,11 +89,18 @@ func (c commands) parentState(p plan) bson.D {
 // <field>.<idField>: {$nin: ids}, <pushed>: {$ne: true}}. A parent
 // deleted and created again since Add's read matches it no more.
 func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.D {
+	return append(c.inIncarnation(parentID, inc),
+		bson.E{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
+		bson.E{Key: c.pushed, Value: neTrue},
+	)
+}
+
+// inIncarnation matches the parent in the incarnation inc (a stamp, see
+// newIncarnation): {_id: id, rev: {$gte: inc, $lt: inc + 2^32}}.
+func (c commands) inIncarnation(parentID any, inc int64) bson.D {
 	return bson.D{
 		{Key: "_id", Value: parentID},
 		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
-		{Key: c.idPath, Value: bson.D{{Key: "$nin", Value: ids}}},
-		{Key: c.pushed, Value: neTrue},
 	}
 }
 
@@ -156,10 +163,11 @@ func (c commands) casFilter(p plan, parentID any, st parentState, announced bool
 }
 
 // announce is the update of the push plan's read of a parent by a
-// recomputation that a push made start again (see casFilter): {$set:
-// {<pushed>: true}}, which makes every push match nothing (see
-// pushFilter) until a compare-and-set, which sets the field to a new
-// ObjectID (mergeUpdate).
+// recomputation that a push made start again (see casFilter), filtered
+// on the parent in the incarnation it recomputes (inIncarnation, so that
+// a parent deleted and created again gets none): {$set: {<pushed>:
+// true}}, which makes every push match nothing (see pushFilter) until a
+// compare-and-set, which sets the field to a new ObjectID (mergeUpdate).
 func (c commands) announce() bson.D {
 	return bson.D{{Key: "$set", Value: bson.D{{Key: c.pushed, Value: true}}}}
 }
@@ -212,9 +220,16 @@ const (
 )
 
 // stamp sets the revision to incarnation, a random multiple of 2^32
-// (newIncarnation): {$set: {rev: incarnation}}.
-func (c commands) stamp(incarnation int64) bson.D {
-	return bson.D{{Key: "$set", Value: bson.D{{Key: c.rev, Value: incarnation}}}}
+// (newIncarnation): {$set: {rev: incarnation}}; on the push plan the push
+// field to token, a new ObjectID, too (a copy of a parent made while a
+// recomputation held pushes off carries true there, which would hold off
+// the new parent's pushes).
+func (c commands) stamp(p plan, incarnation int64, token bson.ObjectID) bson.D {
+	set := bson.D{{Key: c.rev, Value: incarnation}}
+	if p.push {
+		set = append(set, bson.E{Key: c.pushed, Value: token})
+	}
+	return bson.D{{Key: "$set", Value: set}}
 }
 
 // recomputation is the update of a recomputation on plan p: mergeUpdate

@@ -120,7 +120,17 @@ func TestParentCommands(t *testing.T) {
 	// The stamp of a parent without a revision, before its first
 	// compare-and-set: a random multiple of 2^32.
 	requireJSON(t, `{"_id":"p1","$or":[{"reviewsRev":{"$not":{"$type":"long"}}},{"reviewsRev":{"$lt":{"$numberLong":"4294967296"}}},{"reviewsRev":{"$gte":{"$numberLong":"4611686022722355200"}}},{"reviewsRev":{"$type":"array"}}]}`, c.unstamped("p1"))
-	requireJSON(t, `{"$set":{"reviewsRev":{"$numberLong":"8589934592"}}}`, c.stamp(2<<32))
+	for p, servers := range plans(t) {
+		if p.push {
+			// A copy of a parent made while pushes were held off
+			// carries true in the push field: the stamp replaces it.
+			requireJSON(t, `{"$set":{"reviewsRev":{"$numberLong":"8589934592"},"reviewsPushed":{"$oid":"`+token.Hex()+`"}}}`, c.stamp(p, 2<<32, token), "%v", servers)
+		} else {
+			requireJSON(t, `{"$set":{"reviewsRev":{"$numberLong":"8589934592"}}}`, c.stamp(p, 2<<32, token), "%v", servers)
+		}
+	}
+	// The announcement, bound to the incarnation recomputed.
+	requireJSON(t, `{"_id":"p1","reviewsRev":{"$gte":{"$numberLong":"12884901888"},"$lt":{"$numberLong":"17179869184"}}}`, c.inIncarnation("p1", 3<<32))
 	for range 100 {
 		n := newIncarnation()
 		require.True(t, n >= 1<<32 && n <= 1<<62 && n%(1<<32) == 0, "%d: a multiple of 2^32 from 2^32 to 2^62", n)

@@ -92,7 +92,8 @@
 // int64 from 2^32 to 2^62 + 2^32 (null; 0, as a Go int64 field without omitempty
 // creates it; a double, as a JavaScript client may write it back), is
 // first stamped with a random int64 multiple of 2^32 (up to 2^62), by a
-// findAndModify filtered on such a revision that returns the parent: one
+// findAndModify filtered on such a revision that returns the parent (on
+// the push path it sets the push field to a new ObjectID too, see below): one
 // command more, once per parent, sent by the first recomputation or the
 // first [Repo.Add], which stamps the parent it reads before storing its
 // items. A parent type that maps the field must
@@ -154,7 +155,10 @@
 // so that none lands until a compare-and-set, which sets the field to a
 // new ObjectID (an Add whose push matches nothing recomputes instead,
 // see [Repo.Add]).
-// So a push makes a recomputation start again once at most, and
+// The announcement is bound to the incarnation recomputed, so that a
+// parent deleted and created again gets none (the recomputation then
+// reads it, one command more). So a push makes a recomputation start
+// again once at most, and
 // otherwise the compare-and-set fails only when another recomputation
 // won. An announcement no compare-and-set follows (a call that returns
 // after the read, or is cut short) holds pushes off until the next

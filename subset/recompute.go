@@ -51,23 +51,28 @@ func (r *Repo[P, I]) readParent(ctx context.Context, p plan, filter bson.D) (par
 	return r.decodeParent(raw)
 }
 
-// announceParent is the push plan's read of the parent by a
-// recomputation that a push made start again: one findAndModify (retried
-// after a transient failure) that sets the push field to true
-// (commands.announce), so that no push lands until a compare-and-set,
-// and returns the parent's state as readParent does.
-func (r *Repo[P, I]) announceParent(ctx context.Context, p plan, parentID any) (parentState, error) {
+// announceParent is the push plan's read of the parent, in the
+// incarnation inc, by a recomputation that a push made start again: one
+// findAndModify (retried after a transient failure) that sets the push
+// field to true (commands.announce), so that no push lands until a
+// compare-and-set, and returns the parent's state as readParent does,
+// and true. When no parent of that incarnation matches (deleted, and
+// maybe created again) it announces nothing: it reads the parent as
+// readParent does (one command more) and returns false.
+func (r *Repo[P, I]) announceParent(ctx context.Context, p plan, parentID any, inc int64) (parentState, bool, error) {
 	raw, err := write(ctx, func() (bson.Raw, error) {
-		return r.parents.FindOneAndUpdate(ctx, r.cmd.parent(parentID), r.cmd.announce(), r.cmd.announced(p)).Raw()
+		return r.parents.FindOneAndUpdate(ctx, r.cmd.inIncarnation(parentID, inc), r.cmd.announce(), r.cmd.announced(p)).Raw()
 	})
 	if errors.Is(err, mongo.ErrNoDocuments) {
-		return parentState{}, errNoParent
+		st, err := r.readParent(ctx, p, r.cmd.parent(parentID))
+		return st, false, err
 	}
 	if err != nil {
-		return parentState{}, fmt.Errorf("read the parent: %w", err)
+		return parentState{}, false, fmt.Errorf("read the parent: %w", err)
 	}
 	patterns.OperationFrom(ctx).Affected(1) // as the stamp: a findAndModify wrote the parent
-	return r.decodeParent(raw)
+	st, err := r.decodeParent(raw)
+	return st, err == nil, err
 }
 
 // findParent reads the parent that filter matches (one findOne, with
@@ -151,9 +156,9 @@ var errStamped = errors.New("the parent has a stamped revision, or is gone")
 // would match a parent created again meanwhile, and write into it the
 // items read from the deleted one. It returns errStamped when the filter
 // matches nothing.
-func (r *Repo[P, I]) stamp(ctx context.Context, parentID any) (parentState, error) {
+func (r *Repo[P, I]) stamp(ctx context.Context, p plan, parentID any) (parentState, error) {
 	raw, err := write(ctx, func() (bson.Raw, error) {
-		return r.parents.FindOneAndUpdate(ctx, r.cmd.unstamped(parentID), r.cmd.stamp(newIncarnation()), stamped).Raw()
+		return r.parents.FindOneAndUpdate(ctx, r.cmd.unstamped(parentID), r.cmd.stamp(p, newIncarnation(), bson.NewObjectID()), stamped).Raw()
 	})
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return parentState{}, errStamped
@@ -179,7 +184,7 @@ func (r *Repo[P, I]) ensureStamped(ctx context.Context, p plan, parentID any, st
 		if attempt > maxAttempts {
 			return parentState{}, fmt.Errorf("the parent was created again under %d stamps; call Rebuild: %w", maxAttempts, patterns.ErrConflict)
 		}
-		got, err := r.stamp(ctx, parentID)
+		got, err := r.stamp(ctx, p, parentID)
 		if errors.Is(err, errStamped) {
 			got, err = r.readParent(ctx, p, r.cmd.parent(parentID))
 		}
@@ -324,7 +329,7 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 		}
 		prev := st
 		if announced {
-			st, err = r.announceParent(ctx, p, parentID)
+			st, announced, err = r.announceParent(ctx, p, parentID, prev.incarnation())
 		} else {
 			st, err = r.readParent(ctx, p, r.cmd.parent(parentID))
 		}
@@ -335,15 +340,9 @@ func (r *Repo[P, I]) recompute(ctx context.Context, p plan, parentID any, st par
 			// The revision as read: a push since the read left the
 			// subset full (casFilter). Announced, the
 			// recomputation holds pushes off from its read on.
-			if st, err = r.announceParent(ctx, p, parentID); err != nil {
+			if st, announced, err = r.announceParent(ctx, p, parentID, st.incarnation()); err != nil {
 				return err
 			}
-			announced = true
-		}
-		if !st.hasRev {
-			// Created again: the announcement was of no revision, and
-			// the stamp that follows announces nothing.
-			announced = false
 		}
 		switch {
 		case !st.hasRev: // created again: stamped at the next attempt (or, bound to inc, errRecreated)
