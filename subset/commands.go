@@ -97,11 +97,12 @@ func (c commands) pushFilter(parentID any, inc int64, ids []bson.RawValue) bson.
 
 // inIncarnation matches the parent in the incarnation inc (a stamp, see
 // newIncarnation): {_id: id, rev: {$gte: inc, $lt: inc + 2^32}}.
+// (Room for pushFilter's two conditions more.)
 func (c commands) inIncarnation(parentID any, inc int64) bson.D {
-	return bson.D{
-		{Key: "_id", Value: parentID},
-		{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}},
-	}
+	f := make(bson.D, 2, 4)
+	f[0] = bson.E{Key: "_id", Value: parentID}
+	f[1] = bson.E{Key: c.rev, Value: bson.D{{Key: "$gte", Value: inc}, {Key: "$lt", Value: inc + minStamp}}}
+	return f
 }
 
 // pushUpdate pushes the documents into the subset, sorts it in the
