@@ -102,6 +102,21 @@ var versionHistories = (&porcupine.NondeterministicModel{
 		by := map[int32][]porcupine.Operation{}
 		for _, o := range history {
 			in := o.Input.(vop)
+			if out, known := o.Output.(vout); in.op == "update" && known && out.res == "notfound" {
+				// Update's godoc: "an older one is first migrated and
+				// written back ..., then updated. Between these steps
+				// a reader may see the migrated document without the
+				// update": an Update that then finds the document gone
+				// (deleted between its steps) returns ErrNotFound after
+				// a write-back that readers saw (soak seed
+				// 771500939865288363, native, FerretDB 2.7: an old
+				// release's Replace met the version 2 it wrote). The
+				// write-back is an operation of its own over the
+				// Update's span, which may or may not migrate.
+				by[in.id] = append(by[in.id], porcupine.Operation{
+					ClientId: o.ClientId, Input: vop{op: "writeback", id: in.id}, Call: o.Call, Return: o.Return,
+				})
+			}
 			if in.op != "find" && in.op != "migrate" {
 				by[in.id] = append(by[in.id], o)
 				continue
@@ -173,7 +188,7 @@ var versionHistories = (&porcupine.NondeterministicModel{
 				return either(s.exists && s.version == 1 && out.found[in.id] == s.content, s)
 			}
 			return either(s.exists && out.found[in.id] == s.content, s, migrated)
-		case "migrate":
+		case "migrate", "writeback":
 			return []any{s, migrated}
 		case "update", "oldupdate":
 			applied := s
@@ -405,5 +420,16 @@ func TestHistoriesModel(t *testing.T) {
 		{Name: "old release reads version 2", History: []porcupine.Operation{ins, upd, op(vop{op: "oldget", id: 1}, got("oldget", "2|1,2,"), 4, 5)}, OK: false},
 		{Name: "old release after a write-back", History: []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, vout{res: "newer"}, 4, 5)}, OK: true},
 		{Name: "old release without a write-back", History: []porcupine.Operation{ins, op(vop{op: "get", id: 1}, got("get", "1|1,"), 2, 3), op(vop{op: "oldget", id: 1}, got("oldget", "1|1,"), 4, 5)}, OK: true},
+		// Update's godoc: the write-back of an older document comes
+		// before the update, and readers may see it; a Delete between
+		// the steps makes the Update return ErrNotFound (seed
+		// 771500939865288363).
+		{Name: "an Update's write-back, then the document deleted", History: []porcupine.Operation{ins,
+			op(vop{op: "update", id: 1, value: 2}, vout{res: "notfound"}, 10, 100),
+			op(vop{op: "oldreplace", id: 1, value: 3}, vout{res: "newer"}, 20, 30),
+			op(vop{op: "delete", id: 1}, vout{res: "ok"}, 40, 50)}, OK: true},
+		{Name: "an Update's write-back, then the document deleted: control, no Update", History: []porcupine.Operation{ins,
+			op(vop{op: "oldreplace", id: 1, value: 3}, vout{res: "newer"}, 20, 30),
+			op(vop{op: "delete", id: 1}, vout{res: "ok"}, 40, 50)}, OK: false},
 	})
 }
