@@ -102,17 +102,20 @@ var versionHistories = (&porcupine.NondeterministicModel{
 		by := map[int32][]porcupine.Operation{}
 		for _, o := range history {
 			in := o.Input.(vop)
-			if out, known := o.Output.(vout); in.op == "update" && known && out.res == "notfound" {
+			if _, known := o.Output.(vout); in.op == "update" && known {
 				// Update's godoc: "an older one is first migrated and
 				// written back ..., then updated. Between these steps
 				// a reader may see the migrated document without the
-				// update": an Update that then finds the document gone
-				// (deleted between its steps) returns ErrNotFound after
-				// a write-back that readers saw (soak seed
-				// 771500939865288363, native, FerretDB 2.7: an old
-				// release's Replace met the version 2 it wrote). The
-				// write-back is an operation of its own over the
-				// Update's span, which may or may not migrate.
+				// update": readers may see the write-back before the
+				// update lands, and an Update that then finds the
+				// document gone (deleted between its steps) returns
+				// ErrNotFound after it (soak seeds 771500939865288363,
+				// native, and 1437108749277053174, portable, FerretDB
+				// 2.7: an old release's Replace met the version 2 of
+				// the write-back, a Get then the content without the
+				// update). The write-back is an operation of its own
+				// over the Update's span, which may or may not migrate
+				// (one of unknown outcome may migrate by itself).
 				by[in.id] = append(by[in.id], porcupine.Operation{
 					ClientId: o.ClientId, Input: vop{op: "writeback", id: in.id}, Call: o.Call, Return: o.Return,
 				})
