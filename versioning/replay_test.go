@@ -1,7 +1,6 @@
 package versioning_test
 
 import (
-	"bufio"
 	"errors"
 	"math"
 	"os"
@@ -16,9 +15,9 @@ import (
 	"github.com/mongopatterns/mongopatterns/internal/linear"
 )
 
-// replayRE reads a line of a history (linear.Check's text): call, return,
-// client, op(id, value) -> {res map[id:content ...]}.
-var replayRE = regexp.MustCompile(`^\s*(\d+)\s+(\d+) client (\d+)\s+(\w+)\((\d+), (-?\d+)\) -> (.*)$`)
+// replayRE reads an operation as versionHistories describes it:
+// op(id, value) -> {res map[id:content ...]}, or -> unknown (...).
+var replayRE = regexp.MustCompile(`^(\w+)\((\d+), (-?\d+)\) -> (.*)$`)
 
 // foundRE reads one document of an outcome's map: id:content.
 var foundRE = regexp.MustCompile(`(\d+):([^ \]]*)`)
@@ -27,50 +26,34 @@ var foundRE = regexp.MustCompile(`(\d+):([^ \]]*)`)
 // (LINEAR_OUT=<dir> writes seed_<seed>.txt for each violation) against
 // the model as it is now: REPLAY=<that .txt> go test -run
 // TestReplayHistory -v ./versioning. It says whether the model accepts
-// it, and which single operations, left out, make it acceptable. It
-// sends nothing to a server; without REPLAY it skips.
+// it, and which single operations, left out, make it acceptable
+// (linear.Explain). It sends nothing to a server; without REPLAY it
+// skips.
 func TestReplayHistory(t *testing.T) {
 	if os.Getenv("REPLAY") == "" {
 		t.Skip("skipped: set REPLAY to a history's .txt")
 	}
-	f, err := os.Open(os.Getenv("REPLAY"))
+	lines, err := linear.ReadText(os.Getenv("REPLAY"))
 	require.NoError(t, err)
-	defer f.Close()
 	var ops []porcupine.Operation
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := replayRE.FindStringSubmatch(sc.Text())
-		if m == nil {
-			t.Fatalf("not a line of a history: %q", sc.Text())
-		}
-		call, _ := strconv.ParseInt(m[1], 10, 64)
-		ret, _ := strconv.ParseInt(m[2], 10, 64)
-		cl, _ := strconv.Atoi(m[3])
-		id, _ := strconv.ParseInt(m[5], 10, 32)
-		value, _ := strconv.Atoi(m[6])
-		in := vop{op: m[4], id: int32(id), value: value}
-		var out any
-		if strings.HasPrefix(m[7], "unknown") {
-			out = linear.Unknown{Err: errors.New(m[7])}
-			ret = math.MaxInt64
+	for _, l := range lines {
+		m := replayRE.FindStringSubmatch(l.Text)
+		require.NotNil(t, m, "not an operation of versionHistories: %q", l.Text)
+		id, _ := strconv.ParseInt(m[2], 10, 32)
+		value, _ := strconv.Atoi(m[3])
+		o := porcupine.Operation{ClientId: l.Client, Call: l.Call, Return: l.Return, Input: vop{op: m[1], id: int32(id), value: value}}
+		if strings.HasPrefix(m[4], "unknown") {
+			o.Output, o.Return = linear.Unknown{Err: errors.New(m[4])}, math.MaxInt64
 		} else {
-			s := strings.TrimSuffix(strings.TrimPrefix(m[7], "{"), "}")
-			res, found, _ := strings.Cut(s, " ")
-			o := vout{res: res, found: map[int32]string{}}
+			res, found, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(m[4], "{"), "}"), " ")
+			out := vout{res: res, found: map[int32]string{}}
 			for _, d := range foundRE.FindAllStringSubmatch(found, -1) {
 				k, _ := strconv.ParseInt(d[1], 10, 32)
-				o.found[int32(k)] = d[2]
+				out.found[int32(k)] = d[2]
 			}
-			out = o
+			o.Output = out
 		}
-		ops = append(ops, porcupine.Operation{ClientId: cl, Call: call, Return: ret, Input: in, Output: out})
+		ops = append(ops, o)
 	}
-	t.Logf("%d ops: linearizable %v", len(ops), porcupine.CheckOperations(versionHistories, ops))
-	for i := range ops {
-		rest := append(append([]porcupine.Operation{}, ops[:i]...), ops[i+1:]...)
-		if porcupine.CheckOperations(versionHistories, rest) {
-			t.Logf("without op %d (%v -> %v): linearizable", i, ops[i].Input, ops[i].Output)
-		}
-	}
+	linear.Explain(t, versionHistories, ops)
 }

@@ -18,7 +18,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,4 +157,50 @@ func historyText(model porcupine.Model, ops []porcupine.Operation) []byte {
 		fmt.Fprintf(&b, "%10d %10d client %-3d %s\n", o.Call/1000, o.Return/1000, o.ClientId, describe(o.Input, o.Output))
 	}
 	return []byte(b.String())
+}
+
+// Line is one operation of a history as text (see [Check]): its call
+// and return times in microseconds, its client, and the model's
+// description of it.
+type Line struct {
+	Call, Return int64
+	Client       int
+	Text         string
+}
+
+// lineRE reads a line of historyText.
+var lineRE = regexp.MustCompile(`^\s*(\d+)\s+(\d+) client (\d+)\s+(.*)$`)
+
+// ReadText reads a history that [Check] or [Keep] wrote as text.
+func ReadText(path string) ([]Line, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var lines []Line
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		m := lineRE.FindStringSubmatch(l)
+		if m == nil {
+			return nil, fmt.Errorf("linear: %s: not a line of a history: %q", path, l)
+		}
+		call, _ := strconv.ParseInt(m[1], 10, 64)
+		ret, _ := strconv.ParseInt(m[2], 10, 64)
+		client, _ := strconv.Atoi(m[3])
+		lines = append(lines, Line{Call: call, Return: ret, Client: client, Text: m[4]})
+	}
+	return lines, nil
+}
+
+// Explain logs whether model accepts ops, and each single operation
+// whose removal makes them acceptable: where to look first in a history
+// a soak kept, replayed against the model as it is now.
+func Explain(t testing.TB, model porcupine.Model, ops []porcupine.Operation) {
+	t.Helper()
+	t.Logf("%d ops: linearizable %v", len(ops), porcupine.CheckOperations(model, ops))
+	for i := range ops {
+		rest := append(append([]porcupine.Operation{}, ops[:i]...), ops[i+1:]...)
+		if porcupine.CheckOperations(model, rest) {
+			t.Logf("without op %d (%v -> %v): linearizable", i, ops[i].Input, ops[i].Output)
+		}
+	}
 }

@@ -104,4 +104,10 @@ func TestKeepWritesTheHistoryToLinearOut(t *testing.T) {
 	b, err := os.ReadFile(dir + "/" + t.Name() + ".txt")
 	require.NoError(t, err, "the history as text, in LINEAR_OUT")
 	require.Regexp(t, `(?m)^ +\d+ +\d+ client 0 +\[0 1\] -> <nil>\n +\d+ +\d+ client 1 +\[1 0\] -> unknown \(reset\)\n$`, string(b))
+	lines, err := linear.ReadText(dir + "/" + t.Name() + ".txt")
+	require.NoError(t, err, "ReadText reads what Keep wrote")
+	require.Len(t, lines, 2)
+	require.Equal(t, []int{0, 1}, []int{lines[0].Client, lines[1].Client})
+	require.Equal(t, []string{"[0 1] -> <nil>", "[1 0] -> unknown (reset)"}, []string{lines[0].Text, lines[1].Text})
+	require.LessOrEqual(t, lines[0].Call, lines[0].Return)
 }
