@@ -152,7 +152,7 @@ func (c commands) casFilter(p plan, parentID any, st parentState, announced bool
 		return f
 	}
 	unpushed := bson.D{{Key: c.pushed, Value: bson.D{{Key: "$exists", Value: false}}}}
-	if st.hasPushed {
+	if st.pushed.Type != 0 {
 		unpushed = bson.D{{Key: c.pushed, Value: bson.D{{Key: "$eq", Value: st.pushed}}}}
 	}
 	field := "$" + c.field

@@ -92,7 +92,7 @@ func TestParentCommands(t *testing.T) {
 
 	rev := parentState{rev: 7, hasRev: true}
 	token := bson.NewObjectID()
-	revPushed := parentState{rev: 7, hasRev: true, pushed: rawValue(t, token), hasPushed: true}
+	revPushed := parentState{rev: 7, hasRev: true, pushed: rawValue(t, token)}
 	const notFull = `{"$expr":{"$lt":[{"$size":{"$cond":[{"$isArray":"$reviews"},"$reviews",[]]}},{"$numberInt":"10"}]}}`
 	for p, servers := range plans(t) {
 		plain := `{"_id":"p1","reviewsRev":{"$numberLong":"7"}}`

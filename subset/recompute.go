@@ -20,16 +20,15 @@ import (
 // and the ids in the subset, and on a plan that measures, the parent's
 // size without them.
 type parentState struct {
-	rev       int64
-	hasRev    bool            // a stamped revision (see unstamped): false until the first recomputation stamps the parent
-	ids       []bson.RawValue // the ids in the subset, in its order
-	held      map[string]bool // bsonid.Key of ids
-	notArray  bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
-	rest      int             // plan.measure: the parent's size less its subset and revision elements
-	count     int64           // the count field
-	hasCount  bool            // false until the first recomputation with a count field
-	pushed    bson.RawValue   // plan.push: the push field (Config.PushedField)
-	hasPushed bool            // false until the first push or announcement
+	rev      int64
+	hasRev   bool            // a stamped revision (see unstamped): false until the first recomputation stamps the parent
+	ids      []bson.RawValue // the ids in the subset, in its order
+	held     map[string]bool // bsonid.Key of ids
+	notArray bool            // the subset field holds something other than an array, or is absent (a projection of <field>.<idField> leaves out a null)
+	rest     int             // plan.measure: the parent's size less its subset and revision elements
+	count    int64           // the count field
+	hasCount bool            // false until the first recomputation with a count field
+	pushed   bson.RawValue   // plan.push: the push field (Config.PushedField); the zero value when absent
 }
 
 // holds reports whether the subset holds the item with the given id (the
@@ -109,7 +108,7 @@ func (r *Repo[P, I]) decodeParent(raw bson.Raw) (parentState, error) {
 		}
 	}
 	if v, err := raw.LookupErr(r.cfg.PushedField); err == nil {
-		st.pushed, st.hasPushed = v, true
+		st.pushed = v
 	}
 	v, err := raw.LookupErr(r.cfg.Field)
 	if err != nil {
