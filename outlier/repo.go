@@ -55,10 +55,11 @@ type Repo[P, I any] struct {
 	overflow    *mongo.Collection
 	idPath      string // Field.IDField: the item ids in the parent
 	itemsIDPath string // items.IDField: the item ids in overflow documents
+	setByID     string // Field.$[e], and
+	byIDFilter  string // e.IDField: the element an arrayFilters update sets by id
 
-	embedded   []int    // P's field of the embedded items (see embeddedField); nil: none
-	openFields any      // see openFields
-	paths      []string // see elementPaths
+	embedded []int    // P's field of the embedded items (see embeddedField); nil: none
+	paths    []string // see elementPaths
 
 	planned     lazy.Value[plan] // the server's path, decided on first use
 	collections []string         // Parents and Overflow, for the Hook
@@ -108,8 +109,9 @@ func New[P, I any](db *mongo.Database, cfg Config) (*Repo[P, I], error) {
 		overflow:    db.Collection(cfg.Overflow),
 		idPath:      cfg.Field + "." + cfg.IDField,
 		itemsIDPath: fItems + "." + cfg.IDField,
+		setByID:     cfg.Field + ".$[e]",
+		byIDFilter:  "e." + cfg.IDField,
 		embedded:    embeddedField[P, I](cfg.Field),
-		openFields:  openFields(cfg),
 		paths:       elementPaths(cfg),
 		collections: []string{cfg.Parents, cfg.Overflow},
 	}, nil
@@ -218,7 +220,7 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // the item's presence) or idempotent (the close, the new array). It
 // counts each command sent, and the documents written, in the operation
 // of ctx.
-func updateOne(ctx context.Context, coll *mongo.Collection, filter bson.D, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
+func updateOne(ctx context.Context, coll *mongo.Collection, filter, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
 	op := patterns.OperationFrom(ctx)
 	err = srverr.Retry(ctx, func() (err error) {
 		op.Sent(1)
