@@ -30,11 +30,13 @@ type Comparison struct {
 	Allocs float64
 }
 
-// Compare runs c.Library and c.Baseline interleaved b.N times each and
-// reports, besides the usual ns/op (of the pair):
+// Compare runs c.Library and c.Baseline interleaved b.N times each (at
+// least [MinPairs] times when -benchtime is a duration) and reports:
+//
+//	ns/op                        the mean time of a pair
 //
 //	lib-ns/op, base-ns/op        mean time of one operation on each side
-//	speed-x                      the median over the b.N pairs of base time / lib time:
+//	speed-x                      the median over the pairs of base time / lib time:
 //	                             >1, the library is faster
 //	speed-lo-x, speed-hi-x       its 95% confidence interval (benchmath's, as
 //	                             benchstat's, assuming nothing of the distribution;
@@ -69,8 +71,10 @@ func Compare(b *testing.B, c Comparison) {
 		*a += ms.Mallocs - before
 		return d
 	}
+	pairs := b.N
+	runs, _ := benchBudget()
 	b.ResetTimer()
-	for i := range b.N {
+	for i := 0; i < pairs; i++ {
 		var l, r time.Duration
 		if i%2 == 0 {
 			l = run(lib, i, &libT, &libA)
@@ -80,9 +84,15 @@ func Compare(b *testing.B, c Comparison) {
 			l = run(lib, i, &libT, &libA)
 		}
 		ratios = append(ratios, float64(max(r, 1))/float64(max(l, 1)))
+		if i == pairs-1 && pairs < MinPairs && runs == 0 && b.Elapsed() >= benchDuration() {
+			// The testing package's last call (its time is up) with
+			// too few pairs to decide: a slow operation. Run more.
+			pairs = MinPairs
+		}
 	}
 	b.StopTimer()
-	n := float64(b.N)
+	n := float64(pairs)
+	b.ReportMetric(float64((libT+baseT).Nanoseconds())/n, "ns/op")
 	speed := SpeedRatio(ratios)
 	b.ReportMetric(float64(libT.Nanoseconds())/n, "lib-ns/op")
 	b.ReportMetric(float64(baseT.Nanoseconds())/n, "base-ns/op")
@@ -103,6 +113,13 @@ func Compare(b *testing.B, c Comparison) {
 		b.ReportMetric(c.Allocs, "allocs-goal-x")
 	}
 }
+
+// MinPairs is the fewest pairs [Compare] times when -benchtime is a
+// duration: an operation so slow that the time is up before it (a pair of
+// MigrateAll takes seconds on FerretDB 2) runs that many pairs anyway, so
+// that its ratio has an interval narrow enough to decide (below 6 pairs it
+// has none). -benchtime Nx runs N pairs, as asked.
+const MinPairs = 10
 
 // SpeedRatio summarizes per-pair speed ratios (baseline time over library
 // time): their median and its 95% confidence interval, with benchmath

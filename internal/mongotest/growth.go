@@ -196,6 +196,15 @@ func benchBudget() (int, time.Duration) {
 	return 0, time.Second
 }
 
+// benchDuration is -benchtime as a duration: 1 s when it is absent or a
+// count of runs.
+func benchDuration() time.Duration {
+	if _, d := benchBudget(); d > 0 {
+		return d
+	}
+	return time.Second
+}
+
 // Slope fits log t = a + s·log n by least squares over the points
 // (sizes[i], center[i]) and returns s, and its least and greatest value
 // when each t is anywhere within [lo[i], hi[i]]. The fitted slope is a

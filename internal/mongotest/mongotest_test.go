@@ -2,6 +2,7 @@ package mongotest_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"slices"
 	"sync"
@@ -272,4 +273,35 @@ func TestRequireTargetedRoutesWhatWasSent(t *testing.T) {
 	c.RequireRefused(rec, byParent, map[string]string{"update items": "allowed"}, map[string][]int32{"update items": {72}})
 	require.Len(t, rec.errs, 1, "an expected refusal that does not happen fails: %v", rec.errs)
 	require.Contains(t, rec.errs[0], "was not refused with code 72")
+}
+
+// TestCompareRunsASlowOperationMinPairsTimes: when one pair outlasts
+// -benchtime (a duration), the testing package stops after one pair;
+// Compare runs MinPairs pairs anyway, so that the ratio has an interval,
+// and reports ns/op over them. With -benchtime Nx it runs N pairs.
+func TestCompareRunsASlowOperationMinPairsTimes(t *testing.T) {
+	old := flag.Lookup("test.benchtime").Value.String()
+	t.Cleanup(func() { require.NoError(t, flag.Set("test.benchtime", old)) })
+	for _, tc := range []struct {
+		benchtime string
+		pairs     int
+	}{{"50ms", mongotest.MinPairs}, {"3x", 3}} {
+		require.NoError(t, flag.Set("test.benchtime", tc.benchtime))
+		var lib, base int
+		side := func(n *int) func(*testing.B) func(int) {
+			return func(*testing.B) func(int) {
+				return func(int) { *n++; time.Sleep(30 * time.Millisecond) }
+			}
+		}
+		res := testing.Benchmark(func(b *testing.B) {
+			lib, base = 0, 0 // each call of the testing package starts again
+			mongotest.Compare(b, mongotest.Comparison{Library: side(&lib), Baseline: side(&base), Speed: 0.5})
+		})
+		require.Equal(t, tc.pairs, lib, tc.benchtime)
+		require.Equal(t, tc.pairs, base, tc.benchtime)
+		if tc.pairs >= 6 {
+			require.Contains(t, res.Extra, "speed-lo-x", "an interval: %v", res.Extra)
+		}
+		require.InDelta(t, 60e6, res.Extra["ns/op"], 30e6, "a pair's time, not the testing package's b.N's")
+	}
 }
