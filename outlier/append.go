@@ -210,17 +210,17 @@ func (r *Repo[P, I]) append(ctx context.Context, parentID any, items []I) error 
 	if mongo.SessionFromContext(ctx) != nil {
 		// Written alone, in the caller's session: another call's items
 		// must not join its transaction.
-		return r.appendItems(ctx, p, id, pending, budget)
+		return r.appendItems(ctx, p, id, parentID, pending, budget)
 	}
 	return r.queued.do(ctx, bsonid.Key(id), pending, func(ctx context.Context, items []item) error {
-		return r.appendItems(ctx, p, id, items, budget)
+		return r.appendItems(ctx, p, id, parentID, items, budget)
 	})
 }
 
 // appendItems appends a batch of items (see appendQueues) to the parent;
 // see Append.
-func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, parentID bson.RawValue, pending []item, budget int) error {
-	key, held, err := r.lockParent(ctx, p, parentID)
+func (r *Repo[P, I]) appendItems(ctx context.Context, p plan, id bson.RawValue, parentID any, pending []item, budget int) error {
+	key, held, err := r.lockParent(ctx, p, id)
 	if err != nil {
 		return err
 	}
@@ -324,7 +324,7 @@ type appendRun struct {
 // Append knows (those read and those it pushed). done: every item is
 // stored. Neither: read the parent again (a push missed, or was refused,
 // or took some of the items one at a time).
-func (r *Repo[P, I]) intoOpen(ctx context.Context, p plan, parentID bson.RawValue, st parentState, b *appendRun) (over []item, held int, done bool, err error) {
+func (r *Repo[P, I]) intoOpen(ctx context.Context, p plan, parentID any, st parentState, b *appendRun) (over []item, held int, done bool, err error) {
 	k := r.fitParent(st, b.pending)
 	if b.one {
 		k = min(k, 1)
@@ -576,7 +576,7 @@ const (
 // the plan that guards on it) and holds none of them. It retries FerretDB 2.x's transient deadlock
 // (srverr.Retry): the failed attempt applied nothing, and the guard on the
 // item ids makes the push idempotent.
-func (r *Repo[P, I]) pushParent(ctx context.Context, p plan, parentID bson.RawValue, n int, items []item) (outcome, error) {
+func (r *Repo[P, I]) pushParent(ctx context.Context, p plan, parentID any, n int, items []item) (outcome, error) {
 	filter, update := r.pushParentCommand(p, parentID, n, items)
 	return outcomeOf(updateOne(ctx, r.parents, filter, update))
 }

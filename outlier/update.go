@@ -117,7 +117,7 @@ func (r *Repo[P, I]) update(ctx context.Context, parentID any, in I) error {
 		defer r.appending.unlock(key, held)
 	}
 	for range maxMisses {
-		done, err := r.updateOnce(ctx, p, pid, it, budget)
+		done, err := r.updateOnce(ctx, p, parentID, it, budget)
 		if err != nil || done {
 			return err
 		}
@@ -129,7 +129,7 @@ func (r *Repo[P, I]) update(ctx context.Context, parentID any, in I) error {
 // updateOnce reads where the item is and replaces it there; false when
 // the guarded write matched nothing (a concurrent write changed what it
 // read).
-func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID bson.RawValue, it item, budget int) (bool, error) {
+func (r *Repo[P, I]) updateOnce(ctx context.Context, p plan, parentID any, it item, budget int) (bool, error) {
 	if p.arrayFilters {
 		filter, update, af := r.updateParentNative(parentID, it)
 		res, err := updateOne(ctx, r.parents, filter, update, options.UpdateOne().SetArrayFilters(af))
