@@ -33,7 +33,8 @@ type Comparison struct {
 // Compare runs c.Library and c.Baseline interleaved b.N times each (at
 // least [MinPairs] times when -benchtime is a duration) and reports:
 //
-//	ns/op                        the mean time of a pair
+//	ns/op, allocs/op, B/op       per pair (the testing package's, divided by the pairs
+//	                             run when Compare ran more than b.N)
 //
 //	lib-ns/op, base-ns/op        mean time of one operation on each side
 //	speed-x                      the median over the pairs of base time / lib time:
@@ -74,6 +75,8 @@ func Compare(b *testing.B, c Comparison) {
 	pairs := b.N
 	runs, _ := benchBudget()
 	b.ResetTimer()
+	runtime.ReadMemStats(&ms)
+	startMallocs, startBytes := ms.Mallocs, ms.TotalAlloc
 	for i := 0; i < pairs; i++ {
 		var l, r time.Duration
 		if i%2 == 0 {
@@ -92,7 +95,14 @@ func Compare(b *testing.B, c Comparison) {
 	}
 	b.StopTimer()
 	n := float64(pairs)
-	b.ReportMetric(float64((libT+baseT).Nanoseconds())/n, "ns/op")
+	if pairs != b.N {
+		// The testing package divides what it measured by b.N: say it
+		// per pair instead.
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/op")
+		runtime.ReadMemStats(&ms)
+		b.ReportMetric(float64(ms.Mallocs-startMallocs)/n, "allocs/op")
+		b.ReportMetric(float64(ms.TotalAlloc-startBytes)/n, "B/op")
+	}
 	speed := SpeedRatio(ratios)
 	b.ReportMetric(float64(libT.Nanoseconds())/n, "lib-ns/op")
 	b.ReportMetric(float64(baseT.Nanoseconds())/n, "base-ns/op")

@@ -302,6 +302,6 @@ func TestCompareRunsASlowOperationMinPairsTimes(t *testing.T) {
 		if tc.pairs >= 6 {
 			require.Contains(t, res.Extra, "speed-lo-x", "an interval: %v", res.Extra)
 		}
-		require.InDelta(t, 60e6, res.Extra["ns/op"], 30e6, "a pair's time, not the testing package's b.N's")
+		require.InDelta(t, 60e6, float64(res.NsPerOp()), 30e6, "a pair's time, not the testing package's b.N's")
 	}
 }
