@@ -15,7 +15,9 @@ import (
 // Library and Baseline each prepare their side, on fresh data of their
 // own (each in its own [DB], seeded identically), and return the
 // operation to time: op(i) does the i-th unit of the work, the same for
-// both sides. The two sides are timed interleaved, one operation each in
+// both sides, for i from 0 to the number of pairs less one (b.N, or
+// [MinPairs] when Compare runs more: data seeded for b.N operations must
+// take that many). The two sides are timed interleaved, one operation each in
 // turn (in alternating order), so that the state of the machine and of
 // the server drifts alike for both.
 type Comparison struct {
