@@ -45,8 +45,8 @@ func (r *Repo[P, I]) stateProjection(p plan) bson.D {
 }
 
 // pushParentCommand is the filter and the update of a guarded push of
-// items into the parent. The filter matches the parent while it is open (flag not true),
-// has an array ({$type: "array"}: $push fails on null and on a value of
+// items into the parent. The filter matches the parent while it is open
+// (flag not true), has an array ({$type: "array"}: $push fails on null and on a value of
 // another type, which Append reads to say so), can take the k
 // items and holds none of them: the atomic guard of a push into the
 // parent. "Holds none" is $nor of $in rather than $nin, which means the
@@ -173,7 +173,7 @@ func mustMarshal(d bson.D) bson.Raw {
 	return raw
 }
 
-// unread is the n of [Repo.pushParentFilter] for a push sent before
+// unread is the n of [Repo.pushParentCommand] for a push sent before
 // Append read the parent.
 const unread = -1
 

@@ -220,7 +220,7 @@ func sameKey(got bson.Raw, want bson.D) bool {
 // the item's presence) or idempotent (the close, the new array). It
 // counts each command sent, and the documents written, in the operation
 // of ctx.
-func updateOne(ctx context.Context, coll *mongo.Collection, filter, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
+func updateOne(ctx context.Context, coll *mongo.Collection, filter bson.D, update any, opts ...options.Lister[options.UpdateOneOptions]) (res *mongo.UpdateResult, err error) {
 	op := patterns.OperationFrom(ctx)
 	err = srverr.Retry(ctx, func() (err error) {
 		op.Sent(1)
