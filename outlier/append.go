@@ -572,7 +572,7 @@ const (
 )
 
 // pushParent pushes items into the parent if it is open, has room for
-// them (see [Repo.pushParentFilter]; n is the number of items read, for
+// them (see [Repo.pushParentCommand]; n is the number of items read, for
 // the plan that guards on it) and holds none of them. It retries FerretDB 2.x's transient deadlock
 // (srverr.Retry): the failed attempt applied nothing, and the guard on the
 // item ids makes the push idempotent.

@@ -32,7 +32,7 @@ import (
 // up with [patterns.ErrConflict]" after "A push that matches nothing
 // (another process appended first, or a retried Append finds its items
 // there)", and maxMisses' doc "Every miss means another writer made
-// progress on the same parent"; commands.go pushParentFilter: "once
+// progress on the same parent"; commands.go pushParentCommand: "once
 // read, exactly the n items read. The "or" is what makes it exact".
 // The portable plan (whole parent read, n = 3) closed the parent and
 // appended to overflow, leaving a parent that Get and Page cannot decode.

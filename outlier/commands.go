@@ -197,8 +197,8 @@ func sizeIs(n int) bson.D {
 // parent holding another number lacks, as does one that a Remove gave
 // room or that another process pushed into. (Not an element at index
 // held-1: MongoDB reads that path as a field of that name in any element
-// too; see [Repo.pushParentFilter].) "Holds none" is $nor of $in, as in
-// [Repo.pushParentFilter].
+// too; see [Repo.pushParentCommand].) "Holds none" is $nor of $in, as in
+// [Repo.pushParentCommand].
 func (r *Repo[P, I]) closeFilter(parentID any, held int, items []item) bson.D {
 	f := make(bson.D, 0, 3)
 	f = append(f, bson.E{Key: "_id", Value: parentID})
@@ -260,7 +260,7 @@ func (r *Repo[P, I]) overflowQueryProjection() bson.D {
 // within budget, and holds none of them: the guard on the ids is what
 // keeps two Appends of one id that overlap (a retry racing the attempt it
 // gave up on, which the server still runs) from storing it twice in one
-// document. "Holds none" is $nor of $in, as in [Repo.pushParentFilter].
+// document. "Holds none" is $nor of $in, as in [Repo.pushParentCommand].
 func (r *Repo[P, I]) pushOverflowFilter(parentID any, seq int64, items []item, size, budget int) bson.D {
 	return bson.D{
 		{Key: fParent, Value: parentID},
