@@ -396,6 +396,31 @@ func TestAttack60DatabaseRegistryParentID(t *testing.T) {
 		require.NoError(t, r.Remove(ctx, w, "c0"), "Remove finds it")
 	})
 
+	t.Run("an id given as the BSON value stored reaches the parent Insert stored", func(t *testing.T) {
+		// The package's Encoding section: Insert encodes with the default
+		// registry, the other methods' filters with the database's; a
+		// bson.Binary encodes alike under both.
+		w := atk60UUID{0: 0xD4, 15: 0x04}
+		id := bson.Binary{Subtype: 4, Data: w[:]}
+		_, err := r.Insert(ctx, bson.Raw(must(bson.Marshal(bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"}}))))
+		require.NoError(t, err)
+		require.NoError(t, r.Append(ctx, id, comment{ID: "a"}, comment{ID: "b"}, comment{ID: "c"}, comment{ID: "d"}), "into the parent and overflow")
+		require.NoError(t, r.Update(ctx, id, comment{ID: "a", Text: "edited"}))
+		require.NoError(t, r.Remove(ctx, id, "b"))
+		_, got, err := r.Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, []comment{{ID: "a", Text: "edited"}, {ID: "c"}, {ID: "d"}}, got)
+		page, _, err := r.Page(ctx, id, Cursor{}, 10)
+		require.NoError(t, err)
+		require.Equal(t, got, page)
+		n, err := r.Count(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, 3, n)
+		stored, err := db.Collection("posts").CountDocuments(ctx, bson.D{{Key: "_id", Value: w}})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, stored, "the application's UUID, through its registry, names the same parent")
+	})
+
 	t.Run("a parent under each encoding", func(t *testing.T) {
 		v := atk60UUID{0: 0xB2, 15: 0x02}
 		_, err := db.Collection("posts").InsertOne(ctx, bson.D{{Key: "_id", Value: v}, {Key: "title", Value: "the application's"}})

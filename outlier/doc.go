@@ -93,6 +93,19 @@
 // holds only for one client with one connection: see
 // [patterns.FeatureConcurrentUpdates].
 //
+// # Encoding
+//
+// The repository encodes what it writes, a parent for [Repo.Insert] and
+// the items, as bson.Marshal does: with the driver's default registry,
+// whatever registry the client or the database given to [New] has. A
+// parent id given to a method goes into its filters as given, for the
+// driver to encode with the database's registry; item ids are encoded
+// with the default one. So an id type that a custom registry encodes
+// otherwise (a UUID type as binary subtype 4, where the default registry
+// writes subtype 0) is stored by Insert one way and looked for by the
+// other methods the other way: give such ids as the BSON value stored (a
+// bson.Binary of subtype 4), which every registry encodes alike.
+//
 // # Indexes
 //
 // Create [Repo.Indexes] with [patterns.EnsureIndexes] before the first
