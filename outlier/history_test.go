@@ -37,7 +37,17 @@ import (
 // and the item goes to overflow ("every later item goes to overflow
 // documents, even if Remove makes room in the parent again"). An Append
 // that failed may have closed the parent without storing its item ("the
-// flag stays true with no overflow document"). Get is two reads: the
+// flag stays true with no overflow document"). An Append that closes the
+// parent writes the flag before its item ("The flag ... written before the
+// overflow document they announce", "every later item goes to overflow
+// documents, even if Remove makes room in the parent again"), so each
+// Append has a pseudo-operation "close" over its call, which closes the
+// parent at an instant when it is open and full and the item not yet
+// stored, or does nothing: a
+// Remove may make room between the close and the item's store (soak seeds
+// 14635405046120682258 and 16890165147557965816, native, FerretDB 2.7: an
+// Update of the item between them found none, and the item went to
+// overflow beside a parent with room). Get is two reads: the
 // parent (the embedded items Get's P holds) at one instant of its call,
 // the overflow (the rest) at a later one ("the parent as of the first
 // command and the overflow as of the second"), when the parent may be
@@ -71,7 +81,7 @@ type histPost struct {
 
 // oop is one drawn operation.
 type oop struct {
-	op     string // insert, append, update, remove, delete, get, getparent, getoverflow, items, page
+	op     string // insert, append, close, update, remove, delete, get, getparent, getoverflow, items, page
 	parent int
 	id     string
 	text   string
@@ -170,6 +180,9 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 					return other.op == "remove" && other.parent == in.parent && overlaps(a, o)
 				})
 				o.Input = in
+				c := o
+				c.Input = oop{op: "close", parent: in.parent, id: in.id}
+				by[in.parent] = append(by[in.parent], c)
 			case "get", "items", "page":
 				out, known := o.Output.(oout)
 				if known && out.res == "ok" {
@@ -251,6 +264,18 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 				return append(stored, s, closedOnly)
 			}
 			return slices.Concat(res("ok", s.exists, stored...), res("notfound", !s.exists, s), res("conflict", s.exists, s, closedOnly))
+		case "close":
+			// An Append that meets a full parent closes it first (the
+			// flag, guarded on the parent as read) and stores its item in
+			// overflow after: the close at any instant of the call before
+			// its item is stored (an Append that fills the parent does not
+			// close it) at which the parent is open and full, or none.
+			if s.exists && !s.closed && len(parent) >= histCap && !present {
+				closed := s
+				closed.closed = true
+				return []any{s, closed}
+			}
+			return []any{s}
 		case "update":
 			set := func(items []oitem) string {
 				out := slices.Clone(items)
@@ -592,6 +617,20 @@ func TestHistoriesModel(t *testing.T) {
 			op(oop{op: "append", parent: 1, id: "d", text: "d"}, linear.Unknown{Err: errors.New("broken")}, 30, math.MaxInt64)), func(in oop) any {
 			return map[int]oout{1: {res: "ok", parent: "a:a,b:b,", overflow: "c:c,d:d,"}, 2: {res: "ok"}}[in.parent]
 		}), OK: true},
+		// An Append that finds the parent full closes it, and stores its
+		// item in overflow after: a Remove may make room between the two,
+		// and an Update of the item between them finds none (Append godoc:
+		// "The flag ... written before the overflow document", "even if
+		// Remove makes room in the parent again").
+		{Name: "closed while full, room made, then the item in overflow", History: []porcupine.Operation{
+			appendOf("a", 0, 1), appendOf("b", 2, 3), appendOf("c", 4, 12),
+			op(oop{op: "remove", parent: 1, id: "b"}, oout{res: "ok"}, 5, 6),
+			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "notfound"}, 7, 8),
+			get("a:a,", "c:c,")}, OK: true},
+		{Name: "in overflow though the parent had room all through the Append", History: []porcupine.Operation{
+			appendOf("a", 0, 1), appendOf("b", 2, 3),
+			op(oop{op: "remove", parent: 1, id: "b"}, oout{res: "ok"}, 4, 5),
+			appendOf("c", 6, 12), get("a:a,", "c:c,")}, OK: false},
 		{Name: "Get after an Update returned, the old item (a lost update)", History: append(slices.Clone(full),
 			op(oop{op: "update", parent: 1, id: "c", text: "x"}, oout{res: "ok"}, 6, 7), get("a:a,b:b,", "c:c,")), OK: false},
 	})
