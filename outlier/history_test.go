@@ -42,8 +42,8 @@ import (
 // overflow document they announce", "every later item goes to overflow
 // documents, even if Remove makes room in the parent again"), so each
 // Append has a pseudo-operation "close" over its call, which closes the
-// parent at an instant when it is open and full and the item not yet
-// stored, or does nothing: a
+// parent at an instant before the Append's own step when the parent is
+// open and full and the item not stored, or does nothing: a
 // Remove may make room between the close and the item's store (soak seeds
 // 14635405046120682258 and 16890165147557965816, native, FerretDB 2.7: an
 // Update of the item between them found none, and the item went to
@@ -95,6 +95,9 @@ type oop struct {
 	// mayDouble is set by the partition: an Append that overlaps another
 	// Append of its id and a Remove of its parent.
 	mayDouble bool
+	// call numbers an Append and its close (from 1), set by the
+	// partition.
+	call int
 }
 
 // oout is an outcome: ok, notfound, conflict, dup; Get's items as
@@ -113,7 +116,15 @@ type ostate struct {
 	// yet, each "read:n;", n the length of the parent's part of its
 	// output: a read's overflow comes after its parent.
 	reads string
+	// settled are the Appends whose item step is done, each "call;": an
+	// Append closes the parent before its item step or not at all.
+	// (Which Appends are done follows from which operations are
+	// linearized, so this adds no states to porcupine's search.)
+	settled string
 }
+
+// settledMark is an Append's entry in ostate.settled.
+func settledMark(call int) string { return strconv.Itoa(call) + ";" }
 
 type oitem struct{ id, text string }
 
@@ -167,7 +178,7 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
 		overlaps := func(a, b porcupine.Operation) bool { return a.Call < b.Return && b.Call < a.Return }
 		by := map[int][]porcupine.Operation{}
-		reads := 0
+		reads, appends := 0, 0
 		for _, o := range history {
 			in := o.Input.(oop)
 			switch in.op {
@@ -179,9 +190,11 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 					other := a.Input.(oop)
 					return other.op == "remove" && other.parent == in.parent && overlaps(a, o)
 				})
+				appends++
+				in.call = appends
 				o.Input = in
 				c := o
-				c.Input = oop{op: "close", parent: in.parent, id: in.id}
+				c.Input = oop{op: "close", parent: in.parent, id: in.id, call: appends}
 				by[in.parent] = append(by[in.parent], c)
 			case "get", "items", "page":
 				out, known := o.Output.(oout)
@@ -228,7 +241,7 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 		present := hasItem(parent, in.id) || hasItem(overflow, in.id)
 		switch in.op {
 		case "insert":
-			created := ostate{exists: true, reads: s.reads}
+			created := ostate{exists: true, reads: s.reads, settled: s.settled}
 			if !known {
 				if s.exists {
 					return []any{s}
@@ -237,6 +250,7 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 			}
 			return append(res("ok", !s.exists, created), res("dup", s.exists, s)...)
 		case "append":
+			s.settled += settledMark(in.call)
 			it := oitem{in.id, in.text}
 			appended := s
 			if !s.closed && len(parent) < histCap {
@@ -268,9 +282,10 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 			// An Append that meets a full parent closes it first (the
 			// flag, guarded on the parent as read) and stores its item in
 			// overflow after: the close at any instant of the call before
-			// its item is stored (an Append that fills the parent does not
-			// close it) at which the parent is open and full, or none.
-			if s.exists && !s.closed && len(parent) >= histCap && !present {
+			// its item step (an Append that stored its item, skipped it or
+			// found no parent has closed nothing after) at which the
+			// parent is open and full and the item not stored, or none.
+			if s.exists && !s.closed && len(parent) >= histCap && !present && !strings.Contains(s.settled, settledMark(in.call)) {
 				closed := s
 				closed.closed = true
 				return []any{s, closed}
@@ -307,7 +322,7 @@ var outlierHistories = (&porcupine.NondeterministicModel{
 			}
 			return append(res("ok", s.exists && present, removed), res("notfound", !s.exists || !present, s)...)
 		case "delete":
-			deleted := ostate{reads: s.reads}
+			deleted := ostate{reads: s.reads, settled: s.settled}
 			if !known {
 				return []any{s, deleted}
 			}
