@@ -1,15 +1,11 @@
 package outlier
 
 import (
-	"errors"
-	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mongopatterns/mongopatterns/internal/linear"
@@ -28,25 +24,14 @@ var replayRE = regexp.MustCompile(`^(\w+)\((\d+), (\w*):(\w*) double=\w+ read=\d
 // (linear.Explain). It sends nothing to a server; without REPLAY it
 // skips.
 func TestReplayHistory(t *testing.T) {
-	if os.Getenv("REPLAY") == "" {
-		t.Skip("skipped: set REPLAY to a history's .txt")
-	}
-	lines, err := linear.ReadText(os.Getenv("REPLAY"))
-	require.NoError(t, err)
-	var ops []porcupine.Operation
-	for _, l := range lines {
-		m := replayRE.FindStringSubmatch(l.Text)
-		require.NotNil(t, m, "not an operation of outlierHistories: %q", l.Text)
+	linear.Replay(t, outlierHistories, func(text string) (any, string) {
+		m := replayRE.FindStringSubmatch(text)
+		require.NotNil(t, m, "not an operation of outlierHistories: %q", text)
 		parent, _ := strconv.Atoi(m[2])
-		o := porcupine.Operation{ClientId: l.Client, Call: l.Call, Return: l.Return, Input: oop{op: m[1], parent: parent, id: m[3], text: m[4]}}
-		if strings.HasPrefix(m[5], "unknown") {
-			o.Output, o.Return = linear.Unknown{Err: errors.New(m[5])}, math.MaxInt64
-		} else {
-			f := strings.SplitN(strings.TrimSuffix(strings.TrimPrefix(m[5], "{"), "}"), " ", 4)
-			require.Len(t, f, 4, "an outcome of four fields: %q", m[5])
-			o.Output = oout{res: f[0], parent: f[1], overflow: f[2], items: f[3]}
-		}
-		ops = append(ops, o)
-	}
-	linear.Explain(t, outlierHistories, ops)
+		return oop{op: m[1], parent: parent, id: m[3], text: m[4]}, m[5]
+	}, func(outcome string) any {
+		f := strings.SplitN(strings.TrimSuffix(strings.TrimPrefix(outcome, "{"), "}"), " ", 4)
+		require.Len(t, f, 4, "an outcome of four fields: %q", outcome)
+		return oout{res: f[0], parent: f[1], overflow: f[2], items: f[3]}
+	})
 }

@@ -1,15 +1,11 @@
 package subset_test
 
 import (
-	"errors"
-	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mongopatterns/mongopatterns/internal/linear"
@@ -26,15 +22,9 @@ var replayRE = regexp.MustCompile(`^(\w+)\((\w+), (.*), (-?\d+) #\d+ .*-> (.*)$`
 // look first (linear.Explain). It sends nothing to a server; without
 // REPLAY it skips.
 func TestReplayHistory(t *testing.T) {
-	if os.Getenv("REPLAY") == "" {
-		t.Skip("skipped: set REPLAY to a history's .txt")
-	}
-	lines, err := linear.ReadText(os.Getenv("REPLAY"))
-	require.NoError(t, err)
-	var ops []porcupine.Operation
-	for _, l := range lines {
-		m := replayRE.FindStringSubmatch(l.Text)
-		require.NotNil(t, m, "not an operation of subsetHistories: %q", l.Text)
+	linear.Replay(t, subsetHistories, func(text string) (any, string) {
+		m := replayRE.FindStringSubmatch(text)
+		require.NotNil(t, m, "not an operation of subsetHistories: %q", text)
 		id, _ := strconv.ParseInt(m[4], 10, 64)
 		in := sop{op: m[1], parent: m[2], id: id}
 		for _, e := range strings.Split(strings.TrimSuffix(m[3], ","), ",") {
@@ -46,14 +36,9 @@ func TestReplayHistory(t *testing.T) {
 			b, _ := strconv.ParseInt(p[1], 10, 64)
 			in.items = append(in.items, item{ID: a, Parent: m[2], Score: b})
 		}
-		o := porcupine.Operation{ClientId: l.Client, Call: l.Call, Return: l.Return, Input: in}
-		if strings.HasPrefix(m[5], "unknown") {
-			o.Output, o.Return = linear.Unknown{Err: errors.New(m[5])}, math.MaxInt64
-		} else {
-			res, sub, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(m[5], "{"), "}"), " ")
-			o.Output = sout{res: res, subset: sub}
-		}
-		ops = append(ops, o)
-	}
-	linear.Explain(t, subsetHistories, ops)
+		return in, m[5]
+	}, func(outcome string) any {
+		res, sub, _ := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(outcome, "{"), "}"), " ")
+		return sout{res: res, subset: sub}
+	})
 }

@@ -14,6 +14,7 @@ package linear
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -189,6 +190,38 @@ func ReadText(path string) ([]Line, error) {
 		lines = append(lines, Line{Call: call, Return: ret, Client: client, Text: m[4]})
 	}
 	return lines, nil
+}
+
+// Replay replays against model the history in the file that the
+// REPLAY environment variable names (a soak keeps one per violation with
+// LINEAR_OUT=<dir>: seed_<seed>.txt, see [Keep]) and logs what [Explain]
+// says of it; without REPLAY it skips t. parse reads a line's text (the
+// model's description of the operation) into the operation's input and
+// the text of its outcome; output reads an outcome, but one of unknown
+// outcome ("unknown ..."), which Replay reads as [Unknown], returning at
+// infinity, as [Check] records it. It sends nothing to a server.
+func Replay(t testing.TB, model porcupine.Model, parse func(text string) (input any, outcome string), output func(outcome string) any) {
+	t.Helper()
+	path := os.Getenv("REPLAY")
+	if path == "" {
+		t.Skip("skipped: set REPLAY to a history's .txt")
+	}
+	lines, err := ReadText(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := make([]porcupine.Operation, 0, len(lines))
+	for _, l := range lines {
+		in, outcome := parse(l.Text)
+		o := porcupine.Operation{ClientId: l.Client, Call: l.Call, Return: l.Return, Input: in}
+		if strings.HasPrefix(outcome, "unknown") {
+			o.Output, o.Return = Unknown{Err: errors.New(outcome)}, math.MaxInt64
+		} else {
+			o.Output = output(outcome)
+		}
+		ops = append(ops, o)
+	}
+	Explain(t, model, ops)
 }
 
 // Explain logs whether model accepts ops, and each single operation
